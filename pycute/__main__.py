@@ -1,0 +1,40 @@
+"""``python -m pycute demo``: show the layout algebra (later: plan, compile and verify tcgen05.cp copies)."""
+from __future__ import annotations
+
+import argparse
+import sys
+
+
+def _demo_algebra(out) -> None:
+    import pycute as pc
+    rows = [
+        ("make_layout((4,8))", pc.make_layout((4, 8))),
+        ("composition((6,2):(8,2), (4,3):(3,1))", pc.composition(pc.Layout((6, 2), (8, 2)),
+                                                                 pc.Layout((4, 3), (3, 1)))),
+        ("complement(4:2, 24)", pc.complement(pc.Layout(4, 2), 24)),
+        ("logical_divide((4,2,3):(2,1,8), 4:2)", pc.logical_divide(pc.Layout((4, 2, 3), (2, 1, 8)),
+                                                                   pc.Layout(4, 2))),
+        ("blocked_product((2,2):(1,2), (2,3):(3,1))", pc.blocked_product(pc.Layout((2, 2), (1, 2)),
+                                                                         pc.Layout((2, 3), (3, 1)))),
+        ("raked_product((2,2):(1,2), (2,3):(3,1))", pc.raked_product(pc.Layout((2, 2), (1, 2)),
+                                                                     pc.Layout((2, 3), (3, 1)))),
+        ("Sw<3,4,3> o (8,64):(64,1)", pc.composition(pc.Swizzle(3, 4, 3), pc.Layout((8, 64), (64, 1)))),
+    ]
+    print("Layout algebra", file=out)
+    width = max(len(r[0]) for r in rows)
+    for name, value in rows:
+        print(f"  {name:<{width}}  =  {value!r}", file=out)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m pycute", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+    sub.add_parser("demo", help="show the algebra, plan/compile/verify one copy per tcgen05.cp atom")
+    args = parser.parse_args(argv)
+    if args.command == "demo":
+        _demo_algebra(sys.stdout)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,44 @@
+"""Element types by name and width in bits; the planner needs only widths, codegen needs names."""
+from __future__ import annotations
+
+import attrs
+
+from .errors import PlanError
+
+__all__ = ["DType", "u8", "i8", "f8e4m3", "f8e5m2", "bf16", "f16", "f32", "tf32", "u16", "i16", "u32", "i32",
+           "f4e2m1", "f6e2m3", "f6e3m2", "DTYPES", "dtype"]
+
+
+@attrs.frozen(repr=False)
+class DType:
+    """An element type: ``name`` as written in PTX-facing code, ``bits`` per element."""
+
+    name: str
+    bits: int
+
+    def __repr__(self) -> str:
+        return self.name
+
+
+u8, i8 = DType("u8", 8), DType("i8", 8)
+f8e4m3, f8e5m2 = DType("f8e4m3", 8), DType("f8e5m2", 8)
+bf16, f16, u16, i16 = DType("bf16", 16), DType("f16", 16), DType("u16", 16), DType("i16", 16)
+f32, tf32, u32, i32 = DType("f32", 32), DType("tf32", 32), DType("u32", 32), DType("i32", 32)
+# Packed narrow types: the sources of tcgen05.cp's decompression forms (.b4x16_p64, .b6x16_p32).
+f4e2m1, f6e2m3, f6e3m2 = DType("f4e2m1", 4), DType("f6e2m3", 6), DType("f6e3m2", 6)
+
+DTYPES = {t.name: t for t in (u8, i8, f8e4m3, f8e5m2, bf16, f16, u16, i16, f32, tf32, u32, i32,
+                              f4e2m1, f6e2m3, f6e3m2)}
+_ALIASES = {"uint8": u8, "int8": i8, "float8_e4m3fn": f8e4m3, "float8_e5m2": f8e5m2, "bfloat16": bf16,
+            "float16": f16, "half": f16, "float32": f32, "float": f32, "uint16": u16, "int16": i16,
+            "uint32": u32, "int32": i32}
+
+
+def dtype(x) -> DType:
+    """A DType from itself or a name (``"bf16"``, ``"bfloat16"``, ``"uint8"``...)."""
+    if isinstance(x, DType):
+        return x
+    t = DTYPES.get(x) or _ALIASES.get(x)
+    if t is None:
+        raise PlanError(f"unknown dtype {x!r}; known: {', '.join(sorted(DTYPES))}")
+    return t

@@ -1,0 +1,110 @@
+"""cuTe swizzle functors and composed layouts (``cute/swizzle.hpp``, ``cute/layout_composed.hpp``)."""
+from __future__ import annotations
+
+import attrs
+
+from .errors import LayoutError
+from .int_tuple import has_none, is_int, tuplify
+from .layout import ComposedBase, Layout, _as_layout, slice_and_offset
+
+__all__ = ["Swizzle", "ComposedLayout"]
+
+
+@attrs.frozen(repr=False)
+class Swizzle:
+    """``Sw<B,M,S>``: XOR the ``B`` bits at ``M + max(S,0)`` into the ``B`` bits at ``M - min(S,0)``.
+
+    ``Swizzle(B,M,S)(x) == x ^ ((x & yyy_mask) >> S)`` (a left shift for negative ``S``); an involution.
+    """
+
+    bits: int
+    base: int
+    shift: int
+
+    def __attrs_post_init__(self):
+        if not all(is_int(v) for v in (self.bits, self.base, self.shift)) or self.bits < 0 or self.base < 0:
+            raise LayoutError(f"Swizzle({self.bits},{self.base},{self.shift}): B and M must be non-negative ints")
+        if abs(self.shift) < self.bits:
+            raise LayoutError(f"Swizzle({self.bits},{self.base},{self.shift}): |S| must be at least B, or the "
+                              f"source and destination bit ranges overlap and the map is not an involution")
+
+    @property
+    def yyy_mask(self) -> int:
+        """The source bits (XORed into the destination bits)."""
+        return ((1 << self.bits) - 1) << (self.base + max(0, self.shift))
+
+    @property
+    def zzz_mask(self) -> int:
+        """The destination bits."""
+        return ((1 << self.bits) - 1) << (self.base - min(0, self.shift))
+
+    def __call__(self, offset: int) -> int:
+        if self.shift >= 0:
+            return offset ^ ((offset & self.yyy_mask) >> self.shift)
+        return offset ^ ((offset & self.yyy_mask) << -self.shift)
+
+    def size(self) -> int:
+        """Extent of the domain the swizzle permutes (a power of two)."""
+        return 1 << (self.base + abs(self.shift) + self.bits)
+
+    def compose(self, B):
+        """``Swizzle o B`` as a ComposedLayout."""
+        return ComposedLayout(self, 0, _as_layout(tuplify(B) if isinstance(B, list) else B, "composition"))
+
+    def __repr__(self) -> str:
+        return f"Sw<{self.bits},{self.base},{self.shift}>"
+
+    __str__ = __repr__
+
+
+@attrs.frozen(repr=False)
+class ComposedLayout(ComposedBase):
+    """``outer o offset o inner``: ``CL(c) == outer(offset + inner(c))``; shaped like ``inner``."""
+
+    outer: object
+    offset: int
+    inner: Layout
+
+    def __attrs_post_init__(self):
+        if not isinstance(self.inner, Layout):
+            object.__setattr__(self, "inner", _as_layout(self.inner, "ComposedLayout"))
+        if not callable(self.outer):
+            raise LayoutError(f"ComposedLayout: outer {self.outer!r} is not a function")
+
+    @property
+    def shape(self):
+        return self.inner.shape
+
+    @property
+    def stride(self):
+        return self.inner.stride
+
+    def size(self) -> int:
+        return self.inner.size()
+
+    def rank(self) -> int:
+        return self.inner.rank()
+
+    def __len__(self) -> int:
+        return self.inner.rank()
+
+    def __getitem__(self, i):
+        return ComposedLayout(self.outer, self.offset, self.inner[i])
+
+    def with_inner(self, inner, extra_offset=0):
+        return ComposedLayout(self.outer, self.offset + extra_offset, inner)
+
+    def compose(self, B):
+        from .layout import composition
+        return self.with_inner(composition(self.inner, B))
+
+    def __call__(self, *args):
+        crd = args[0] if len(args) == 1 else args
+        if has_none(crd):
+            return slice_and_offset(crd, self)[0]
+        return self.outer(self.offset + self.inner(crd))
+
+    def __repr__(self) -> str:
+        return f"{self.outer!r} o {self.offset} o {self.inner!r}"
+
+    __str__ = __repr__

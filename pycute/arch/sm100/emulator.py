@@ -1,0 +1,234 @@
+"""A bit-exact, strict functional model of ``tcgen05.cp`` and the TMEM instructions around it.
+
+Written from the PTX ISA (facts and their tags in ptx-tcgen05.md). Shared memory is a byte array at an explicit
+absolute shared-window address, because swizzles XOR absolute address bits (section 6.4). TMEM is 128 lanes x 512
+columns of 32-bit cells per CTA; a second CTA models the cta_group::2 pair. What the hardware is not known to
+accept, the model refuses with an ``EmulationError`` (or ``DescriptorError`` for a malformed descriptor).
+
+Policies marked [inferred] follow the spec note's inferences (TVM's B200 round trips, CUTLASS usage), not PTX text:
+  * base offset must be 0 and LBO mode must be 0 for cp; the 128B-with-32B-atom swizzle is refused for cp;
+  * the TMEM column field must be a multiple of 4 (128-bit aligned);
+  * an 8-row swizzled core group must stay inside one swizzle period, so no row crosses its swizzle row;
+  * cta_group::2 is issued from the even CTA; each CTA copies its own shared memory into its own TMEM.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ...atoms.tcgen05_cp import Tcgen05CpAtom, parse_cp_ptx
+from ...atoms.tcgen05_ld import TmemLoadAtom
+from ...errors import EmulationError, PlanError
+from .descriptor import SmemDescriptor, SwizzleMode
+from .tmem import COLUMNS, LANES, check_alloc_columns, split_address
+
+__all__ = ["Sm100Emulator", "CtaState"]
+
+_SMEM_WINDOW = 1 << 18   # the descriptor addresses 18 bits of the shared window
+
+
+class CtaState:
+    """One CTA: its shared memory image, TMEM, TMEM allocation map and uncommitted async copies."""
+
+    def __init__(self, smem_bytes: int, smem_base: int):
+        self.smem = np.zeros(smem_bytes, dtype=np.uint8)
+        self.smem_base = smem_base
+        self.tmem = np.zeros((LANES, COLUMNS), dtype=np.uint32)
+        self.allocated = np.zeros(COLUMNS, dtype=bool)
+        self.pending: list[tuple[np.ndarray, int, np.ndarray, str]] = []
+
+
+class Sm100Emulator:
+    """CTAs with shared memory at ``smem_base`` and TMEM; issue ``cp``, ``commit``, then read back with ``ld``.
+
+    ``fill_tmem`` is the value unallocated-then-allocated TMEM holds (alloc does not clear it; tests use a marker).
+    """
+
+    def __init__(self, smem_bytes: int = 64 * 1024, smem_base: int = 0, ctas: int = 1, fill_tmem: int = 0):
+        if smem_base % 16 or smem_base < 0 or smem_base + smem_bytes > _SMEM_WINDOW:
+            raise EmulationError(f"shared memory [{smem_base:#x}, {smem_base + smem_bytes:#x}) must be 16-byte "
+                                 f"aligned and inside the {_SMEM_WINDOW:#x}-byte window a descriptor can address")
+        if ctas not in (1, 2):
+            raise EmulationError(f"the model has 1 CTA or a CTA pair, not {ctas}")
+        self.ctas = [CtaState(smem_bytes, smem_base) for _ in range(ctas)]
+        for c in self.ctas:
+            c.tmem[:] = fill_tmem
+        self.cta_group: int | None = None
+
+    # -- set-up -----------------------------------------------------------------------------------------------
+    def write_smem(self, address: int, data, cta: int = 0) -> None:
+        """Store bytes at an absolute shared-window address of ``cta``."""
+        c = self.ctas[cta]
+        data = np.frombuffer(bytes(data), dtype=np.uint8) if not isinstance(data, np.ndarray) else \
+            data.view(np.uint8).ravel()
+        lo = address - c.smem_base
+        if lo < 0 or lo + data.size > c.smem.size:
+            raise EmulationError(f"shared-memory write [{address:#x}, {address + data.size:#x}) is outside "
+                                 f"[{c.smem_base:#x}, {c.smem_base + c.smem.size:#x})")
+        c.smem[lo:lo + data.size] = data
+
+    def _group(self, cta_group: int) -> None:
+        if self.cta_group is None:
+            self.cta_group = cta_group
+        elif self.cta_group != cta_group:
+            raise EmulationError(f"cta_group::{cta_group} after cta_group::{self.cta_group}: all tcgen05 "
+                                 f"instructions of a kernel must use the same .cta_group (PTX 9.0)")
+
+    def alloc(self, ncols: int, cta_group: int = 1) -> int:
+        """``tcgen05.alloc``: first fit, aligned to ``ncols``, in every CTA the group spans; returns the address."""
+        try:
+            check_alloc_columns(ncols)
+        except PlanError as e:
+            raise EmulationError(str(e)) from None
+        self._group(cta_group)
+        targets = self.ctas if cta_group == 2 else self.ctas[:1]
+        if cta_group == 2 and len(self.ctas) != 2:
+            raise EmulationError("cta_group::2 needs a CTA pair; build the emulator with ctas=2")
+        for start in range(0, COLUMNS, ncols):
+            if not any(c.allocated[start:start + ncols].any() for c in targets):
+                for c in targets:
+                    c.allocated[start:start + ncols] = True
+                return start
+        raise EmulationError(f"no {ncols} free TMEM columns (alloc would block forever)")
+
+    def dealloc(self, taddr: int, ncols: int, cta_group: int = 1) -> None:
+        lane, col = split_address(taddr)
+        targets = self.ctas if cta_group == 2 else self.ctas[:1]
+        for c in targets:
+            if not c.allocated[col:col + ncols].all():
+                raise EmulationError(f"dealloc of columns [{col}, {col + ncols}) that are not all allocated")
+            c.allocated[col:col + ncols] = False
+
+    # -- tcgen05.cp ---------------------------------------------------------------------------------------------
+    def cp(self, ptx: str, taddr: int, desc: int, cta: int = 0) -> None:
+        """Issue one ``tcgen05.cp`` from ``cta``; its writes land at the next ``commit``."""
+        try:
+            atom, fmt = parse_cp_ptx(ptx)
+        except PlanError as e:
+            raise EmulationError(str(e)) from None
+        if fmt is not None:
+            raise EmulationError(f"{ptx}: decompression is not modelled; the container bit position of "
+                                 f".{fmt} is unresolved (ptx-tcgen05.md section 15.3)")
+        self._group(atom.cta_group)
+        d = SmemDescriptor.decode(desc)
+        if d.base_offset != 0:
+            raise EmulationError(f"descriptor base offset {d.base_offset} is not modelled (nonzero base offsets "
+                                 f"are undocumented); align the buffer to its swizzle period")
+        if d.lbo_mode != 0:
+            raise EmulationError("descriptor LBO mode 1 (absolute address) is documented only for tcgen05.mma")
+        if d.swizzle is SwizzleMode.B128_BASE32B:
+            raise EmulationError("swizzle mode 128B-with-32B-atoms is M/N-major only and unspecified for tcgen05.cp")
+        if atom.cta_group == 2:
+            if len(self.ctas) != 2:
+                raise EmulationError("cta_group::2 needs a CTA pair; build the emulator with ctas=2")
+            if cta % 2:
+                raise EmulationError("cta_group::2 issued from the odd CTA of the pair is unverified; issue from "
+                                     "the even CTA")
+            targets = [0, 1]
+        else:
+            targets = [cta]
+        for t in targets:
+            self._cp_one(self.ctas[t], atom, taddr, d, ptx)
+
+    def _cp_one(self, c: CtaState, atom: Tcgen05CpAtom, taddr: int, d: SmemDescriptor, ptx: str) -> None:
+        lane0, col0 = split_address(taddr)
+        rows, ncols = atom.rows, atom.columns
+        if col0 % 4:
+            raise EmulationError(f"{ptx}: TMEM column {col0} is not 128-bit aligned (a multiple of 4)")
+        if col0 + ncols > COLUMNS:
+            raise EmulationError(f"{ptx}: columns [{col0}, {col0 + ncols}) overflow the {COLUMNS}-column TMEM")
+        if not c.allocated[col0:col0 + ncols].all():
+            raise EmulationError(f"{ptx}: columns [{col0}, {col0 + ncols}) are not all inside a TMEM allocation")
+        pattern = np.array([atom.lanes(r) for r in range(rows)], dtype=np.int64)   # rows x replicas
+        lanes = lane0 + pattern
+        if lanes.max() >= LANES:
+            raise EmulationError(f"{ptx}: lane field {lane0} puts rows at lane {int(lanes.max())}, past the "
+                                 f"{LANES}-lane TMEM")
+        data = self._read_rows(c, atom, d, ptx)                       # rows x (16*units) bytes
+        words = data.view("<u4").reshape(rows, ncols)
+        reps = pattern.shape[1]
+        c.pending.append((lanes.reshape(-1), col0, np.repeat(words, reps, axis=0), ptx))
+
+    @staticmethod
+    def _read_rows(c: CtaState, atom: Tcgen05CpAtom, d: SmemDescriptor, ptx: str) -> np.ndarray:
+        """The source rows as the descriptor walks them: K-major canonical layout, then the swizzle."""
+        rows, units = atom.rows, atom.units
+        pitch = d.swizzle.row_pitch
+        unit_stride = d.lbo if d.swizzle is SwizzleMode.NONE else 16
+        r = np.arange(rows)[:, None]
+        u = np.arange(units)[None, :]
+        lin = d.start_address + (r % 8) * pitch + (r // 8) * d.sbo + u * unit_stride
+        if d.swizzle is not SwizzleMode.NONE:
+            period = d.swizzle.period
+            in_group = min(rows, 8)
+            for g in range(-(-rows // 8)):
+                g_start = d.start_address + g * d.sbo
+                if (g_start % period) + (in_group - 1) * pitch + 16 * units > period:
+                    raise EmulationError(
+                        f"{ptx}: rows {8 * g}..{8 * g + in_group - 1} starting at {g_start:#x} cross a "
+                        f"{period}-byte {d.swizzle.name} swizzle period (a row must stay in its swizzle row)")
+            sw = d.swizzle.byte_swizzle
+            lin = lin ^ ((lin & sw.yyy_mask) >> sw.shift)
+        if lin.max() + 16 > _SMEM_WINDOW:
+            raise EmulationError(f"{ptx}: source reaches {int(lin.max()) + 16:#x}, past the 18-bit address field")
+        off = lin - c.smem_base
+        if off.min() < 0 or off.max() + 16 > c.smem.size:
+            raise EmulationError(f"{ptx}: source bytes [{int(lin.min()):#x}, {int(lin.max()) + 16:#x}) are "
+                                 f"outside shared memory [{c.smem_base:#x}, {c.smem_base + c.smem.size:#x})")
+        idx = off[:, :, None] + np.arange(16)[None, None, :]
+        return np.ascontiguousarray(c.smem[idx].reshape(rows, 16 * units))
+
+    def commit(self, cta: int = 0) -> None:
+        """``tcgen05.commit`` + mbarrier wait: the issued copies complete. Unordered copies that write the same
+        TMEM cell race (two cp are not pipelined with each other), so that is refused."""
+        targets = range(len(self.ctas)) if self.cta_group == 2 else [cta]
+        for t in targets:
+            c = self.ctas[t]
+            written = np.zeros((LANES, COLUMNS), dtype=bool)
+            for lanes, col0, words, ptx in c.pending:
+                ncols = words.shape[1]
+                block = written[lanes, col0:col0 + ncols]
+                if block.any() or len(set(lanes.tolist())) != lanes.size:
+                    raise EmulationError(f"{ptx}: writes TMEM cells another uncommitted cp also writes (a race)")
+                written[lanes, col0:col0 + ncols] = True
+            for lanes, col0, words, ptx in c.pending:
+                c.tmem[lanes, col0:col0 + words.shape[1]] = words
+            c.pending.clear()
+
+    def run(self, stream, cta: int = 0) -> None:
+        """Issue a stream of ``(ptx, taddr, desc)`` and commit it."""
+        for ptx, taddr, desc in stream:
+            self.cp(ptx, taddr, desc, cta)
+        self.commit(cta)
+
+    # -- read-back -----------------------------------------------------------------------------------------------
+    def ld(self, atom: TmemLoadAtom, warp: int, taddr: int, cta: int = 0) -> np.ndarray:
+        """``tcgen05.ld`` by warp ``warp``: a ``(32 threads, registers)`` uint32 array."""
+        c = self.ctas[cta]
+        if c.pending:
+            raise EmulationError("tcgen05.ld before the issued tcgen05.cp were committed and waited for")
+        lane_field, col0 = split_address(taddr)
+        q = warp % 4
+        if lane_field // 32 not in (0, q):
+            raise EmulationError(f"warp {warp} may only access lanes {32 * q}..{32 * q + 31}; its address has lane "
+                                 f"field {lane_field}")
+        base = 32 * q + lane_field % 32
+        out = np.zeros((32, atom.registers), dtype=np.uint32)
+        for t in range(32):
+            for j in range(atom.registers):
+                lo, co = atom.cell(t, j)
+                lane, col = base + lo, col0 + co
+                if lane >= 32 * q + 32:
+                    raise EmulationError(f"{atom.ptx}: thread {t} would read lane {lane}, outside warp {warp}'s "
+                                         f"quadrant")
+                if col >= COLUMNS or not c.allocated[col]:
+                    raise EmulationError(f"{atom.ptx}: column {col} is not allocated")
+                out[t, j] = c.tmem[lane, col]
+        return out
+
+    def ld_32x32b(self, warp: int, taddr: int, num: int, cta: int = 0) -> np.ndarray:
+        """``tcgen05.ld.32x32b.x<num>``: thread t gets lane ``32*(warp%4)+t``, columns ``col..col+num-1``."""
+        return self.ld(TmemLoadAtom("32x32b", num), warp, taddr, cta)
+
+    def tmem_image(self, cta: int = 0) -> np.ndarray:
+        """A copy of the whole TMEM of ``cta`` (lanes x columns, uint32), for comparisons."""
+        return self.ctas[cta].tmem.copy()

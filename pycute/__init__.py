@@ -17,3 +17,5 @@ from .layout import (Layout, blocked_product, coalesce, complement, composition,
 from .swizzle import ComposedLayout, Swizzle
 
 __version__ = "0.1.0"
+from .arch.sm100 import SmemDescriptor, SwizzleMode, TCol, TLane
+from .copy import CopyPlan, expected_tmem, make_smem_tensor, make_tiled_copy, make_tmem_tensor, verify_plan

@@ -1,0 +1,5 @@
+"""make_tiled_copy: plan shared-memory -> TMEM tcgen05.cp copies."""
+from .plan import CopyPlan, CpInstruction
+from .planner import Smem, make_tiled_copy
+from .reference import expected_tmem, verify_plan
+from .tensor import SmemTensor, TmemTensor, make_smem_tensor, make_tmem_tensor

@@ -1,0 +1,109 @@
+"""The result of make_tiled_copy: which atom, which descriptor, which instructions, and why."""
+from __future__ import annotations
+
+import attrs
+
+from ..arch.sm100.descriptor import SmemDescriptor, patch_start_address
+from ..atoms.tcgen05_cp import Tcgen05CpAtom
+from ..layout import Layout
+from .tensor import SmemTensor, TmemTensor
+
+__all__ = ["CpInstruction", "CopyPlan"]
+
+
+@attrs.frozen
+class CpInstruction:
+    """One ``tcgen05.cp``: TMEM address offset (lane << 16 | column, from the allocation base) and shared-memory
+    byte offset (from the buffer base) of the descriptor's start address."""
+
+    ptx: str
+    tmem_offset: int
+    smem_offset: int
+
+    @property
+    def lane(self) -> int:
+        return self.tmem_offset >> 16
+
+    @property
+    def column(self) -> int:
+        return self.tmem_offset & 0xFFFF
+
+
+@attrs.frozen(repr=False)
+class CopyPlan:
+    """A validated shared-memory -> TMEM copy. ``instructions`` is exactly what generated code issues.
+
+    ``lane``, ``col`` and ``middle`` are the partition of the region's elements as layouts whose strides step both
+    sides at once: ``TLane``/``TCol`` (TMEM, TCol in elements) and ``Smem`` (shared-memory bytes, pre-swizzle).
+    """
+
+    atom: Tcgen05CpAtom
+    descriptor: SmemDescriptor
+    instructions: tuple
+    lane: Layout
+    col: Layout
+    middle: Layout
+    src: SmemTensor
+    dst: TmemTensor
+    rejected: tuple = attrs.field(default=(), eq=False)   # ((atom name, reason), ...) wider candidates tried
+
+    @property
+    def cta_group(self) -> int:
+        return self.atom.cta_group
+
+    @property
+    def bytes(self) -> int:
+        """Shared-memory bytes the copy reads."""
+        return self.atom.bytes * len(self.instructions)
+
+    @property
+    def lower_bound(self) -> int:
+        """Fewest instructions any tcgen05.cp form could use: bytes / bytes of the widest form (4 KiB)."""
+        return -(-self.bytes // 4096)
+
+    def descriptor_for(self, smem_address: int) -> int:
+        """The 64-bit descriptor of an instruction whose start is at shared-window byte ``smem_address``."""
+        return patch_start_address(self.descriptor.encode(), smem_address)
+
+    def stream(self, smem_base: int, tmem_base: int) -> list[tuple[str, int, int]]:
+        """``(ptx, taddr, descriptor)`` per instruction for a buffer at ``smem_base`` and TMEM at ``tmem_base``."""
+        template = self.descriptor.encode()
+        return [(i.ptx, tmem_base + i.tmem_offset, patch_start_address(template, smem_base + i.smem_offset))
+                for i in self.instructions]
+
+    def explain(self) -> str:
+        """What a person reads to trust the plan (or to see why a wider atom was not used)."""
+        a, d = self.atom, self.descriptor
+        n = len(self.instructions)
+        lines = [f"tcgen05.cp plan: {self.src!r} -> {self.dst!r}",
+                 f"  atom        {a.ptx}  ({a.rows} rows x {a.bits} bits = {a.bytes} B per instruction)"]
+        if self.rejected:
+            lines.append("  wider candidates rejected:")
+            lines += [f"    {name:<22} {reason}" for name, reason in self.rejected]
+        lines += [
+            f"  chosen      {a.name}: the widest form whose lane pattern, row shape and alignment all fit",
+            f"  count       {n} instruction{'s' if n != 1 else ''} for {self.bytes} B "
+            f"({self.bytes} B / {a.bytes} B per {a.name}); lower bound over all forms {self.lower_bound}",
+            f"  descriptor  swizzle {d.swizzle.name}, LBO {d.lbo} B, SBO {d.sbo} B, base offset 0, "
+            f"template {d.encode():#018x} (start address patched per instruction)",
+            f"  lane        {self.lane!r}",
+            f"  col         {self.col!r}",
+            f"  middle      {self.middle!r}",
+        ]
+        if a.cta_group == 2:
+            lines.append("  cta_group 2 the even CTA of the pair issues; each CTA copies its own shared memory into "
+                         "its own TMEM; commit with .multicast::cluster and CTA mask 0b11")
+        lines.append("  instructions (tmem lane, column; smem byte offset):")
+        shown = self.instructions if n <= 16 else self.instructions[:8] + self.instructions[-4:]
+        for k, inst in enumerate(shown):
+            if n > 16 and k == 8:
+                lines.append(f"    ... {n - 12} more ...")
+            lines.append(f"    lane {inst.lane:>3}  col {inst.column:>3}  smem +{inst.smem_offset}")
+        return "\n".join(lines)
+
+    def __repr__(self) -> str:
+        head = (f"CopyPlan({self.atom.ptx}, {len(self.instructions)} instr, swizzle {self.descriptor.swizzle.name}, "
+                f"LBO {self.descriptor.lbo} B, SBO {self.descriptor.sbo} B)")
+        rows = [f"  {'#':>3}  {'tmem lane':>9}  {'tmem col':>8}  {'smem +B':>8}"]
+        rows += [f"  {k:>3}  {i.lane:>9}  {i.column:>8}  {i.smem_offset:>8}" for k, i in enumerate(self.instructions)]
+        return "\n".join([head] + rows)

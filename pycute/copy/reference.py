@@ -1,0 +1,98 @@
+"""What a copy must produce, computed from the two tensors' layouts alone, and an emulator check of a plan.
+
+``expected_tmem`` knows nothing of atoms, descriptors or partitions: for every coordinate it reads the element the
+shared-memory layout (with its swizzle) names and writes it where the TMEM layout (and every replica) names.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..arch.sm100.emulator import Sm100Emulator
+from ..basis import basis_get
+from ..int_tuple import flatten
+from ..layout import Layout
+from .plan import CopyPlan
+from .tensor import SmemTensor, TmemTensor
+
+__all__ = ["layout_values", "expected_tmem", "smem_bytes_needed", "verify_plan", "fill_pattern"]
+
+
+def layout_values(layout: Layout, axis=None) -> np.ndarray:
+    """``[layout(i) for i in range(size)]`` as int64, vectorised; ``axis`` picks a scaled-basis component."""
+    shapes, strides = flatten(layout.shape), flatten(layout.stride)
+    idx = np.arange(layout.size(), dtype=np.int64)
+    out = np.zeros_like(idx)
+    prefix = 1
+    for n, d in zip(shapes, strides):
+        d = basis_get(d, axis) if axis is not None else d
+        out += ((idx // prefix) % n) * d
+        prefix *= n
+    return out
+
+
+def smem_bytes_needed(src: SmemTensor) -> int:
+    """Bytes from the buffer base that cover every element the tensor can name (rounded to its swizzle period)."""
+    hi = src.offset + int(layout_values(src.layout).max())
+    nbytes = (hi + 1) * src.bits // 8 + 16
+    return -(-nbytes // 1024) * 1024
+
+
+def expected_tmem(src: SmemTensor, dst: TmemTensor, smem: np.ndarray, tmem: np.ndarray, tmem_base_col: int):
+    """Write into ``tmem`` (lanes x 512 uint32) what copying ``src`` to ``dst`` must leave there.
+
+    ``smem`` is the buffer's bytes from its base; ``tmem_base_col`` is the allocation's first column.
+    """
+    bits = src.bits
+    elem = src.offset + layout_values(src.layout)
+    if src.swizzle is not None:
+        sw = src.swizzle
+        elem = elem ^ ((elem & sw.yyy_mask) >> sw.shift) if sw.shift >= 0 else \
+            elem ^ ((elem & sw.yyy_mask) << -sw.shift)
+    bit = elem * bits
+    word = np.zeros(elem.size, dtype=np.uint64)
+    for k in range(max(bits // 8, 1)):
+        word |= smem[bit // 8 + k].astype(np.uint64) << np.uint64(8 * k)
+    if bits < 8:
+        word = (word >> (bit % 8).astype(np.uint64)) & np.uint64((1 << bits) - 1)
+    lanes = dst.lane_offset + layout_values(dst.layout, "TLane")
+    cols = dst.col_offset + layout_values(dst.layout, "TCol")
+    col32 = tmem_base_col + cols * bits // 32
+    shift = ((cols * bits) % 32).astype(np.uint64)
+    mask = (np.uint64((1 << bits) - 1) << shift)
+    reps = [0] if dst.replica is None else layout_values(dst.replica, "TLane")
+    t64 = tmem.astype(np.uint64)
+    for rep in reps:
+        ln = lanes + rep
+        np.bitwise_and.at(t64, (ln, col32), ~mask & np.uint64(0xFFFFFFFF))
+        np.bitwise_or.at(t64, (ln, col32), (word << shift) & np.uint64(0xFFFFFFFF))
+    tmem[:] = t64.astype(np.uint32)
+    return tmem
+
+
+def fill_pattern(nbytes: int, seed: int) -> np.ndarray:
+    """Distinct-looking bytes for round trips (a seeded generator, so failures reproduce)."""
+    return np.random.default_rng(seed).integers(0, 256, nbytes, dtype=np.uint8)
+
+
+def verify_plan(plan: CopyPlan, seed: int = 0, smem_base: int = 0, stream=None) -> None:
+    """Emulate ``plan`` (or an explicit instruction ``stream``) and compare every CTA's TMEM with
+    ``expected_tmem``; raises AssertionError with the first differing cells."""
+    src, dst = plan.src, plan.dst
+    ctas = plan.cta_group
+    nbytes = smem_bytes_needed(src)
+    marker = 0xA5A5A5A5
+    emu = Sm100Emulator(smem_bytes=nbytes, smem_base=smem_base, ctas=ctas, fill_tmem=marker)
+    images = []
+    for c in range(ctas):
+        img = fill_pattern(nbytes, seed * 2 + c)
+        emu.write_smem(smem_base, img, cta=c)
+        images.append(img)
+    base_col = emu.alloc(dst.columns, cta_group=ctas)
+    emu.run(plan.stream(smem_base, base_col) if stream is None else stream(smem_base, base_col))
+    for c in range(ctas):
+        want = expected_tmem(src, dst, images[c], np.full((128, 512), marker, dtype=np.uint32), base_col)
+        got = emu.tmem_image(c)
+        if not np.array_equal(got, want):
+            diff = np.argwhere(got != want)[:5]
+            cells = ", ".join(f"(lane {a}, col {b}): got {got[a, b]:#010x} want {want[a, b]:#010x}" for a, b in diff)
+            raise AssertionError(f"CTA {c}: {int((got != want).sum())} TMEM cells differ: {cells}")

@@ -1,0 +1,199 @@
+"""Shared-memory and TMEM tensors for the planner: a dtype, a layout in elements, and a region within it.
+
+``make_smem_tensor(dtype, layout)`` takes a Layout or ``ComposedLayout(Swizzle, 0, Layout)`` whose offsets are
+elements from the buffer base. ``make_tmem_tensor(dtype, layout, replica, columns)`` takes a layout whose strides are
+on the ``TLane`` / ``TCol`` axes (``TCol`` counted in elements). Both slice with Python slices into regions that keep
+their offset: ``t[0:32, 8:24]``.
+"""
+from __future__ import annotations
+
+import attrs
+
+from ..arch.sm100.tmem import check_alloc_columns
+from ..basis import ScaledBasis, basis_get
+from ..dtypes import DType, dtype as as_dtype
+from ..errors import PlanError
+from ..int_tuple import flatten, is_int, product
+from ..layout import Layout, coalesce, composition, make_layout
+from ..swizzle import ComposedLayout, Swizzle
+
+__all__ = ["SmemTensor", "TmemTensor", "make_smem_tensor", "make_tmem_tensor", "region_size"]
+
+
+def _window(mode: Layout, start: int, extent: int, where: str) -> tuple[Layout, object]:
+    """``(sub, off)`` with ``mode(start + j) == off + sub(j)`` for ``j < extent``, or a PlanError.
+
+    A shifted window of a hierarchical mode is linear only if adding ``start`` never carries between the mode's
+    (coalesced) digits for any ``j < extent``.
+    """
+    sub = composition(mode, Layout(extent, 1))
+    if start == 0:
+        return sub, 0
+    c = coalesce(mode)
+    shapes = flatten(c.shape)
+    prefix = 1
+    rest = start
+    for k, n in enumerate(shapes[:-1]):
+        digit = rest % n
+        rest //= n
+        reach = n - 1 if extent - 1 >= prefix * n else (extent - 1) // prefix
+        if digit + reach >= n:
+            raise PlanError(f"{where}: window [{start}:{start + extent}] of mode {mode!r} is not a shifted copy of "
+                            f"its first {extent} elements (it crosses a boundary of the mode's sub-mode {k})")
+        prefix *= n
+    return sub, mode(start)
+
+
+def _region(layout: Layout, offset, key, where: str):
+    """Slice ``layout`` (rank r) by ``key`` (slices or ints, at most r): returns (layout, offset)."""
+    if not isinstance(key, tuple):
+        key = (key,)
+    r = layout.rank()
+    if len(key) > r:
+        raise PlanError(f"{where}: {len(key)} indices for a rank-{r} tensor of shape {layout.shape!r}")
+    key = key + (slice(None),) * (r - len(key))
+    modes = []
+    for i, k in enumerate(key):
+        mode = layout[i] if r > 1 else layout
+        n = mode.size()
+        if is_int(k):
+            if not -n <= k < n:
+                raise PlanError(f"{where}: index {k} is out of range for mode {i} of extent {n}")
+            offset = offset + mode(k % n)
+            continue
+        if not isinstance(k, slice):
+            raise PlanError(f"{where}: index {k!r} of mode {i} is neither an int nor a slice")
+        if k.step not in (None, 1):
+            raise PlanError(f"{where}: slice {k} of mode {i} has a step; only contiguous windows are supported")
+        start, stop, _ = k.indices(n)
+        if stop <= start:
+            raise PlanError(f"{where}: slice {k} of mode {i} (extent {n}) is empty")
+        sub, off = _window(mode, start, stop - start, where)
+        modes.append(sub)
+        offset = offset + off
+    if not modes:
+        return Layout(1, 0), offset
+    return (modes[0] if len(modes) == 1 else make_layout(*modes)), offset
+
+
+def _swizzle_and_layout(layout):
+    if isinstance(layout, ComposedLayout):
+        if not isinstance(layout.outer, Swizzle):
+            raise PlanError(f"shared-memory layout {layout!r}: the outer function of a ComposedLayout must be a "
+                            f"Swizzle")
+        if layout.offset != 0:
+            raise PlanError(f"shared-memory layout {layout!r}: the swizzle offset must be 0 (slice the tensor "
+                            f"instead)")
+        return layout.outer, layout.inner
+    if isinstance(layout, Layout):
+        return None, layout
+    raise PlanError(f"shared-memory layout must be a Layout or ComposedLayout(Swizzle, 0, Layout), got {layout!r}")
+
+
+@attrs.frozen(repr=False)
+class SmemTensor:
+    """A region of a shared-memory buffer: element ``c`` lives at element ``swizzle(offset + layout(c))``."""
+
+    dtype: DType
+    layout: Layout
+    swizzle: Swizzle | None = None
+    offset: int = 0
+    base_align: int = 1024
+
+    @property
+    def shape(self):
+        return self.layout.shape
+
+    @property
+    def bits(self) -> int:
+        return self.dtype.bits
+
+    def element_offset(self, *crd) -> int:
+        """The (swizzled) element offset of a coordinate from the buffer base."""
+        linear = self.offset + self.layout(*crd)
+        return self.swizzle(linear) if self.swizzle is not None else linear
+
+    def __getitem__(self, key) -> "SmemTensor":
+        layout, offset = _region(self.layout, self.offset, key, "shared-memory tensor")
+        return attrs.evolve(self, layout=layout, offset=offset)
+
+    def __repr__(self) -> str:
+        sw = f"{self.swizzle!r} o " if self.swizzle is not None else ""
+        return f"smem<{self.dtype.name}>[{sw}{self.offset} o {self.layout!r}]"
+
+
+@attrs.frozen(repr=False)
+class TmemTensor:
+    """A region of TMEM: element ``c`` lives at ``offset + layout(c)`` on (TLane, TCol-in-elements), replicated at
+    every lane offset of ``replica``; ``columns`` is the allocation size in 32-bit columns."""
+
+    dtype: DType
+    layout: Layout
+    replica: Layout | None = None
+    columns: int | None = None
+    offset: object = 0
+
+    @property
+    def shape(self):
+        return self.layout.shape
+
+    @property
+    def bits(self) -> int:
+        return self.dtype.bits
+
+    @property
+    def lane_offset(self) -> int:
+        return basis_get(self.offset, "TLane")
+
+    @property
+    def col_offset(self) -> int:
+        """Column offset in elements."""
+        return basis_get(self.offset, "TCol")
+
+    def __getitem__(self, key) -> "TmemTensor":
+        layout, offset = _region(self.layout, self.offset, key, "TMEM tensor")
+        return attrs.evolve(self, layout=layout, offset=offset)
+
+    def __repr__(self) -> str:
+        rep = f", replica {self.replica!r}" if self.replica is not None else ""
+        cols = f", {self.columns} columns" if self.columns is not None else ""
+        return f"tmem<{self.dtype.name}>[{self.offset!r} o {self.layout!r}{rep}{cols}]"
+
+
+def make_smem_tensor(dtype, layout, base_align: int = 1024) -> SmemTensor:
+    """A shared-memory tensor whose buffer base is aligned to ``base_align`` bytes."""
+    dt = as_dtype(dtype)
+    sw, inner = _swizzle_and_layout(layout)
+    for d in flatten(inner.stride):
+        if not is_int(d):
+            raise PlanError(f"shared-memory layout {inner!r} has a non-integer stride {d!r}")
+    if not is_int(base_align) or base_align < 16 or base_align & (base_align - 1):
+        raise PlanError(f"base_align {base_align!r} must be a power of two of at least 16 bytes")
+    return SmemTensor(dt, inner, sw, 0, base_align)
+
+
+def make_tmem_tensor(dtype, layout, replica=None, columns=None) -> TmemTensor:
+    """A TMEM tensor: ``layout`` on TLane/TCol (elements), optional multicast ``replica`` on TLane, and the
+    allocation size ``columns`` (32-bit columns, a legal tcgen05.alloc size)."""
+    dt = as_dtype(dtype)
+    if not isinstance(layout, Layout):
+        raise PlanError(f"TMEM layout must be a Layout with TLane/TCol strides, got {layout!r}")
+    for d in flatten(layout.stride):
+        if not (d == 0 or (isinstance(d, ScaledBasis) and set(d.as_dict()) <= {"TLane", "TCol"})):
+            raise PlanError(f"TMEM layout {layout!r}: stride {d!r} is not on the TLane/TCol axes")
+    if replica is not None:
+        if not isinstance(replica, Layout):
+            raise PlanError(f"replica must be a Layout on TLane, got {replica!r}")
+        for d in flatten(replica.stride):
+            if not (isinstance(d, ScaledBasis) and set(d.as_dict()) == {"TLane"}):
+                raise PlanError(f"replica {replica!r}: stride {d!r} is not on the TLane axis")
+    if columns is not None:
+        try:
+            check_alloc_columns(columns)
+        except PlanError as e:
+            raise PlanError(f"TMEM tensor: {e}") from None
+    return TmemTensor(dt, layout, replica, columns, 0)
+
+
+def region_size(t) -> int:
+    return product(t.layout.shape)

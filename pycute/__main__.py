@@ -26,6 +26,27 @@ def _demo_algebra(out) -> None:
         print(f"  {name:<{width}}  =  {value!r}", file=out)
 
 
+def _demo_plans(out) -> None:
+    import pycute as pc
+    from pycute.atoms import cp_candidates
+    from pycute.copy.canonical import atom_tmem_tensor, kmajor_smem_tensor
+    src = pc.make_smem_tensor(pc.u8, pc.Layout((32, 16), (16, 1)))
+    dst = pc.make_tmem_tensor(pc.u8, pc.Layout((32, 16), (pc.TLane, pc.TCol)), replica=pc.Layout(4, 32 * pc.TLane),
+                              columns=32)
+    print("\nThe article's demo: 32x16 uint8, TMEM replicated to all four warp quadrants, shape inferred", file=out)
+    plan = pc.make_tiled_copy(dst[0:32, 0:16], src[0:32, 0:16], cta_group=1)
+    pc.verify_plan(plan)
+    print(plan.explain(), file=out)
+    for atom in cp_candidates(1):
+        k = 4 * atom.bits // 16
+        src = kmajor_smem_tensor(pc.bf16, atom.rows, k, "128B")[0:atom.rows, 0:k]
+        dst = atom_tmem_tensor(pc.bf16, atom, k)
+        plan = pc.make_tiled_copy(dst, src, shape=atom.shape, multicast=atom.multicast or None)
+        pc.verify_plan(plan)
+        print(f"\nOne copy per atom: {atom.name}, bf16, 128B swizzle, 4 middle steps", file=out)
+        print(plan.explain(), file=out)
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m pycute", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -33,6 +54,7 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     if args.command == "demo":
         _demo_algebra(sys.stdout)
+        _demo_plans(sys.stdout)
     return 0
 
 

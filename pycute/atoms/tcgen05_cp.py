@@ -7,6 +7,7 @@ outer-mode-first as ``(2,32):(64,1)``; in cuTe's column-major order the same row
 """
 from __future__ import annotations
 
+import functools
 import re
 
 import attrs
@@ -116,10 +117,17 @@ class Tcgen05CpAtom(CopyAtom):
 
     def lanes(self, row: int) -> tuple[int, ...]:
         """TMEM lane offsets (relative to the address's lane field) that source row ``row`` is written to."""
-        base = basis_get(self.LANE_PATTERN(row), "TLane")
-        if self.REPLICA is None:
-            return (base,)
-        return tuple(base + basis_get(self.REPLICA(k), "TLane") for k in range(self.replicas))
+        return _lane_table(type(self))[row]
+
+    @property
+    def lane_table(self) -> tuple:
+        """``lanes(r)`` for every row: the form's whole row -> lanes map."""
+        return _lane_table(type(self))
+
+    @property
+    def max_lane(self) -> int:
+        """The largest lane offset any row reaches (replicas included)."""
+        return _max_lane(type(self))
 
     # -- CuTe-style thread-value description ------------------------------------------------------------------
     @property
@@ -142,6 +150,17 @@ class Tcgen05CpAtom(CopyAtom):
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(cta_group={self.cta_group})  # {self.ptx}"
+
+
+@functools.lru_cache(maxsize=None)
+def _lane_table(form) -> tuple:
+    reps = [0] if form.REPLICA is None else [basis_get(form.REPLICA(k), "TLane") for k in range(form.REPLICA.size())]
+    return tuple(tuple(basis_get(form.LANE_PATTERN(r), "TLane") + rep for rep in reps) for r in range(form.ROWS))
+
+
+@functools.lru_cache(maxsize=None)
+def _max_lane(form) -> int:
+    return max(max(lanes) for lanes in _lane_table(form))
 
 
 def _form(name, shape, multicast, rows, bits, lane_pattern, replica, sass):

@@ -3,3 +3,4 @@ from .plan import CopyPlan, CpInstruction
 from .planner import Smem, make_tiled_copy
 from .reference import expected_tmem, verify_plan
 from .tensor import SmemTensor, TmemTensor, make_smem_tensor, make_tmem_tensor
+from .canonical import atom_tmem_tensor, kmajor_smem_tensor

@@ -45,7 +45,8 @@ class CopyPlan:
     middle: Layout
     src: SmemTensor
     dst: TmemTensor
-    rejected: tuple = attrs.field(default=(), eq=False)   # ((atom name, reason), ...) wider candidates tried
+    rejected: tuple = attrs.field(default=(), eq=False)   # ((atom name, reason), ...) wider candidates tried;
+    # a reason is any object whose str() is the rule it broke (formatted lazily by the planner)
 
     @property
     def cta_group(self) -> int:

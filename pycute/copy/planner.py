@@ -15,10 +15,10 @@ import functools
 
 from ..arch.sm100.descriptor import SmemDescriptor, SwizzleMode
 from ..atoms.tcgen05_cp import LEGAL_MULTICASTS, Tcgen05CpAtom, cp_candidates, find_cp_atom
-from ..basis import E, basis_get
+from ..basis import E, ScaledBasis, basis_get
 from ..errors import LayoutError, PlanError
 from ..int_tuple import flatten, is_int, product
-from ..layout import Layout, coalesce, composition
+from ..layout import Layout, _mk, coalesce, composition
 from .plan import CopyPlan, CpInstruction
 from .tensor import SmemTensor, TmemTensor
 
@@ -30,7 +30,15 @@ _UNIT_BITS = 128
 
 
 class _Reject(Exception):
-    """A candidate atom does not fit; the message is the first rule it broke."""
+    """A candidate atom does not fit: the first rule it broke. The message is formatted only when read, because
+    inference rejects several candidates per plan and nobody reads those reasons unless asked (explain, errors)."""
+
+    def __init__(self, template: str, **values):
+        super().__init__(template)
+        self.template, self.values = template, values
+
+    def __str__(self) -> str:
+        return self.template.format(**self.values) if self.values else self.template
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -202,31 +210,39 @@ def _take_columns(col_modes, count):
 def _match_lanes(lane_modes, pattern: Layout):
     """Split the modes realising ``pattern`` (row -> lane) out of ``lane_modes``.
 
-    Returns ``([(rows, lane stride, smem stride)] in row order, remaining lane modes)``.
+    A pattern mode (``p`` rows at lane stride ``q``) may be covered by a run of lane modes whose lane strides
+    continue one another (their shared-memory strides need not). Returns ``([(rows, lane stride, smem stride)] in
+    row order, remaining lane modes)``.
     """
     pool = list(lane_modes)
-    pattern_modes = [(p, basis_get(q, "TLane")) for p, q in
-                     zip(flatten(coalesce(pattern).shape), flatten(coalesce(pattern).stride))]
+    pattern_c = coalesce(pattern)
     matched = []
-    for p, q in pattern_modes:
-        for k, (n, s, lane) in enumerate(pool):
-            if lane <= q < n * lane and q % lane == 0:
-                lo = q // lane
-                if n % (lo * p):
-                    raise _Reject(f"TMEM lanes step {lane} x {n}, which does not tile the lane pattern "
-                                  f"{pattern!r} (needs {p} rows at lane stride {q})")
-                pieces = []
-                if lo > 1:
-                    pieces.append((lo, s, lane))
-                if n // (lo * p) > 1:
-                    pieces.append((n // (lo * p), s * lo * p, q * p))
-                pool[k:k + 1] = pieces
-                matched.append((p, q, s * lo))
-                break
-        else:
-            have = ", ".join(f"{n}x{lane}" for n, _, lane in lane_modes) or "none"
-            raise _Reject(f"TMEM lanes do not match the lane pattern {pattern!r}: the region's lane modes are "
-                          f"[{have}] (extent x lane stride), {p} rows at lane stride {q} needed")
+    for p, q in zip(flatten(pattern_c.shape), flatten(pattern_c.stride)):
+        q = basis_get(q, "TLane")
+        need, at = p, q
+        while need > 1:
+            for k, (n, s, lane) in enumerate(pool):
+                if lane <= at < n * lane and at % lane == 0:
+                    break
+            else:
+                have = ", ".join(f"{n}x{lane}" for n, _, lane in lane_modes) or "none"
+                raise _Reject(f"TMEM lanes do not match the lane pattern {pattern!r}: the region's lane modes are "
+                              f"[{have}] (extent x lane stride); {need} rows at lane stride {at} are missing")
+            lo = at // lane
+            avail = n // lo
+            if n % lo or (avail > need and avail % need) or (avail < need and need % avail):
+                raise _Reject(f"TMEM lanes step {lane} x {n}, which does not tile the lane pattern {pattern!r} "
+                              f"({need} rows at lane stride {at} needed)")
+            take = min(avail, need)
+            pieces = []
+            if lo > 1:
+                pieces.append((lo, s, lane))
+            if avail > take:
+                pieces.append((avail // take, s * lo * take, at * take))
+            pool[k:k + 1] = pieces
+            matched.append((take, at, s * lo))
+            need //= take
+            at *= take
     return matched, sorted(pool, key=lambda m: m[2])
 
 
@@ -249,34 +265,36 @@ def _validate(p: _Prepared, atom: Tcgen05CpAtom):
     # Rule 3: replica.
     want = atom.replica
     have = dst.replica
-    if (want is None) != (have is None) or (want is not None and coalesce(want) != coalesce(have)):
-        raise _Reject(f"replica mismatch: {atom.name} replicates at {want!r}, the TMEM tensor declares {have!r}")
+    if want != have and ((want is None) != (have is None) or coalesce(want) != coalesce(have)):
+        raise _Reject("replica mismatch: {name} replicates at {want!r}, the TMEM tensor declares {have!r}",
+                      name=atom.name, want=want, have=have)
     # Rule 5: a row's columns and 16-byte units.
     per_row = atom.bits // bits
     unit = _UNIT_BITS // bits
     col_taken, col_rest = _take_columns(p.col_modes, per_row)
     try:
-        units = coalesce(Layout(tuple(n for n, _ in col_taken), tuple(s for _, s in col_taken)))
+        units = coalesce(_mk(tuple(n for n, _ in col_taken), tuple(s for _, s in col_taken)))
     except LayoutError as e:                                   # pragma: no cover - shapes come from a split
         raise _Reject(str(e)) from None
-    if atom.units == 1 or units == Layout(per_row, 1):
-        if units != Layout(per_row, 1):
+    whole_row = _mk(per_row, 1)
+    if atom.units == 1 or units == whole_row:
+        if units != whole_row:
             raise _Reject(f"a row's shared-memory elements {units!r} are not one contiguous 16-byte unit")
         unit_gap = 16
     else:
-        if not (units.rank() == 2 and units[0] == Layout(unit, 1) and units.shape[1] == 2):
+        if not (units.rank() == 2 and units[0] == _mk(unit, 1) and units.shape[1] == 2):
             raise _Reject(f"a row's shared-memory elements {units!r} are not whole 16-byte units")
         unit_gap = _to_bytes(units.stride[1], bits, "the distance between a row's 16-byte units")
     # Rules 4-5: lanes and 8-row core groups.
     rows_matched, lane_rest = _match_lanes(p.lane_modes, atom.lane_pattern)
-    rows = Layout(tuple(n for n, _, _ in rows_matched),
-                  tuple(_to_bytes(s, bits, "a row step") for _, _, s in rows_matched))
+    rows = _mk(tuple(n for n, _, _ in rows_matched),
+               tuple(_to_bytes(s, bits, "a row step") for _, _, s in rows_matched))
     try:
         if atom.rows >= 8:
-            _, pitch = _single(composition(rows, Layout(8, 1)), "the row spacing inside an 8-row core group")
-            _, sbo = _single(composition(rows, Layout(atom.rows // 8, 8)), "the spacing of 8-row core groups")
+            _, pitch = _single(composition(rows, _mk(8, 1)), "the row spacing inside an 8-row core group")
+            _, sbo = _single(composition(rows, _mk(atom.rows // 8, 8)), "the spacing of 8-row core groups")
         else:
-            _, pitch = _single(composition(rows, Layout(atom.rows, 1)), "the row spacing of the 4-row group")
+            _, pitch = _single(composition(rows, _mk(atom.rows, 1)), "the row spacing of the 4-row group")
             sbo = 0
     except LayoutError as e:
         raise _Reject(f"rows do not form 8-row core groups: {e}") from None
@@ -314,8 +332,7 @@ def _validate(p: _Prepared, atom: Tcgen05CpAtom):
             raise _Reject(f"a middle step of {col} TMEM column elements is not provably 128b-aligned")
         steps.append((n, sb, lane, col * bits // 32))
     # Rule 7: lane space, allocation, start addresses.
-    max_lane = p.lane_base + sum((n - 1) * lane for n, _, lane, _ in steps) + max(max(atom.lanes(r))
-                                                                                  for r in range(atom.rows))
+    max_lane = p.lane_base + sum((n - 1) * lane for n, _, lane, _ in steps) + atom.max_lane
     if max_lane >= 128:
         raise _Reject(f"overflows the 128-lane space: lane offset {p.lane_base} plus the copy's lanes reach lane "
                       f"{max_lane}")
@@ -344,9 +361,10 @@ def _partition_layout(modes):
     """``[(extent, smem bytes, lane step, column-element step)]`` as one layout on (TLane, TCol, Smem)."""
     if not modes:
         return Layout(1, 0)
-    strides = tuple(lane * E("TLane") + col * E("TCol") + sb * Smem for _, sb, lane, col in modes)
+    strides = tuple(ScaledBasis(tuple((axis, v) for axis, v in (("Smem", sb), ("TCol", col), ("TLane", lane)) if v))
+                    for _, sb, lane, col in modes)
     shape = tuple(m[0] for m in modes)
-    return Layout(shape[0], strides[0]) if len(modes) == 1 else Layout(shape, strides)
+    return _mk(shape[0], strides[0]) if len(modes) == 1 else _mk(shape, strides)
 
 
 def _enumerate(p: _Prepared, atom, steps, mode: SwizzleMode, pitch: int):
@@ -428,7 +446,7 @@ def _plan(dst, src, cta_group, shape, multicast):
         try:
             plan = _validate(prepared, atom)
         except _Reject as why:
-            rejected.append((atom.name, str(why)))
+            rejected.append((atom.name, why))
             continue
         return CopyPlan(plan.atom, plan.descriptor, plan.instructions, plan.lane, plan.col, plan.middle, src, dst,
                         tuple(rejected))

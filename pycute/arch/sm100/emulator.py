@@ -138,7 +138,7 @@ class Sm100Emulator:
             raise EmulationError(f"{ptx}: columns [{col0}, {col0 + ncols}) overflow the {COLUMNS}-column TMEM")
         if not c.allocated[col0:col0 + ncols].all():
             raise EmulationError(f"{ptx}: columns [{col0}, {col0 + ncols}) are not all inside a TMEM allocation")
-        pattern = np.array([atom.lanes(r) for r in range(rows)], dtype=np.int64)   # rows x replicas
+        pattern = np.array(atom.lane_table, dtype=np.int64)                         # rows x replicas
         lanes = lane0 + pattern
         if lanes.max() >= LANES:
             raise EmulationError(f"{ptx}: lane field {lane0} puts rows at lane {int(lanes.max())}, past the "

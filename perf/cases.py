@@ -1,0 +1,23 @@
+"""Copies the benchmarks and the report time: the article's demo and a 128-row tile per atom."""
+import pycute as pc
+from pycute import Layout, TCol, TLane, make_smem_tensor, make_tmem_tensor
+from pycute.atoms import TCGEN05_CP_ATOMS
+from pycute.copy.canonical import atom_tmem_tensor, kmajor_smem_tensor
+
+
+def demo_copy():
+    """The article's demo: a 32x16 uint8 shared tile into a warpx4-replicated TMEM tensor (16 columns used)."""
+    src = make_smem_tensor(pc.u8, Layout((32, 16), (16, 1)))
+    dst = make_tmem_tensor(pc.u8, Layout((32, 16), (TLane, TCol)), replica=Layout(4, 32 * TLane), columns=32)
+    return dst[0:32, 0:16], src[0:32, 0:16]
+
+
+def atom_copy(atom, middle=4, dtype=pc.bf16, swizzle="128B"):
+    """A K-major copy that ``atom`` plans in ``middle`` instructions."""
+    k = middle * atom.bits // dtype.bits
+    columns = max(32, 1 << (max(k * dtype.bits // 32, 1) - 1).bit_length())
+    src = kmajor_smem_tensor(dtype, atom.rows, k, swizzle)[0:atom.rows, 0:k]
+    return atom_tmem_tensor(dtype, atom, k, columns=columns), src
+
+
+ATOMS = {f"{a.name}-g{a.cta_group}": a for a in TCGEN05_CP_ATOMS}

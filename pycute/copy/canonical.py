@@ -1,0 +1,43 @@
+"""Canonical tensors: K-major shared-memory tiles (PTX "canonical layouts") and TMEM tensors shaped for an atom."""
+from __future__ import annotations
+
+from ..arch.sm100.tmem import TCol
+from ..dtypes import dtype as as_dtype
+from ..errors import PlanError
+from ..layout import Layout, make_layout
+from ..swizzle import ComposedLayout, Swizzle
+from .tensor import SmemTensor, TmemTensor, make_smem_tensor, make_tmem_tensor
+
+__all__ = ["kmajor_smem_tensor", "atom_tmem_tensor", "SWIZZLE_PITCH"]
+
+SWIZZLE_PITCH = {"none": 16, "32B": 32, "64B": 64, "128B": 128}
+_SWIZZLE_BITS = {"32B": 1, "64B": 2, "128B": 3}
+
+
+def kmajor_smem_tensor(dtype, rows: int, k: int, swizzle: str = "128B") -> SmemTensor:
+    """A K-major ``rows`` x ``k`` tile: 8-row core groups at the swizzle's row pitch, row groups stacked first,
+    then K blocks of one swizzle row each (cuTe's ``tile_to_shape`` of the swizzle atom, column-major).
+
+    Unswizzled (``"none"``) it is the interleaved canonical layout: 16-byte rows, SBO 128 B, and K units
+    ``16 * rows`` bytes apart (the LBO).
+    """
+    dt = as_dtype(dtype)
+    if swizzle not in SWIZZLE_PITCH:
+        raise PlanError(f"unknown swizzle {swizzle!r}; one of {', '.join(SWIZZLE_PITCH)}")
+    pe = SWIZZLE_PITCH[swizzle] * 8 // dt.bits          # elements in one swizzle row
+    rows_t = max(rows, 8)
+    if rows_t % 8:
+        raise PlanError(f"a K-major tile has whole 8-row core groups; {rows} rows given")
+    k_t = -(-max(k, pe) // pe) * pe
+    inner = Layout(((8, rows_t // 8), (pe, k_t // pe)), ((pe, 8 * pe), (1, rows_t * pe)))
+    if swizzle == "none":
+        return make_smem_tensor(dt, inner)
+    m = (128 // dt.bits).bit_length() - 1
+    return make_smem_tensor(dt, ComposedLayout(Swizzle(_SWIZZLE_BITS[swizzle], m, 3), 0, inner))
+
+
+def atom_tmem_tensor(dtype, atom, k: int, columns: int = 64) -> TmemTensor:
+    """A TMEM tensor whose rows follow ``atom``'s lane pattern (and replica) and whose ``k`` elements per row sit in
+    consecutive columns."""
+    return make_tmem_tensor(dtype, make_layout(atom.lane_pattern, Layout(k, TCol)), replica=atom.replica,
+                            columns=columns)

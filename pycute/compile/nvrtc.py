@@ -1,0 +1,179 @@
+"""NVRTC: CUDA C++ -> sm_100a cubin (ptxas runs inside NVRTC, so illegal tcgen05 forms are rejected) plus PTX.
+
+Works on a machine without a GPU or CUDA driver: ``cuda.bindings.nvrtc`` loads only libnvrtc.
+"""
+from __future__ import annotations
+
+import functools
+import pickle
+import re
+import time
+import hashlib
+
+import attrs
+
+from ..errors import CompileError
+from .cache import CompileCache
+
+__all__ = ["Compiled", "compile_cuda", "nvrtc_version", "ARCHES"]
+
+ARCHES = ("sm_100a", "sm_100f", "sm_103a", "sm_103f", "sm_110a", "sm_110f", "sm_90a")
+_DEFAULT_OPTIONS = ("-std=c++17",)
+
+
+@functools.lru_cache(maxsize=1)
+def _nvrtc():
+    try:
+        from cuda.bindings import nvrtc
+    except ImportError as e:   # pragma: no cover - a dependency of the package
+        raise CompileError(f"cuda-bindings is not importable ({e}); install pycute's dependencies") from None
+    return nvrtc
+
+
+@functools.lru_cache(maxsize=1)
+def nvrtc_version() -> tuple[int, int]:
+    err, major, minor = _nvrtc().nvrtcVersion()
+    if err != _nvrtc().nvrtcResult.NVRTC_SUCCESS:
+        raise CompileError(f"nvrtcVersion failed: {err}")
+    return major, minor
+
+
+@attrs.frozen(repr=False)
+class Compiled:
+    """A compiled translation unit: the cubin, the PTX, and where it came from."""
+
+    source: str
+    arch: str
+    options: tuple
+    cubin: bytes
+    ptx: str
+    log: str
+    from_cache: bool = attrs.field(default=False, eq=False)
+    seconds: float = attrs.field(default=0.0, eq=False)
+
+    def sass(self) -> str:
+        """nvdisasm's listing of the cubin."""
+        from .sass import disassemble
+        return disassemble(self.cubin)
+
+    def instructions(self) -> list[str]:
+        """The SASS instructions, without addresses, predicates or encodings."""
+        from .sass import sass_instructions
+        return sass_instructions(self.sass())
+
+    def histogram(self) -> dict[str, int]:
+        """SASS opcode (with modifiers) -> count."""
+        from .sass import opcode_histogram
+        return opcode_histogram(self.instructions())
+
+    def __repr__(self) -> str:
+        origin = "cache" if self.from_cache else f"NVRTC {self.seconds * 1000:.0f} ms"
+        return f"Compiled({self.arch}, cubin {len(self.cubin)} B, ptx {len(self.ptx)} chars, from {origin})"
+
+
+def _get(prog, size_fn, get_fn) -> bytes:
+    nvrtc = _nvrtc()
+    err, n = size_fn(prog)
+    if err != nvrtc.nvrtcResult.NVRTC_SUCCESS:
+        raise CompileError(f"{size_fn.__name__} failed: {err}")
+    buf = bytearray(n)   # never b" " * n: NVRTC writes into it, and a 1-byte bytes object is interned
+    (err,) = get_fn(prog, buf)
+    if err != nvrtc.nvrtcResult.NVRTC_SUCCESS:
+        raise CompileError(f"{get_fn.__name__} failed: {err}")
+    return bytes(buf)
+
+
+def _source_excerpt(source: str, log: str, name: str) -> str:
+    """The generated-source lines an NVRTC log points at (``name(LINE): error``)."""
+    lines = source.splitlines()
+    out = []
+    for m in re.finditer(rf"{re.escape(name)}\((\d+)\): (?:error|warning)", log):
+        n = int(m.group(1))
+        lo, hi = max(1, n - 2), min(len(lines), n + 2)
+        out.append("\n".join(f"{'>' if k == n else ' '} {k:5d} | {lines[k - 1]}" for k in range(lo, hi + 1)))
+    return "\n\n".join(dict.fromkeys(out))
+
+
+def _ptx_excerpt(ptx: str, log: str) -> str:
+    lines = ptx.splitlines()
+    out = []
+    for m in re.finditer(r"ptx input, line (\d+);", log):
+        n = int(m.group(1))
+        if 1 <= n <= len(lines):
+            out.append(f"  PTX line {n}: {lines[n - 1].strip()}")
+    return "\n".join(dict.fromkeys(out))
+
+
+def _compile_uncached(source: str, arch: str, options: tuple, name: str) -> tuple[bytes, str, str]:
+    nvrtc = _nvrtc()
+    err, prog = nvrtc.nvrtcCreateProgram(source.encode(), name.encode(), 0, [], [])
+    if err != nvrtc.nvrtcResult.NVRTC_SUCCESS:
+        raise CompileError(f"nvrtcCreateProgram failed: {err}")
+    try:
+        args = [f"--gpu-architecture={arch}".encode()] + [o.encode() for o in options]
+        (err,) = nvrtc.nvrtcCompileProgram(prog, len(args), args)
+        log = _get(prog, nvrtc.nvrtcGetProgramLogSize, nvrtc.nvrtcGetProgramLog).rstrip(b"\0").decode(
+            errors="replace")
+        if err != nvrtc.nvrtcResult.NVRTC_SUCCESS:
+            detail = _source_excerpt(source, log, name)
+            if "ptxas" in log:
+                ptx = _ptx_only(source, arch, options, name)
+                detail = _ptx_excerpt(ptx, log) or detail
+            raise CompileError(f"NVRTC failed for {arch} ({err.name}):\n{log.strip()}"
+                               + (f"\n\noffending lines:\n{detail}" if detail else ""))
+        cubin = _get(prog, nvrtc.nvrtcGetCUBINSize, nvrtc.nvrtcGetCUBIN)
+        ptx = _get(prog, nvrtc.nvrtcGetPTXSize, nvrtc.nvrtcGetPTX).rstrip(b"\0").decode()
+        return cubin, ptx, log
+    finally:
+        nvrtc.nvrtcDestroyProgram(prog)
+
+
+def _ptx_only(source: str, arch: str, options: tuple, name: str) -> str:
+    """The PTX of a source whose cubin compile failed in ptxas (ptxas line numbers point into it)."""
+    nvrtc = _nvrtc()
+    err, prog = nvrtc.nvrtcCreateProgram(source.encode(), name.encode(), 0, [], [])
+    try:
+        args = [f"--gpu-architecture={arch.replace('sm_', 'compute_')}".encode()] + [o.encode() for o in options]
+        (err,) = nvrtc.nvrtcCompileProgram(prog, len(args), args)
+        if err != nvrtc.nvrtcResult.NVRTC_SUCCESS:
+            return ""
+        return _get(prog, nvrtc.nvrtcGetPTXSize, nvrtc.nvrtcGetPTX).rstrip(b"\0").decode()
+    finally:
+        nvrtc.nvrtcDestroyProgram(prog)
+
+
+def cache_key(source: str, arch: str, options: tuple) -> str:
+    major, minor = nvrtc_version()
+    h = hashlib.sha256()
+    for part in (f"nvrtc {major}.{minor}", arch, "\0".join(options), source):
+        h.update(part.encode())
+        h.update(b"\x00\x01")
+    return h.hexdigest()
+
+
+def compile_cuda(source: str, arch: str = "sm_100a", options=(), name: str = "pycute.cu",
+                 cache: CompileCache | None | bool = True) -> Compiled:
+    """Compile ``source`` to a cubin (and PTX) for ``arch``; raises CompileError with the log and offending lines.
+
+    ``cache``: True for the default on-disk cache, False for none, or a CompileCache.
+    """
+    if arch not in ARCHES:
+        raise CompileError(f"unsupported arch {arch!r}; one of {', '.join(ARCHES)} (tcgen05 needs an sm_100a, "
+                           f"sm_100f, sm_103a/f or sm_110a/f target; sm_90a is for the no-tcgen05 runtime check)")
+    options = tuple(_DEFAULT_OPTIONS) + tuple(options)
+    store = CompileCache() if cache is True else (cache or None)
+    key = cache_key(source, arch, options) if store is not None else None
+    if store is not None:
+        payload = store.get(key)
+        if payload is not None:
+            try:
+                cubin, ptx, log = pickle.loads(payload)
+                return Compiled(source, arch, options, cubin, ptx, log, from_cache=True)
+            except Exception:        # a valid checksum over an unreadable payload: rebuild it
+                pass
+    t0 = time.perf_counter()
+    cubin, ptx, log = _compile_uncached(source, arch, options, name)
+    seconds = time.perf_counter() - t0
+    if store is not None:
+        store.put(key, pickle.dumps((cubin, ptx, log), protocol=pickle.HIGHEST_PROTOCOL))
+    return Compiled(source, arch, options, cubin, ptx, log, from_cache=False, seconds=seconds)

@@ -1,0 +1,58 @@
+"""SASS inspection with nvdisasm (from the nvidia-cuda-nvdisasm wheel; not on PATH)."""
+from __future__ import annotations
+
+import collections
+import functools
+import os
+import re
+import shutil
+import subprocess
+import sysconfig
+import tempfile
+
+from ..errors import CompileError
+
+__all__ = ["nvdisasm_path", "disassemble", "sass_instructions", "opcode_histogram", "utccp_instructions"]
+
+_INSTR = re.compile(r"/\*[0-9a-f]{4,}\*/\s+(?:@!?U?P[T0-9]+\s+)?([^;]*?)\s*;")
+
+
+@functools.lru_cache(maxsize=1)
+def nvdisasm_path() -> str:
+    """The nvdisasm binary: the PyPI wheel's, else one on PATH."""
+    candidates = []
+    for key in ("purelib", "platlib"):
+        base = os.path.join(sysconfig.get_paths()[key], "nvidia")
+        for sub in ("cu13", "cu12", "cuda_nvdisasm"):
+            candidates.append(os.path.join(base, sub, "bin", "nvdisasm"))
+    candidates.append(shutil.which("nvdisasm") or "")
+    for c in candidates:
+        if c and os.path.isfile(c) and os.access(c, os.X_OK):
+            return c
+    raise CompileError("nvdisasm not found: install nvidia-cuda-nvdisasm (a pycute dependency)")
+
+
+def disassemble(cubin: bytes) -> str:
+    """The SASS listing of a cubin."""
+    with tempfile.NamedTemporaryFile(suffix=".cubin") as f:
+        f.write(cubin)
+        f.flush()
+        r = subprocess.run([nvdisasm_path(), "-c", f.name], capture_output=True, text=True)
+    if r.returncode:
+        raise CompileError(f"nvdisasm failed ({r.returncode}): {r.stderr.strip()}")
+    return r.stdout
+
+
+def sass_instructions(listing: str) -> list[str]:
+    """Instruction texts in order (predicate guards removed)."""
+    return [m.group(1) for m in _INSTR.finditer(listing)]
+
+
+def opcode_histogram(instructions) -> dict[str, int]:
+    """Opcode with modifiers (first word) -> count."""
+    return dict(collections.Counter(i.split()[0] for i in instructions if i))
+
+
+def utccp_instructions(instructions) -> list[str]:
+    """The UTCCP (tcgen05.cp) instructions' opcodes."""
+    return [i.split()[0] for i in instructions if i.startswith("UTCCP")]

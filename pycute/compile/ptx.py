@@ -11,7 +11,7 @@ import re
 
 from ..errors import CompileError
 
-__all__ = ["run_entry", "issued_copies", "GENERIC_SHARED_WINDOW"]
+__all__ = ["run_entry", "GENERIC_SHARED_WINDOW"]
 
 #: Where this model places the shared window in the generic address space (cvta.shared adds it).
 GENERIC_SHARED_WINDOW = 0x7F00_0000_0000
@@ -215,8 +215,3 @@ def _alu(base, parts, bits, args, val, stmt):
         p = val(args[3])
         return a(1) if p else a(2)
     raise CompileError(f"PTX instruction outside the interpreted subset: {stmt!r}")
-
-
-def issued_copies(ptx: str, entry: str | None, shared_symbols: dict, params: dict):
-    """The ``(opcode, taddr, descriptor)`` stream ``entry`` issues (convenience wrapper of ``run_entry``)."""
-    return run_entry(ptx, params, shared_symbols, entry)

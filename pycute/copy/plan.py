@@ -72,6 +72,11 @@ class CopyPlan:
         return [(i.ptx, tmem_base + i.tmem_offset, patch_start_address(template, smem_base + i.smem_offset))
                 for i in self.instructions]
 
+    def cuda(self, name: str = "pycute_tcgen05_cp") -> str:
+        """A ``__device__ __forceinline__`` function that issues this plan from one thread (see arch.sm100.emit)."""
+        from ..arch.sm100.emit import emit_device_function
+        return emit_device_function(self, name)
+
     def explain(self) -> str:
         """What a person reads to trust the plan (or to see why a wider atom was not used)."""
         a, d = self.atom, self.descriptor

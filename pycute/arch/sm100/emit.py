@@ -1,8 +1,9 @@
 """CUDA C++ emission for tcgen05.cp plans: a device function a kernel author calls from one thread.
 
 The descriptor template is a compile-time constant; each copy patches only its 14-bit start address
-(``(desc & ~0x3FFF) | ((smem_address >> 4) & 0x3FFF)``, PTX "matrix-descriptor-encode"); the middle iteration
-is unrolled into straight-line code with compile-time offsets. No commit or wait is issued: the caller owns the
+(``(desc & ~0x3FFF) | ((smem_address >> 4) & 0x3FFF)``, PTX "matrix-descriptor-encode"), computed in 16-byte units
+because the buffer base and every planned offset are 16-byte aligned (ptxas then shares one shift); the middle
+iteration is unrolled into straight-line code with compile-time offsets. No commit or wait is issued: the caller owns the
 completion protocol (a comment in the generated code shows the commit line to use).
 
 Each PTX form used gets one small named wrapper. Defining ``PYCUTE_SOFT_TCGEN05`` before the code replaces the
@@ -29,10 +30,11 @@ def emit_helpers(atoms) -> str:
     """The descriptor-patch helper and one wrapper per form, each behind an include guard."""
     out = [f"#ifndef {HELPER_GUARD}",
            f"#define {HELPER_GUARD}",
-           "// Patch the 14-bit start-address field (bits 0-13: shared-window byte address >> 4) of a tcgen05",
-           "// shared-memory matrix descriptor; every other field stays as encoded in the template.",
-           "__device__ __forceinline__ unsigned long long pycute_smem_desc(unsigned long long desc_template, unsigned smem_address) {",
-           "  return (desc_template & ~0x3FFFull) | (unsigned long long)((smem_address >> 4) & 0x3FFFu);",
+           "// Patch the 14-bit start-address field (bits 0-13) of a tcgen05 shared-memory matrix descriptor with a",
+           "// start address given in 16-byte units (shared-window byte address >> 4); every other field stays as",
+           "// encoded in the template: (desc & ~0x3FFF) | ((address >> 4) & 0x3FFF).",
+           "__device__ __forceinline__ unsigned long long pycute_smem_desc(unsigned long long desc_template, unsigned start_16B) {",
+           "  return (desc_template & ~0x3FFFull) | (unsigned long long)(start_16B & 0x3FFFu);",
            "}",
            "#if defined(PYCUTE_SOFT_TCGEN05)",
            "// Software model of tcgen05.cp (rows, bits per row, multicast id, cta_group), for GPUs without tcgen05.",
@@ -92,12 +94,13 @@ def emit_device_function(plan, name: str = "pycute_tcgen05_cp") -> str:
         f"__device__ __forceinline__ void {name}(const void* smem_buffer, unsigned tmem_base) {{",
         f"  // swizzle {desc.swizzle.name}, LBO {desc.lbo} B, SBO {desc.sbo} B, base offset 0, start address 0",
         f"  constexpr unsigned long long kDescTemplate = 0x{template:016X}ull;",
-        "  const unsigned smem = static_cast<unsigned>(__cvta_generic_to_shared(smem_buffer));"]
+        "  // The buffer and every offset below are multiples of 16 B, so (smem + offset) >> 4 == smem_16B + offset / 16.",
+        "  const unsigned smem_16B = static_cast<unsigned>(__cvta_generic_to_shared(smem_buffer)) >> 4;"]
     helper = helper_name(atom)
     for k, inst in enumerate(plan.instructions):
         where = f"TMEM lane +{inst.lane}, column +{inst.column} <- shared +{inst.smem_offset} B"
         lines.append(f"  // copy {k + 1} of {n}: {where}")
         lines.append(f"  {helper}(tmem_base + 0x{inst.tmem_offset:08X}u, "
-                     f"pycute_smem_desc(kDescTemplate, smem + {inst.smem_offset}u));")
+                     f"pycute_smem_desc(kDescTemplate, smem_16B + {inst.smem_offset // 16}u));")
     lines.append("}")
     return "\n".join(lines) + "\n"

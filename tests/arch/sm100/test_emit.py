@@ -34,11 +34,12 @@ def test_descriptor_template_is_a_compile_time_constant():
 def test_each_copy_patches_only_the_start_address_with_compile_time_offsets():
     plan = sw128_plan()
     code = body(emit_device_function(plan, "copy_q"), "copy_q")
-    calls = re.findall(r"(\w+)\(tmem_base \+ 0x([0-9A-F]{8})u, pycute_smem_desc\(kDescTemplate, smem \+ (\d+)u\)\);",
+    calls = re.findall(r"(\w+)\(tmem_base \+ 0x([0-9A-F]{8})u, pycute_smem_desc\(kDescTemplate, smem_16B \+ (\d+)u\)\);",
                        code)
-    assert [(int(t, 16), int(s)) for _, t, s in calls] == [(i.tmem_offset, i.smem_offset) for i in plan.instructions]
+    assert [(int(t, 16), 16 * int(s)) for _, t, s in calls] == [(i.tmem_offset, i.smem_offset)
+                                                                 for i in plan.instructions]
     assert {c for c, _, _ in calls} == {helper_name(plan.atom)}
-    assert "(desc_template & ~0x3FFFull) | (unsigned long long)((smem_address >> 4) & 0x3FFFu)" in \
+    assert "(desc_template & ~0x3FFFull) | (unsigned long long)(start_16B & 0x3FFFu)" in \
         emit_device_function(plan, "copy_q")
 
 

@@ -34,6 +34,11 @@ def flatten(t) -> tuple:
     """The leaves of ``t`` in order: ``flatten(((1,2),3)) == (1,2,3)``; an int flattens to a 1-tuple."""
     if not isinstance(t, tuple):
         return (t,)
+    for e in t:
+        if isinstance(e, tuple):
+            break
+    else:
+        return t
     out = []
     for e in t:
         if isinstance(e, tuple):

@@ -9,6 +9,9 @@ Round trip, one CTA of 128 threads (a 2-CTA cluster for cta_group 2, the even CT
   6. every thread waits on the mbarrier, then each warp reads its quadrant with ``tcgen05.ld.32x32b``;
   7. ``tcgen05.wait::ld``, store to global, barrier, ``tcgen05.dealloc``.
 
+With ``-DPYCUTE_TIME_COPY`` thread 0 of each CTA also stores the clock64 cycles from the issue to the mbarrier
+completion after the readback words (two words per CTA).
+
 Compiled with ``-DPYCUTE_SOFT_TCGEN05`` (for a GPU without tcgen05, e.g. sm_90a) the tcgen05 instructions are
 replaced by a software model over a TMEM image in shared memory (reached through distributed shared memory for
 the CTA pair); everything else, including the cluster launch and the mbarrier protocol, is unchanged.
@@ -225,6 +228,9 @@ extern "C" __global__ void __launch_bounds__(128, 1){cluster} {name}_roundtrip(c
 #endif
 
   // 5. One thread ({'of the even CTA ' if g == 2 else ''}issues the copy and commits it to the mbarrier.
+#if defined(PYCUTE_TIME_COPY)
+  const long long t_issue = clock64();
+#endif
   if (tid == 0 && {'(cta & 1u) == 0u' if g == 2 else 'true'}) {{
     {name}(buffer, taddr);
 #if defined(PYCUTE_SOFT_TCGEN05)
@@ -238,6 +244,14 @@ extern "C" __global__ void __launch_bounds__(128, 1){cluster} {name}_roundtrip(c
   asm volatile("{{\\n\\t.reg .pred done;\\n\\tWAIT_%=:\\n\\t"
                "mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 done, [%0], 0;\\n\\t"
                "@!done bra WAIT_%=;\\n\\t}}" :: "r"(mbar) : "memory");
+#if defined(PYCUTE_TIME_COPY)
+  // Clocks from the issue to the mbarrier completion of the copy, as the issuing thread sees them.
+  if (tid == 0) {{
+    const long long cycles = clock64() - t_issue;
+    out[{g} * 128u * PYCUTE_TMEM_COLS + 2u * cta] = unsigned(cycles);
+    out[{g} * 128u * PYCUTE_TMEM_COLS + 2u * cta + 1u] = unsigned(cycles >> 32);
+  }}
+#endif
 #if !defined(PYCUTE_SOFT_TCGEN05)
   asm volatile("tcgen05.fence::after_thread_sync;" ::: "memory");
 #endif
@@ -291,19 +305,26 @@ class RoundTrip:
     def source(self) -> str:
         return roundtrip_source(self.plan, self.name)
 
-    def compile(self, arch: str = "sm_100a", soft: bool = False):
-        """NVRTC-compile the kernel; ``soft`` swaps the tcgen05 instructions for the software model."""
-        return compile_cuda(self.source(), arch=arch, options=("-DPYCUTE_SOFT_TCGEN05",) if soft else ())
+    def compile(self, arch: str = "sm_100a", soft: bool = False, timed: bool = False):
+        """NVRTC-compile the kernel; ``soft`` swaps the tcgen05 instructions for the software model, ``timed``
+        adds the clock64 measurement of the copy phase."""
+        options = (("-DPYCUTE_SOFT_TCGEN05",) if soft else ()) + (("-DPYCUTE_TIME_COPY",) if timed else ())
+        return compile_cuda(self.source(), arch=arch, options=options)
 
-    def run(self, gpu, arch: str = "sm_100a", soft: bool = False, seed: int = 0):
+    def run(self, gpu, arch: str = "sm_100a", soft: bool = False, seed: int = 0, timed: bool = False):
         """Launch on ``gpu`` (a ``pycute.compile.runtime.Gpu``): returns ``(got, expected)`` as
-        (ctas, 128, columns) uint32 arrays."""
+        (ctas, 128, columns) uint32 arrays, plus the per-CTA copy cycles when ``timed``."""
         values = self.values(seed)
-        compiled = self.compile(arch, soft)
+        compiled = self.compile(arch, soft, timed)
         cols = self.plan.dst.columns
+        words = self.ctas * 128 * cols
         out = gpu.run(compiled.cubin, self.entry, grid=self.ctas, block=128, dynamic_smem=self.dynamic_smem(soft),
-                      inputs=values, out_words=self.ctas * 128 * cols)
-        return out.reshape(self.ctas, 128, cols), self.expected(values)
+                      inputs=values, out_words=words + (2 * self.ctas if timed else 0))
+        got = out[:words].reshape(self.ctas, 128, cols)
+        if not timed:
+            return got, self.expected(values)
+        cycles = [int(out[words + 2 * c]) | int(out[words + 2 * c + 1]) << 32 for c in range(self.ctas)]
+        return got, self.expected(values), cycles
 
     def values(self, seed: int = 0) -> np.ndarray:
         """Per CTA, the source region's elements in logical order (as bytes), read from a random buffer image so

@@ -267,9 +267,10 @@ def _by_mode(op, layout, profile):
     """Apply ``op(mode_i, profile_i)`` for each entry of ``profile``; later modes are kept as they are."""
     if len(profile) > layout.rank():
         raise LayoutError(f"{op.__name__}: profile {profile!r} has more modes than {layout!r}")
-    modes = [op(layout[i], p) for i, p in enumerate(profile)] + [layout[i] for i in range(len(profile),
-                                                                                         layout.rank())]
-    return make_layout(*modes)
+    raw = getattr(op, "__wrapped__", op)   # the per-mode results are not worth memoising on their own
+    modes = [raw(layout[i], p) for i, p in enumerate(profile)] + [layout[i] for i in range(len(profile),
+                                                                                          layout.rank())]
+    return _mk(tuple(m.shape for m in modes), tuple(m.stride for m in modes))
 
 
 @_memo
@@ -278,12 +279,16 @@ def coalesce(layout, profile=None):
 
     With a tuple ``profile``, coalesces each mode separately and keeps the top-level rank.
     """
-    if isinstance(layout, ComposedBase):
-        return layout.with_inner(coalesce(layout.inner, profile))
-    layout = _as_layout(layout, "coalesce")
-    if isinstance(profile, tuple):
+    if type(layout) is not Layout:
+        if isinstance(layout, ComposedBase):
+            return layout.with_inner(coalesce(layout.inner, profile))
+        layout = _as_layout(layout, "coalesce")
+    if profile is not None and isinstance(profile, tuple):
         return _by_mode(coalesce, layout, profile)
-    return _from_flat(*_coalesce_flat(flatten(layout.shape), flatten(layout.stride)))
+    shape = layout.shape
+    if type(shape) is int:
+        return layout if shape != 1 or layout.stride == 0 else _mk(1, 0)
+    return _from_flat(*_coalesce_flat(flatten(shape), flatten(layout.stride)))
 
 
 @_memo

@@ -1,0 +1,243 @@
+"""``python -m perf.report [--json PATH]``: quick medians for every area, the targets, and the static cost table.
+
+The timings are medians of short timed batches on this machine (CPU only). Copy times in the cost table are a
+MODEL (B200 shared-memory bandwidth), not measurements; GPU rows run only on an sm_100-family device.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import statistics
+import sys
+import tempfile
+import time
+
+import pycute as pc
+from pycute.arch.sm100 import Sm100Emulator, SmemDescriptor, SwizzleMode
+from pycute.compile import CompileCache, compile_cuda, runtime
+from pycute.compile.nvrtc import cache_key
+from pycute.copy.planner import _plan
+from pycute.demo import demo_copies
+from pycute.kernels import RoundTrip, probe_source
+from pycute.layout import clear_caches
+from pycute.perf import copy_cost, hand_written_issue_loop, issue_overhead
+
+from .cases import ATOMS, atom_copy, demo_copy
+from .test_bench_algebra import CASES as ALGEBRA
+
+# Reference figures for CUTLASS's pure-Python pycute on this kind of machine (from the algebra issue).
+CUTLASS_PYCUTE_US = {"composition_rank2": 13.0, "logical_divide_rank2": 26.0, "coalesce_hier": 3.4}
+
+
+def median_us(fn, batch: int = 50, repeats: int = 15, setup=None) -> float:
+    """Median over ``repeats`` of the mean time of ``batch`` calls, in microseconds."""
+    samples = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        for _ in range(batch):
+            if setup is not None:
+                setup()
+            fn()
+        samples.append((time.perf_counter() - t0) / batch * 1e6)
+    if setup is not None:
+        t0 = time.perf_counter()
+        for _ in range(batch * 5):
+            setup()
+        samples = [s - (time.perf_counter() - t0) / (batch * 5) * 1e6 for s in samples]
+    return statistics.median(samples)
+
+
+def table(title, header, rows, out):
+    widths = [max(len(str(r[k])) for r in [header] + rows) for k in range(len(header))]
+    print(f"\n{title}", file=out)
+    print("  " + "  ".join(str(h).ljust(w) for h, w in zip(header, widths)), file=out)
+    print("  " + "  ".join("-" * w for w in widths), file=out)
+    for r in rows:
+        print("  " + "  ".join(str(c).ljust(w) for c, w in zip(r, widths)), file=out)
+
+
+def verdict(value, limit):
+    return "ok" if value <= limit else "OVER"
+
+
+def cutlass_comparison(results, out):
+    from .algebra_cases import time_cases
+    from .cutlass_reference import cutlass_pycute_times
+    theirs, why = cutlass_pycute_times()
+    ours = time_cases()
+    if theirs is None:
+        table("Layout algebra vs CUTLASS pycute (us, median, same inputs)", ("case", "result"),
+              [("CUTLASS pycute", f"not measured: {why}")], out)
+        results["algebra_vs_cutlass"] = "not measured: " + why
+        return
+    rows = []
+    for name in ours:
+        rows.append((name, f"{theirs[name]:.2f}", f"{ours[name]:.2f}", f"{ours[name] / theirs[name]:.2f}",
+                     verdict(ours[name], theirs[name])))
+        results[f"algebra_vs_cutlass.{name}"] = {"cutlass_us": theirs[name], "pycute_cold_us": ours[name]}
+    table("Layout algebra vs CUTLASS pycute 4.2 (us, median, same inputs; pycute with every cache cleared)",
+          ("case", "CUTLASS pycute", "pycute cold", "ratio", "at least as fast"), rows, out)
+
+
+def algebra(results, out):
+    rows = []
+    for name, (fn, args) in sorted(ALGEBRA.items()):
+        cold = median_us(lambda: fn(*args), setup=clear_caches)
+        fn(*args)
+        cached = median_us(lambda: fn(*args), batch=2000)
+        ref = CUTLASS_PYCUTE_US.get(name)
+        target = f"<= {ref} (CUTLASS pycute)" if ref else "-"
+        rows.append((name, f"{cold:.2f}", f"{cached:.3f}", target,
+                     verdict(cold, ref) if ref else "-", verdict(cached, 1.0)))
+        results[f"algebra.{name}.cold_us"], results[f"algebra.{name}.cached_us"] = cold, cached
+    table("Layout algebra (us, median)", ("operation", "cold", "cached", "cold target", "cold", "cached <= 1 us"),
+          rows, out)
+
+
+def planning(results, out):
+    dst, src = demo_copy()
+    cold_setup = lambda: (_plan.cache_clear(), clear_caches())  # noqa: E731
+    demo_cold = median_us(lambda: pc.make_tiled_copy(dst, src), setup=cold_setup)
+    pc.make_tiled_copy(dst, src)
+    demo_cached = median_us(lambda: pc.make_tiled_copy(dst, src), batch=2000)
+    rows = [("article demo, inferred", f"{demo_cold:.1f}", "<= 100", verdict(demo_cold, 100)),
+            ("article demo, cached repeat", f"{demo_cached:.2f}", "<= 5", verdict(demo_cached, 5))]
+    results["plan.demo.cold_us"], results["plan.demo.cached_us"] = demo_cold, demo_cached
+    for middle in (1, 4, 64):
+        worst = 0.0
+        for name, atom in ATOMS.items():
+            d, s = atom_copy(atom, middle)
+            t = median_us(lambda: pc.make_tiled_copy(d, s, cta_group=atom.cta_group, shape=atom.shape,
+                                                     multicast=atom.multicast or None), batch=10, repeats=7,
+                          setup=cold_setup)
+            results[f"plan.{name}.middle{middle}.cold_us"] = t
+            worst = max(worst, t)
+        limit = 200 if middle == 4 else None
+        rows.append((f"12 atoms explicit, 128-row, middle {middle} (worst)", f"{worst:.1f}",
+                     f"<= {limit}" if limit else "-", verdict(worst, limit) if limit else "-"))
+    bad = pc.make_tmem_tensor(pc.u8, pc.Layout((32, 16), (pc.TLane, 2 * pc.TCol)), columns=32)
+
+    def failing():
+        try:
+            pc.make_tiled_copy(bad, src)
+        except pc.PlanError:
+            pass
+    fail = median_us(failing, setup=cold_setup)
+    results["plan.failing.cold_us"] = fail
+    rows.append(("failing plan, time to PlanError", f"{fail:.1f}", "-", "-"))
+    table("Planning (us, median; cold = plan and algebra caches cleared)", ("case", "median", "target", ""), rows, out)
+
+
+def compiling(results, out):
+    plan1 = pc.make_tiled_copy(*demo_copy())
+    d, s = atom_copy(ATOMS["128x256b-g1"], 64)
+    plan64 = pc.make_tiled_copy(d, s)
+    emit1 = median_us(lambda: plan1.cuda("copy"), batch=200)
+    emit64 = median_us(lambda: plan64.cuda("copy"), batch=50)
+    source = probe_source(plan1, "cold")
+    samples = []
+    for _ in range(5):
+        t0 = time.perf_counter()
+        compile_cuda(source, cache=False)
+        samples.append((time.perf_counter() - t0) * 1e6)
+    nvrtc = statistics.median(samples)
+    directory = tempfile.mkdtemp()
+
+    def overhead():
+        src = probe_source(plan1, "cold")
+        key = cache_key(src, "sm_100a", ("-std=c++17",))
+        cache = CompileCache(directory)
+        cache.get(key)
+        cache.put(key, b"x" * 20000)
+    over = median_us(overhead, batch=20, repeats=9)
+    cache = CompileCache(tempfile.mkdtemp())
+    compile_cuda(source, cache=cache)
+    hit = median_us(lambda: compile_cuda(source, cache=cache), batch=50)
+    results.update({"emit.middle1_us": emit1, "emit.middle64_us": emit64, "compile.nvrtc_cold_us": nvrtc,
+                    "compile.pycute_overhead_us": over, "compile.cache_hit_us": hit})
+    rows = [("emit device function, 1 copy", f"{emit1:.1f}", "<= 1000", verdict(emit1, 1000)),
+            ("emit device function, 64 copies", f"{emit64:.1f}", "<= 1000", verdict(emit64, 1000)),
+            ("NVRTC cold compile (reference)", f"{nvrtc:.0f}", "-", "-"),
+            (f"pycute work around it ({100 * over / nvrtc:.1f}% of NVRTC)", f"{over:.0f}",
+             f"<= {nvrtc / 10:.0f} (10%)", verdict(over, nvrtc / 10)),
+            ("cache hit (cubin loaded from disk)", f"{hit:.1f}", "<= 2000", verdict(hit, 2000))]
+    table("Emission and compilation (us, median)", ("case", "median", "target", ""), rows, out)
+
+
+def emulator(results, out):
+    emu = Sm100Emulator(smem_bytes=64 * 1024)
+    base = emu.alloc(512)
+    desc = SmemDescriptor(lbo=16, sbo=1024, swizzle=SwizzleMode.B128)
+    stream = [("tcgen05.cp.cta_group::1.128x256b", base + 8 * i, desc.encode(16384 * (i // 16) % 65536 +
+                                                                              32 * (i % 4))) for i in range(64)]
+    t = median_us(lambda: emu.run(stream), batch=3, repeats=7)
+    mbs = 64 * 4096 / t
+    results["emulator.full_tmem_fill_us"], results["emulator.MB_per_s"] = t, mbs
+    table("Emulator (CPU)", ("case", "median us", "throughput"),
+          [("full 128 x 512 TMEM fill (64 x 128x256b, 256 KiB)", f"{t:.0f}", f"{mbs:.0f} MB/s")], out)
+
+
+def gpu(results, out):
+    reason = runtime.skip_reason()
+    if reason is not None:
+        table("GPU copy phase (sm_100 family only)", ("case", "result"),
+              [("128x256b round trip: clock64 issue -> completion", f"not run ({reason})"),
+               ("bytes per cycle per SM", "not run")], out)
+        results["gpu"] = "not run: " + reason
+        return
+    plan = pc.make_tiled_copy(*atom_copy(ATOMS["128x256b-g1"], 4))
+    got, want, cycles = RoundTrip(plan, "rt").run(runtime.Gpu(), timed=True)
+    ok = bool((got == want).all())
+    results["gpu.cycles"], results["gpu.bytes_per_cycle"] = cycles[0], plan.bytes / cycles[0]
+    table("GPU copy phase (measured)", ("case", "result"),
+          [("128x256b x4 round trip correct", "yes" if ok else "NO"),
+           ("clock64 issue -> mbarrier completion", f"{cycles[0]} cycles"),
+           ("bytes per cycle per SM", f"{plan.bytes / cycles[0]:.1f}")], out)
+
+
+def costs(results, out):
+    rows = []
+    for label, plan in demo_copies():
+        c = copy_cost(plan)
+        hand_other, hand_elect = issue_overhead(compile_cuda(hand_written_issue_loop(plan)).instructions())
+        n = c.instructions
+        hand_addr = (hand_other - hand_elect) / n
+        rows.append((plan.atom.ptx.replace("tcgen05.cp.", ""), label, n, f"{c.lower_bound} ({c.widest_legal})",
+                     c.utccp_in_sass, f"{c.address_per_copy:.2f}", f"{hand_addr:.2f}",
+                     "ok" if c.address_per_copy <= hand_addr + 1e-9 and c.instructions <= max(c.lower_bound, n)
+                     else "WORSE", f"{c.issue_elect / n:.0f}", c.probe_registers, c.roundtrip_registers,
+                     c.roundtrip_static_shared, f"{c.model_clocks} clk / {c.model_ns} ns"))
+        results[f"cost.{label}.{plan.atom.ptx}"] = {"instructions": n, "lower_bound": c.lower_bound,
+                                                    "address_per_copy": c.address_per_copy,
+                                                    "hand_address_per_copy": hand_addr,
+                                                    "model_clocks": c.model_clocks}
+    table("Static cost of the generated code (sm_100a SASS; copy time is a MODEL: 128 B/clk/SM on B200)",
+          ("atom", "copy", "planned", "lower bound (widest legal)", "UTCCP", "addr ops/copy", "hand loop",
+           "vs hand", "ELECT loop/copy", "regs issue", "regs round trip", "static smem B", "model copy time"),
+          rows, out)
+    print("  (ELECT loop: the ELECT + PLOP3 + BRA.U.ANY ptxas wraps around every single-thread tcgen05 "
+          "instruction, in generated and hand-written code alike.)", file=out)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m perf.report", description=__doc__)
+    parser.add_argument("--json", help="write the numbers to this file")
+    args = parser.parse_args(argv)
+    out = sys.stdout
+    t0 = time.perf_counter()
+    print(f"pycute performance report — {platform.machine()}, Python {platform.python_version()}, "
+          f"no claims about hardware that was not present", file=out)
+    results: dict = {}
+    for section in (algebra, cutlass_comparison, planning, compiling, emulator, gpu, costs):
+        section(results, out)
+    results["report_seconds"] = time.perf_counter() - t0
+    print(f"\nreport took {results['report_seconds']:.1f} s", file=out)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(results, f, indent=2, sort_keys=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -8,13 +8,15 @@ from .dtypes import (DType, bf16, dtype, f4e2m1, f6e2m3, f6e3m2, f8e4m3, f8e5m2,
                      u16, u32)
 from .errors import CompileError, DescriptorError, EmulationError, LayoutError, PlanError, PycuteError
 from .int_tuple import (congruent, crd2crd, crd2idx, elem_scale, flatten, idx2crd, inner_product, is_int, is_tuple,
-                        prefix_product, product, shape_div, weakly_congruent)
+                        prefix_product, product, shape_div, signum, slice_, has_none, tuple_max,
+                        weakly_congruent)
 from .layout import (Layout, blocked_product, coalesce, complement, composition, cosize, depth, downcast, filter,
-                     flat_divide, flat_product, left_inverse, logical_divide, logical_product, make_layout,
+                     flat_divide, flat_product, hier_unzip, is_layout, left_inverse, logical_divide, logical_product, make_layout,
                      make_ordered_layout, max_common_layout, max_common_vector, raked_product, rank, recast,
                      right_inverse, size, slice_and_offset, tile_to_shape, tiled_divide, tiled_product, upcast,
                      zipped_divide, zipped_product)
-from .swizzle import ComposedLayout, Swizzle
+from .swizzle import ComposedLayout, Swizzle, shiftl, shiftr
+from .parse import parse_layout
 
 __version__ = "0.1.0"
 from .arch.sm100 import SmemDescriptor, SwizzleMode, TCol, TLane

@@ -9,7 +9,7 @@ from .errors import LayoutError
 __all__ = [
     "is_int", "is_tuple", "flatten", "product", "inner_product", "prefix_product", "shape_div", "ceil_div",
     "elem_scale", "congruent", "weakly_congruent", "crd2idx", "idx2crd", "crd2crd", "slice_", "has_none",
-    "signum", "tuplify", "zero_nones",
+    "signum", "tuplify", "zero_nones", "tuple_max",
 ]
 
 
@@ -60,6 +60,13 @@ def product(a):
         for e in a:
             r *= product(e)
         return r
+    return a
+
+
+def tuple_max(a):
+    """The largest leaf of ``a``."""
+    if isinstance(a, tuple):
+        return max(tuple_max(e) for e in a)
     return a
 
 
@@ -212,7 +219,8 @@ def crd2crd(crd, dst_shape, src_shape=None):
 
 
 def slice_(crd, trg):
-    """Keep the modes of ``trg`` where ``crd`` is ``None``: ``slice_((None, 3), (4, 8)) == (4,)``."""
+    """The modes of ``trg`` where ``crd`` is ``None``, as a tuple: ``slice_((None, 3), (4, 8)) == (4,)`` and
+    ``slice_(None, t) == (t,)`` (cuTe's ``filter_tuple``)."""
     if isinstance(crd, tuple):
         if not isinstance(trg, tuple) or len(crd) != len(trg):
             raise LayoutError(f"slice: coordinate {crd} does not match {trg}")
@@ -221,11 +229,10 @@ def slice_(crd, trg):
             if c is None:
                 kept.append(t)
             elif isinstance(c, tuple) and has_none(c):
-                s = slice_(c, t)
-                kept.extend(s if isinstance(s, tuple) else (s,))
+                kept.extend(slice_(c, t))
         return tuple(kept)
     if crd is None:
-        return trg
+        return (trg,)
     return ()
 
 

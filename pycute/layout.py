@@ -22,6 +22,7 @@ __all__ = [
     "tiled_divide", "flat_divide", "logical_product", "zipped_product", "tiled_product", "flat_product",
     "blocked_product", "raked_product", "max_common_vector", "max_common_layout", "upcast", "downcast",
     "recast", "make_ordered_layout", "tile_to_shape", "slice_and_offset", "append", "is_layout", "clear_caches",
+    "hier_unzip",
 ]
 
 _CACHE_SIZE = 8192
@@ -32,13 +33,13 @@ def _memo(fn):
     cached = functools.lru_cache(maxsize=_CACHE_SIZE)(fn)
 
     @functools.wraps(fn)
-    def wrapper(*args):
+    def wrapper(*args, **kwargs):
         try:
-            return cached(*args)
+            return cached(*args, **kwargs)
         except TypeError as e:
             if "unhashable" not in str(e):
                 raise
-        return fn(*(tuplify(a) for a in args))
+        return fn(*(tuplify(a) for a in args), **{k: tuplify(v) for k, v in kwargs.items()})
 
     wrapper.cache_clear = cached.cache_clear
     wrapper.cache_info = cached.cache_info
@@ -410,13 +411,18 @@ def _int_strides(layout, op):
     return flatten(layout.shape), strides
 
 
-@_memo
-def complement(layout, cotarget=None):
+def complement(layout, cotarget=None, *, max_idx=None):
     """``C`` with ``make_layout(L, C)`` injective, ``C`` ordered, and covering ``[0, cotarget)``.
 
-    ``cotarget`` defaults to ``cosize(L)``. Raises ``LayoutError`` when ``L`` overlaps itself or its strides do
-    not nest (no layout complement exists).
+    ``cotarget`` (CUTLASS pycute calls it ``max_idx``) defaults to ``cosize(L)``. Raises ``LayoutError`` when
+    ``L`` overlaps itself or its strides do not nest: then no layout complement exists, and cuTe's partial
+    answer would make divides built on it silently drop elements.
     """
+    return _complement(layout, cotarget if max_idx is None else max_idx)
+
+
+@_memo
+def _complement(layout, cotarget):
     layout = _as_layout(layout, "complement")
     shapes, strides = _int_strides(layout, "complement")
     if cotarget is None:
@@ -516,25 +522,26 @@ def logical_product(A, B):
     return make_layout(A, composition(complement(A, size(A) * cosize(B)), B))
 
 
-def _hier_unzip(split, A, B):
-    """Gather ``((tile_0,rest_0),(tile_1,rest_1),...)`` into ``((tile_0,tile_1,..),(rest_0,rest_1,..,A_k..))``."""
+def hier_unzip(splitter, A, B):
+    """Apply ``splitter`` (a divide or product) mode by mode and gather ``((tile_0,rest_0),(tile_1,rest_1),...)``
+    into ``((tile_0,tile_1,..),(rest_0,rest_1,..,A_k..))``; a Layout ``B`` is split whole."""
     if B is None:
         return make_layout(_mk(1, 0), A)
     if isinstance(B, tuple):
         if len(B) > A.rank():
-            raise LayoutError(f"{split.__name__}: tiler {B!r} has more modes than {A!r}")
-        parts = [_hier_unzip(split, A[i], _tiler(b, split.__name__)) for i, b in enumerate(B)]
+            raise LayoutError(f"{splitter.__name__}: tiler {B!r} has more modes than {A!r}")
+        parts = [hier_unzip(splitter, A[i], _tiler(b, splitter.__name__)) for i, b in enumerate(B)]
         tiles = make_layout(*[p[0] for p in parts])
         rests = make_layout(*([p[1] for p in parts] + [A[i] for i in range(len(B), A.rank())]))
         return make_layout(tiles, rests)
-    return split(A, B)
+    return splitter(A, B)
 
 
 def _zipped(split, A, B):
     B = _tiler(B, split.__name__)
     if isinstance(A, ComposedBase):
         return A.with_inner(_zipped(split, A.inner, B))
-    return _hier_unzip(split, _as_layout(A, split.__name__), B)
+    return hier_unzip(split, _as_layout(A, split.__name__), B)
 
 
 def _tiled(zipped):

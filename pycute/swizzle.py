@@ -7,7 +7,17 @@ from .errors import LayoutError
 from .int_tuple import has_none, is_int, tuplify
 from .layout import ComposedBase, Layout, _as_layout, slice_and_offset
 
-__all__ = ["Swizzle", "ComposedLayout"]
+__all__ = ["Swizzle", "ComposedLayout", "shiftl", "shiftr"]
+
+
+def shiftr(a: int, s: int) -> int:
+    """``a >> s``, or ``a << -s`` for negative ``s``."""
+    return a >> s if s >= 0 else a << -s
+
+
+def shiftl(a: int, s: int) -> int:
+    """``a << s``, or ``a >> -s`` for negative ``s``."""
+    return a << s if s >= 0 else a >> -s
 
 
 @attrs.frozen(repr=False)
@@ -38,14 +48,19 @@ class Swizzle:
         """The destination bits."""
         return ((1 << self.bits) - 1) << (self.base - min(0, self.shift))
 
+    yyy_msk = yyy_mask      # CUTLASS pycute's names
+    zzz_msk = zzz_mask
+
     def __call__(self, offset: int) -> int:
-        if self.shift >= 0:
-            return offset ^ ((offset & self.yyy_mask) >> self.shift)
-        return offset ^ ((offset & self.yyy_mask) << -self.shift)
+        return offset ^ shiftr(offset & self.yyy_mask, self.shift)
 
     def size(self) -> int:
         """Extent of the domain the swizzle permutes (a power of two)."""
         return 1 << (self.base + abs(self.shift) + self.bits)
+
+    def cosize(self) -> int:
+        """A swizzle permutes its domain: the codomain has the same extent."""
+        return self.size()
 
     def compose(self, B):
         """``Swizzle o B`` as a ComposedLayout."""
@@ -72,6 +87,16 @@ class ComposedLayout(ComposedBase):
             raise LayoutError(f"ComposedLayout: outer {self.outer!r} is not a function")
 
     @property
+    def layoutB(self):
+        """CUTLASS pycute's name for ``outer``."""
+        return self.outer
+
+    @property
+    def layoutA(self):
+        """CUTLASS pycute's name for ``inner``."""
+        return self.inner
+
+    @property
     def shape(self):
         return self.inner.shape
 
@@ -81,6 +106,10 @@ class ComposedLayout(ComposedBase):
 
     def size(self) -> int:
         return self.inner.size()
+
+    def cosize(self) -> int:
+        """The codomain's extent: that of ``outer`` (a swizzle's domain, or a layout's cosize)."""
+        return self.outer.cosize()
 
     def rank(self) -> int:
         return self.inner.rank()

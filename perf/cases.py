@@ -21,3 +21,33 @@ def atom_copy(atom, middle=4, dtype=pc.bf16, swizzle="128B"):
 
 
 ATOMS = {f"{a.name}-g{a.cta_group}": a for a in TCGEN05_CP_ATOMS}
+
+
+def failing_plan():
+    """A zero-argument call that plans an illegal copy (TMEM columns step by 2) and expects a PlanError."""
+    _, src = demo_copy()
+    bad = make_tmem_tensor(pc.u8, Layout((32, 16), (TLane, 2 * TCol)), columns=32)
+
+    def attempt():
+        try:
+            pc.make_tiled_copy(bad, src)
+        except pc.PlanError:
+            return
+        raise AssertionError("planned an illegal copy")
+    return attempt
+
+
+def compile_overhead(plan, directory):
+    """A zero-argument call doing everything compile_cuda does besides NVRTC on a cache miss: emit the source,
+    derive the key, look the entry up and store one of about a small cubin's size."""
+    from pycute.compile import CompileCache
+    from pycute.compile.nvrtc import cache_key
+    from pycute.kernels import probe_source
+
+    def overhead():
+        source = probe_source(plan, "cold")
+        key = cache_key(source, "sm_100a", ("-std=c++17",))
+        cache = CompileCache(directory)
+        cache.get(key)
+        cache.put(key, b"x" * 20000)
+    return overhead

@@ -16,14 +16,13 @@ import time
 import pycute as pc
 from pycute.arch.sm100 import Sm100Emulator, SmemDescriptor, SwizzleMode
 from pycute.compile import CompileCache, compile_cuda, runtime
-from pycute.compile.nvrtc import cache_key
 from pycute.copy.planner import _plan
 from pycute.demo import demo_copies
 from pycute.kernels import RoundTrip, probe_source
 from pycute.layout import clear_caches
 from pycute.perf import copy_cost, hand_written_issue_loop, issue_overhead
 
-from .cases import ATOMS, atom_copy, demo_copy
+from .cases import ATOMS, atom_copy, compile_overhead, demo_copy, failing_plan
 from .test_bench_algebra import CASES as ALGEBRA
 
 # Reference figures for CUTLASS's pure-Python pycute on this kind of machine (from the algebra issue).
@@ -116,14 +115,7 @@ def planning(results, out):
         limit = 200 if middle == 4 else None
         rows.append((f"12 atoms explicit, 128-row, middle {middle} (worst)", f"{worst:.1f}",
                      f"<= {limit}" if limit else "-", verdict(worst, limit) if limit else "-"))
-    bad = pc.make_tmem_tensor(pc.u8, pc.Layout((32, 16), (pc.TLane, 2 * pc.TCol)), columns=32)
-
-    def failing():
-        try:
-            pc.make_tiled_copy(bad, src)
-        except pc.PlanError:
-            pass
-    fail = median_us(failing, setup=cold_setup)
+    fail = median_us(failing_plan(), setup=cold_setup)
     results["plan.failing.cold_us"] = fail
     rows.append(("failing plan, time to PlanError", f"{fail:.1f}", "-", "-"))
     table("Planning (us, median; cold = plan and algebra caches cleared)", ("case", "median", "target", ""), rows, out)
@@ -142,15 +134,7 @@ def compiling(results, out):
         compile_cuda(source, cache=False)
         samples.append((time.perf_counter() - t0) * 1e6)
     nvrtc = statistics.median(samples)
-    directory = tempfile.mkdtemp()
-
-    def overhead():
-        src = probe_source(plan1, "cold")
-        key = cache_key(src, "sm_100a", ("-std=c++17",))
-        cache = CompileCache(directory)
-        cache.get(key)
-        cache.put(key, b"x" * 20000)
-    over = median_us(overhead, batch=20, repeats=9)
+    over = median_us(compile_overhead(plan1, tempfile.mkdtemp()), batch=20, repeats=9)
     cache = CompileCache(tempfile.mkdtemp())
     compile_cuda(source, cache=cache)
     hit = median_us(lambda: compile_cuda(source, cache=cache), batch=50)

@@ -6,10 +6,9 @@ import pytest
 
 import pycute as pc
 from pycute.compile import CompileCache, compile_cuda
-from pycute.compile.nvrtc import cache_key
 from pycute.kernels import probe_source
 
-from .cases import ATOMS, atom_copy, demo_copy
+from .cases import ATOMS, atom_copy, compile_overhead, demo_copy
 
 
 @pytest.mark.parametrize("middle", [1, 64])
@@ -30,18 +29,8 @@ def test_nvrtc_cold(benchmark):
 
 def test_pycute_overhead_around_a_cold_compile(benchmark):
     """Everything compile_cuda does besides NVRTC, for a cache miss: emit, key, lookup, store."""
-    plan = pc.make_tiled_copy(*demo_copy())
-    payload = b"x" * 20000      # about a small cubin + PTX
-    directory = tempfile.mkdtemp()
-
-    def overhead():
-        source = probe_source(plan, "cold")
-        key = cache_key(source, "sm_100a", ("-std=c++17",))
-        cache = CompileCache(directory)
-        cache.get(key)
-        cache.put(key, payload)
     benchmark.group = "compile"
-    benchmark(overhead)
+    benchmark(compile_overhead(pc.make_tiled_copy(*demo_copy()), tempfile.mkdtemp()))
 
 
 def test_cache_hit(benchmark):

@@ -6,7 +6,7 @@ import pycute as pc
 from pycute.copy.planner import _plan
 from pycute.layout import clear_caches
 
-from .cases import ATOMS, atom_copy, demo_copy
+from .cases import ATOMS, atom_copy, demo_copy, failing_plan
 
 
 def cold(fn):
@@ -42,14 +42,5 @@ def test_atom_explicit_cold(benchmark, name, middle):
 
 
 def test_failing_plan_time_to_error(benchmark):
-    dst, src = demo_copy()
-    bad = pc.make_tmem_tensor(pc.u8, pc.Layout((32, 16), (pc.TLane, 2 * pc.TCol)), columns=32)
-
-    def attempt():
-        try:
-            pc.make_tiled_copy(bad, src)
-        except pc.PlanError:
-            return
-        raise AssertionError("planned an illegal copy")
     benchmark.group = "plan"
-    benchmark(cold(attempt))
+    benchmark(cold(failing_plan()))

@@ -10,7 +10,7 @@ import attrs
 
 from .errors import LayoutError
 
-__all__ = ["ScaledBasis", "E", "is_basis", "basis_get"]
+__all__ = ["ScaledBasis", "E", "basis_get"]
 
 
 def _axis_key(axis):
@@ -100,10 +100,6 @@ class ScaledBasis:
 def E(axis) -> ScaledBasis:
     """The unit basis element of ``axis`` (an int as in cuTe's ``E<i>``, or a name such as ``"TLane"``)."""
     return ScaledBasis(((axis, 1),))
-
-
-def is_basis(x) -> bool:
-    return isinstance(x, ScaledBasis)
 
 
 def basis_get(value, axis) -> int:

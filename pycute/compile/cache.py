@@ -31,6 +31,9 @@ class CompileCache:
     def __init__(self, directory: os.PathLike | str | None = None):
         self.directory = Path(directory) if directory is not None else default_cache_dir()
 
+    def __repr__(self) -> str:
+        return f"CompileCache({str(self.directory)!r})"
+
     def path(self, key: str) -> Path:
         return self.directory / key[:2] / f"{key}.bin"
 

@@ -91,6 +91,10 @@ class Gpu:
         self.context = _check(driver.cuDevicePrimaryCtxRetain(self.device), "cuDevicePrimaryCtxRetain")
         _check(driver.cuCtxSetCurrent(self.context), "cuCtxSetCurrent")
 
+    def __repr__(self) -> str:
+        info = device_info()
+        return f"Gpu({info[0]}, sm_{info[1][0]}{info[1][1]})" if info else "Gpu(?)"
+
     def run(self, cubin: bytes, entry: str, grid: int, block: int, dynamic_smem: int, inputs: np.ndarray,
             out_words: int) -> np.ndarray:
         """Launch ``entry(const unsigned char* inputs, unsigned* out)`` and return ``out`` as uint32."""

@@ -13,11 +13,11 @@ from ..arch.sm100.tmem import check_alloc_columns
 from ..basis import ScaledBasis, basis_get
 from ..dtypes import DType, dtype as as_dtype
 from ..errors import PlanError
-from ..int_tuple import flatten, is_int, product
+from ..int_tuple import flatten, is_int
 from ..layout import Layout, coalesce, composition, make_layout
 from ..swizzle import ComposedLayout, Swizzle
 
-__all__ = ["SmemTensor", "TmemTensor", "make_smem_tensor", "make_tmem_tensor", "region_size"]
+__all__ = ["SmemTensor", "TmemTensor", "make_smem_tensor", "make_tmem_tensor"]
 
 
 def _window(mode: Layout, start: int, extent: int, where: str) -> tuple[Layout, object]:
@@ -90,15 +90,10 @@ def _swizzle_and_layout(layout):
     raise PlanError(f"shared-memory layout must be a Layout or ComposedLayout(Swizzle, 0, Layout), got {layout!r}")
 
 
-@attrs.frozen(repr=False)
-class SmemTensor:
-    """A region of a shared-memory buffer: element ``c`` lives at element ``swizzle(offset + layout(c))``."""
+class _Region:
+    """What both tensor kinds share: a dtype, a region layout with its offset, and slicing into sub-regions."""
 
-    dtype: DType
-    layout: Layout
-    swizzle: Swizzle | None = None
-    offset: int = 0
-    base_align: int = 1024
+    KIND = ""
 
     @property
     def shape(self):
@@ -108,14 +103,28 @@ class SmemTensor:
     def bits(self) -> int:
         return self.dtype.bits
 
+    def __getitem__(self, key):
+        """The sub-region selected by slices (and ints, which drop a mode); its offset is kept."""
+        layout, offset = _region(self.layout, self.offset, key, self.KIND)
+        return attrs.evolve(self, layout=layout, offset=offset)
+
+
+@attrs.frozen(repr=False)
+class SmemTensor(_Region):
+    """A region of a shared-memory buffer: element ``c`` lives at element ``swizzle(offset + layout(c))``."""
+
+    dtype: DType
+    layout: Layout
+    swizzle: Swizzle | None = None
+    offset: int = 0
+    base_align: int = 1024
+
+    KIND = "shared-memory tensor"
+
     def element_offset(self, *crd) -> int:
         """The (swizzled) element offset of a coordinate from the buffer base."""
         linear = self.offset + self.layout(*crd)
         return self.swizzle(linear) if self.swizzle is not None else linear
-
-    def __getitem__(self, key) -> "SmemTensor":
-        layout, offset = _region(self.layout, self.offset, key, "shared-memory tensor")
-        return attrs.evolve(self, layout=layout, offset=offset)
 
     def __repr__(self) -> str:
         sw = f"{self.swizzle!r} o " if self.swizzle is not None else ""
@@ -123,7 +132,7 @@ class SmemTensor:
 
 
 @attrs.frozen(repr=False)
-class TmemTensor:
+class TmemTensor(_Region):
     """A region of TMEM: element ``c`` lives at ``offset + layout(c)`` on (TLane, TCol-in-elements), replicated at
     every lane offset of ``replica``; ``columns`` is the allocation size in 32-bit columns."""
 
@@ -133,13 +142,7 @@ class TmemTensor:
     columns: int | None = None
     offset: object = 0
 
-    @property
-    def shape(self):
-        return self.layout.shape
-
-    @property
-    def bits(self) -> int:
-        return self.dtype.bits
+    KIND = "TMEM tensor"
 
     @property
     def lane_offset(self) -> int:
@@ -149,10 +152,6 @@ class TmemTensor:
     def col_offset(self) -> int:
         """Column offset in elements."""
         return basis_get(self.offset, "TCol")
-
-    def __getitem__(self, key) -> "TmemTensor":
-        layout, offset = _region(self.layout, self.offset, key, "TMEM tensor")
-        return attrs.evolve(self, layout=layout, offset=offset)
 
     def __repr__(self) -> str:
         rep = f", replica {self.replica!r}" if self.replica is not None else ""
@@ -193,7 +192,3 @@ def make_tmem_tensor(dtype, layout, replica=None, columns=None) -> TmemTensor:
         except PlanError as e:
             raise PlanError(f"TMEM tensor: {e}") from None
     return TmemTensor(dt, layout, replica, columns, 0)
-
-
-def region_size(t) -> int:
-    return product(t.layout.shape)

@@ -336,3 +336,19 @@ def test_verify_catches_a_corrupted_plan():
     swapped = (attrs.evolve(plan.instructions[0], smem_offset=32), attrs.evolve(plan.instructions[1], smem_offset=0))
     with pytest.raises(AssertionError, match="TMEM cells differ"):
         pc.verify_plan(attrs.evolve(plan, instructions=swapped + plan.instructions[2:]))
+
+
+def test_smem_element_offset_applies_the_swizzle_to_the_region_offset():
+    t = make_smem_tensor(pc.bf16, ComposedLayout(Swizzle(3, 3, 3), 0, Layout((8, 64), (64, 1))))
+    region = t[2:6, 8:16]
+    assert region.element_offset(1, 3) == Swizzle(3, 3, 3)(3 * 64 + 8 + 3)
+    assert region.shape == (4, 8) and region.bits == 16
+
+
+def test_tensors_and_emulator_print_readably():
+    from pycute.arch.sm100 import Sm100Emulator
+    dst, src = demo()
+    assert repr(src) == "smem<u8>[0 o (32,16):(16,1)]"
+    assert repr(dst[4:8, :]) == "tmem<u8>[4@TLane o (4,16):(1@TLane,1@TCol), replica 4:32@TLane, 32 columns]"
+    assert repr(Sm100Emulator(smem_bytes=1024)) == \
+        "Sm100Emulator(1 CTA: [CtaState(smem 1024 B at 0x0, TMEM 0 of 512 columns allocated, 0 uncommitted cp)])"

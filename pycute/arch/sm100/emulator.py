@@ -36,6 +36,11 @@ class CtaState:
         self.allocated = np.zeros(COLUMNS, dtype=bool)
         self.pending: list[tuple[np.ndarray, int, np.ndarray, str]] = []
 
+    def __repr__(self) -> str:
+        cols = int(self.allocated.sum())
+        return (f"CtaState(smem {self.smem.size} B at {self.smem_base:#x}, TMEM {cols} of 512 columns allocated, "
+                f"{len(self.pending)} uncommitted cp)")
+
 
 class Sm100Emulator:
     """CTAs with shared memory at ``smem_base`` and TMEM; issue ``cp``, ``commit``, then read back with ``ld``.
@@ -53,6 +58,10 @@ class Sm100Emulator:
         for c in self.ctas:
             c.tmem[:] = fill_tmem
         self.cta_group: int | None = None
+
+    def __repr__(self) -> str:
+        group = f", cta_group::{self.cta_group}" if self.cta_group else ""
+        return f"Sm100Emulator({len(self.ctas)} CTA{'s' if len(self.ctas) > 1 else ''}{group}: {self.ctas!r})"
 
     # -- set-up -----------------------------------------------------------------------------------------------
     def write_smem(self, address: int, data, cta: int = 0) -> None:

@@ -252,3 +252,14 @@ def test_ld_outside_the_warps_quadrant_is_refused():
 def test_illegal_allocation_is_refused():
     with pytest.raises(EmulationError, match="allocation of 48 columns is illegal"):
         Sm100Emulator(smem_bytes=1024).alloc(48)
+
+
+@pytest.mark.parametrize("atom", [a for a in cp_candidates(1) if a.multicast], ids=lambda a: a.name)
+def test_multicast_copy_writes_every_lane_exactly_once(atom):
+    emu = Sm100Emulator(smem_bytes=4096, fill_tmem=0xDEADBEEF)
+    smem = filled(emu, 11)
+    col = emu.alloc(32)
+    emu.run([(atom.ptx, col, SmemDescriptor(sbo=128).encode(0))])     # the race check refuses double writes
+    img = emu.tmem_image()
+    assert (img[:, col:col + 4] != 0xDEADBEEF).all() and (img[:, col + 4:] == 0xDEADBEEF).all()
+    check(emu, oracle(smem, 0, atom.name, 0, col, 0, 0, 128, 0))

@@ -1,0 +1,9 @@
+"""Hypothesis explores randomly on developers' machines; under CI (CI=true) it replays a fixed, derandomised
+sequence so that a landing's result does not depend on the seed."""
+import os
+
+from hypothesis import HealthCheck, settings
+
+settings.register_profile("ci", derandomize=True, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.register_profile("dev", deadline=None)
+settings.load_profile("ci" if os.environ.get("CI") else "dev")

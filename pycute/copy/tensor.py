@@ -12,7 +12,7 @@ import attrs
 from ..arch.sm100.tmem import check_alloc_columns
 from ..basis import ScaledBasis, basis_get
 from ..dtypes import DType, dtype as as_dtype
-from ..errors import PlanError
+from ..errors import LayoutError, PlanError
 from ..int_tuple import flatten, is_int
 from ..layout import Layout, coalesce, composition, make_layout
 from ..swizzle import ComposedLayout, Swizzle
@@ -26,7 +26,10 @@ def _window(mode: Layout, start: int, extent: int, where: str) -> tuple[Layout, 
     A shifted window of a hierarchical mode is linear only if adding ``start`` never carries between the mode's
     (coalesced) digits for any ``j < extent``.
     """
-    sub = composition(mode, Layout(extent, 1))
+    try:
+        sub = composition(mode, Layout(extent, 1))
+    except LayoutError as e:
+        raise PlanError(f"{where}: window [{start}:{start + extent}] of mode {mode!r} is not a layout ({e})") from None
     if start == 0:
         return sub, 0
     c = coalesce(mode)
@@ -65,6 +68,10 @@ def _region(layout: Layout, offset, key, where: str):
             raise PlanError(f"{where}: index {k!r} of mode {i} is neither an int nor a slice")
         if k.step not in (None, 1):
             raise PlanError(f"{where}: slice {k} of mode {i} has a step; only contiguous windows are supported")
+        for bound in (k.start, k.stop):
+            if bound is not None and not -n <= bound <= n:
+                raise PlanError(f"{where}: slice [{k.start}:{k.stop}] of mode {i} is outside its extent {n} "
+                                f"(a window is never clipped)")
         start, stop, _ = k.indices(n)
         if stop <= start:
             raise PlanError(f"{where}: slice {k} of mode {i} (extent {n}) is empty")

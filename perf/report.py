@@ -171,13 +171,16 @@ def gpu(results, out):
         results["gpu"] = "not run: " + reason
         return
     plan = pc.make_tiled_copy(*atom_copy(ATOMS["128x256b-g1"], 4))
-    got, want, cycles = RoundTrip(plan, "rt").run(runtime.Gpu(), timed=True)
+    got, want, timing = RoundTrip(plan, "rt").run(runtime.Gpu(), timed=True)
     ok = bool((got == want).all())
-    results["gpu.cycles"], results["gpu.bytes_per_cycle"] = cycles[0], plan.bytes / cycles[0]
+    cycles = timing.copy_cycles[0]
+    results.update({"gpu.cycles": cycles, "gpu.bytes_per_cycle": plan.bytes / cycles,
+                    "gpu.launch_ms": timing.launch_ms})
     table("GPU copy phase (measured)", ("case", "result"),
           [("128x256b x4 round trip correct", "yes" if ok else "NO"),
-           ("clock64 issue -> mbarrier completion", f"{cycles[0]} cycles"),
-           ("bytes per cycle per SM", f"{plan.bytes / cycles[0]:.1f}")], out)
+           ("clock64 issue -> mbarrier completion", f"{cycles} cycles"),
+           ("bytes per cycle per SM", f"{plan.bytes / cycles:.1f}"),
+           ("whole round-trip launch (CUDA events)", f"{timing.launch_ms:.3f} ms")], out)
 
 
 def costs(results, out):

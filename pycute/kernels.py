@@ -29,7 +29,7 @@ from .errors import CompileError
 from .int_tuple import flatten
 from .layout import coalesce
 
-__all__ = ["probe_source", "roundtrip_source", "RoundTrip", "PROBE_SHARED_SYMBOL"]
+__all__ = ["probe_source", "roundtrip_source", "RoundTrip", "Timing", "PROBE_SHARED_SYMBOL"]
 
 PROBE_SHARED_SYMBOL = "pycute_probe_smem"
 _LD_CHUNK = 8   # tcgen05.ld.32x32b.x8: 8 columns per load
@@ -280,6 +280,15 @@ extern "C" __global__ void __launch_bounds__(128, 1){cluster} {name}_roundtrip(c
 
 
 @attrs.frozen
+class Timing:
+    """A timed round trip: clock64 cycles from issue to mbarrier completion per CTA, and the whole launch's
+    duration from CUDA events."""
+
+    copy_cycles: list
+    launch_ms: float
+
+
+@attrs.frozen
 class RoundTrip:
     """A round-trip kernel for ``plan``: its source, launch shape, inputs and the expected output."""
 
@@ -313,18 +322,18 @@ class RoundTrip:
 
     def run(self, gpu, arch: str = "sm_100a", soft: bool = False, seed: int = 0, timed: bool = False):
         """Launch on ``gpu`` (a ``pycute.compile.runtime.Gpu``): returns ``(got, expected)`` as
-        (ctas, 128, columns) uint32 arrays, plus the per-CTA copy cycles when ``timed``."""
+        (ctas, 128, columns) uint32 arrays, plus a ``Timing`` when ``timed``."""
         values = self.values(seed)
         compiled = self.compile(arch, soft, timed)
         cols = self.plan.dst.columns
         words = self.ctas * 128 * cols
         out = gpu.run(compiled.cubin, self.entry, grid=self.ctas, block=128, dynamic_smem=self.dynamic_smem(soft),
-                      inputs=values, out_words=words + (2 * self.ctas if timed else 0))
-        got = out[:words].reshape(self.ctas, 128, cols)
+                      inputs=values, out_words=words + (2 * self.ctas if timed else 0), events=timed)
         if not timed:
-            return got, self.expected(values)
+            return out.reshape(self.ctas, 128, cols), self.expected(values)
+        out, ms = out
         cycles = [int(out[words + 2 * c]) | int(out[words + 2 * c + 1]) << 32 for c in range(self.ctas)]
-        return got, self.expected(values), cycles
+        return out[:words].reshape(self.ctas, 128, cols), self.expected(values), Timing(cycles, ms)
 
     def values(self, seed: int = 0) -> np.ndarray:
         """Per CTA, the source region's elements in logical order (as bytes), read from a random buffer image so

@@ -96,8 +96,9 @@ class Gpu:
         return f"Gpu({info[0]}, sm_{info[1][0]}{info[1][1]})" if info else "Gpu(?)"
 
     def run(self, cubin: bytes, entry: str, grid: int, block: int, dynamic_smem: int, inputs: np.ndarray,
-            out_words: int) -> np.ndarray:
-        """Launch ``entry(const unsigned char* inputs, unsigned* out)`` and return ``out`` as uint32."""
+            out_words: int, events: bool = False):
+        """Launch ``entry(const unsigned char* inputs, unsigned* out)`` and return ``out`` as uint32; with
+        ``events``, return ``(out, milliseconds)`` timed by CUDA events around the launch."""
         d = self.driver
         module = _check(d.cuModuleLoadData(cubin), "cuModuleLoadData")
         try:
@@ -111,11 +112,22 @@ class Gpu:
                 _check(d.cuMemcpyHtoD(d_in, inputs.ctypes.data, inputs.nbytes), "cuMemcpyHtoD")
                 _check(d.cuMemsetD32(d_out, 0xFFFFFFFF, out_words), "cuMemsetD32")
                 args = ((int(d_in), int(d_out)), (ctypes.c_void_p, ctypes.c_void_p))
+                if events:
+                    start = _check(d.cuEventCreate(0), "cuEventCreate")
+                    stop = _check(d.cuEventCreate(0), "cuEventCreate")
+                    _check(d.cuEventRecord(start, 0), "cuEventRecord")
                 _check(d.cuLaunchKernel(fn, grid, 1, 1, block, 1, 1, dynamic_smem, 0, args, 0), "cuLaunchKernel")
+                if events:
+                    _check(d.cuEventRecord(stop, 0), "cuEventRecord")
                 _check(d.cuCtxSynchronize(), "kernel execution")
                 host = np.empty(out_words, dtype=np.uint32)
                 _check(d.cuMemcpyDtoH(host.ctypes.data, d_out, out_words * 4), "cuMemcpyDtoH")
-                return host
+                if not events:
+                    return host
+                ms = _check(d.cuEventElapsedTime(start, stop), "cuEventElapsedTime")
+                d.cuEventDestroy(start)
+                d.cuEventDestroy(stop)
+                return host, float(ms)
             finally:
                 d.cuMemFree(d_in)
                 d.cuMemFree(d_out)

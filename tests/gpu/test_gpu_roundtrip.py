@@ -64,3 +64,15 @@ SOFT_REASON = None if runtime.device_info() is not None and runtime.device_info(
 def test_runtime_path_with_tcgen05_compiled_out(gpu, name, plan):
     major, minor = runtime.device_info()[1]
     assert_same(*RoundTrip(plan, "rt").run(gpu, arch=f"sm_{major}{minor}a", soft=True, seed=5))
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(SOFT_REASON is not None, reason=SOFT_REASON or "")
+@pytest.mark.parametrize("name,plan", [PLANS[0], PLANS[20]], ids=[PLANS[0][0], PLANS[20][0]])
+def test_timing_plumbing_with_tcgen05_compiled_out(gpu, name, plan):
+    """clock64 around issue -> completion and CUDA events around the launch (of the software copy here)."""
+    major, minor = runtime.device_info()[1]
+    got, want, timing = RoundTrip(plan, "rt").run(gpu, arch=f"sm_{major}{minor}a", soft=True, seed=5, timed=True)
+    assert_same(got, want)
+    assert len(timing.copy_cycles) == plan.cta_group and all(c > 0 for c in timing.copy_cycles)
+    assert timing.launch_ms > 0

@@ -2,22 +2,47 @@
 
 The import name is ``pycute``; the distribution is ``pycute-tcgen05`` (the PyPI name ``pycute`` belongs to an
 unrelated project, and NVIDIA's ``nvidia-cutlass`` wheel also installs a top-level ``pycute``).
+
+Layers, lowest first: the algebra (``int_tuple``, ``layout``, ``swizzle``, ``basis``), the sm100 facts
+(``arch.sm100``: TMEM, descriptor), the atoms, the planner (``copy``), the emulator and CUDA emission
+(``arch.sm100``), compilation (``compile``), kernels, and the cost model (``perf``).
 """
 from .basis import E, ScaledBasis
 from .dtypes import (DType, bf16, dtype, f4e2m1, f6e2m3, f6e3m2, f8e4m3, f8e5m2, f16, f32, i8, i16, i32, tf32, u8,
                      u16, u32)
 from .errors import CompileError, DescriptorError, EmulationError, LayoutError, PlanError, PycuteError
-from .int_tuple import (congruent, crd2crd, crd2idx, elem_scale, flatten, idx2crd, inner_product, is_int, is_tuple,
-                        prefix_product, product, shape_div, signum, slice_, has_none, tuple_max,
-                        weakly_congruent)
+from .int_tuple import (congruent, crd2crd, crd2idx, elem_scale, flatten, has_none, idx2crd, inner_product, is_int,
+                        is_tuple, prefix_product, product, shape_div, signum, slice_, tuple_max, weakly_congruent)
 from .layout import (Layout, blocked_product, coalesce, complement, composition, cosize, depth, downcast, filter,
-                     flat_divide, flat_product, hier_unzip, is_layout, left_inverse, logical_divide, logical_product, make_layout,
-                     make_ordered_layout, max_common_layout, max_common_vector, raked_product, rank, recast,
-                     right_inverse, size, slice_and_offset, tile_to_shape, tiled_divide, tiled_product, upcast,
-                     zipped_divide, zipped_product)
+                     flat_divide, flat_product, hier_unzip, is_layout, left_inverse, logical_divide,
+                     logical_product, make_layout, make_ordered_layout, max_common_layout, max_common_vector,
+                     raked_product, rank, recast, right_inverse, size, slice_and_offset, tile_to_shape,
+                     tiled_divide, tiled_product, upcast, zipped_divide, zipped_product)
 from .swizzle import ComposedLayout, Swizzle, shiftl, shiftr
 from .parse import parse_layout
-
-__version__ = "0.1.0"
 from .arch.sm100 import SmemDescriptor, SwizzleMode, TCol, TLane
 from .copy import CopyPlan, expected_tmem, make_smem_tensor, make_tiled_copy, make_tmem_tensor, verify_plan
+from . import compile  # pycute.compile (NVRTC, cache, SASS), reachable as pc.compile
+
+__version__ = "0.1.0"
+
+__all__ = [
+    # values and errors
+    "Layout", "ComposedLayout", "Swizzle", "ScaledBasis", "E", "TLane", "TCol", "DType", "SmemDescriptor",
+    "SwizzleMode", "CopyPlan", "PycuteError", "LayoutError", "PlanError", "CompileError", "DescriptorError",
+    "EmulationError",
+    # dtypes
+    "dtype", "u8", "i8", "f8e4m3", "f8e5m2", "bf16", "f16", "f32", "tf32", "u16", "i16", "u32", "i32", "f4e2m1",
+    "f6e2m3", "f6e3m2",
+    # int tuples
+    "is_int", "is_tuple", "flatten", "product", "inner_product", "prefix_product", "shape_div", "elem_scale",
+    "congruent", "weakly_congruent", "crd2idx", "idx2crd", "crd2crd", "slice_", "has_none", "signum", "tuple_max",
+    # layout algebra
+    "make_layout", "size", "cosize", "rank", "depth", "coalesce", "filter", "composition", "complement",
+    "right_inverse", "left_inverse", "logical_divide", "zipped_divide", "tiled_divide", "flat_divide",
+    "logical_product", "zipped_product", "tiled_product", "flat_product", "blocked_product", "raked_product",
+    "hier_unzip", "max_common_vector", "max_common_layout", "upcast", "downcast", "recast", "make_ordered_layout",
+    "tile_to_shape", "slice_and_offset", "is_layout", "shiftl", "shiftr", "parse_layout",
+    # copies
+    "make_smem_tensor", "make_tmem_tensor", "make_tiled_copy", "verify_plan", "expected_tmem", "compile",
+]

@@ -34,7 +34,8 @@ class CopyPlan:
     """A validated shared-memory -> TMEM copy. ``instructions`` is exactly what generated code issues.
 
     ``lane``, ``col`` and ``middle`` are the partition of the region's elements as layouts whose strides step both
-    sides at once: ``TLane``/``TCol`` (TMEM, TCol in elements) and ``Smem`` (shared-memory bytes, pre-swizzle).
+    sides at once: ``TLane``/``TCol`` (TMEM, TCol in elements) and ``Smem`` (shared-memory bytes, pre-swizzle;
+    ``SmemBit``, in bits, for the column steps of elements narrower than a byte).
     """
 
     atom: Tcgen05CpAtom

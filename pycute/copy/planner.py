@@ -342,8 +342,7 @@ def _validate(p: _Prepared, atom: Tcgen05CpAtom):
     instructions = _enumerate(p, atom, steps, mode, pitch)
     descriptor = SmemDescriptor(0, lbo, sbo, mode)
     lane_layout = _partition_layout([(n, _to_bytes(s, bits, "a row step"), q, 0) for n, q, s in rows_matched])
-    col_layout = _partition_layout([(n, _to_bytes(s, bits, "a column step"), 0, c)
-                                    for (n, s), c in zip(col_taken, _cumulative([n for n, _ in col_taken]))])
+    col_layout = _column_layout(col_taken, bits)
     middle_layout = _partition_layout([(n, _to_bytes(s, bits, "a middle step"), lane, col)
                                        for n, s, lane, col in middle])
     return CopyPlan(atom, descriptor, instructions, lane_layout, col_layout, middle_layout, src, dst)
@@ -355,6 +354,20 @@ def _cumulative(ns):
         out.append(acc)
         acc *= n
     return out
+
+
+def _column_layout(col_taken, bits: int):
+    """A row's elements: TCol steps and their shared-memory steps, in bytes, or in bits (the ``SmemBit`` axis)
+    where an element is narrower than a byte."""
+    modes, cols = [], _cumulative([n for n, _ in col_taken])
+    for (n, s), c in zip(col_taken, cols):
+        if (s * bits) % 8:
+            modes.append((n, ScaledBasis.of({"TCol": c, "SmemBit": s * bits})))
+        else:
+            modes.append((n, ScaledBasis.of({"TCol": c, "Smem": s * bits // 8})))
+    if len(modes) == 1:
+        return _mk(*modes[0])
+    return _mk(tuple(n for n, _ in modes), tuple(d for _, d in modes))
 
 
 def _partition_layout(modes):

@@ -6,7 +6,7 @@ from pycute.atoms import cp_candidates
 
 from .layouts import atom_tmem, kmajor_smem
 
-DTYPES = [pc.u8, pc.bf16, pc.f32]
+DTYPES = [pc.f4e2m1, pc.u8, pc.bf16, pc.f32]   # f4e2m1: packed FP4 copied raw (no decompression)
 SWIZZLES = ["none", "32B", "64B", "128B"]
 
 

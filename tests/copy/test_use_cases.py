@@ -60,3 +60,24 @@ def test_swizzled_buffer_with_an_explicit_composed_layout():
     plan = pc.make_tiled_copy(dst, q)
     assert len(plan.instructions) == 8 and plan.descriptor.sbo == 1024
     pc.verify_plan(plan)
+
+
+def test_packed_fp4_rows_land_nibble_by_nibble_in_order():
+    # 32 rows of 32 FP4 values (16 B); element e of row r is nibble e % 2 (low first) of byte 16 r + e // 2, and
+    # in TMEM it is bits 4 (e % 8) .. +3 of column e // 8 of lane r (and of lanes r + 32, + 64, + 96).
+    import numpy as np
+    from pycute.arch.sm100 import Sm100Emulator
+    src = make_smem_tensor(pc.f4e2m1, Layout((32, 32), (32, 1)))
+    dst = make_tmem_tensor(pc.f4e2m1, Layout((32, 32), (TLane, TCol)), replica=Layout(4, 32 * TLane), columns=32)
+    plan = pc.make_tiled_copy(dst, src)
+    assert plan.atom.shape == "32x128b" and repr(plan.col) == "32:(4@SmemBit+1@TCol)"
+    smem = np.random.default_rng(4).integers(0, 256, 1024, dtype=np.uint8)
+    emu = Sm100Emulator(smem_bytes=1024)
+    emu.write_smem(0, smem)
+    emu.run(plan.stream(0, emu.alloc(32)))
+    tmem = emu.tmem_image()
+    for r in (0, 7, 31):
+        for e in (0, 1, 9, 31):
+            nibble = (int(smem[16 * r + e // 2]) >> (4 * (e % 2))) & 0xF
+            for lane in (r, r + 32, r + 64, r + 96):
+                assert (int(tmem[lane, e // 8]) >> (4 * (e % 8))) & 0xF == nibble

@@ -67,10 +67,6 @@ class CopyCost:
     model_ns: float
 
     @property
-    def other_per_copy(self) -> float:
-        return self.issue_other / max(self.instructions, 1)
-
-    @property
     def address_per_copy(self) -> float:
         """Non-UTCCP instructions per copy that are not the ELECT loop: the generated address arithmetic."""
         return (self.issue_other - self.issue_elect) / max(self.instructions, 1)

@@ -26,6 +26,14 @@ def test_basis_layout_evaluates_to_a_point_of_the_codomain():
     assert tmem(37) == 5 * TLane + 1 * TCol
 
 
+def test_negation_absolute_value_and_exact_division():
+    v = 6 * TLane - 4 * TCol
+    assert -v == -6 * TLane + 4 * TCol and abs(v) == 6 * TLane + 4 * TCol
+    assert v // 2 == 3 * TLane - 2 * TCol
+    with pytest.raises(LayoutError, match="is not divisible by 4"):
+        v // 4
+
+
 def test_adding_an_integer_offset_to_a_basis_value_is_refused():
     with pytest.raises(LayoutError, match="cannot add the integer 3"):
         TLane + 3

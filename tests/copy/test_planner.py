@@ -95,6 +95,7 @@ def test_plan_stream_patches_only_the_start_address():
     assert [d & ~0x3FFF for _, _, d in stream] == [template & ~0x3FFF] * 4
     assert [d & 0x3FFF for _, _, d in stream] == [(0x4000 + o) >> 4 for o in (0, 32, 64, 96)]
     assert [t for _, t, _ in stream] == [64, 72, 80, 88]
+    assert [plan.descriptor_for(0x4000 + i.smem_offset) for i in plan.instructions] == [d for _, _, d in stream]
 
 
 def test_explain_names_the_atom_the_rejections_the_count_and_the_descriptor():

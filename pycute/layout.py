@@ -7,6 +7,7 @@ and operands; nothing is silently truncated.
 """
 from __future__ import annotations
 
+import abc
 import functools
 
 import attrs
@@ -141,13 +142,15 @@ def _mk(shape, stride) -> Layout:
     return obj
 
 
-class ComposedBase:
-    """Marker base for ``ComposedLayout``: most algebra lifts through it to its inner layout (cuTe semantics)."""
+class ComposedBase(abc.ABC):
+    """The base of ``ComposedLayout`` (defined in ``swizzle``): most algebra lifts through it to the inner layout,
+    as in cuTe; this module needs only ``inner`` and ``with_inner``."""
 
     inner: Layout
 
-    def with_inner(self, inner):  # pragma: no cover - implemented by ComposedLayout
-        raise NotImplementedError
+    @abc.abstractmethod
+    def with_inner(self, inner, extra_offset=0):
+        """The same composition around another inner layout (and an added offset)."""
 
 
 def is_layout(x) -> bool:

@@ -6,6 +6,8 @@ value's position in the source, ``dst_tv(thr, val)`` its position in the destina
 """
 from __future__ import annotations
 
+import abc
+
 import attrs
 
 from ..layout import Layout
@@ -14,21 +16,25 @@ __all__ = ["CopyAtom"]
 
 
 @attrs.frozen
-class CopyAtom:
-    """Base class of every copy atom; subclasses describe one PTX form."""
+class CopyAtom(abc.ABC):
+    """The interface every copy atom implements; each subclass describes one PTX form."""
 
     @property
+    @abc.abstractmethod
     def ptx(self) -> str:
-        raise NotImplementedError
+        """The full PTX opcode."""
 
     @property
+    @abc.abstractmethod
     def thr_id(self) -> Layout:
-        raise NotImplementedError
+        """The participating threads (CTAs for tcgen05.cp)."""
 
     @property
+    @abc.abstractmethod
     def src_tv(self) -> Layout:
-        raise NotImplementedError
+        """(thread, value) -> position in the source."""
 
     @property
+    @abc.abstractmethod
     def dst_tv(self) -> Layout:
-        raise NotImplementedError
+        """(thread, value) -> position in the destination."""

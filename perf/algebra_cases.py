@@ -25,39 +25,38 @@ def cases():
     }
 
 
-def time_cases(batch: int = 400, repeats: int = 9) -> dict:
-    """Median microseconds per call, garbage collection paused as ``timeit`` does; for pycute-tcgen05 every
-    algebra cache is cleared before each call (and that clearing's own time subtracted)."""
+def median_us(fn, batch: int = 50, repeats: int = 15, setup=None) -> float:
+    """Median over ``repeats`` of the mean time of ``batch`` calls of ``fn``, in microseconds, with garbage
+    collection paused as ``timeit`` does; a ``setup`` called before each call has its own time subtracted."""
     gc.disable()
     try:
-        return _time_cases(batch, repeats)
-    finally:
-        gc.enable()
-
-
-def _time_cases(batch, repeats):
-    try:
-        from pycute.layout import clear_caches
-    except ImportError:
-        clear_caches = None
-    out = {}
-    for name, (fn, args) in cases().items():
         samples = []
         for _ in range(repeats):
             t0 = time.perf_counter()
             for _ in range(batch):
-                if clear_caches is not None:
-                    clear_caches()
-                fn(*args)
-            samples.append(time.perf_counter() - t0)
-        if clear_caches is not None:
+                if setup is not None:
+                    setup()
+                fn()
+            samples.append((time.perf_counter() - t0) / batch)
+        if setup is not None:
             t0 = time.perf_counter()
             for _ in range(batch * repeats):
-                clear_caches()
-            overhead = (time.perf_counter() - t0) / repeats
-            samples = [s - overhead for s in samples]
-        out[name] = statistics.median(samples) / batch * 1e6
-    return out
+                setup()
+            overhead = (time.perf_counter() - t0) / (batch * repeats)
+            samples = [t - overhead for t in samples]
+    finally:
+        gc.enable()
+    return statistics.median(samples) * 1e6
+
+
+def time_cases(batch: int = 400, repeats: int = 9) -> dict:
+    """``{case: median microseconds}``; for pycute-tcgen05 every algebra cache is cleared before each call."""
+    try:
+        from pycute.layout import clear_caches
+    except ImportError:            # CUTLASS's pycute has no caches
+        clear_caches = None
+    return {name: median_us(lambda fn=fn, args=args: fn(*args), batch, repeats, clear_caches)
+            for name, (fn, args) in cases().items()}
 
 
 if __name__ == "__main__":

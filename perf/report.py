@@ -22,29 +22,12 @@ from pycute.kernels import RoundTrip, probe_source
 from pycute.layout import clear_caches
 from pycute.perf import copy_cost, hand_written_issue_loop, issue_overhead
 
+from .algebra_cases import median_us
 from .cases import ATOMS, atom_copy, compile_overhead, demo_copy, failing_plan
 from .test_bench_algebra import CASES as ALGEBRA
 
 # Reference figures for CUTLASS's pure-Python pycute on this kind of machine (from the algebra issue).
 CUTLASS_PYCUTE_US = {"composition_rank2": 13.0, "logical_divide_rank2": 26.0, "coalesce_hier": 3.4}
-
-
-def median_us(fn, batch: int = 50, repeats: int = 15, setup=None) -> float:
-    """Median over ``repeats`` of the mean time of ``batch`` calls, in microseconds."""
-    samples = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        for _ in range(batch):
-            if setup is not None:
-                setup()
-            fn()
-        samples.append((time.perf_counter() - t0) / batch * 1e6)
-    if setup is not None:
-        t0 = time.perf_counter()
-        for _ in range(batch * 5):
-            setup()
-        samples = [s - (time.perf_counter() - t0) / (batch * 5) * 1e6 for s in samples]
-    return statistics.median(samples)
 
 
 def table(title, header, rows, out):

@@ -24,7 +24,7 @@ import numpy as np
 from .arch.sm100.emit import emit_device_function
 from .copy.plan import CopyPlan
 from .compile.nvrtc import compile_cuda
-from .copy.reference import expected_tmem, layout_values, smem_bytes_needed
+from .copy.reference import expected_tmem, smem_bytes_needed, smem_element_offsets
 from .errors import CompileError
 from .int_tuple import flatten
 from .layout import coalesce
@@ -338,35 +338,24 @@ class RoundTrip:
     def values(self, seed: int = 0) -> np.ndarray:
         """Per CTA, the source region's elements in logical order (as bytes), read from a random buffer image so
         that coordinates naming the same element carry the same value."""
-        src = self.plan.src
-        ebytes = src.bits // 8
         rng = np.random.default_rng(seed)
-        out = []
-        offsets = self._byte_offsets()
-        for _ in range(self.ctas):
-            image = rng.integers(0, 256, self.smem_bytes, dtype=np.uint8)
-            out.append(image[offsets[:, None] + np.arange(ebytes)[None, :]].reshape(-1))
-        return np.concatenate(out)
+        index = self._element_bytes()
+        return np.concatenate([rng.integers(0, 256, self.smem_bytes, dtype=np.uint8)[index].reshape(-1)
+                               for _ in range(self.ctas)])
 
-    def _byte_offsets(self) -> np.ndarray:
-        src = self.plan.src
-        e = src.offset + layout_values(src.layout)
-        if src.swizzle is not None:
-            sw = src.swizzle
-            e = e ^ ((e & sw.yyy_mask) >> sw.shift)
-        return e * (src.bits // 8)
+    def _element_bytes(self) -> np.ndarray:
+        """(elements, bytes per element): the buffer byte indices each logical element occupies."""
+        ebytes = self.plan.src.bits // 8
+        return smem_element_offsets(self.plan.src)[:, None] * ebytes + np.arange(ebytes)[None, :]
 
     def expected(self, values: np.ndarray) -> np.ndarray:
         """What the kernel must write to ``out``: (ctas, 128 lanes, columns) uint32, TMEM pre-zeroed."""
         src, dst = self.plan.src, self.plan.dst
-        ebytes = src.bits // 8
-        n = src.layout.size()
-        offsets = self._byte_offsets()
+        index = self._element_bytes()
         result = []
-        for c in range(self.ctas):
+        for vals in values.reshape(self.ctas, *index.shape):
             image = np.zeros(self.smem_bytes, dtype=np.uint8)
-            vals = values[c * n * ebytes:(c + 1) * n * ebytes].reshape(n, ebytes)
-            image[offsets[:, None] + np.arange(ebytes)[None, :]] = vals
+            image[index] = vals
             tmem = expected_tmem(src, dst, image, np.zeros((128, 512), dtype=np.uint32), 0)
             result.append(tmem[:, :dst.columns])
         return np.stack(result)

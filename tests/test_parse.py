@@ -1,5 +1,5 @@
 import pytest
-from hypothesis import given, strategies as st
+from hypothesis import given
 
 from pycute import ComposedLayout, E, Layout, LayoutError, Swizzle
 from pycute.parse import parse_layout

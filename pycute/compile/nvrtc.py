@@ -4,11 +4,12 @@ Works on a machine without a GPU or CUDA driver: ``cuda.bindings.nvrtc`` loads o
 """
 from __future__ import annotations
 
+import contextlib
 import functools
+import hashlib
 import pickle
 import re
 import time
-import hashlib
 
 import attrs
 
@@ -104,42 +105,44 @@ def _ptx_excerpt(ptx: str, log: str) -> str:
     return "\n".join(dict.fromkeys(out))
 
 
-def _compile_uncached(source: str, arch: str, options: tuple, name: str) -> tuple[bytes, str, str]:
+@contextlib.contextmanager
+def _program(source: str, name: str, target: str, options: tuple):
+    """Compile ``source`` for ``--gpu-architecture=target``; yields ``(program, result, log)``, then destroys it."""
     nvrtc = _nvrtc()
     err, prog = nvrtc.nvrtcCreateProgram(source.encode(), name.encode(), 0, [], [])
     if err != nvrtc.nvrtcResult.NVRTC_SUCCESS:
         raise CompileError(f"nvrtcCreateProgram failed: {err}")
     try:
-        args = [f"--gpu-architecture={arch}".encode()] + [o.encode() for o in options]
+        args = [f"--gpu-architecture={target}".encode()] + [o.encode() for o in options]
         (err,) = nvrtc.nvrtcCompileProgram(prog, len(args), args)
         log = _get(prog, nvrtc.nvrtcGetProgramLogSize, nvrtc.nvrtcGetProgramLog).rstrip(b"\0").decode(
             errors="replace")
+        yield prog, err, log
+    finally:
+        nvrtc.nvrtcDestroyProgram(prog)
+
+
+def _compile_uncached(source: str, arch: str, options: tuple, name: str) -> tuple[bytes, str, str]:
+    nvrtc = _nvrtc()
+    with _program(source, name, arch, options) as (prog, err, log):
         if err != nvrtc.nvrtcResult.NVRTC_SUCCESS:
             detail = _source_excerpt(source, log, name)
             if "ptxas" in log:
-                ptx = _ptx_only(source, arch, options, name)
-                detail = _ptx_excerpt(ptx, log) or detail
+                detail = _ptx_excerpt(_ptx_only(source, arch, options, name), log) or detail
             raise CompileError(f"NVRTC failed for {arch} ({err.name}):\n{log.strip()}"
                                + (f"\n\noffending lines:\n{detail}" if detail else ""))
         cubin = _get(prog, nvrtc.nvrtcGetCUBINSize, nvrtc.nvrtcGetCUBIN)
         ptx = _get(prog, nvrtc.nvrtcGetPTXSize, nvrtc.nvrtcGetPTX).rstrip(b"\0").decode()
         return cubin, ptx, log
-    finally:
-        nvrtc.nvrtcDestroyProgram(prog)
 
 
 def _ptx_only(source: str, arch: str, options: tuple, name: str) -> str:
     """The PTX of a source whose cubin compile failed in ptxas (ptxas line numbers point into it)."""
     nvrtc = _nvrtc()
-    err, prog = nvrtc.nvrtcCreateProgram(source.encode(), name.encode(), 0, [], [])
-    try:
-        args = [f"--gpu-architecture={arch.replace('sm_', 'compute_')}".encode()] + [o.encode() for o in options]
-        (err,) = nvrtc.nvrtcCompileProgram(prog, len(args), args)
+    with _program(source, name, arch.replace("sm_", "compute_"), options) as (prog, err, _):
         if err != nvrtc.nvrtcResult.NVRTC_SUCCESS:
             return ""
         return _get(prog, nvrtc.nvrtcGetPTXSize, nvrtc.nvrtcGetPTX).rstrip(b"\0").decode()
-    finally:
-        nvrtc.nvrtcDestroyProgram(prog)
 
 
 def cache_key(source: str, arch: str, options: tuple) -> str:

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import functools
 
+import attrs
+
 from ..arch.sm100.descriptor import SmemDescriptor, SwizzleMode
 from ..atoms.tcgen05_cp import LEGAL_MULTICASTS, Tcgen05CpAtom, cp_candidates, find_cp_atom
 from ..basis import E, ScaledBasis, basis_get
@@ -27,6 +29,12 @@ __all__ = ["make_tiled_copy", "Smem"]
 Smem = E("Smem")   # shared-memory bytes (pre-swizzle), the third axis of a plan's partition layouts
 _SWIZZLE_BY_BITS = {1: SwizzleMode.B32, 2: SwizzleMode.B64, 3: SwizzleMode.B128}
 _UNIT_BITS = 128
+
+
+def _decompress_refusal(what: str) -> PlanError:
+    return PlanError(f"tcgen05.cp planner does not support decompress ({what}): the container bit placement of "
+                     f".b8x16.b6x16_p32 / .b8x16.b4x16_p64 is not pinned down (the PTX figures are images, and the "
+                     f"public sources disagree)")
 
 
 class _Reject(Exception):
@@ -46,7 +54,7 @@ class _Reject(Exception):
 # ---------------------------------------------------------------------------------------------------------------
 class _Prepared:
     __slots__ = ("src", "dst", "bits", "lane_modes", "col_modes", "buffer_mode", "smem_base", "lane_base",
-                 "col_base", "size")
+                 "col_base")
 
 
 def _where(src, dst) -> str:
@@ -128,15 +136,14 @@ def _buffer_mode(src: SmemTensor, dst: TmemTensor) -> SwizzleMode:
 def _prepare(src: SmemTensor, dst: TmemTensor) -> _Prepared:
     bits = src.bits
     if bits not in (4, 8, 16, 32):
-        raise PlanError(f"{src.dtype.name} elements ({bits} bits) cannot be copied without decompression; "
-                        f"tcgen05.cp planner does not support decompress{_where(src, dst)}")
+        raise PlanError(f"{_decompress_refusal(f'{src.dtype.name} elements of {bits} bits')}{_where(src, dst)}")
     ssz = tuple(product(m.shape) for m in (src.layout if src.layout.rank() > 1 else [src.layout]))
     tsz = tuple(product(m.shape) for m in (dst.layout if dst.layout.rank() > 1 else [dst.layout]))
     if ssz != tsz:
         raise PlanError(f"region shapes differ: src {src.layout.shape!r} (mode sizes {ssz}) vs dst "
                         f"{dst.layout.shape!r} (mode sizes {tsz}){_where(src, dst)}")
     p = _Prepared()
-    p.src, p.dst, p.bits, p.size = src, dst, bits, product(ssz)
+    p.src, p.dst, p.bits = src, dst, bits
     p.buffer_mode = _buffer_mode(src, dst)
     lane_modes, col_modes = [], []
     for (n, s), (_, t) in _joint_modes(src, dst):
@@ -272,10 +279,7 @@ def _validate(p: _Prepared, atom: Tcgen05CpAtom):
     per_row = atom.bits // bits
     unit = _UNIT_BITS // bits
     col_taken, col_rest = _take_columns(p.col_modes, per_row)
-    try:
-        units = coalesce(_mk(tuple(n for n, _ in col_taken), tuple(s for _, s in col_taken)))
-    except LayoutError as e:                                   # pragma: no cover - shapes come from a split
-        raise _Reject(str(e)) from None
+    units = coalesce(_mk(tuple(n for n, _ in col_taken), tuple(s for _, s in col_taken)))
     whole_row = _mk(per_row, 1)
     if atom.units == 1 or units == whole_row:
         if units != whole_row:
@@ -287,8 +291,8 @@ def _validate(p: _Prepared, atom: Tcgen05CpAtom):
         unit_gap = _to_bytes(units.stride[1], bits, "the distance between a row's 16-byte units")
     # Rules 4-5: lanes and 8-row core groups.
     rows_matched, lane_rest = _match_lanes(p.lane_modes, atom.lane_pattern)
-    rows = _mk(tuple(n for n, _, _ in rows_matched),
-               tuple(_to_bytes(s, bits, "a row step") for _, _, s in rows_matched))
+    row_steps = [(n, _to_bytes(s, bits, "a row step"), q) for n, q, s in rows_matched]
+    rows = _mk(tuple(n for n, _, _ in row_steps), tuple(b for _, b, _ in row_steps))
     try:
         if atom.rows >= 8:
             _, pitch = _single(composition(rows, _mk(8, 1)), "the row spacing inside an 8-row core group")
@@ -322,10 +326,10 @@ def _validate(p: _Prepared, atom: Tcgen05CpAtom):
     if max(lbo, sbo) >= 1 << 18:
         raise _Reject(f"LBO {lbo} B / SBO {sbo} B do not fit the descriptor's 18-bit byte fields")
     # Rule 4: the middle (which instruction; lane tiling steps for regions taller than one atom).
-    middle = [(n, s, lane, 0) for n, s, lane in lane_rest] + [(n, s, 0, c) for n, s, c in col_rest]
-    steps = []
-    for n, s, lane, col in middle:
-        sb = _to_bytes(s, bits, "a middle step")
+    middle = [(n, _to_bytes(s, bits, "a middle step"), lane, 0) for n, s, lane in lane_rest] + \
+             [(n, _to_bytes(s, bits, "a middle step"), 0, c) for n, s, c in col_rest]
+    steps = []                                  # the middle with TMEM columns in 32-bit units
+    for n, sb, lane, col in middle:
         if sb % 16:
             raise _Reject(f"a middle step of {sb} B in shared memory is not 16B-aligned")
         if (col * bits) % _UNIT_BITS:
@@ -341,11 +345,8 @@ def _validate(p: _Prepared, atom: Tcgen05CpAtom):
         raise _Reject(f"columns up to {max_col} exceed the TMEM allocation of {dst.columns} columns")
     instructions = _enumerate(p, atom, steps, mode, pitch)
     descriptor = SmemDescriptor(0, lbo, sbo, mode)
-    lane_layout = _partition_layout([(n, _to_bytes(s, bits, "a row step"), q, 0) for n, q, s in rows_matched])
-    col_layout = _column_layout(col_taken, bits)
-    middle_layout = _partition_layout([(n, _to_bytes(s, bits, "a middle step"), lane, col)
-                                       for n, s, lane, col in middle])
-    return CopyPlan(atom, descriptor, instructions, lane_layout, col_layout, middle_layout, src, dst)
+    return CopyPlan(atom, descriptor, instructions, _partition_layout([(n, b, q, 0) for n, b, q in row_steps]),
+                    _column_layout(col_taken, bits), _partition_layout(middle), src, dst)
 
 
 def _cumulative(ns):
@@ -384,7 +385,7 @@ def _enumerate(p: _Prepared, atom, steps, mode: SwizzleMode, pitch: int):
     """One instruction per middle coordinate (first middle mode fastest), with the start-address checks."""
     out = []
     in_group = min(atom.rows, 8)
-    for ls, cs, ss in _colex(p, steps):
+    for ls, cs, ss in _colex(steps):
         smem = p.smem_base + ss
         if smem % 16:
             raise _Reject(f"instruction start +{smem} B is not 16B-aligned")
@@ -396,7 +397,7 @@ def _enumerate(p: _Prepared, atom, steps, mode: SwizzleMode, pitch: int):
     return tuple(out)
 
 
-def _colex(p, steps):
+def _colex(steps):
     """Middle coordinates in colexicographic order (the first middle mode varies fastest)."""
     total = product(tuple(n for n, _, _, _ in steps)) if steps else 1
     for flat in range(total):
@@ -445,9 +446,7 @@ def _plan(dst, src, cta_group, shape, multicast):
         raise PlanError(f"dst must be a TMEM tensor (make_tmem_tensor), got {dst!r}")
     if src.bits != dst.bits:
         if src.bits in (4, 6) and dst.bits == 8:
-            raise PlanError(f"tcgen05.cp planner does not support decompress ({src.dtype.name} -> {dst.dtype.name}): "
-                            f"the byte placement of .b8x16.b{src.bits}x16 is not pinned down by the PTX text"
-                            f"{_where(src, dst)}")
+            raise PlanError(f"{_decompress_refusal(f'{src.dtype.name} -> {dst.dtype.name}')}{_where(src, dst)}")
         raise PlanError(f"element widths differ: src {src.dtype.name} ({src.bits} bits) vs dst {dst.dtype.name} "
                         f"({dst.bits} bits); only same-width reinterpretation is allowed{_where(src, dst)}")
     if dst.columns is None:
@@ -461,8 +460,7 @@ def _plan(dst, src, cta_group, shape, multicast):
         except _Reject as why:
             rejected.append((atom.name, why))
             continue
-        return CopyPlan(plan.atom, plan.descriptor, plan.instructions, plan.lane, plan.col, plan.middle, src, dst,
-                        tuple(rejected))
+        return attrs.evolve(plan, rejected=tuple(rejected))
     if len(candidates) == 1:
         raise PlanError(f"{candidates[0].ptx}: {rejected[0][1]}{_where(src, dst)}")
     reasons = "\n".join(f"  {name:<22} {why}" for name, why in rejected)
@@ -478,9 +476,7 @@ def make_tiled_copy(dst, src, cta_group: int = 1, shape: str | None = None, mult
     served from a cache.
     """
     if decompress is not None:
-        raise PlanError(f"tcgen05.cp planner does not support decompress ({decompress!r}): the container bit "
-                        f"placement of .b8x16.b6x16_p32 / .b8x16.b4x16_p64 is not pinned down (PTX figures are "
-                        f"images, and the public sources disagree)")
+        raise _decompress_refusal(repr(decompress))
     try:
         return _plan(dst, src, cta_group, shape, multicast)
     except TypeError as e:

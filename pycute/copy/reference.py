@@ -14,7 +14,7 @@ from ..layout import Layout
 from .plan import CopyPlan
 from .tensor import SmemTensor, TmemTensor
 
-__all__ = ["layout_values", "expected_tmem", "smem_bytes_needed", "verify_plan", "fill_pattern"]
+__all__ = ["layout_values", "smem_element_offsets", "expected_tmem", "smem_bytes_needed", "verify_plan", "fill_pattern"]
 
 
 def layout_values(layout: Layout, axis=None) -> np.ndarray:
@@ -30,6 +30,12 @@ def layout_values(layout: Layout, axis=None) -> np.ndarray:
     return out
 
 
+def smem_element_offsets(src: SmemTensor) -> np.ndarray:
+    """The (swizzled) element offset from the buffer base of every element of the region, in logical order."""
+    linear = src.offset + layout_values(src.layout)
+    return src.swizzle(linear) if src.swizzle is not None else linear
+
+
 def smem_bytes_needed(src: SmemTensor) -> int:
     """Bytes from the buffer base that cover every element the tensor can name (rounded to its swizzle period)."""
     hi = src.offset + int(layout_values(src.layout).max())
@@ -43,11 +49,7 @@ def expected_tmem(src: SmemTensor, dst: TmemTensor, smem: np.ndarray, tmem: np.n
     ``smem`` is the buffer's bytes from its base; ``tmem_base_col`` is the allocation's first column.
     """
     bits = src.bits
-    elem = src.offset + layout_values(src.layout)
-    if src.swizzle is not None:
-        sw = src.swizzle
-        elem = elem ^ ((elem & sw.yyy_mask) >> sw.shift) if sw.shift >= 0 else \
-            elem ^ ((elem & sw.yyy_mask) << -sw.shift)
+    elem = smem_element_offsets(src)
     bit = elem * bits
     word = np.zeros(elem.size, dtype=np.uint64)
     for k in range(max(bits // 8, 1)):

@@ -175,8 +175,7 @@ class Sm100Emulator:
                     raise EmulationError(
                         f"{ptx}: rows {8 * g}..{8 * g + in_group - 1} starting at {g_start:#x} cross a "
                         f"{period}-byte {d.swizzle.name} swizzle period (a row must stay in its swizzle row)")
-            sw = d.swizzle.byte_swizzle
-            lin = lin ^ ((lin & sw.yyy_mask) >> sw.shift)
+            lin = d.swizzle.byte_swizzle(lin)
         if lin.max() + 16 > _SMEM_WINDOW:
             raise EmulationError(f"{ptx}: source reaches {int(lin.max()) + 16:#x}, past the 18-bit address field")
         off = lin - c.smem_base

@@ -43,11 +43,22 @@ def verdict(value, limit):
     return "ok" if value <= limit else "OVER"
 
 
+ROUNDS = 3
+
+
 def cutlass_comparison(results, out):
     from .algebra_cases import time_cases
     from .cutlass_reference import cutlass_pycute_times
+    # The two libraries run alternately, ROUNDS times each, and each keeps its best round: a noisy moment on a
+    # shared 2-core machine then cannot land on one side of the comparison only.
     theirs, why = cutlass_pycute_times()
     ours = time_cases()
+    for _ in range(ROUNDS - 1):
+        if theirs is None:
+            break
+        again, _ = cutlass_pycute_times()
+        theirs = {k: min(v, again[k]) for k, v in theirs.items()} if again else theirs
+        ours = {k: min(v, t) for (k, v), t in zip(ours.items(), time_cases().values())}
     if theirs is None:
         table("Layout algebra vs CUTLASS pycute (us, median, same inputs)", ("case", "result"),
               [("CUTLASS pycute", f"not measured: {why}")], out)
@@ -58,14 +69,15 @@ def cutlass_comparison(results, out):
         rows.append((name, f"{theirs[name]:.2f}", f"{ours[name]:.2f}", f"{ours[name] / theirs[name]:.2f}",
                      verdict(ours[name], theirs[name])))
         results[f"algebra_vs_cutlass.{name}"] = {"cutlass_us": theirs[name], "pycute_cold_us": ours[name]}
-    table("Layout algebra vs CUTLASS pycute 4.2 (us, median, same inputs; pycute with every cache cleared)",
+    table(f"Layout algebra vs CUTLASS pycute 4.2 (us: best of {ROUNDS} alternating rounds of medians, same inputs; "
+          f"pycute with every cache cleared)",
           ("case", "CUTLASS pycute", "pycute cold", "ratio", "at least as fast"), rows, out)
 
 
 def algebra(results, out):
     rows = []
     for name, (fn, args) in sorted(ALGEBRA.items()):
-        cold = median_us(lambda: fn(*args), setup=clear_caches)
+        cold = median_us(lambda: fn(*args), batch=400, repeats=9, setup=clear_caches)   # as the CUTLASS side-by-side
         fn(*args)
         cached = median_us(lambda: fn(*args), batch=2000)
         ref = CUTLASS_PYCUTE_US.get(name)

@@ -1,5 +1,6 @@
 """Copies the benchmarks and the report time: the article's demo and a 128-row tile per atom."""
 import pycute as pc
+from pycute.arch.sm100 import alloc_columns_for
 from pycute import Layout, TCol, TLane, make_smem_tensor, make_tmem_tensor
 from pycute.atoms import TCGEN05_CP_ATOMS
 from pycute.copy.canonical import atom_tmem_tensor, kmajor_smem_tensor
@@ -15,7 +16,7 @@ def demo_copy():
 def atom_copy(atom, middle=4, dtype=pc.bf16, swizzle="128B"):
     """A K-major copy that ``atom`` plans in ``middle`` instructions."""
     k = middle * atom.bits // dtype.bits
-    columns = max(32, 1 << (max(k * dtype.bits // 32, 1) - 1).bit_length())
+    columns = alloc_columns_for(max(k * dtype.bits // 32, 1))
     src = kmajor_smem_tensor(dtype, atom.rows, k, swizzle)[0:atom.rows, 0:k]
     return atom_tmem_tensor(dtype, atom, k, columns=columns), src
 

@@ -36,14 +36,13 @@ def demo_copies():
 
 def _checks(plan):
     from .compile import compile_cuda, utccp_instructions
-    from .compile.ptx import run_entry
-    from .kernels import PROBE_SHARED_SYMBOL, RoundTrip, probe_source
+    from .kernels import RoundTrip, probe_source, probe_stream
     sass = utccp_instructions(RoundTrip(plan, "demo").compile("sm_100a").instructions())
     sass_ok = sass == [plan.atom.sass] * len(plan.instructions)
     ptx = compile_cuda(probe_source(plan, "demo")).ptx
 
     def stream(smem_base, tmem_base):
-        return run_entry(ptx, {0: tmem_base}, {PROBE_SHARED_SYMBOL: smem_base}, "demo_probe")
+        return probe_stream(ptx, "demo", smem_base, tmem_base)
     stream_ok = stream(0x400, 0) == plan.stream(0x400, 0)
     try:
         pc.verify_plan(plan, smem_base=0x400, stream=stream)

@@ -24,12 +24,13 @@ import numpy as np
 from .arch.sm100.emit import emit_device_function
 from .copy.plan import CopyPlan
 from .compile.nvrtc import compile_cuda
+from .compile.ptx import run_entry
 from .copy.reference import expected_tmem, smem_bytes_needed, smem_element_offsets
 from .errors import CompileError
 from .int_tuple import flatten
 from .layout import coalesce
 
-__all__ = ["probe_source", "roundtrip_source", "RoundTrip", "Timing", "PROBE_SHARED_SYMBOL"]
+__all__ = ["probe_source", "probe_stream", "roundtrip_source", "RoundTrip", "Timing", "PROBE_SHARED_SYMBOL"]
 
 PROBE_SHARED_SYMBOL = "pycute_probe_smem"
 _LD_CHUNK = 8   # tcgen05.ld.32x32b.x8: 8 columns per load
@@ -44,6 +45,12 @@ extern "C" __global__ void {name}_probe(unsigned tmem_base) {{
   {name}({PROBE_SHARED_SYMBOL}, tmem_base);
 }}
 """
+
+
+def probe_stream(ptx: str, name: str, smem_base: int, tmem_base: int) -> list:
+    """The ``(opcode, taddr, descriptor)`` stream the compiled probe ``name`` issues (PTX interpreted for its one
+    issuing thread) when its shared buffer is at ``smem_base`` and its TMEM allocation at ``tmem_base``."""
+    return run_entry(ptx, {0: tmem_base}, {PROBE_SHARED_SYMBOL: smem_base}, f"{name}_probe")
 
 
 def _src_offset_function(plan: CopyPlan) -> str:

@@ -494,7 +494,19 @@ def _tiler(B, op):
     raise LayoutError(f"{op}: tiler must be a Layout, an int, None or a tuple of those, got {B!r}")
 
 
+def _lifted(fn):
+    """Wrap an operation so that a ComposedLayout first operand applies it to its inner layout (cuTe semantics:
+    ``op(outer o off o inner, ...) == outer o off o op(inner, ...)``)."""
+    @functools.wraps(fn)
+    def op(A, *rest):
+        if isinstance(A, ComposedBase):
+            return A.with_inner(op(A.inner, *rest))
+        return fn(A, *rest)
+    return op
+
+
 @_memo
+@_lifted
 def logical_divide(A, B):
     """``A o (B, complement(B, size(A)))``: mode 0 is the tile ``B`` selects, mode 1 iterates over tiles.
 
@@ -503,8 +515,6 @@ def logical_divide(A, B):
     B = _tiler(B, "logical_divide")
     if B is None:
         return A
-    if isinstance(A, ComposedBase):
-        return A.with_inner(logical_divide(A.inner, B))
     A = _as_layout(A, "logical_divide")
     if isinstance(B, tuple):
         return _by_mode(logical_divide, A, B)
@@ -512,13 +522,12 @@ def logical_divide(A, B):
 
 
 @_memo
+@_lifted
 def logical_product(A, B):
     """``(A, complement(A, size(A)*cosize(B)) o B)``: mode 0 is ``A``, mode 1 repeats it as ``B`` lays out."""
     B = _tiler(B, "logical_product")
     if B is None:
         return A
-    if isinstance(A, ComposedBase):
-        return A.with_inner(logical_product(A.inner, B))
     A = _as_layout(A, "logical_product")
     if isinstance(B, tuple):
         return _by_mode(logical_product, A, B)
@@ -541,10 +550,7 @@ def hier_unzip(splitter, A, B):
 
 
 def _zipped(split, A, B):
-    B = _tiler(B, split.__name__)
-    if isinstance(A, ComposedBase):
-        return A.with_inner(_zipped(split, A.inner, B))
-    return hier_unzip(split, _as_layout(A, split.__name__), B)
+    return hier_unzip(split, _as_layout(A, split.__name__), _tiler(B, split.__name__))
 
 
 def _tiled(zipped):
@@ -555,17 +561,8 @@ def _flat(zipped):
     return make_layout(*zipped[0], *zipped[1])
 
 
-def _lifted(fn):
-    """Wrap a divide/product so that a ComposedLayout operand applies it to its inner layout."""
-    @functools.wraps(fn)
-    def op(A, B):
-        if isinstance(A, ComposedBase):
-            return A.with_inner(op(A.inner, B))
-        return fn(A, B)
-    return op
-
-
 @_memo
+@_lifted
 def zipped_divide(A, B):
     """``logical_divide`` with tiles gathered: ``((tile modes...), (rest modes...))``."""
     return _zipped(logical_divide, A, B)
@@ -586,6 +583,7 @@ def flat_divide(A, B):
 
 
 @_memo
+@_lifted
 def zipped_product(A, B):
     """``logical_product`` with modes gathered: ``((block modes...), (repeat modes...))``."""
     return _zipped(logical_product, A, B)
@@ -606,8 +604,6 @@ def flat_product(A, B):
 
 
 def _zip_product(block, tiler, raked):
-    if isinstance(block, ComposedBase):
-        return block.with_inner(_zip_product(block.inner, tiler, raked))
     block = _as_layout(block, "blocked_product")
     tiler = _as_layout(tiler, "blocked_product")
     r = max(block.rank(), tiler.rank())
@@ -619,12 +615,14 @@ def _zip_product(block, tiler, raked):
 
 
 @_memo
+@_lifted
 def blocked_product(block, tiler):
     """Mode ``i`` is ``(block_i, tiler_i)``: the block repeated as whole blocks laid out by ``tiler``."""
     return _zip_product(block, tiler, raked=False)
 
 
 @_memo
+@_lifted
 def raked_product(block, tiler):
     """Mode ``i`` is ``(tiler_i, block_i)``: the block's elements interleaved (raked) across the repeats."""
     return _zip_product(block, tiler, raked=True)
@@ -773,10 +771,9 @@ def make_ordered_layout(shape, order=None):
 
 
 @_memo
+@_lifted
 def tile_to_shape(block, target_shape, order=None):
     """``block`` repeated (blocked_product) until it has shape ``target_shape``; each mode coalesced."""
-    if isinstance(block, ComposedBase):
-        return block.with_inner(tile_to_shape(block.inner, target_shape, order))
     block = _as_layout(block, "tile_to_shape")
     target_shape = tuplify(target_shape)
     target = target_shape if isinstance(target_shape, tuple) else (target_shape,)

@@ -5,7 +5,7 @@ import pytest
 import pycute as pc
 from pycute.compile import compile_cuda
 from pycute.compile.ptx import run_entry
-from pycute.kernels import PROBE_SHARED_SYMBOL, probe_source
+from pycute.kernels import probe_source, probe_stream
 from tests.copy.test_roundtrip import CASES, build
 
 SHARED_BASE = 0x0100_0400      # a shared-window address with CTA-rank bits above bit 23, as sm_100 SASS forms them
@@ -32,8 +32,7 @@ def test_interpreted_stream_equals_the_plan_and_emulates_bit_exactly(atom):
     ptx = compile_cuda(source).ptx
     for name, plan in plans:
         def stream(smem_base, tmem_base, name=name):
-            return run_entry(ptx, {0: tmem_base}, {PROBE_SHARED_SYMBOL: (SHARED_BASE & ~0x3FFFF) | smem_base},
-                             f"{name}_probe")
+            return probe_stream(ptx, name, (SHARED_BASE & ~0x3FFFF) | smem_base, tmem_base)
         assert stream(0x400, 32) == plan.stream(0x400, 32)
         pc.verify_plan(plan, seed=2, smem_base=0x400, stream=stream)
 

@@ -2,6 +2,7 @@
 import pytest
 
 import pycute as pc
+from pycute.arch.sm100 import alloc_columns_for
 from pycute.atoms import cp_candidates
 from pycute.compile import utccp_instructions
 from pycute.copy.canonical import atom_tmem_tensor, kmajor_smem_tensor
@@ -12,7 +13,7 @@ CASES = [(atom, sw) for g in (1, 2) for atom in cp_candidates(g) for sw in ("non
 
 def plan_for(atom, swizzle, middle=4, dtype=pc.bf16):
     k = middle * atom.bits // dtype.bits
-    columns = max(32, 1 << (k * dtype.bits // 32 - 1).bit_length())
+    columns = alloc_columns_for(k * dtype.bits // 32)
     src = kmajor_smem_tensor(dtype, atom.rows, k, swizzle)[0:atom.rows, 0:k]
     return pc.make_tiled_copy(atom_tmem_tensor(dtype, atom, k, columns), src, cta_group=atom.cta_group,
                               shape=atom.shape, multicast=atom.multicast or None)

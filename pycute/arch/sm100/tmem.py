@@ -9,7 +9,7 @@ from ...basis import E
 from ...errors import PlanError
 
 __all__ = ["TLane", "TCol", "LANES", "COLUMNS", "tmem_address", "split_address", "check_alloc_columns",
-           "lane_quadrant", "ALLOC_COLUMNS"]
+           "lane_quadrant", "ALLOC_COLUMNS", "alloc_columns_for"]
 
 TLane = E("TLane")
 TCol = E("TCol")
@@ -37,6 +37,13 @@ def check_alloc_columns(ncols: int) -> int:
         raise PlanError(f"TMEM allocation of {ncols!r} columns is illegal: tcgen05.alloc takes a power of two in "
                         f"[32, 512] ({', '.join(map(str, ALLOC_COLUMNS))})")
     return ncols
+
+
+def alloc_columns_for(columns: int) -> int:
+    """The smallest legal tcgen05.alloc size holding ``columns`` 32-bit columns."""
+    if not 0 < columns <= COLUMNS:
+        raise PlanError(f"{columns} TMEM columns cannot be allocated (at most {COLUMNS})")
+    return max(ALLOC_COLUMNS[0], 1 << (columns - 1).bit_length())
 
 
 def lane_quadrant(warp: int) -> range:

@@ -1,7 +1,7 @@
 import pytest
 
 from pycute import PlanError
-from pycute.arch.sm100 import TCol, TLane, check_alloc_columns, lane_quadrant, split_address, tmem_address
+from pycute.arch.sm100 import TCol, TLane, alloc_columns_for, check_alloc_columns, lane_quadrant, split_address, tmem_address
 
 
 def test_tmem_axes_print_as_named_bases():
@@ -27,6 +27,12 @@ def test_legal_allocations(n):
 def test_illegal_allocations(n):
     with pytest.raises(PlanError, match=f"allocation of {n} columns is illegal"):
         check_alloc_columns(n)
+
+
+def test_smallest_allocation_holding_some_columns():
+    assert [alloc_columns_for(n) for n in (1, 32, 33, 64, 100, 512)] == [32, 32, 64, 64, 128, 512]
+    with pytest.raises(PlanError, match="513 TMEM columns cannot be allocated"):
+        alloc_columns_for(513)
 
 
 def test_warp_lane_quadrants():

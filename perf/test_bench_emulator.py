@@ -12,5 +12,5 @@ def test_full_tmem_fill(benchmark):
     benchmark.group = "emulator"
     benchmark.extra_info["bytes"] = 64 * 4096
     benchmark(emu.run, stream)
-    assert benchmark.stats.stats.median > 0
-    benchmark.extra_info["MB/s"] = round(64 * 4096 / benchmark.stats.stats.median / 1e6, 1)
+    if benchmark.stats is not None:          # None under --benchmark-disable
+        benchmark.extra_info["MB/s"] = round(64 * 4096 / benchmark.stats.stats.median / 1e6, 1)

@@ -1,7 +1,8 @@
 import pytest
 
 from pycute import PlanError
-from pycute.arch.sm100 import TCol, TLane, alloc_columns_for, check_alloc_columns, lane_quadrant, split_address, tmem_address
+from pycute.arch.sm100 import (TCol, TLane, alloc_columns_for, check_alloc_columns, lane_quadrant, split_address,
+                                tmem_address)
 
 
 def test_tmem_axes_print_as_named_bases():

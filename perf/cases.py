@@ -43,7 +43,7 @@ def compile_overhead(plan, directory):
     derive the key, look the entry up and store one of about a small cubin's size."""
     from pycute.compile import CompileCache
     from pycute.compile.nvrtc import cache_key
-    from pycute.kernels import probe_source
+    from pycute.codegen.kernels import probe_source
 
     def overhead():
         source = probe_source(plan, "cold")

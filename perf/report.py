@@ -14,13 +14,14 @@ import tempfile
 import time
 
 import pycute as pc
-from pycute.arch.sm100 import Sm100Emulator, SmemDescriptor, SwizzleMode
+from pycute.arch.sm100 import SmemDescriptor, SwizzleMode
+from pycute.sim import Sm100Emulator
 from pycute.compile import CompileCache, compile_cuda, runtime
 from pycute.copy.planner import _plan
 from pycute.demo import demo_copies
-from pycute.kernels import RoundTrip, probe_source
+from pycute.codegen.kernels import RoundTrip, probe_source
 from pycute.layout import clear_caches
-from pycute.perf import copy_cost, hand_written_issue_loop, issue_overhead
+from pycute.cost import copy_cost, hand_written_issue_loop, issue_overhead
 
 from .algebra_cases import median_us
 from .cases import ATOMS, atom_copy, compile_overhead, demo_copy, failing_plan

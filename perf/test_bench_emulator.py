@@ -1,5 +1,6 @@
 """Emulator throughput: a full 128-lane x 512-column TMEM fill (64 x 128x256b copies, 256 KiB) per round."""
-from pycute.arch.sm100 import Sm100Emulator, SmemDescriptor, SwizzleMode
+from pycute.arch.sm100 import SmemDescriptor, SwizzleMode
+from pycute.sim import Sm100Emulator
 
 
 def test_full_tmem_fill(benchmark):

@@ -3,9 +3,11 @@
 The import name is ``pycute``; the distribution is ``pycute-tcgen05`` (the PyPI name ``pycute`` belongs to an
 unrelated project, and NVIDIA's ``nvidia-cutlass`` wheel also installs a top-level ``pycute``).
 
-Layers, lowest first: the algebra (``int_tuple``, ``layout``, ``swizzle``, ``basis``), the sm100 facts
-(``arch.sm100``: TMEM, descriptor), the atoms, the planner (``copy``), the emulator and CUDA emission
-(``arch.sm100``), compilation (``compile``), kernels, and the cost model (``perf``).
+Layers, lowest first (a module imports only from its own layer and those below; ``compile`` imports nothing
+above ``errors``): the algebra (``int_tuple``, ``basis``, ``dtypes``, ``layout``, ``swizzle``, ``parse``), the
+sm100 hardware facts (``arch.sm100``), the copy atoms (``atoms``), the planner (``copy``), CUDA generation
+(``codegen``), the emulator and PTX interpreter (``sim``), and on top the cost model (``cost``), the demo and the
+command line. ``views`` lets a lower-layer value offer a view a higher layer implements (``plan.cuda()``).
 """
 from .basis import E, ScaledBasis
 from .dtypes import (DType, bf16, dtype, f4e2m1, f6e2m3, f6e3m2, f8e4m3, f8e5m2, f16, f32, i8, i16, i32, tf32, u8,
@@ -21,8 +23,10 @@ from .layout import (Layout, blocked_product, coalesce, complement, composition,
 from .swizzle import ComposedLayout, Swizzle, shiftl, shiftr
 from .parse import parse_layout
 from .arch.sm100 import SmemDescriptor, SwizzleMode, TCol, TLane
-from .copy import CopyPlan, expected_tmem, make_smem_tensor, make_tiled_copy, make_tmem_tensor, verify_plan
+from .copy import CopyPlan, expected_tmem, make_smem_tensor, make_tiled_copy, make_tmem_tensor
 from . import compile  # pycute.compile (NVRTC, cache, SASS), reachable as pc.compile
+from . import codegen  # registers plan.cuda()
+from .sim import verify_plan
 
 __version__ = "0.1.0"
 

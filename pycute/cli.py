@@ -95,8 +95,8 @@ def _cmd_explain(args, out):
 
 
 def _cmd_emit(args, out):
+    from .codegen import probe_source
     from .compile import compile_cuda
-    from .kernels import probe_source
     spec = _spec_from_args(args)
     plan = plan_from_spec(spec)
     name = spec.get("name") or "pycute_tcgen05_cp"

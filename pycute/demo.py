@@ -35,8 +35,9 @@ def demo_copies():
 
 
 def _checks(plan):
+    from .codegen import RoundTrip, probe_source
     from .compile import compile_cuda, utccp_instructions
-    from .kernels import RoundTrip, probe_source, probe_stream
+    from .sim import probe_stream
     sass = utccp_instructions(RoundTrip(plan, "demo").compile("sm_100a").instructions())
     sass_ok = sass == [plan.atom.sass] * len(plan.instructions)
     ptx = compile_cuda(probe_source(plan, "demo")).ptx

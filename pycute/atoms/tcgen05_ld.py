@@ -1,24 +1,21 @@
 """``tcgen05.ld`` / ``tcgen05.st`` atoms: warp-collective TMEM <-> register moves used to read copies back.
 
-Thread ``t`` of the warp and register ``j`` map to a (lane offset within the warp's quadrant, column offset)
-per PTX Table 49 and CUTLASS's ``SM100_TMEM_LOAD_*`` traits (ptx-tcgen05.md section 10).
+Thread ``t`` of the warp and register ``j`` map to a (lane offset within the warp's quadrant, column offset) as
+the shape table ``arch.sm100.LDST_SHAPES`` says.
 """
 from __future__ import annotations
 
+from typing import ClassVar
+
 import attrs
 
+from ..arch.sm100.ldst_shapes import LDST_SHAPES
 from ..errors import PlanError
 
 __all__ = ["TmemLoadAtom", "TmemStoreAtom", "TMEM_LDST_SHAPES"]
 
-# shape -> (registers per .x1, columns per .x1, largest legal .xN)
-TMEM_LDST_SHAPES = {
-    "32x32b": (1, 1, 128),
-    "16x64b": (1, 2, 128),
-    "16x128b": (2, 4, 64),
-    "16x256b": (4, 8, 32),
-}
-_SASS = {"32x32b": "", "16x64b": ".16dp64bit", "16x128b": ".16dp128bit", "16x256b": ".16dp256bit"}
+#: shape -> (registers per .x1, columns per .x1, largest legal .xN)
+TMEM_LDST_SHAPES = {name: (s.registers, s.columns, s.max_num) for name, s in LDST_SHAPES.items()}
 
 
 @attrs.frozen(repr=False)
@@ -26,12 +23,12 @@ class _TmemLdSt:
     shape: str
     num: int = 1
 
-    OP = ""
+    OP: ClassVar[str] = ""
 
     def __attrs_post_init__(self):
-        if self.shape not in TMEM_LDST_SHAPES:
-            raise PlanError(f"unknown tcgen05.{self.OP} shape {self.shape!r}; legal: {', '.join(TMEM_LDST_SHAPES)}")
-        cap = TMEM_LDST_SHAPES[self.shape][2]
+        if self.shape not in LDST_SHAPES:
+            raise PlanError(f"unknown tcgen05.{self.OP} shape {self.shape!r}; legal: {', '.join(LDST_SHAPES)}")
+        cap = LDST_SHAPES[self.shape].max_num
         if self.num not in [1 << k for k in range(8)] or self.num > cap:
             raise PlanError(f"tcgen05.{self.OP}.{self.shape}.x{self.num} is illegal: .xN takes a power of two up to "
                             f"{cap} for this shape")
@@ -43,32 +40,25 @@ class _TmemLdSt:
     @property
     def registers(self) -> int:
         """32-bit registers per thread."""
-        return TMEM_LDST_SHAPES[self.shape][0] * self.num
+        return LDST_SHAPES[self.shape].registers * self.num
 
     @property
     def columns(self) -> int:
         """TMEM columns the warp touches."""
-        return TMEM_LDST_SHAPES[self.shape][1] * self.num
+        return LDST_SHAPES[self.shape].columns * self.num
 
     @property
     def sass(self) -> str:
         op = "LDTM" if self.OP == "ld" else "STTM"
-        return f"{op}{_SASS[self.shape]}" + (f".x{self.num}" if self.num > 1 or self.shape == "32x32b" else "")
+        suffix = f".x{self.num}" if self.num > 1 or self.shape == "32x32b" else ""
+        return f"{op}{LDST_SHAPES[self.shape].sass_variant}{suffix}"
 
     def cell(self, thread: int, reg: int) -> tuple[int, int]:
         """``(lane offset in the quadrant, column offset)`` that register ``reg`` of ``thread`` holds."""
-        regs1, cols1, _ = TMEM_LDST_SHAPES[self.shape]
-        block, j = divmod(reg, regs1)
-        t = thread
-        if self.shape == "32x32b":
-            lane, col = t, 0
-        elif self.shape == "16x64b":
-            lane, col = (t >> 2) + 8 * (t & 1), (t >> 1) & 1
-        elif self.shape == "16x128b":
-            lane, col = (t >> 2) + 8 * (j & 1), t & 3
-        else:
-            lane, col = (t >> 2) + 8 * ((j >> 1) & 1), (j & 1) + 2 * (t & 3)
-        return lane, col + cols1 * block
+        s = LDST_SHAPES[self.shape]
+        block, j = divmod(reg, s.registers)
+        lane, col = s.cell(thread, j)
+        return lane, col + s.columns * block
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.shape!r}, x{self.num})  # {self.ptx}"
@@ -78,11 +68,11 @@ class _TmemLdSt:
 class TmemLoadAtom(_TmemLdSt):
     """``tcgen05.ld.sync.aligned.<shape>.x<N>.b32``: TMEM -> registers (complete after ``tcgen05.wait::ld``)."""
 
-    OP = "ld"
+    OP: ClassVar[str] = "ld"
 
 
 @attrs.frozen(repr=False)
 class TmemStoreAtom(_TmemLdSt):
     """``tcgen05.st.sync.aligned.<shape>.x<N>.b32``: registers -> TMEM (complete after ``tcgen05.wait::st``)."""
 
-    OP = "st"
+    OP: ClassVar[str] = "st"

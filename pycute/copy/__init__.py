@@ -1,6 +1,6 @@
 """make_tiled_copy: plan shared-memory -> TMEM tcgen05.cp copies."""
 from .plan import CopyPlan, CpInstruction
 from .planner import Smem, make_tiled_copy
-from .reference import expected_tmem, verify_plan
+from .reference import expected_tmem
 from .tensor import SmemTensor, TmemTensor, make_smem_tensor, make_tmem_tensor
 from .canonical import atom_tmem_tensor, kmajor_smem_tensor

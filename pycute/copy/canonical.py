@@ -1,17 +1,18 @@
 """Canonical tensors: K-major shared-memory tiles (PTX "canonical layouts") and TMEM tensors shaped for an atom."""
 from __future__ import annotations
 
+from ..arch.sm100.swizzle_modes import SwizzleMode
 from ..arch.sm100.tmem import TCol
 from ..dtypes import dtype as as_dtype
-from ..errors import PlanError
+from ..errors import DescriptorError, PlanError
 from ..layout import Layout, make_layout
-from ..swizzle import ComposedLayout, Swizzle
+from ..swizzle import ComposedLayout
 from .tensor import SmemTensor, TmemTensor, make_smem_tensor, make_tmem_tensor
 
 __all__ = ["kmajor_smem_tensor", "atom_tmem_tensor", "SWIZZLE_PITCH"]
 
-SWIZZLE_PITCH = {"none": 16, "32B": 32, "64B": 64, "128B": 128}
-_SWIZZLE_BITS = {"32B": 1, "64B": 2, "128B": 3}
+#: swizzle label -> row pitch in bytes, for the modes tcgen05.cp uses
+SWIZZLE_PITCH = {m.label: m.row_pitch for m in (SwizzleMode.NONE, SwizzleMode.B32, SwizzleMode.B64, SwizzleMode.B128)}
 
 
 def kmajor_smem_tensor(dtype, rows: int, k: int, swizzle: str = "128B") -> SmemTensor:
@@ -22,18 +23,18 @@ def kmajor_smem_tensor(dtype, rows: int, k: int, swizzle: str = "128B") -> SmemT
     ``16 * rows`` bytes apart (the LBO).
     """
     dt = as_dtype(dtype)
-    if swizzle not in SWIZZLE_PITCH:
-        raise PlanError(f"unknown swizzle {swizzle!r}; one of {', '.join(SWIZZLE_PITCH)}")
-    pe = SWIZZLE_PITCH[swizzle] * 8 // dt.bits          # elements in one swizzle row
+    try:
+        mode = SwizzleMode.from_label(swizzle)
+    except DescriptorError as e:
+        raise PlanError(str(e)) from None
+    pe = mode.row_pitch * 8 // dt.bits          # elements in one swizzle row
     rows_t = max(rows, 8)
     if rows_t % 8:
         raise PlanError(f"a K-major tile has whole 8-row core groups; {rows} rows given")
     k_t = -(-max(k, pe) // pe) * pe
     inner = Layout(((8, rows_t // 8), (pe, k_t // pe)), ((pe, 8 * pe), (1, rows_t * pe)))
-    if swizzle == "none":
-        return make_smem_tensor(dt, inner)
-    m = (128 // dt.bits).bit_length() - 1
-    return make_smem_tensor(dt, ComposedLayout(Swizzle(_SWIZZLE_BITS[swizzle], m, 3), 0, inner))
+    sw = mode.element_swizzle(dt.bits)
+    return make_smem_tensor(dt, inner if sw is None else ComposedLayout(sw, 0, inner))
 
 
 def atom_tmem_tensor(dtype, atom, k: int, columns: int = 64) -> TmemTensor:

@@ -4,8 +4,10 @@ from __future__ import annotations
 import attrs
 
 from ..arch.sm100.descriptor import SmemDescriptor, patch_start_address
+from ..arch.sm100.tmem import split_address
 from ..atoms.tcgen05_cp import Tcgen05CpAtom
 from ..layout import Layout
+from ..views import view
 from .tensor import SmemTensor, TmemTensor
 
 __all__ = ["CpInstruction", "CopyPlan"]
@@ -13,8 +15,8 @@ __all__ = ["CpInstruction", "CopyPlan"]
 
 @attrs.frozen
 class CpInstruction:
-    """One ``tcgen05.cp``: TMEM address offset (lane << 16 | column, from the allocation base) and shared-memory
-    byte offset (from the buffer base) of the descriptor's start address."""
+    """One ``tcgen05.cp``: TMEM address offset (``tmem_address(lane, column)`` from the allocation base) and
+    shared-memory byte offset (from the buffer base) of the descriptor's start address."""
 
     ptx: str
     tmem_offset: int
@@ -22,11 +24,11 @@ class CpInstruction:
 
     @property
     def lane(self) -> int:
-        return self.tmem_offset >> 16
+        return split_address(self.tmem_offset)[0]
 
     @property
     def column(self) -> int:
-        return self.tmem_offset & 0xFFFF
+        return split_address(self.tmem_offset)[1]
 
 
 @attrs.frozen(repr=False)
@@ -74,9 +76,8 @@ class CopyPlan:
                 for i in self.instructions]
 
     def cuda(self, name: str = "pycute_tcgen05_cp") -> str:
-        """A ``__device__ __forceinline__`` function that issues this plan from one thread (see arch.sm100.emit)."""
-        from ..arch.sm100.emit import emit_device_function
-        return emit_device_function(self, name)
+        """A ``__device__ __forceinline__`` function that issues this plan (``pycute.codegen.emit``)."""
+        return view("cuda", self, name)
 
     def explain(self) -> str:
         """What a person reads to trust the plan (or to see why a wider atom was not used)."""

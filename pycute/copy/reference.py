@@ -1,4 +1,4 @@
-"""What a copy must produce, computed from the two tensors' layouts alone, and an emulator check of a plan.
+"""What a copy must produce, computed from the two tensors' layouts alone.
 
 ``expected_tmem`` knows nothing of atoms, descriptors or partitions: for every coordinate it reads the element the
 shared-memory layout (with its swizzle) names and writes it where the TMEM layout (and every replica) names.
@@ -7,14 +7,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..arch.sm100.emulator import Sm100Emulator
+from ..arch.sm100.tmem import CELL_BITS
 from ..basis import basis_get
 from ..int_tuple import flatten
 from ..layout import Layout
-from .plan import CopyPlan
 from .tensor import SmemTensor, TmemTensor
 
-__all__ = ["layout_values", "smem_element_offsets", "expected_tmem", "smem_bytes_needed", "verify_plan", "fill_pattern"]
+__all__ = ["layout_values", "smem_element_offsets", "expected_tmem", "smem_bytes_needed", "fill_pattern"]
 
 
 def layout_values(layout: Layout, axis=None) -> np.ndarray:
@@ -58,8 +57,8 @@ def expected_tmem(src: SmemTensor, dst: TmemTensor, smem: np.ndarray, tmem: np.n
         word = (word >> (bit % 8).astype(np.uint64)) & np.uint64((1 << bits) - 1)
     lanes = dst.lane_offset + layout_values(dst.layout, "TLane")
     cols = dst.col_offset + layout_values(dst.layout, "TCol")
-    col32 = tmem_base_col + cols * bits // 32
-    shift = ((cols * bits) % 32).astype(np.uint64)
+    col32 = tmem_base_col + cols * bits // CELL_BITS
+    shift = ((cols * bits) % CELL_BITS).astype(np.uint64)
     mask = (np.uint64((1 << bits) - 1) << shift)
     reps = [0] if dst.replica is None else layout_values(dst.replica, "TLane")
     t64 = tmem.astype(np.uint64)
@@ -74,27 +73,3 @@ def expected_tmem(src: SmemTensor, dst: TmemTensor, smem: np.ndarray, tmem: np.n
 def fill_pattern(nbytes: int, seed: int) -> np.ndarray:
     """Distinct-looking bytes for round trips (a seeded generator, so failures reproduce)."""
     return np.random.default_rng(seed).integers(0, 256, nbytes, dtype=np.uint8)
-
-
-def verify_plan(plan: CopyPlan, seed: int = 0, smem_base: int = 0, stream=None) -> None:
-    """Emulate ``plan`` (or an explicit instruction ``stream``) and compare every CTA's TMEM with
-    ``expected_tmem``; raises AssertionError with the first differing cells."""
-    src, dst = plan.src, plan.dst
-    ctas = plan.cta_group
-    nbytes = smem_bytes_needed(src)
-    marker = 0xA5A5A5A5
-    emu = Sm100Emulator(smem_bytes=nbytes, smem_base=smem_base, ctas=ctas, fill_tmem=marker)
-    images = []
-    for c in range(ctas):
-        img = fill_pattern(nbytes, seed * 2 + c)
-        emu.write_smem(smem_base, img, cta=c)
-        images.append(img)
-    base_col = emu.alloc(dst.columns, cta_group=ctas)
-    emu.run(plan.stream(smem_base, base_col) if stream is None else stream(smem_base, base_col))
-    for c in range(ctas):
-        want = expected_tmem(src, dst, images[c], np.full((128, 512), marker, dtype=np.uint32), base_col)
-        got = emu.tmem_image(c)
-        if not np.array_equal(got, want):
-            diff = np.argwhere(got != want)[:5]
-            cells = ", ".join(f"(lane {a}, col {b}): got {got[a, b]:#010x} want {want[a, b]:#010x}" for a, b in diff)
-            raise AssertionError(f"CTA {c}: {int((got != want).sum())} TMEM cells differ: {cells}")

@@ -82,6 +82,11 @@ def test_each_form_is_its_own_class():
     assert len(set(TCGEN05_CP_FORMS)) == 6 and all(isinstance(f(), f) for f in TCGEN05_CP_FORMS)
 
 
+def test_module_names_bind_the_class_of_their_form():
+    import pycute.atoms.tcgen05_cp as module
+    assert all(getattr(module, cls.__name__) is cls for cls in TCGEN05_CP_FORMS)
+
+
 def test_find_and_parse():
     assert find_cp_atom("64x128b", "warpx2::01_23", 2) == Cp64x128bWarpx2_01_23(cta_group=2)
     assert parse_cp_ptx("tcgen05.cp.cta_group::1.32x128b.warpx4") == (Cp32x128bWarpx4(), None)

@@ -6,7 +6,7 @@ from pycute.arch.sm100 import alloc_columns_for
 from pycute.atoms import cp_candidates
 from pycute.compile import utccp_instructions
 from pycute.copy.canonical import atom_tmem_tensor, kmajor_smem_tensor
-from pycute.kernels import RoundTrip, probe_source
+from pycute.codegen.kernels import RoundTrip, probe_source
 
 CASES = [(atom, sw) for g in (1, 2) for atom in cp_candidates(g) for sw in ("none", "32B", "64B", "128B")]
 

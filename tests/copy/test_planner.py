@@ -347,7 +347,7 @@ def test_smem_element_offset_applies_the_swizzle_to_the_region_offset():
 
 
 def test_tensors_and_emulator_print_readably():
-    from pycute.arch.sm100 import Sm100Emulator
+    from pycute.sim import Sm100Emulator
     dst, src = demo()
     assert repr(src) == "smem<u8>[0 o (32,16):(16,1)]"
     assert repr(dst[4:8, :]) == "tmem<u8>[4@TLane o (4,16):(1@TLane,1@TCol), replica 4:32@TLane, 32 columns]"

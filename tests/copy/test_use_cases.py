@@ -66,7 +66,7 @@ def test_packed_fp4_rows_land_nibble_by_nibble_in_order():
     # 32 rows of 32 FP4 values (16 B); element e of row r is nibble e % 2 (low first) of byte 16 r + e // 2, and
     # in TMEM it is bits 4 (e % 8) .. +3 of column e // 8 of lane r (and of lanes r + 32, + 64, + 96).
     import numpy as np
-    from pycute.arch.sm100 import Sm100Emulator
+    from pycute.sim import Sm100Emulator
     src = make_smem_tensor(pc.f4e2m1, Layout((32, 32), (32, 1)))
     dst = make_tmem_tensor(pc.f4e2m1, Layout((32, 32), (TLane, TCol)), replica=Layout(4, 32 * TLane), columns=32)
     plan = pc.make_tiled_copy(dst, src)

@@ -8,7 +8,7 @@ import pycute as pc
 from pycute.atoms import cp_candidates
 from pycute.compile import runtime
 from pycute.copy.canonical import atom_tmem_tensor, kmajor_smem_tensor
-from pycute.kernels import RoundTrip
+from pycute.codegen.kernels import RoundTrip
 
 REASON = runtime.skip_reason()
 

@@ -1,91 +1,72 @@
-"""The tcgen05 shared-memory matrix descriptor (PTX ISA: "Shared memory descriptor", #tcgen05-shared-memory-descriptor).
+"""The tcgen05 shared-memory matrix descriptor (PTX ISA #tcgen05-shared-memory-descriptor, Table 40).
 
-Bit layout of the 64-bit value (verified against PTX Table 40 and CUTLASS ``UMMA::SmemDescriptor``):
-
-====== ===== ======================================================================
-bits   width field
-====== ===== ======================================================================
-0-13   14    start address >> 4 (shared-window byte address)
-16-29  14    leading-dimension byte offset (LBO) >> 4
-32-45  14    stride-dimension byte offset (SBO) >> 4
-46-48  3     fixed 0b001 (the Blackwell descriptor version)
-49-51  3     matrix base offset
-52     1     LBO mode (0: relative offset, 1: absolute address)
-53-60  8     fixed 0
-61-63  3     swizzle: 0 none, 1 128B with 32B atoms, 2 128B, 4 64B, 6 32B (3, 5, 7 invalid)
-====== ===== ======================================================================
+``FIELDS`` is the descriptor's bit layout, written once: encode, decode, the start-address patch and the C that
+pycute generates all read it. Verified against PTX Table 40 and CUTLASS ``UMMA::SmemDescriptor``; bits 14-15 and
+30-31 belong to no field and must be 0.
 """
 from __future__ import annotations
-
-import enum
 
 import attrs
 
 from ...errors import DescriptorError
-from ...swizzle import Swizzle
+from .swizzle_modes import SwizzleMode
 
-__all__ = ["SwizzleMode", "SmemDescriptor", "patch_start_address", "ADDRESS_MASK"]
+__all__ = ["DescriptorField", "FIELDS", "START_ADDRESS", "LBO", "SBO", "VERSION", "BASE_OFFSET", "LBO_MODE",
+           "FIXED_ZERO", "SWIZZLE", "RESERVED_MASK", "BLACKWELL_VERSION", "SmemDescriptor", "patch_start_address",
+           "ADDRESS_MASK"]
 
-ADDRESS_MASK = 0x3FFF          # the 14-bit start-address field, in 16-byte units
-_FIELD_LIMIT = 1 << 18         # matrix-descriptor-encode(x) = (x & 0x3FFFF) >> 4: 18-bit byte quantities
 
+@attrs.frozen
+class DescriptorField:
+    """``width`` bits at ``lo``; a field with ``unit`` 16 holds a byte quantity in 16-byte units
+    (``matrix-descriptor-encode(x) = (x & 0x3FFFF) >> 4``)."""
 
-class SwizzleMode(enum.Enum):
-    """Descriptor swizzle modes, valued by their PTX code (bits 61-63)."""
-
-    NONE = 0
-    B32 = 6
-    B64 = 4
-    B128 = 2
-    B128_BASE32B = 1
-
-    @property
-    def code(self) -> int:
-        return self.value
+    name: str
+    lo: int
+    width: int
+    unit: int = 1
 
     @property
-    def row_pitch(self) -> int:
-        """Bytes between consecutive rows of an 8-row core group, K-major (PTX canonical layouts)."""
-        return _ROW_PITCH[self]
+    def mask(self) -> int:
+        """The field's bits in place."""
+        return ((1 << self.width) - 1) << self.lo
 
     @property
-    def period(self) -> int:
-        """Bytes after which the swizzle pattern repeats (8 rows): 1024 / 512 / 256 for 128B / 64B / 32B."""
-        return 8 * _ROW_PITCH[self]
+    def limit(self) -> int:
+        """One past the largest value the field holds (in bytes for 16-byte-unit fields)."""
+        return self.unit << self.width
 
-    @property
-    def byte_swizzle(self) -> Swizzle | None:
-        """The cuTe swizzle this mode applies to absolute shared-memory byte addresses."""
-        return _BYTE_SWIZZLE[self]
+    def get(self, desc: int) -> int:
+        return ((desc >> self.lo) & ((1 << self.width) - 1)) * self.unit
 
-    @classmethod
-    def from_row_pitch(cls, pitch: int) -> "SwizzleMode":
-        for mode, p in _ROW_PITCH.items():
-            if p == pitch and mode is not SwizzleMode.B128_BASE32B:
-                return mode
-        raise DescriptorError(f"no swizzle mode has a {pitch}-byte row pitch (legal: 16, 32, 64, 128)")
-
-    def __repr__(self) -> str:
-        return f"SwizzleMode.{self.name}"
+    def put(self, value: int) -> int:
+        return (value // self.unit) << self.lo
 
 
-_ROW_PITCH = {SwizzleMode.NONE: 16, SwizzleMode.B32: 32, SwizzleMode.B64: 64, SwizzleMode.B128: 128,
-              SwizzleMode.B128_BASE32B: 128}
-_BYTE_SWIZZLE = {SwizzleMode.NONE: None, SwizzleMode.B32: Swizzle(1, 4, 3), SwizzleMode.B64: Swizzle(2, 4, 3),
-                 SwizzleMode.B128: Swizzle(3, 4, 3), SwizzleMode.B128_BASE32B: Swizzle(2, 5, 2)}
-_BY_CODE = {m.value: m for m in SwizzleMode}
+START_ADDRESS = DescriptorField("start_address", 0, 14, 16)
+LBO = DescriptorField("lbo", 16, 14, 16)
+SBO = DescriptorField("sbo", 32, 14, 16)
+VERSION = DescriptorField("version", 46, 3)
+BASE_OFFSET = DescriptorField("base_offset", 49, 3)
+LBO_MODE = DescriptorField("lbo_mode", 52, 1)
+FIXED_ZERO = DescriptorField("fixed_zero", 53, 8)
+SWIZZLE = DescriptorField("swizzle", 61, 3)
+FIELDS = (START_ADDRESS, LBO, SBO, VERSION, BASE_OFFSET, LBO_MODE, FIXED_ZERO, SWIZZLE)
+RESERVED_MASK = ~sum(f.mask for f in FIELDS) & (1 << 64) - 1
+BLACKWELL_VERSION = 1                      # bits 46-48 are the fixed constant 0b001
+ADDRESS_MASK = START_ADDRESS.mask          # the 14-bit start-address field, in 16-byte units
 
 
-def _check_field(name: str, value: int) -> None:
-    if not isinstance(value, int) or value < 0 or value >= _FIELD_LIMIT:
-        raise DescriptorError(f"descriptor {name} {value!r} is outside [0, {_FIELD_LIMIT:#x})")
-    if value % 16:
-        raise DescriptorError(f"descriptor {name} {value:#x} is not 16-byte aligned")
+def _check_bytes(field: DescriptorField, value) -> None:
+    if not isinstance(value, int) or value < 0 or value >= field.limit:
+        raise DescriptorError(f"descriptor {field.name} {value!r} is outside [0, {field.limit:#x})")
+    if value % field.unit:
+        raise DescriptorError(f"descriptor {field.name} {value:#x} is not {field.unit}-byte aligned")
 
 
 @attrs.frozen
 class SmemDescriptor:
-    """A shared-memory matrix descriptor with byte-valued ``lbo`` and ``sbo``."""
+    """A shared-memory matrix descriptor with byte-valued ``start_address``, ``lbo`` and ``sbo``."""
 
     start_address: int = 0
     lbo: int = 0
@@ -95,11 +76,11 @@ class SmemDescriptor:
     lbo_mode: int = 0
 
     def __attrs_post_init__(self):
-        for name in ("start_address", "lbo", "sbo"):
-            _check_field(name, getattr(self, name))
+        for field in (START_ADDRESS, LBO, SBO):
+            _check_bytes(field, getattr(self, field.name))
         if not isinstance(self.swizzle, SwizzleMode):
             raise DescriptorError(f"descriptor swizzle {self.swizzle!r} is not a SwizzleMode")
-        if self.base_offset not in range(8):
+        if self.base_offset not in range(1 << BASE_OFFSET.width):
             raise DescriptorError(f"descriptor base_offset {self.base_offset!r} is outside [0, 8)")
         if self.lbo_mode not in (0, 1):
             raise DescriptorError(f"descriptor lbo_mode {self.lbo_mode!r} is not 0 or 1")
@@ -107,37 +88,31 @@ class SmemDescriptor:
     def encode(self, start_address: int | None = None) -> int:
         """The 64-bit descriptor value; ``start_address`` overrides the stored one."""
         start = self.start_address if start_address is None else start_address
-        _check_field("start_address", start)
-        return ((start >> 4)
-                | (self.lbo >> 4) << 16
-                | (self.sbo >> 4) << 32
-                | 1 << 46
-                | self.base_offset << 49
-                | self.lbo_mode << 52
-                | self.swizzle.code << 61)
+        _check_bytes(START_ADDRESS, start)
+        return (START_ADDRESS.put(start) | LBO.put(self.lbo) | SBO.put(self.sbo) | VERSION.put(BLACKWELL_VERSION)
+                | BASE_OFFSET.put(self.base_offset) | LBO_MODE.put(self.lbo_mode) | SWIZZLE.put(self.swizzle.code))
 
     @classmethod
     def decode(cls, value: int) -> "SmemDescriptor":
         """Inverse of ``encode``; rejects reserved bits, a wrong fixed field and invalid swizzle codes."""
         if not isinstance(value, int) or not 0 <= value < 1 << 64:
             raise DescriptorError(f"descriptor {value!r} is not a 64-bit unsigned value")
-
-        def field(lo, n):
-            return (value >> lo) & ((1 << n) - 1)
-        if field(46, 3) != 1:
-            raise DescriptorError(f"descriptor {value:#018x}: bits 46-48 are {field(46, 3):#05b}, must be 0b001")
-        if field(53, 8):
+        if VERSION.get(value) != BLACKWELL_VERSION:
+            raise DescriptorError(f"descriptor {value:#018x}: bits 46-48 are {VERSION.get(value):#05b}, must be "
+                                  f"0b001")
+        if FIXED_ZERO.get(value):
             raise DescriptorError(f"descriptor {value:#018x}: bits 53-60 must be 0")
-        if field(14, 2) or field(30, 2):
+        if value & RESERVED_MASK:
             raise DescriptorError(f"descriptor {value:#018x}: reserved bits 14-15 / 30-31 must be 0")
-        code = field(61, 3)
-        if code not in _BY_CODE:
+        code = SWIZZLE.get(value)
+        mode = SwizzleMode.from_code(code)
+        if mode is None:
             raise DescriptorError(f"descriptor {value:#018x}: swizzle code {code} is invalid (3, 5 and 7 are "
                                   f"reserved)")
-        return cls(start_address=field(0, 14) << 4, lbo=field(16, 14) << 4, sbo=field(32, 14) << 4,
-                   swizzle=_BY_CODE[code], base_offset=field(49, 3), lbo_mode=field(52, 1))
+        return cls(start_address=START_ADDRESS.get(value), lbo=LBO.get(value), sbo=SBO.get(value), swizzle=mode,
+                   base_offset=BASE_OFFSET.get(value), lbo_mode=LBO_MODE.get(value))
 
 
 def patch_start_address(desc: int, smem_address: int) -> int:
-    """``desc`` with its 14-bit start field replaced by ``smem_address`` (what generated code does per copy)."""
-    return (desc & ~ADDRESS_MASK & 0xFFFFFFFFFFFFFFFF) | ((smem_address >> 4) & ADDRESS_MASK)
+    """``desc`` with its start field replaced by ``smem_address`` (its bits 4-17, as generated code does)."""
+    return (desc & ~START_ADDRESS.mask & (1 << 64) - 1) | START_ADDRESS.put(smem_address % START_ADDRESS.limit)

@@ -1,4 +1,4 @@
-"""Tensor memory (PTX ISA #tensor-memory): 128 lanes x 512 columns of 32-bit cells per CTA.
+"""Tensor memory (PTX ISA #tensor-memory): 128 lanes x 512 columns of 32-bit cells per CTA, and its addresses.
 
 TMEM layouts in pycute use two named basis axes: ``TLane`` (the lane) and ``TCol`` (the column, counted in
 elements of the tensor's dtype, so one 32-bit column holds ``32 // bits`` elements).
@@ -8,27 +8,30 @@ from __future__ import annotations
 from ...basis import E
 from ...errors import PlanError
 
-__all__ = ["TLane", "TCol", "LANES", "COLUMNS", "tmem_address", "split_address", "check_alloc_columns",
-           "lane_quadrant", "ALLOC_COLUMNS", "alloc_columns_for"]
+__all__ = ["TLane", "TCol", "LANES", "COLUMNS", "CELL_BITS", "QUADRANT_LANES", "ALLOC_COLUMNS", "LANE_SHIFT",
+           "tmem_address", "split_address", "check_alloc_columns", "alloc_columns_for", "lane_quadrant"]
 
 TLane = E("TLane")
 TCol = E("TCol")
 
 LANES = 128
 COLUMNS = 512
+CELL_BITS = 32
+QUADRANT_LANES = 32                        # warp w % 4 may tcgen05.ld/st lanes 32w..32w+31 (access restrictions)
 ALLOC_COLUMNS = (32, 64, 128, 256, 512)   # tcgen05.alloc: a power of two in [32, 512] [V-PTX]
+LANE_SHIFT = 16                            # address bits 31-16: lane; bits 15-0: column (#tensor-memory-addressing)
 
 
 def tmem_address(lane: int, column: int) -> int:
-    """The 32-bit TMEM address: lane in bits 31-16, column in bits 15-0 (PTX #tensor-memory-addressing)."""
+    """The 32-bit TMEM address of (lane, column); also a lane/column *offset* added to an allocation's base."""
     if not 0 <= lane < LANES or not 0 <= column < COLUMNS:
         raise PlanError(f"TMEM (lane {lane}, column {column}) is outside {LANES} lanes x {COLUMNS} columns")
-    return lane << 16 | column
+    return lane << LANE_SHIFT | column
 
 
 def split_address(taddr: int) -> tuple[int, int]:
     """``(lane, column)`` of a TMEM address."""
-    return taddr >> 16, taddr & 0xFFFF
+    return taddr >> LANE_SHIFT, taddr & ((1 << LANE_SHIFT) - 1)
 
 
 def check_alloc_columns(ncols: int) -> int:
@@ -48,5 +51,5 @@ def alloc_columns_for(columns: int) -> int:
 
 def lane_quadrant(warp: int) -> range:
     """The lanes warp ``warp`` may access with tcgen05.ld/st: ``32*(warp%4)`` to ``+31`` (PTX access restrictions)."""
-    q = warp % 4
-    return range(32 * q, 32 * q + 32)
+    q = warp % (LANES // QUADRANT_LANES)
+    return range(QUADRANT_LANES * q, QUADRANT_LANES * (q + 1))

@@ -11,8 +11,8 @@ from pycute.compile import compile_cuda
 from pycute.compile.elf import kernel_resources
 from pycute.copy.canonical import atom_tmem_tensor, kmajor_smem_tensor
 from pycute.demo import demo_copies
-from pycute.kernels import RoundTrip
-from pycute.perf import copy_cost, hand_written_issue_loop, issue_overhead
+from pycute.codegen.kernels import RoundTrip
+from pycute.cost import copy_cost, hand_written_issue_loop, issue_overhead
 
 
 def test_cost_of_the_article_demo():

@@ -3,7 +3,8 @@ import numpy as np
 import pytest
 
 from pycute import DescriptorError, EmulationError
-from pycute.arch.sm100 import Sm100Emulator, SmemDescriptor, SwizzleMode
+from pycute.arch.sm100 import SmemDescriptor, SwizzleMode
+from pycute.sim import Sm100Emulator
 from pycute.atoms import TmemLoadAtom, cp_candidates
 
 PITCH = {0: 16, 6: 32, 4: 64, 2: 128}

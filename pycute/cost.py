@@ -7,13 +7,17 @@ from __future__ import annotations
 
 import attrs
 
+from .arch.sm100.tmem import CELL_BITS, tmem_address
 from .atoms.tcgen05_cp import cp_candidates
+from .basis import basis_get
+from .codegen.emit import emit_helpers
+from .codegen.kernels import RoundTrip, probe_entry, probe_source
 from .compile.elf import kernel_resources
 from .compile.nvrtc import compile_cuda
 from .compile.sass import utccp_instructions
 from .copy.planner import make_tiled_copy
 from .errors import PlanError
-from .kernels import RoundTrip, probe_source
+from .int_tuple import flatten
 
 __all__ = ["CopyCost", "copy_cost", "widest_legal_atom", "hand_written_issue_loop", "issue_overhead",
            "SMEM_BYTES_PER_CLOCK", "ASSUMED_CLOCK_GHZ"]
@@ -86,34 +90,33 @@ def copy_cost(plan, arch: str = "sm_100a") -> CopyCost:
         utccp_in_sass=len(utccp_instructions(instructions)), bytes=plan.bytes,
         lower_bound=-(-plan.bytes // widest.bytes), widest_legal=widest.name,
         issue_other=other, issue_elect=elect,
-        probe_registers=kernel_resources(probe.cubin)["cost_probe"]["registers"],
+        probe_registers=kernel_resources(probe.cubin)[probe_entry("cost")]["registers"],
         roundtrip_registers=rt_res["registers"], roundtrip_static_shared=rt_res["static_shared_bytes"],
         model_clocks=clocks, model_ns=round(clocks / ASSUMED_CLOCK_GHZ, 1))
 
 
 def hand_written_issue_loop(plan, name: str = "hand") -> str:
     """What a kernel author writes by hand for the same copies: a loop over the middle modes, offsets computed
-    from strides at run time, the descriptor patched per copy. For comparison with the generated code."""
-    from .basis import basis_get
-    from .int_tuple import flatten
+    from strides at run time, the descriptor patched per copy (with pycute's own helper). For comparison with the
+    generated code."""
     mid = plan.middle
     shapes, strides = flatten(mid.shape), flatten(mid.stride)
-    bits = plan.src.bits
     loops, s_terms, t_terms = [], [], []
     for k, (n, d) in enumerate(zip(shapes, strides)):
         if n == 1:
             continue
         loops.append(f"for (unsigned i{k} = 0; i{k} < {n}u; ++i{k})")
         s_terms.append(f"i{k} * {basis_get(d, 'Smem')}u")
-        lane, col = basis_get(d, "TLane"), basis_get(d, "TCol") * bits // 32
-        t_terms.append(f"i{k} * {lane << 16 | col}u")
+        step = tmem_address(basis_get(d, "TLane"), basis_get(d, "TCol") * plan.src.bits // CELL_BITS)
+        t_terms.append(f"i{k} * {step}u")
     first = plan.instructions[0]
     s_expr = " + ".join([f"{first.smem_offset}u"] + s_terms)
     t_expr = " + ".join([f"{first.tmem_offset}u"] + t_terms)
-    body = (f"    const unsigned long long desc = (tmpl & ~0x3FFFull) | (((smem + {s_expr}) >> 4) & 0x3FFFull);\n"
+    body = (f"    const unsigned long long desc = pycute_smem_desc(tmpl, (smem + {s_expr}) >> 4);\n"
             f'    asm volatile("{plan.atom.ptx} [%0], %1;" :: "r"(tmem_base + {t_expr}), "l"(desc) : "memory");')
     head = "\n".join("  " + " " * 2 * k + loop for k, loop in enumerate(loops))
-    return f"""extern "C" __global__ void {name}_probe(unsigned tmem_base) {{
+    return f"""{emit_helpers([])}
+extern "C" __global__ void {name}_probe(unsigned tmem_base) {{
   extern __shared__ __align__(1024) unsigned char buf[];
   const unsigned smem = static_cast<unsigned>(__cvta_generic_to_shared(buf));
   const unsigned long long tmpl = 0x{plan.descriptor.encode():016X}ull;

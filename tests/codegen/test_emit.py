@@ -3,7 +3,7 @@ import re
 import pytest
 
 import pycute as pc
-from pycute.arch.sm100.emit import emit_device_function, helper_name
+from pycute.codegen.emit import emit_device_function, helper_name
 from pycute.atoms import cp_candidates
 from pycute.copy.canonical import kmajor_smem_tensor
 
@@ -84,6 +84,6 @@ def test_bad_function_name_is_refused():
 
 @pytest.mark.parametrize("atom", cp_candidates(1) + cp_candidates(2), ids=lambda a: a.ptx)
 def test_every_form_has_its_ptx_in_one_wrapper(atom):
-    from pycute.arch.sm100.emit import emit_helpers
+    from pycute.codegen.emit import emit_helpers
     code = emit_helpers([atom])
     assert f'asm volatile("{atom.ptx} [%0], %1;"' in code

@@ -15,15 +15,16 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...atoms.tcgen05_cp import Tcgen05CpAtom, parse_cp_ptx
-from ...atoms.tcgen05_ld import TmemLoadAtom
-from ...errors import EmulationError, PlanError
-from .descriptor import SmemDescriptor, SwizzleMode
-from .tmem import COLUMNS, LANES, check_alloc_columns, split_address
+from ..arch.sm100.descriptor import START_ADDRESS, SmemDescriptor
+from ..arch.sm100.swizzle_modes import UNIT_BITS, UNIT_BYTES, SwizzleMode
+from ..arch.sm100.tmem import CELL_BITS, COLUMNS, LANES, QUADRANT_LANES, check_alloc_columns, lane_quadrant, split_address
+from ..atoms.tcgen05_cp import Tcgen05CpAtom, parse_cp_ptx
+from ..atoms.tcgen05_ld import TmemLoadAtom
+from ..errors import EmulationError, PlanError
 
 __all__ = ["Sm100Emulator", "CtaState"]
 
-_SMEM_WINDOW = 1 << 18   # the descriptor addresses 18 bits of the shared window
+_SMEM_WINDOW = START_ADDRESS.limit   # the descriptor's start field addresses 18 bits of the shared window
 
 
 class CtaState:
@@ -49,7 +50,7 @@ class Sm100Emulator:
     """
 
     def __init__(self, smem_bytes: int = 64 * 1024, smem_base: int = 0, ctas: int = 1, fill_tmem: int = 0):
-        if smem_base % 16 or smem_base < 0 or smem_base + smem_bytes > _SMEM_WINDOW:
+        if smem_base % UNIT_BYTES or smem_base < 0 or smem_base + smem_bytes > _SMEM_WINDOW:
             raise EmulationError(f"shared memory [{smem_base:#x}, {smem_base + smem_bytes:#x}) must be 16-byte "
                                  f"aligned and inside the {_SMEM_WINDOW:#x}-byte window a descriptor can address")
         if ctas not in (1, 2):
@@ -141,7 +142,7 @@ class Sm100Emulator:
     def _cp_one(self, c: CtaState, atom: Tcgen05CpAtom, taddr: int, d: SmemDescriptor, ptx: str) -> None:
         lane0, col0 = split_address(taddr)
         rows, ncols = atom.rows, atom.columns
-        if col0 % 4:
+        if (col0 * CELL_BITS) % UNIT_BITS:
             raise EmulationError(f"{ptx}: TMEM column {col0} is not 128-bit aligned (a multiple of 4)")
         if col0 + ncols > COLUMNS:
             raise EmulationError(f"{ptx}: columns [{col0}, {col0 + ncols}) overflow the {COLUMNS}-column TMEM")
@@ -162,7 +163,7 @@ class Sm100Emulator:
         """The source rows as the descriptor walks them: K-major canonical layout, then the swizzle."""
         rows, units = atom.rows, atom.units
         pitch = d.swizzle.row_pitch
-        unit_stride = d.lbo if d.swizzle is SwizzleMode.NONE else 16
+        unit_stride = d.lbo if d.swizzle is SwizzleMode.NONE else UNIT_BYTES
         r = np.arange(rows)[:, None]
         u = np.arange(units)[None, :]
         lin = d.start_address + (r % 8) * pitch + (r // 8) * d.sbo + u * unit_stride
@@ -171,19 +172,19 @@ class Sm100Emulator:
             in_group = min(rows, 8)
             for g in range(-(-rows // 8)):
                 g_start = d.start_address + g * d.sbo
-                if (g_start % period) + (in_group - 1) * pitch + 16 * units > period:
+                if (g_start % period) + (in_group - 1) * pitch + UNIT_BYTES * units > period:
                     raise EmulationError(
                         f"{ptx}: rows {8 * g}..{8 * g + in_group - 1} starting at {g_start:#x} cross a "
                         f"{period}-byte {d.swizzle.name} swizzle period (a row must stay in its swizzle row)")
             lin = d.swizzle.byte_swizzle(lin)
-        if lin.max() + 16 > _SMEM_WINDOW:
-            raise EmulationError(f"{ptx}: source reaches {int(lin.max()) + 16:#x}, past the 18-bit address field")
+        if lin.max() + UNIT_BYTES > _SMEM_WINDOW:
+            raise EmulationError(f"{ptx}: source reaches {int(lin.max()) + UNIT_BYTES:#x}, past the 18-bit address field")
         off = lin - c.smem_base
-        if off.min() < 0 or off.max() + 16 > c.smem.size:
-            raise EmulationError(f"{ptx}: source bytes [{int(lin.min()):#x}, {int(lin.max()) + 16:#x}) are "
+        if off.min() < 0 or off.max() + UNIT_BYTES > c.smem.size:
+            raise EmulationError(f"{ptx}: source bytes [{int(lin.min()):#x}, {int(lin.max()) + UNIT_BYTES:#x}) are "
                                  f"outside shared memory [{c.smem_base:#x}, {c.smem_base + c.smem.size:#x})")
-        idx = off[:, :, None] + np.arange(16)[None, None, :]
-        return np.ascontiguousarray(c.smem[idx].reshape(rows, 16 * units))
+        idx = off[:, :, None] + np.arange(UNIT_BYTES)[None, None, :]
+        return np.ascontiguousarray(c.smem[idx].reshape(rows, UNIT_BYTES * units))
 
     def commit(self, cta: int = 0) -> None:
         """``tcgen05.commit`` + mbarrier wait: the issued copies complete. Unordered copies that write the same
@@ -215,17 +216,17 @@ class Sm100Emulator:
         if c.pending:
             raise EmulationError("tcgen05.ld before the issued tcgen05.cp were committed and waited for")
         lane_field, col0 = split_address(taddr)
-        q = warp % 4
-        if lane_field // 32 not in (0, q):
-            raise EmulationError(f"warp {warp} may only access lanes {32 * q}..{32 * q + 31}; its address has lane "
-                                 f"field {lane_field}")
-        base = 32 * q + lane_field % 32
+        quadrant = lane_quadrant(warp)
+        if lane_field // QUADRANT_LANES not in (0, quadrant.start // QUADRANT_LANES):
+            raise EmulationError(f"warp {warp} may only access lanes {quadrant.start}..{quadrant.stop - 1}; its "
+                                 f"address has lane field {lane_field}")
+        base = quadrant.start + lane_field % QUADRANT_LANES
         out = np.zeros((32, atom.registers), dtype=np.uint32)
         for t in range(32):
             for j in range(atom.registers):
                 lo, co = atom.cell(t, j)
                 lane, col = base + lo, col0 + co
-                if lane >= 32 * q + 32:
+                if lane >= quadrant.stop:
                     raise EmulationError(f"{atom.ptx}: thread {t} would read lane {lane}, outside warp {warp}'s "
                                          f"quadrant")
                 if col >= COLUMNS or not c.allocated[col]:

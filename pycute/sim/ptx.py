@@ -1,0 +1,213 @@
+"""A small interpreter for the PTX that NVRTC emits around generated tcgen05.cp issue code.
+
+It runs one thread through one ``.entry`` (integer moves and arithmetic, shifts, logic, conversions, ``cvta``,
+addresses of shared symbols, predicates and branches, ``tcgen05.cp``) and returns the ``(opcode, taddr,
+descriptor)`` stream it would issue. This checks the generated *code*, not only the plan: the stream can be
+compared with the plan and fed to the emulator. An instruction outside the subset is a CompileError, never skipped.
+"""
+from __future__ import annotations
+
+import re
+
+from ..codegen.kernels import PROBE_SHARED_SYMBOL, probe_entry
+from ..errors import CompileError
+
+__all__ = ["run_entry", "probe_stream", "GENERIC_SHARED_WINDOW"]
+
+#: Where this model places the shared window in the generic address space (cvta.shared adds it).
+GENERIC_SHARED_WINDOW = 0x7F00_0000_0000
+
+_MASK = {8: 0xFF, 16: 0xFFFF, 32: 0xFFFFFFFF, 64: 0xFFFFFFFFFFFFFFFF}
+_ENTRY = re.compile(r"\.(?:visible\s+)?\.entry\s+(\w+)\s*\((.*?)\)\s*\{(.*?)\n\}", re.S)
+_PARAM = re.compile(r"\.param\s+\.\w+\s+(\w+)")
+_SKIP = re.compile(r"^(?:\.reg|\.local|\.shared|\.pragma|\.loc|\.maxntid|\.reqntid|\.minnctapersm|//|\{|\})")
+_LABEL = re.compile(r"^([\w$]+):$")
+
+
+def _width(type_suffix: str) -> int:
+    m = re.search(r"(\d+)$", type_suffix)
+    return int(m.group(1)) if m else 32
+
+
+def _signed(v: int, bits: int) -> int:
+    v &= _MASK[bits]
+    return v - (1 << bits) if v >> (bits - 1) else v
+
+
+def _parse_entry(ptx: str, name: str | None):
+    """``(parameter names, statements, labels)`` of an entry: statements without declarations, labels mapped to
+    the index of the statement they precede."""
+    entries = {m.group(1): m for m in _ENTRY.finditer(ptx)}
+    if not entries:
+        raise CompileError("no .entry in the PTX")
+    if name is None:
+        if len(entries) != 1:
+            raise CompileError(f"several entries in the PTX ({', '.join(entries)}); name one")
+        name = next(iter(entries))
+    if name not in entries:
+        raise CompileError(f"no .entry {name!r} in the PTX (have {', '.join(entries)})")
+    m = entries[name]
+    program, labels = [], {}
+    for raw in m.group(3).splitlines():
+        line = raw.split("//")[0].strip()
+        if not line or _SKIP.match(line):
+            continue
+        for stmt in (s.strip() for s in line.split(";") if s.strip()):
+            label = _LABEL.match(stmt)
+            if label:
+                labels[label.group(1)] = len(program)
+            else:
+                program.append(stmt)
+    return _PARAM.findall(m.group(2)), program, labels
+
+
+def _split_args(rest: str):
+    out, depth, cur = [], 0, ""
+    for ch in rest:
+        if ch in "[{":
+            depth += 1
+        elif ch in "]}":
+            depth -= 1
+        if ch == "," and depth == 0:
+            out.append(cur)
+            cur = ""
+        else:
+            cur += ch
+    if cur.strip():
+        out.append(cur)
+    return out
+
+
+# Two-operand integer operations on (x, y, bits, signed); results are masked to the width by the caller.
+_BINARY = {
+    "add": lambda x, y, b, s: x + y,
+    "sub": lambda x, y, b, s: x - y,
+    "and": lambda x, y, b, s: x & y,
+    "or": lambda x, y, b, s: x | y,
+    "xor": lambda x, y, b, s: x ^ y,
+    "shl": lambda x, y, b, s: x << min(y, b),
+    "shr": lambda x, y, b, s: (_signed(x, b) if s else x) >> min(y, b),
+    "min": lambda x, y, b, s: min(_signed(x, b), _signed(y, b)) if s else min(x, y),
+    "max": lambda x, y, b, s: max(_signed(x, b), _signed(y, b)) if s else max(x, y),
+}
+_COMPARE = {"eq": lambda x, y: x == y, "ne": lambda x, y: x != y, "lt": lambda x, y: x < y,
+            "le": lambda x, y: x <= y, "gt": lambda x, y: x > y, "ge": lambda x, y: x >= y,
+            "lo": lambda x, y: x < y, "ls": lambda x, y: x <= y, "hi": lambda x, y: x > y, "hs": lambda x, y: x >= y}
+
+_ALU_OPS = set(_BINARY) | {"mul", "div", "rem", "mov", "not", "neg", "mad", "cvt", "cvta", "setp", "selp"}
+
+
+class _Thread:
+    """One thread's registers while it runs an entry's statements; ``issued`` collects its ``tcgen05.cp``."""
+
+    def __init__(self, params: dict, symbols: dict):
+        self.params, self.symbols = params, symbols
+        self.regs: dict[str, int] = {}
+        self.issued: list = []
+
+    def value(self, tok: str, bits: int = 64) -> int:
+        tok = tok.strip()
+        if tok.startswith("%"):
+            if tok not in self.regs:
+                raise CompileError(f"PTX reads register {tok} before writing it")
+            return self.regs[tok]
+        if tok in self.symbols:
+            return self.symbols[tok]
+        if re.fullmatch(r"-?0[xX][0-9a-fA-F]+[U]?", tok):
+            return int(tok.rstrip("U"), 16) & _MASK[bits]
+        if re.fullmatch(r"-?\d+[U]?", tok):
+            return int(tok.rstrip("U")) & _MASK[bits]
+        raise CompileError(f"PTX operand {tok!r} is not a register, symbol or integer")
+
+    def guard_passes(self, pred: str) -> bool:
+        p = self.regs.get(pred.lstrip("@!"))
+        if p is None:
+            raise CompileError(f"PTX predicate {pred} read before it is set")
+        return bool(p) != pred.startswith("@!")
+
+    def execute(self, op: str, args: list, stmt: str) -> None:
+        """Run one statement that is not control flow."""
+        parts = op.split(".")
+        base = parts[0]
+        bits = _width(parts[-1]) if len(parts) > 1 else 32
+        if base == "tcgen05" and parts[1] == "cp":
+            m = re.fullmatch(r"\[(%\w+)(?:\s*\+\s*(-?\w+))?\]", args[0])
+            if not m:
+                raise CompileError(f"tcgen05.cp address operand {args[0]!r} is not [reg] or [reg+imm]")
+            taddr = (self.value(m.group(1)) + (self.value(m.group(2)) if m.group(2) else 0)) & _MASK[32]
+            self.issued.append((op, taddr, self.value(args[1]) & _MASK[64]))
+        elif base == "ld" and "param" in parts:
+            m = re.fullmatch(r"\[(\w+)(?:\+(\d+))?\]", args[1])
+            if not m or m.group(1) not in self.params:
+                raise CompileError(f"ld.param from {args[1]!r}: no value given for that parameter")
+            self.regs[args[0]] = self.params[m.group(1)] & _MASK[bits]
+        else:
+            self.regs[args[0]] = self._alu(base, parts, bits, args, stmt)
+
+    def _alu(self, base: str, parts: list, bits: int, args: list, stmt: str) -> int:
+        if base not in _ALU_OPS:
+            raise CompileError(f"PTX instruction outside the interpreted subset: {stmt!r}")
+        mask = _MASK.get(bits, _MASK[64])
+        signed = parts[-1].startswith("s")
+        a = [self.value(t, bits) for t in args[1:]] if base != "cvt" else []
+        if base in _BINARY:
+            return _BINARY[base](a[0], a[1], bits, signed) & mask
+        if base == "mul":
+            if "wide" in parts:
+                return (a[0] * a[1]) & _MASK[2 * bits]
+            return ((a[0] * a[1]) >> bits if "hi" in parts else a[0] * a[1]) & mask
+        if base in ("div", "rem"):
+            if a[1] == 0:
+                raise CompileError(f"PTX division by zero in {stmt!r}")
+            return (a[0] // a[1] if base == "div" else a[0] % a[1]) & mask
+        if base in ("mov", "not", "neg", "mad"):
+            return {"mov": lambda: a[0], "not": lambda: ~a[0], "neg": lambda: -a[0],
+                    "mad": lambda: a[0] * a[1] + a[2]}[base]() & mask
+        if base == "cvt":
+            dst_bits, src_t = _width(parts[-2]), parts[-1]
+            x = self.value(args[1], _width(src_t))
+            return (_signed(x, _width(src_t)) if src_t.startswith("s") else x) & _MASK[dst_bits]
+        if base == "cvta":
+            window = GENERIC_SHARED_WINDOW if "shared" in parts else 0
+            return (a[0] - window if "to" in parts else a[0] + window) & mask
+        if base == "setp":
+            x, y = (_signed(a[0], bits), _signed(a[1], bits)) if signed else (a[0], a[1])
+            return int(_COMPARE[parts[1]](x, y))
+        return a[0] if self.value(args[3]) else a[1]        # selp
+
+
+def run_entry(ptx: str, params: dict, symbols: dict, entry: str | None = None, max_steps: int = 100_000):
+    """Run ``entry`` for one thread. ``params`` maps parameter index or name to its value; ``symbols`` maps
+    shared-symbol names to their shared-window addresses. Returns the list of ``tcgen05.cp`` issues."""
+    names, program, labels = _parse_entry(ptx, entry)
+    values = {n: params[k] if k in params else params[n] for k, n in enumerate(names) if k in params or n in params}
+    thread = _Thread(values, symbols)
+    pc = steps = 0
+    while pc < len(program):
+        steps += 1
+        if steps > max_steps:
+            raise CompileError(f"PTX interpretation exceeded {max_steps} steps (an unbounded loop?)")
+        stmt = program[pc]
+        pc += 1
+        pred = None
+        if stmt.startswith("@"):
+            pred, stmt = stmt.split(None, 1)
+        op, _, rest = stmt.partition(" ")
+        args = [a.strip() for a in _split_args(rest)]
+        if pred is not None and not thread.guard_passes(pred):
+            continue
+        if op in ("ret", "exit"):
+            break
+        if op.split(".")[0] == "bra":
+            if args[0] not in labels:
+                raise CompileError(f"PTX branch to unknown label {args[0]!r}")
+            pc = labels[args[0]]
+            continue
+        thread.execute(op, args, stmt)
+    return thread.issued
+
+
+def probe_stream(ptx: str, name: str, smem_base: int, tmem_base: int) -> list:
+    """The ``(opcode, taddr, descriptor)`` stream the compiled probe kernel of ``name`` issues (its PTX interpreted
+    for the issuing thread) when its shared buffer is at ``smem_base`` and its TMEM allocation at ``tmem_base``."""
+    return run_entry(ptx, {0: tmem_base}, {PROBE_SHARED_SYMBOL: smem_base}, probe_entry(name))

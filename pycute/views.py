@@ -1,0 +1,42 @@
+"""Views of lower-layer values that higher layers implement: a plan's CUDA (``pycute.codegen``) and pictures of
+layouts, tensors and plans (``pycute.viz``).
+
+The value's class keeps the method its users call (``plan.cuda()``), which asks this registry for the view; the
+layer that implements the view registers it when it is imported, and ``import pycute`` imports every layer. So
+values flow upward into code generation and drawing while no module imports a layer above its own.
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+__all__ = ["provides", "view", "has_view"]
+
+_VIEWS: dict[tuple[str, type], Callable] = {}
+
+
+def provides(kind: str, cls: type):
+    """Decorator: the function is the ``kind`` view (``"cuda"``, ``"svg"``, ...) of instances of ``cls``."""
+    def register(fn: Callable) -> Callable:
+        _VIEWS[(kind, cls)] = fn
+        return fn
+    return register
+
+
+def _find(kind: str, obj) -> Callable | None:
+    for cls in type(obj).__mro__:
+        fn = _VIEWS.get((kind, cls))
+        if fn is not None:
+            return fn
+    return None
+
+
+def has_view(kind: str, obj) -> bool:
+    return _find(kind, obj) is not None
+
+
+def view(kind: str, obj, *args, **kwargs):
+    """The ``kind`` view of ``obj``; LookupError if no imported layer provides one."""
+    fn = _find(kind, obj)
+    if fn is None:
+        raise LookupError(f"no {kind!r} view of {type(obj).__name__} is registered (import pycute first)")
+    return fn(obj, *args, **kwargs)

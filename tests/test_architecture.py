@@ -1,0 +1,128 @@
+"""The package's structure: data flows one way through the layers, every module imports on its own, and each
+hardware fact is written once."""
+import ast
+import io
+import pathlib
+import re
+import subprocess
+import sys
+import tokenize
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+
+PACKAGE = pathlib.Path(__file__).resolve().parents[1] / "pycute"
+
+# Lowest first. A module may import from its own layer and the layers below it, never from one above.
+LAYERS = [
+    {"errors", "views"},
+    {"int_tuple", "basis", "dtypes", "compile"},      # compile (NVRTC, cache, SASS, runtime): nothing above errors
+    {"layout"},
+    {"swizzle", "parse"},
+    {"arch"},
+    {"atoms"},
+    {"copy"},
+    {"codegen"},
+    {"sim"},
+    {"cost", "viz"},
+    {"demo", "cli", "__main__", "__init__"},
+]
+RANK = {name: k for k, names in enumerate(LAYERS) for name in names}
+
+
+def modules():
+    return sorted(p for p in PACKAGE.rglob("*.py"))
+
+
+def dotted(path: pathlib.Path) -> str:
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def top(name: str, path: pathlib.Path) -> str:
+    """The layer key of a pycute module (``pycute.copy.rules`` -> ``copy``; the package itself -> ``__init__``)."""
+    parts = name.split(".")
+    return parts[1] if len(parts) > 1 else "__init__"
+
+
+def imported(path: pathlib.Path):
+    """Every pycute module ``path`` imports, at any depth (function-level imports included)."""
+    package = dotted(path) if path.name == "__init__.py" else dotted(path).rsplit(".", 1)[0]
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")
+                base = base[:len(base) - node.level + 1]
+                names = [".".join(base + ([node.module] if node.module else []))]
+            else:
+                names = [node.module]
+        else:
+            continue
+        yield from (n for n in names if n == "pycute" or n.startswith("pycute."))
+
+
+@pytest.mark.parametrize("path", modules(), ids=lambda p: dotted(p) if p.name != "__init__.py" else dotted(p) + ".__init__")
+def test_no_module_imports_a_higher_layer(path):
+    own = top(dotted(path), path) if path.name != "__init__.py" or path.parent != PACKAGE else "__init__"
+    for name in imported(path):
+        other = top(name, path)
+        if other == "__init__" and RANK[own] < RANK["__init__"]:
+            pytest.fail(f"{dotted(path)} imports the pycute package itself (every layer): use the module")
+        assert RANK[other] <= RANK[own], f"{dotted(path)} ({own}) imports {name} ({other}), a higher layer"
+        if own == "compile":
+            assert other in ("compile", "errors"), f"{dotted(path)} imports {name}: compile imports nothing above errors"
+
+
+def test_every_module_imports_first_in_a_fresh_interpreter():
+    names = sorted({dotted(p) for p in modules()} - {"pycute.__main__"})
+
+    def fresh(name):
+        r = subprocess.run([sys.executable, "-c", f"import {name}"], capture_output=True, text=True,
+                           cwd=PACKAGE.parent)
+        return name, r.returncode, r.stderr.strip().splitlines()[-1:] if r.returncode else []
+    with ThreadPoolExecutor(4) as pool:
+        failures = [f for f in pool.map(fresh, names) if f[1]]
+    assert not failures, failures
+
+
+def code_text(path: pathlib.Path) -> str:
+    """Source without comments and docstrings (strings that hold code, such as C in f-strings, stay)."""
+    text = path.read_text()
+    if path.suffix != ".py":
+        return re.sub(r"//[^\n]*", "", text)
+    out, prev = [], tokenize.INDENT
+    for tok in tokenize.generate_tokens(io.StringIO(text).readline):
+        if tok.type == tokenize.COMMENT:
+            continue
+        if tok.type == tokenize.STRING and prev in (tokenize.INDENT, tokenize.NEWLINE, tokenize.DEDENT):
+            continue                                     # a docstring
+        if tok.type not in (tokenize.NL, tokenize.COMMENT):
+            prev = tok.type
+        out.append(tok.string)
+    return " ".join(out)
+
+
+SOURCES = {str(p.relative_to(PACKAGE)): code_text(p) for p in sorted(PACKAGE.rglob("*"))
+           if p.suffix in (".py", ".cu", ".cuh")}
+
+# fact -> (a pattern that spells it, the files allowed to). Tokens are joined by spaces in SOURCES.
+FACTS = {
+    "descriptor bit layout": (r"DescriptorField \( \"", ["arch/sm100/descriptor.py"]),
+    "descriptor start field mask": (r"0x3FFF|16383", []),
+    "TMEM address packing": (r"(<<|>>)\s*16\b|&\s*0xFFFF\b|65535", []),
+    "TMEM lane shift": (r"LANE_SHIFT =", ["arch/sm100/tmem.py"]),
+    "the multicast list": (r"warpx2::0\d_\d\d|\bwarpx4\b", ["arch/sm100/cp_forms.py"]),
+    # demo.py declares the article's TMEM tensor (a warpx4 replica) as a user writes it
+    "row -> lane maps": (r"\* (pc \. )?TLane", ["arch/sm100/cp_forms.py", "demo.py"]),
+    # demo.py prints the algebra of Sw<3,4,3> (a layout example, not the descriptor's modes)
+    "swizzle modes": (r"Swizzle \( \d , \d , \d \)", ["arch/sm100/swizzle_modes.py", "demo.py"]),
+}
+
+
+@pytest.mark.parametrize("fact", FACTS)
+def test_each_hardware_fact_is_written_in_one_place(fact):
+    pattern, homes = FACTS[fact]
+    found = sorted(name for name, text in SOURCES.items() if re.search(pattern, text))
+    assert found == sorted(homes), f"{fact} spelled in {found}"

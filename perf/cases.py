@@ -52,3 +52,42 @@ def compile_overhead(plan, directory):
         cache.get(key)
         cache.put(key, b"x" * 20000)
     return overhead
+
+
+#: The copies the code-generation issue compared with the CuTe DSL (nvidia-cutlass-dsl 4.8.1), and the CuTe DSL's
+#: non-UTCCP SASS per copy for a warp-uniform call as measured there. Reference data from that measurement, not
+#: from pycute; the same harness reproduces that issue's figures for pycute's earlier code exactly.
+CUTE_DSL_ISSUE_COST = {
+    "bf16 SW128 128x64, 128x256b": 4.75,
+    "bf16 SW128 128x64, 128x128b": 3.88,
+    "NVFP4 scale factors (SFB, N=256), 32x128b.warpx4": 3.88,
+    "MXF8 scale factors (SFB, 2-CTA)": 6.5,
+    "f32 4x256b": 10.0,
+}
+
+
+def cute_comparison_copies():
+    """``[(label, plan)]`` for the labels of ``CUTE_DSL_ISSUE_COST``."""
+    q = kmajor_smem_tensor(pc.bf16, 128, 64, "128B")
+    d = make_tmem_tensor(pc.bf16, Layout((128, 64), (TLane, TCol)), columns=64)
+    sf = [make_smem_tensor(pc.u32, Layout((32, 4, n), (4, 1, 128))) for n in (8, 2)]
+    sf_t = [make_tmem_tensor(pc.u32, Layout((32, 4, n), (TLane, TCol, 4 * TCol)), replica=Layout(4, 32 * TLane),
+                             columns=32) for n in (8, 2)]
+    f32 = kmajor_smem_tensor(pc.f32, 4, 8, "none")[0:4, 0:8]
+    return list(zip(CUTE_DSL_ISSUE_COST, [
+        pc.make_tiled_copy(d, q), pc.make_tiled_copy(d, q, shape="128x128b"), pc.make_tiled_copy(sf_t[0], sf[0]),
+        pc.make_tiled_copy(sf_t[1], sf[1], cta_group=2),
+        pc.make_tiled_copy(make_tmem_tensor(pc.f32, Layout((4, 8), (32 * TLane, TCol)), columns=32), f32)]))
+
+
+def issue_matrix(counts=(1, 2, 4, 8), swizzles=("none", "32B", "64B", "128B")):
+    """``[(label, plan)]``: every atom x cta_group x swizzle x copy count, bf16, K-major, the atom forced."""
+    out = []
+    for name, atom in ATOMS.items():
+        for swizzle in swizzles:
+            for n in counts:
+                d, s = atom_copy(atom, n, swizzle=swizzle)
+                out.append((f"{name} {swizzle} x{n}", pc.make_tiled_copy(d, s, cta_group=atom.cta_group,
+                                                                          shape=atom.shape,
+                                                                          multicast=atom.multicast or None)))
+    return out

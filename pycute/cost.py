@@ -1,30 +1,100 @@
-"""A static cost model of a plan's generated code: what it issues, what that costs, and a bound to compare with.
+"""The static cost of a plan's generated code, read from the SASS of the cubins NVRTC builds.
 
-Everything here is read from the plan, the cubin and its SASS. The copy time is a MODEL (shared-memory bandwidth
-of 128 B per clock per SM on B200, ptx-tcgen05.md section 12), not a measurement: no sm_100 GPU has run it.
+Issue cost: the non-UTCCP SASS instructions that calling a plan's device function adds to a kernel, per copy:
+``(probe kernel - the same kernel without the call - UTCCPs) / UTCCPs``, all instructions but NOPs counted. In the
+probe every lane of a one-warp block calls the function (the warp convention). This is the measure the CuTe DSL
+comparison of the code-generation issue used; the same harness reproduces the figures that comparison reported
+for pycute's earlier code exactly.
+
+Lower bound argued for a warp-uniform call that issues N copies (``ISSUE_FLOOR``): electing the issuing lane and
+keeping the others from issuing (2), the inputs as the probe provides them (the buffer's shared address, which
+ptxas forms from the CTA id and an offset: 3; the TMEM base parameter: 1), the descriptor in a register pair (its
+constant high word: 1; its low word, derived from the address: at least 1), and for each further copy one add,
+since no tcgen05.cp form takes a descriptor offset (copies with the same start address could share one).
+
+Copy times are a MODEL (shared-memory bandwidth of 128 B per clock per SM on B200, ptx-tcgen05.md section 12),
+not measurements: no sm_100 GPU has run them.
 """
 from __future__ import annotations
 
+import statistics
+
 import attrs
 
-from .arch.sm100.tmem import CELL_BITS, tmem_address
 from .atoms.tcgen05_cp import cp_candidates
-from .basis import basis_get
-from .codegen.emit import emit_helpers
-from .codegen.kernels import RoundTrip, probe_entry, probe_source
+from .codegen.kernels import RoundTrip, no_call_probe_source, probe_entry, probe_source
 from .compile.elf import kernel_resources
 from .compile.nvrtc import compile_cuda
-from .compile.sass import utccp_instructions
+from .compile.sass import disassemble, function_instructions, utccp_instructions
 from .copy.planner import make_tiled_copy
 from .errors import PlanError
-from .int_tuple import flatten
 
-__all__ = ["CopyCost", "copy_cost", "widest_legal_atom", "hand_written_issue_loop", "issue_overhead",
-           "SMEM_BYTES_PER_CLOCK", "ASSUMED_CLOCK_GHZ"]
+__all__ = ["IssueCost", "issue_costs", "issue_floor", "ISSUE_FLOOR", "CopyCost", "copy_cost", "widest_legal_atom",
+           "median_per_copy", "SMEM_BYTES_PER_CLOCK", "ASSUMED_CLOCK_GHZ"]
 
 SMEM_BYTES_PER_CLOCK = 128     # B200 shared-memory read bandwidth per SM (inferred, not an NVIDIA specification)
 ASSUMED_CLOCK_GHZ = 1.9        # for the nanosecond column only
-_ELECT_LOOP = ("ELECT", "BRA.U.ANY", "PLOP3.LUT")
+
+#: The fewest non-UTCCP instructions of a warp-uniform issue of one copy in the probe kernel, by what they do.
+ISSUE_FLOOR = {
+    "elect one lane and keep the others from issuing": 2,
+    "the buffer's shared address (CTA id, offset, combine) and the TMEM base": 4,
+    "the descriptor's constant high word and its low word from the address": 2,
+}
+_BASELINE = "pycute_no_call"
+
+
+def issue_floor(copies: int) -> int:
+    """The lower bound on the non-UTCCP instructions issuing ``copies`` copies with distinct start addresses."""
+    return sum(ISSUE_FLOOR.values()) + copies - 1
+
+
+@attrs.frozen
+class IssueCost:
+    """What calling one plan's device function (warp convention) adds to the probe kernel."""
+
+    label: str
+    atom: str
+    copies: int       # instructions planned
+    utccp: int        # UTCCP instructions in the SASS
+    other: int        # non-UTCCP instructions the call adds
+
+    @property
+    def per_copy(self) -> float:
+        return self.other / self.utccp
+
+    @property
+    def bound_per_copy(self) -> float:
+        return issue_floor(self.copies) / self.copies
+
+    @property
+    def ratio(self) -> float:
+        """Measured over argued lower bound (1.0 = at the bound)."""
+        return self.other / issue_floor(self.copies)
+
+
+def _counted(instructions) -> list[str]:
+    return [i for i in instructions if i and i.split()[0] != "NOP"]
+
+
+def issue_costs(labeled_plans, arch: str = "sm_100a") -> list[IssueCost]:
+    """The issue cost of every ``(label, plan)``: their probe kernels and the no-call baseline compile as one
+    translation unit, and each kernel's SASS is counted on its own."""
+    names = [f"p{k}" for k in range(len(labeled_plans))]
+    source = no_call_probe_source(_BASELINE) + "".join(probe_source(plan, n) for n, (_, plan) in
+                                                      zip(names, labeled_plans))
+    functions = function_instructions(disassemble(compile_cuda(source, arch=arch).cubin))
+    baseline = len(_counted(functions[probe_entry(_BASELINE)]))
+    out = []
+    for name, (label, plan) in zip(names, labeled_plans):
+        counted = _counted(functions[probe_entry(name)])
+        utccp = len(utccp_instructions(counted))
+        out.append(IssueCost(label, plan.atom.name, len(plan.instructions), utccp, len(counted) - baseline - utccp))
+    return out
+
+
+def median_per_copy(costs) -> float:
+    return statistics.median(c.per_copy for c in costs)
 
 
 def widest_legal_atom(plan):
@@ -39,22 +109,9 @@ def widest_legal_atom(plan):
     return plan.atom       # pragma: no cover - the plan itself is legal
 
 
-def issue_overhead(instructions) -> tuple[int, int]:
-    """``(non-UTCCP issue instructions, of which ELECT-loop instructions)`` of an issue-only kernel's SASS.
-
-    Counted: everything but UTCCP, EXIT, NOP and the trailing self-branch. The ELECT loop (ELECT, PLOP3,
-    BRA.U.ANY) is what ptxas wraps around every single-thread tcgen05 instruction, in any code.
-    """
-    ops = [i.split()[0] for i in instructions if i]
-    last_exit = max((k for k, o in enumerate(ops) if o == "EXIT"), default=len(ops))
-    other = [o for k, o in enumerate(ops[:last_exit]) if not o.startswith(("UTCCP", "NOP", "EXIT"))]
-    elect = [o for o in other if o.startswith(_ELECT_LOOP)]
-    return len(other), len(elect)
-
-
 @attrs.frozen
 class CopyCost:
-    """The static cost of one plan's generated code (see module docstring for what is a model)."""
+    """The static cost of one plan's generated code (see the module docstring for what is a model)."""
 
     atom: str
     instructions: int
@@ -62,67 +119,26 @@ class CopyCost:
     bytes: int
     lower_bound: int
     widest_legal: str
-    issue_other: int
-    issue_elect: int
+    issue: IssueCost
     probe_registers: int
     roundtrip_registers: int
     roundtrip_static_shared: int
     model_clocks: int
     model_ns: float
 
-    @property
-    def address_per_copy(self) -> float:
-        """Non-UTCCP instructions per copy that are not the ELECT loop: the generated address arithmetic."""
-        return (self.issue_other - self.issue_elect) / max(self.instructions, 1)
-
 
 def copy_cost(plan, arch: str = "sm_100a") -> CopyCost:
     """Compile the plan's issue-only probe and round-trip kernels and measure their code statically."""
     widest = widest_legal_atom(plan)
+    issue, = issue_costs([("copy", plan)], arch)
     probe = compile_cuda(probe_source(plan, "cost"), arch=arch)
-    instructions = probe.instructions()
-    other, elect = issue_overhead(instructions)
     rt = RoundTrip(plan, "cost").compile(arch)
     rt_res = kernel_resources(rt.cubin)["cost_roundtrip"]
     clocks = -(-plan.bytes // SMEM_BYTES_PER_CLOCK)
     return CopyCost(
         atom=plan.atom.name, instructions=len(plan.instructions),
-        utccp_in_sass=len(utccp_instructions(instructions)), bytes=plan.bytes,
-        lower_bound=-(-plan.bytes // widest.bytes), widest_legal=widest.name,
-        issue_other=other, issue_elect=elect,
+        utccp_in_sass=len(utccp_instructions(probe.instructions())), bytes=plan.bytes,
+        lower_bound=-(-plan.bytes // widest.bytes), widest_legal=widest.name, issue=issue,
         probe_registers=kernel_resources(probe.cubin)[probe_entry("cost")]["registers"],
         roundtrip_registers=rt_res["registers"], roundtrip_static_shared=rt_res["static_shared_bytes"],
         model_clocks=clocks, model_ns=round(clocks / ASSUMED_CLOCK_GHZ, 1))
-
-
-def hand_written_issue_loop(plan, name: str = "hand") -> str:
-    """What a kernel author writes by hand for the same copies: a loop over the middle modes, offsets computed
-    from strides at run time, the descriptor patched per copy (with pycute's own helper). For comparison with the
-    generated code."""
-    mid = plan.middle
-    shapes, strides = flatten(mid.shape), flatten(mid.stride)
-    loops, s_terms, t_terms = [], [], []
-    for k, (n, d) in enumerate(zip(shapes, strides)):
-        if n == 1:
-            continue
-        loops.append(f"for (unsigned i{k} = 0; i{k} < {n}u; ++i{k})")
-        s_terms.append(f"i{k} * {basis_get(d, 'Smem')}u")
-        step = tmem_address(basis_get(d, "TLane"), basis_get(d, "TCol") * plan.src.bits // CELL_BITS)
-        t_terms.append(f"i{k} * {step}u")
-    first = plan.instructions[0]
-    s_expr = " + ".join([f"{first.smem_offset}u"] + s_terms)
-    t_expr = " + ".join([f"{first.tmem_offset}u"] + t_terms)
-    body = (f"    const unsigned long long desc = pycute_smem_desc(tmpl, (smem + {s_expr}) >> 4);\n"
-            f'    asm volatile("{plan.atom.ptx} [%0], %1;" :: "r"(tmem_base + {t_expr}), "l"(desc) : "memory");')
-    head = "\n".join("  " + " " * 2 * k + loop for k, loop in enumerate(loops))
-    return f"""{emit_helpers([])}
-extern "C" __global__ void {name}_probe(unsigned tmem_base) {{
-  extern __shared__ __align__(1024) unsigned char buf[];
-  const unsigned smem = static_cast<unsigned>(__cvta_generic_to_shared(buf));
-  const unsigned long long tmpl = 0x{plan.descriptor.encode():016X}ull;
-{head}
-  {{
-{body}
-  }}
-}}
-"""

@@ -1,4 +1,4 @@
-"""The static cost model and the report."""
+"""The static cost model: issue cost against the CuTe DSL and the argued lower bound, and the report."""
 import json
 import subprocess
 import sys
@@ -6,19 +6,19 @@ import sys
 import pytest
 
 import pycute as pc
+from perf.cases import ATOMS, CUTE_DSL_ISSUE_COST, atom_copy, cute_comparison_copies
 from pycute.atoms import cp_candidates
-from pycute.compile import compile_cuda
+from pycute.codegen.kernels import RoundTrip
 from pycute.compile.elf import kernel_resources
 from pycute.copy.canonical import atom_tmem_tensor, kmajor_smem_tensor
+from pycute.cost import ISSUE_FLOOR, copy_cost, issue_costs, issue_floor
 from pycute.demo import demo_copies
-from pycute.codegen.kernels import RoundTrip
-from pycute.cost import copy_cost, hand_written_issue_loop, issue_overhead
 
 
 def test_cost_of_the_article_demo():
     c = copy_cost(demo_copies()[0][1])
     assert (c.atom, c.instructions, c.utccp_in_sass, c.lower_bound) == ("32x128b.warpx4", 1, 1, 1)
-    assert c.widest_legal == "32x128b.warpx4"
+    assert c.widest_legal == "32x128b.warpx4" and c.issue.utccp == 1
     assert c.model_clocks == 512 // 128 and c.probe_registers > 0 and c.roundtrip_registers > c.probe_registers
 
 
@@ -29,22 +29,27 @@ def test_lower_bound_uses_the_widest_legal_atom_not_the_forced_one():
     assert c.instructions == 4 and c.widest_legal == "128x256b" and c.lower_bound == 2
 
 
-def test_issue_overhead_counts_everything_but_utccp_exit_nop_and_the_final_self_branch():
-    sass = ["S2UR UR4, SR_CgaCtaId", "ELECT P1, URZ, PT", "UTCCP.T.S tmem[UR7], gdesc[UR4]",
-            "PLOP3.LUT P0, PT, P1, PT, PT, 0x8, 0x80", "BRA.U.ANY `(.L_x_0)", "EXIT", "BRA `(.L_x_1)", "NOP"]
-    assert issue_overhead(sass) == (4, 3)
+COSTS = issue_costs(cute_comparison_copies())
 
 
-@pytest.mark.parametrize("atom", cp_candidates(1), ids=lambda a: a.name)
-def test_generated_code_needs_no_more_address_work_per_copy_than_a_hand_written_loop(atom):
-    k = 4 * atom.bits // 16
-    src = kmajor_smem_tensor(pc.bf16, atom.rows, k, "128B")[0:atom.rows, 0:k]
-    plan = pc.make_tiled_copy(atom_tmem_tensor(pc.bf16, atom, k), src, shape=atom.shape,
-                              multicast=atom.multicast or None)
-    generated = copy_cost(plan)
-    hand = issue_overhead(compile_cuda(hand_written_issue_loop(plan)).instructions())
-    assert generated.utccp_in_sass == len(plan.instructions)
-    assert generated.issue_other <= hand[0]
+@pytest.mark.parametrize("cost", COSTS, ids=lambda c: c.label)
+def test_issue_code_is_at_or_below_the_cute_dsl(cost):
+    assert cost.utccp == cost.copies
+    assert cost.per_copy <= CUTE_DSL_ISSUE_COST[cost.label]
+
+
+@pytest.mark.parametrize("name", ["128x256b-g1", "4x256b-g2", "64x128b.warpx2::01_23-g1", "32x128b.warpx4-g2"])
+def test_each_further_copy_costs_one_instruction_the_bound(name):
+    atom = ATOMS[name]
+    plans = [(f"x{n}", pc.make_tiled_copy(*atom_copy(atom, n), cta_group=atom.cta_group, shape=atom.shape,
+                                          multicast=atom.multicast or None)) for n in (1, 3, 8)]
+    one, three, eight = issue_costs(plans)
+    assert (three.other - one.other, eight.other - one.other) == (2, 7)
+
+
+def test_no_issue_code_beats_the_argued_lower_bound():
+    assert sum(ISSUE_FLOOR.values()) == issue_floor(1) == 8 and issue_floor(8) == 15
+    assert all(c.other >= issue_floor(c.copies) and c.ratio >= 1 for c in COSTS)
 
 
 def test_kernel_resources_read_from_the_cubin():
@@ -61,7 +66,9 @@ def test_report_prints_every_table_and_writes_json(tmp_path):
                        timeout=600)
     assert r.returncode == 0, r.stderr
     for title in ("Layout algebra", "vs CUTLASS pycute", "Planning", "Emission and compilation", "Emulator",
-                  "GPU copy phase", "Static cost of the generated code"):
+                  "GPU copy phase", "Issue code: non-UTCCP SASS per copy", "Issue code per atom",
+                  "Static cost of the generated code"):
         assert title in r.stdout
     numbers = json.loads(out.read_text())
     assert numbers["plan.demo.cold_us"] > 0 and "report_seconds" in numbers
+    assert len(numbers["issue.matrix"]) == 192 and numbers["issue.matrix_median"] > 0

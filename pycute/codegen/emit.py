@@ -1,29 +1,51 @@
 """CUDA C++ for tcgen05.cp plans: the ``__device__`` function a kernel author composes into a kernel.
 
-The descriptor template is a compile-time constant; each copy patches only its start address (the descriptor's
-start field, ``arch.sm100.descriptor.START_ADDRESS``), computed in 16-byte units because the buffer base and every
-planned offset are 16-byte aligned (ptxas then shares one shift); the middle iteration is unrolled into
-straight-line code with compile-time offsets. No commit or wait is issued: the caller owns the completion
-protocol (a comment in the generated code shows the commit line to use).
+Calling convention (``issue="warp"``, the default): all 32 lanes of one warp call the function with the same
+arguments (e.g. the MMA warp of a GEMM); it elects one lane with ``elect.sync`` and issues every copy from it, as
+CuTe does. With ``issue="elected"`` the caller has already chosen the one issuing thread and calls from it alone.
 
-Each PTX form used gets one small named wrapper behind an include guard, so that several generated functions
-compose in one translation unit.
+The descriptor is built once per call from the plan's template and the buffer's address; each further copy adds
+its offset in 16-byte units to it (one 64-bit add), and TMEM offsets are compile-time constants that ptxas folds
+into the UTCCP's address immediate. No commit or wait is issued: the caller owns the completion protocol, and a
+comment in the generated code shows the commit to use. Each PTX form used gets one small named wrapper behind an
+include guard, so that several generated functions compose in one translation unit.
 """
 from __future__ import annotations
 
 import re
 
 from ..arch.sm100.cp_forms import PAIR_CTA_MASK, commit_ptx
+from ..arch.sm100.descriptor import START_ADDRESS
+from ..arch.sm100.smem import SMEM_MAX_BYTES
 from ..copy.plan import CopyPlan
 from ..errors import CompileError
 from ..views import provides
-from .constants import start_mask
 from .templates import render
 
-__all__ = ["emit_device_function", "helper_name", "helper_guard", "emit_helpers", "commit_asm", "HELPER_GUARD"]
+__all__ = ["emit_device_function", "helper_name", "helper_guard", "emit_helpers", "commit_asm", "ISSUE_MODES"]
 
-HELPER_GUARD = "PYCUTE_SM100_DESC_HELPER"
 _NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+# C++ keywords and CUDA/C names a generated function must not take.
+_RESERVED = frozenset("""alignas alignof and and_eq asm auto bitand bitor bool break case catch char char8_t char16_t
+char32_t class compl concept const consteval constexpr constinit const_cast continue co_await co_return co_yield
+decltype default delete do double dynamic_cast else enum explicit export extern false float for friend goto if inline
+int long mutable namespace new noexcept not not_eq nullptr operator or or_eq private protected public register
+reinterpret_cast requires return short signed sizeof static static_assert static_cast struct switch template this
+thread_local throw true try typedef typeid typename union unsigned using virtual void volatile wchar_t while xor
+xor_eq main""".split())
+
+#: ``issue=`` values: who calls the generated function.
+ISSUE_MODES = {
+    "warp": ("// Call it from all 32 lanes of one warp (e.g. the MMA warp) with the same arguments in every lane: it elects\n"
+             "// one lane (elect.sync) and issues every copy from it. Select the warp by an index ptxas can prove\n"
+             "// warp-uniform, e.g. __shfl_sync(0xFFFFFFFF, threadIdx.x / 32, 0), or ptxas adds a second copy of this\n"
+             "// code for a diverged warp (correct, only larger).",
+             "  if (!pycute_elect_one_sync()) return;\n",
+             "if (pycute_elect_one_sync()) "),
+    "elected": ("// Call it from the one thread that issues (the caller elected it, e.g. inside its own\n"
+                "// if (pycute_elect_one_sync()) block); that thread issues every copy.",
+                "", ""),
+}
 
 
 def helper_name(atom) -> str:
@@ -37,8 +59,11 @@ def helper_guard(atom) -> str:
 
 
 def emit_helpers(atoms) -> str:
-    """The descriptor-patch helper and one wrapper per form, each behind an include guard."""
-    out = [render("desc_helper.cuh", start_mask=start_mask()).rstrip("\n")]
+    """The election and descriptor helpers, and one wrapper per form, each behind an include guard."""
+    shift = START_ADDRESS.unit.bit_length() - 1
+    out = [render("helpers.cuh", start_lo=START_ADDRESS.lo, start_hi=START_ADDRESS.lo + START_ADDRESS.width - 1,
+                  start_unit=START_ADDRESS.unit, start_shift=shift, start_mask=f"0x{(1 << START_ADDRESS.width) - 1:X}",
+                  start_bits=START_ADDRESS.width + shift, smem_max=SMEM_MAX_BYTES).rstrip("\n")]
     for atom in sorted(set(atoms), key=lambda a: (a.cta_group, a.name)):
         out.append(render("cp_wrapper.cuh", guard=helper_guard(atom), helper=helper_name(atom), ptx=atom.ptx,
                           rows=atom.rows, bits=atom.bits).rstrip("\n"))
@@ -54,8 +79,8 @@ def commit_asm(cta_group: int, mbarrier: str) -> str:
             f'"h"((unsigned short){PAIR_CTA_MASK}) : "memory");')
 
 
-def _commit_comment(cta_group: int) -> str:
-    lines = [f"//   {commit_asm(cta_group, 'mbarrier_smem_address')}"]
+def _commit_comment(cta_group: int, guard: str) -> str:
+    lines = [f"//   {guard}{commit_asm(cta_group, 'mbarrier_smem_address')}"]
     if cta_group == 2:
         lines += ["// The even CTA of the pair issues this function and the commit; each CTA copies its own shared "
                   "memory", "// (same offsets) into its own TMEM (same taddr), and both CTAs' mbarriers at that "
@@ -68,23 +93,34 @@ def _summary(plan: CopyPlan) -> str:
                      if not line.startswith("    lane ") and "instructions (tmem" not in line and "... " not in line)
 
 
+def _copies(plan: CopyPlan) -> str:
+    n, helper, unit = len(plan.instructions), helper_name(plan.atom), START_ADDRESS.unit
+    first = plan.instructions[0].smem_offset
+    out = []
+    for k, inst in enumerate(plan.instructions):
+        units = (inst.smem_offset - first) // unit
+        desc = "desc" if units == 0 else f"pycute_smem_desc_add(desc, {units})"
+        out.append(f"  // copy {k + 1} of {n}: TMEM lane +{inst.lane}, column +{inst.column} <- shared +{inst.smem_offset} B")
+        out.append(f"  {helper}(tmem_base + 0x{inst.tmem_offset:08X}u, {desc});")
+    return "\n".join(out)
+
+
 @provides("cuda", CopyPlan)
-def emit_device_function(plan: CopyPlan, name: str = "pycute_tcgen05_cp") -> str:
+def emit_device_function(plan: CopyPlan, name: str = "pycute_tcgen05_cp", issue: str = "warp") -> str:
     """``__device__ __forceinline__ void name(const void* smem_buffer, unsigned tmem_base)`` for ``plan``.
 
     ``smem_buffer`` is the shared buffer's base (aligned as the plan's source tensor says); ``tmem_base`` is the
-    TMEM address that tcgen05.alloc returned. Call it from one thread.
+    TMEM address that tcgen05.alloc returned. ``issue`` is the calling convention (``ISSUE_MODES``).
     """
-    if not _NAME_RE.match(name):
-        raise CompileError(f"{name!r} is not a C identifier")
+    if not isinstance(name, str) or not _NAME_RE.match(name) or name in _RESERVED:
+        raise CompileError(f"{name!r} is not a C identifier a function can have")
+    if issue not in ISSUE_MODES:
+        raise CompileError(f"issue={issue!r}: the calling convention is one of {', '.join(map(repr, ISSUE_MODES))}")
+    convention, prologue, guard = ISSUE_MODES[issue]
     atom, desc = plan.atom, plan.descriptor
-    n = len(plan.instructions)
-    copies = []
-    for k, inst in enumerate(plan.instructions):
-        copies.append(f"  // copy {k + 1} of {n}: TMEM lane +{inst.lane}, column +{inst.column} <- shared "
-                      f"+{inst.smem_offset} B")
-        copies.append(f"  {helper_name(atom)}(tmem_base + 0x{inst.tmem_offset:08X}u, "
-                      f"pycute_smem_desc(kDescTemplate, smem_16B + {inst.smem_offset // 16}u));")
+    first = plan.instructions[0].smem_offset
+    start = "smem_buffer" if first == 0 else f"static_cast<const unsigned char*>(smem_buffer) + {first}"
     return render("device_function.cuh", helpers=emit_helpers([atom]), name=name, summary=_summary(plan),
-                  commit=_commit_comment(atom.cta_group), swizzle=desc.swizzle.name, lbo=desc.lbo, sbo=desc.sbo,
-                  template=f"{desc.encode():016X}", copies="\n".join(copies))
+                  convention=convention, commit=_commit_comment(atom.cta_group, guard), prologue=prologue,
+                  swizzle=desc.swizzle.name, lbo=desc.lbo, sbo=desc.sbo, template=f"{desc.encode():016X}",
+                  start=start, copies=_copies(plan))

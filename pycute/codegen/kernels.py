@@ -5,7 +5,8 @@ Round trip, one CTA of 128 threads (a 2-CTA cluster for cta_group 2, the even CT
   2. warp 0 allocates TMEM (``tcgen05.alloc``) and relinquishes the allocation permit;
   3. every warp zeroes its TMEM lane quadrant (``tcgen05.st``; alloc does not clear TMEM);
   4. ``fence.proxy.async.shared::cta`` so the async proxy sees the fill, then a CTA (or cluster) barrier;
-  5. one thread issues the planned copy and ``tcgen05.commit`` to an mbarrier (CTA mask 0b11 for cta_group 2);
+  5. warp 0 calls the generated function, which elects one lane to issue the copies; that lane (elected again)
+     commits them with ``tcgen05.commit`` to an mbarrier (CTA mask 0b11 for cta_group 2);
   6. every thread waits on the mbarrier, then each warp reads its quadrant with ``tcgen05.ld.32x32b``;
   7. ``tcgen05.wait::ld``, store to global, barrier, ``tcgen05.dealloc``.
 
@@ -37,7 +38,7 @@ from .constants import field_get, lane_table, swizzle_tables
 from .emit import commit_asm, emit_device_function, helper_guard, helper_name
 from .templates import render
 
-__all__ = ["probe_source", "roundtrip_source", "RoundTrip", "Timing", "PROBE_SHARED_SYMBOL", "probe_entry"]
+__all__ = ["probe_source", "no_call_probe_source", "roundtrip_source", "RoundTrip", "Timing", "PROBE_SHARED_SYMBOL", "probe_entry"]
 
 PROBE_SHARED_SYMBOL = "pycute_probe_smem"
 _LOAD = TmemLoadAtom("32x32b", 8)      # the readback: each warp's lanes, 8 columns per load
@@ -52,7 +53,12 @@ def probe_entry(name: str) -> str:
 def probe_source(plan: CopyPlan, name: str = "pycute_copy") -> str:
     """The device function and a kernel that only calls it: what SASS and PTX checks compile."""
     return render("probe.cu", function=emit_device_function(plan, name), name=name,
-                  shared_symbol=PROBE_SHARED_SYMBOL)
+                  shared_symbol=PROBE_SHARED_SYMBOL, call=f"{name}({PROBE_SHARED_SYMBOL}, tmem_base);")
+
+
+def no_call_probe_source(name: str = "pycute_no_call") -> str:
+    """The probe kernel without the call: the baseline that issue costs are measured against."""
+    return render("probe.cu", function="", name=name, shared_symbol=PROBE_SHARED_SYMBOL, call="")
 
 
 def _src_offset_function(plan: CopyPlan) -> str:

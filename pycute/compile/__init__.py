@@ -2,4 +2,4 @@
 issue path, and an optional GPU runtime (used only where a CUDA driver is present)."""
 from .cache import CompileCache, default_cache_dir
 from .nvrtc import ARCHES, Compiled, compile_cuda, nvrtc_version
-from .sass import disassemble, opcode_histogram, sass_instructions, utccp_instructions
+from .sass import disassemble, function_instructions, opcode_histogram, sass_instructions, utccp_instructions

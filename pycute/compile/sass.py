@@ -12,9 +12,11 @@ import tempfile
 
 from ..errors import CompileError
 
-__all__ = ["nvdisasm_path", "disassemble", "sass_instructions", "opcode_histogram", "utccp_instructions"]
+__all__ = ["nvdisasm_path", "disassemble", "sass_instructions", "function_instructions", "opcode_histogram",
+           "utccp_instructions"]
 
 _INSTR = re.compile(r"/\*[0-9a-f]{4,}\*/\s+(?:@!?U?P[T0-9]+\s+)?([^;]*?)\s*;")
+_FUNCTION = re.compile(r"^\s*\.section\s+\.text\.([\w$]+),", re.M)
 
 
 @functools.lru_cache(maxsize=1)
@@ -46,6 +48,13 @@ def disassemble(cubin: bytes) -> str:
 def sass_instructions(listing: str) -> list[str]:
     """Instruction texts in order (predicate guards removed)."""
     return [m.group(1) for m in _INSTR.finditer(listing)]
+
+
+def function_instructions(listing: str) -> dict[str, list[str]]:
+    """Each function's instructions, by name (the listing's ``.text.<name>`` sections)."""
+    starts = [(m.group(1), m.end()) for m in _FUNCTION.finditer(listing)]
+    ends = [m.start() for m in _FUNCTION.finditer(listing)][1:] + [len(listing)]
+    return {name: sass_instructions(listing[start:end]) for (name, start), end in zip(starts, ends)}
 
 
 def opcode_histogram(instructions) -> dict[str, int]:

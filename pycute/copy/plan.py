@@ -75,9 +75,11 @@ class CopyPlan:
         return [(i.ptx, tmem_base + i.tmem_offset, patch_start_address(template, smem_base + i.smem_offset))
                 for i in self.instructions]
 
-    def cuda(self, name: str = "pycute_tcgen05_cp") -> str:
-        """A ``__device__ __forceinline__`` function that issues this plan (``pycute.codegen.emit``)."""
-        return view("cuda", self, name)
+    def cuda(self, name: str = "pycute_tcgen05_cp", issue: str = "warp") -> str:
+        """A ``__device__ __forceinline__`` function that issues this plan (``pycute.codegen.emit``): called by
+        all 32 lanes of one warp (``issue="warp"``, it elects the issuing lane) or by the one thread the caller
+        elected (``issue="elected"``)."""
+        return view("cuda", self, name, issue=issue)
 
     def explain(self) -> str:
         """What a person reads to trust the plan (or to see why a wider atom was not used)."""
@@ -93,7 +95,7 @@ class CopyPlan:
             f"  count       {n} instruction{'s' if n != 1 else ''} for {self.bytes} B "
             f"({self.bytes} B / {a.bytes} B per {a.name}); lower bound over all forms {self.lower_bound}",
             f"  descriptor  swizzle {d.swizzle.name}, LBO {d.lbo} B, SBO {d.sbo} B, base offset 0, "
-            f"template {d.encode():#018x} (start address patched per instruction)",
+            f"template {d.encode():#018x} (start address set per call, advanced per copy)",
             f"  lane        {self.lane!r}",
             f"  col         {self.col!r}",
             f"  middle      {self.middle!r}",

@@ -1,8 +1,9 @@
 """A small interpreter for the PTX that NVRTC emits around generated tcgen05.cp issue code.
 
-It runs one thread through one ``.entry`` (integer moves and arithmetic, shifts, logic, conversions, ``cvta``,
-addresses of shared symbols, predicates and branches, ``tcgen05.cp``) and returns the ``(opcode, taddr,
-descriptor)`` stream it would issue. This checks the generated *code*, not only the plan: the stream can be
+It runs one thread (a lane of a full warp) through one ``.entry`` (integer moves and arithmetic, shifts, logic,
+conversions, ``cvta``, addresses of shared symbols, predicates and branches, ``elect.sync``, ``tcgen05.cp``) and
+returns the ``(opcode, taddr, descriptor)`` stream it would issue. ``elect.sync`` elects the lowest lane of its
+member mask (PTX only promises the same lane every time; which one does not change what is issued). This checks the generated *code*, not only the plan: the stream can be
 compared with the plan and fed to the emulator. An instruction outside the subset is a CompileError, never skipped.
 """
 from __future__ import annotations
@@ -100,13 +101,15 @@ _ALU_OPS = set(_BINARY) | {"mul", "div", "rem", "mov", "not", "neg", "mad", "cvt
 class _Thread:
     """One thread's registers while it runs an entry's statements; ``issued`` collects its ``tcgen05.cp``."""
 
-    def __init__(self, params: dict, symbols: dict):
-        self.params, self.symbols = params, symbols
+    def __init__(self, params: dict, symbols: dict, lane: int):
+        self.params, self.symbols, self.lane = params, symbols, lane
         self.regs: dict[str, int] = {}
         self.issued: list = []
 
     def value(self, tok: str, bits: int = 64) -> int:
         tok = tok.strip()
+        if tok in self.regs:
+            return self.regs[tok]
         if tok.startswith("%"):
             if tok not in self.regs:
                 raise CompileError(f"PTX reads register {tok} before writing it")
@@ -136,6 +139,15 @@ class _Thread:
                 raise CompileError(f"tcgen05.cp address operand {args[0]!r} is not [reg] or [reg+imm]")
             taddr = (self.value(m.group(1)) + (self.value(m.group(2)) if m.group(2) else 0)) & _MASK[32]
             self.issued.append((op, taddr, self.value(args[1]) & _MASK[64]))
+        elif base == "elect":
+            dest, pred = (t.strip() for t in args[0].split("|"))
+            mask = self.value(args[1], 32)
+            if not mask >> self.lane & 1:
+                raise CompileError(f"{stmt!r}: lane {self.lane} is not in the member mask {mask:#x} (undefined)")
+            leader = (mask & -mask).bit_length() - 1
+            self.regs[pred] = int(self.lane == leader)
+            if dest != "_":
+                self.regs[dest] = leader
         elif base == "ld" and "param" in parts:
             m = re.fullmatch(r"\[(\w+)(?:\+(\d+))?\]", args[1])
             if not m or m.group(1) not in self.params:
@@ -176,12 +188,14 @@ class _Thread:
         return a[0] if self.value(args[3]) else a[1]        # selp
 
 
-def run_entry(ptx: str, params: dict, symbols: dict, entry: str | None = None, max_steps: int = 100_000):
-    """Run ``entry`` for one thread. ``params`` maps parameter index or name to its value; ``symbols`` maps
-    shared-symbol names to their shared-window addresses. Returns the list of ``tcgen05.cp`` issues."""
+def run_entry(ptx: str, params: dict, symbols: dict, entry: str | None = None, max_steps: int = 100_000,
+              lane: int = 0):
+    """Run ``entry`` for lane ``lane`` of a full warp. ``params`` maps parameter index or name to its value;
+    ``symbols`` maps shared-symbol names to their shared-window addresses. Returns the list of ``tcgen05.cp``
+    issues."""
     names, program, labels = _parse_entry(ptx, entry)
     values = {n: params[k] if k in params else params[n] for k, n in enumerate(names) if k in params or n in params}
-    thread = _Thread(values, symbols)
+    thread = _Thread(values, symbols, lane)
     pc = steps = 0
     while pc < len(program):
         steps += 1
@@ -207,7 +221,8 @@ def run_entry(ptx: str, params: dict, symbols: dict, entry: str | None = None, m
     return thread.issued
 
 
-def probe_stream(ptx: str, name: str, smem_base: int, tmem_base: int) -> list:
-    """The ``(opcode, taddr, descriptor)`` stream the compiled probe kernel of ``name`` issues (its PTX interpreted
-    for the issuing thread) when its shared buffer is at ``smem_base`` and its TMEM allocation at ``tmem_base``."""
-    return run_entry(ptx, {0: tmem_base}, {PROBE_SHARED_SYMBOL: smem_base}, probe_entry(name))
+def probe_stream(ptx: str, name: str, smem_base: int, tmem_base: int, lane: int = 0) -> list:
+    """The ``(opcode, taddr, descriptor)`` stream lane ``lane`` issues in the compiled probe kernel of ``name`` (a
+    warp calls the generated function; its PTX interpreted for that lane) when the shared buffer is at
+    ``smem_base`` and the TMEM allocation at ``tmem_base``. Lane 0 is the one elect.sync elects."""
+    return run_entry(ptx, {0: tmem_base}, {PROBE_SHARED_SYMBOL: smem_base}, probe_entry(name), lane=lane)

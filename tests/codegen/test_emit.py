@@ -1,10 +1,12 @@
+"""The device function a user composes: its calling convention, its descriptor arithmetic and what it leaves out."""
 import re
 
 import pytest
 
 import pycute as pc
-from pycute.codegen.emit import emit_device_function, helper_name
+from pycute.arch.sm100 import SmemDescriptor
 from pycute.atoms import cp_candidates
+from pycute.codegen.emit import ISSUE_MODES, emit_device_function, emit_helpers, helper_name
 from pycute.copy.canonical import kmajor_smem_tensor
 
 
@@ -25,40 +27,84 @@ def body(code, name):
     return code[code.index(f"void {name}("):]
 
 
-def test_descriptor_template_is_a_compile_time_constant():
-    plan = sw128_plan()
-    code = emit_device_function(plan, "copy_q")
-    assert f"constexpr unsigned long long kDescTemplate = 0x{plan.descriptor.encode():016X}ull;" in code
+def live(code):
+    return "\n".join(line for line in code.splitlines() if not line.lstrip().startswith("//"))
 
 
-def test_each_copy_patches_only_the_start_address_with_compile_time_offsets():
+COPY = re.compile(r"(\w+)\(tmem_base \+ 0x([0-9A-F]{8})u, (desc|pycute_smem_desc_add\(desc, (\d+)\))\);")
+
+
+def test_the_descriptor_is_built_once_from_the_template_and_the_buffer_address():
     plan = sw128_plan()
     code = body(emit_device_function(plan, "copy_q"), "copy_q")
-    calls = re.findall(r"(\w+)\(tmem_base \+ 0x([0-9A-F]{8})u, pycute_smem_desc\(kDescTemplate, smem_16B \+ (\d+)u\)\);",
-                       code)
-    assert [(int(t, 16), 16 * int(s)) for _, t, s in calls] == [(i.tmem_offset, i.smem_offset)
-                                                                 for i in plan.instructions]
-    assert {c for c, _, _ in calls} == {helper_name(plan.atom)}
-    assert "(desc_template & ~0x3FFFull) | (unsigned long long)(start_16B & 0x3FFFu)" in \
-        emit_device_function(plan, "copy_q")
+    assert code.count("pycute_smem_desc(") == 1
+    assert f"const unsigned long long desc = pycute_smem_desc(0x{plan.descriptor.encode():016X}ull, smem_buffer);" \
+        in code
+
+
+def test_each_further_copy_advances_the_descriptor_by_its_offset_and_tmem_offsets_are_constants():
+    plan = sw128_plan()
+    calls = COPY.findall(body(emit_device_function(plan, "copy_q"), "copy_q"))
+    assert [(int(t, 16), 16 * int(k or 0)) for _, t, _, k in calls] == [(i.tmem_offset, i.smem_offset)
+                                                                        for i in plan.instructions]
+    assert {c for c, _, _, _ in calls} == {helper_name(plan.atom)}
+
+
+def test_a_region_that_starts_inside_the_buffer_offsets_the_pointer_not_the_template():
+    # OR-ing a nonzero start field into the template would corrupt the address; the offset goes on the pointer.
+    src = kmajor_smem_tensor(pc.bf16, 128, 64, "128B")[0:128, 8:16]
+    plan = pc.make_tiled_copy(pc.make_tmem_tensor(pc.bf16, pc.Layout((128, 8), (pc.TLane, pc.TCol)), columns=32), src)
+    assert plan.instructions[0].smem_offset == 16
+    code = emit_device_function(plan, "copy_c")
+    assert "pycute_smem_desc(0x4000404000010000ull, static_cast<const unsigned char*>(smem_buffer) + 16);" in code
+    assert SmemDescriptor.decode(plan.descriptor.encode()).start_address == 0
+
+
+def test_warp_convention_elects_one_lane_before_anything_else():
+    code = body(emit_device_function(sw128_plan(), "copy_q"), "copy_q")
+    first = [line.strip() for line in code.splitlines()[1:] if line.strip() and not line.strip().startswith("//")][0]
+    assert first == "if (!pycute_elect_one_sync()) return;"
+    assert "Call it from all 32 lanes of one warp" in emit_device_function(sw128_plan(), "copy_q")
+
+
+def test_elected_convention_issues_from_the_calling_thread():
+    code = emit_device_function(sw128_plan(), "copy_q", issue="elected")
+    assert "pycute_elect_one_sync()) return" not in body(code, "copy_q")
+    assert "Call it from the one thread that issues" in code
+    assert pc.make_tiled_copy(*_sw128_tensors()).cuda("copy_q", issue="elected") == code
+
+
+def _sw128_tensors():
+    src = kmajor_smem_tensor(pc.bf16, 128, 64, "128B")
+    return pc.make_tmem_tensor(pc.bf16, pc.Layout((128, 64), (pc.TLane, pc.TCol)), columns=64), src
 
 
 def test_unrolled_without_loops_and_a_single_copy_is_one_call():
     code = body(emit_device_function(demo_plan(), "copy_sf"), "copy_sf")
     assert "for (" not in code and "while" not in code
-    assert code.count("pycute_tcgen05_cp_32x128b_warpx4_cg1(") == 1
+    assert code.count("pycute_tcgen05_cp_32x128b_warpx4_cg1(") == 1 and "pycute_smem_desc_add" not in code
 
 
-def test_no_commit_or_wait_is_issued_but_the_commit_line_is_shown():
+def test_no_commit_or_wait_is_issued_but_the_commit_from_the_elected_lane_is_shown():
     code = emit_device_function(demo_plan(), "copy_sf")
-    live = "\n".join(line for line in code.splitlines() if not line.lstrip().startswith("//"))
-    assert "commit" not in live and "mbarrier" not in live and "wait" not in live
-    assert "tcgen05.commit.cta_group::1.mbarrier::arrive::one.shared::cluster.b64" in code
+    assert "commit" not in live(code) and "mbarrier" not in live(code) and "wait" not in live(code)
+    assert ("//   if (pycute_elect_one_sync()) asm volatile(\"tcgen05.commit.cta_group::1.mbarrier::arrive::one."
+            "shared::cluster.b64 [%0];\"") in code
+
+
+def test_the_elected_convention_shows_the_commit_without_an_election():
+    code = emit_device_function(demo_plan(), "copy_sf", issue="elected")
+    assert '//   asm volatile("tcgen05.commit.cta_group::1' in code
 
 
 def test_cta_group_2_comment_shows_the_multicast_commit_and_the_even_cta():
     code = emit_device_function(demo_plan(2), "copy_sf2")
     assert "multicast::cluster.b64" in code and "(unsigned short)3" in code and "even CTA" in code
+
+
+def test_user_code_carries_no_test_scaffolding():
+    code = emit_device_function(sw128_plan(), "copy_q")
+    assert "PYCUTE_SOFT_TCGEN05" not in code and "soft" not in code.lower()
 
 
 def test_header_carries_the_plan_summary():
@@ -69,7 +115,7 @@ def test_header_carries_the_plan_summary():
 
 def test_helpers_are_guarded_so_several_functions_compose():
     a, b = emit_device_function(sw128_plan(), "f1"), emit_device_function(sw128_plan(), "f2")
-    assert "#ifndef PYCUTE_SM100_DESC_HELPER" in a and "#ifndef PYCUTE_TCGEN05_CP_128X256B_CG1" in b
+    assert "#ifndef PYCUTE_SM100_HELPERS" in a and "#ifndef PYCUTE_TCGEN05_CP_128X256B_CG1" in b
 
 
 def test_plan_cuda_method_is_the_emitter():
@@ -77,13 +123,19 @@ def test_plan_cuda_method_is_the_emitter():
     assert plan.cuda(name="copy_q") == emit_device_function(plan, "copy_q")
 
 
-def test_bad_function_name_is_refused():
-    with pytest.raises(pc.CompileError, match="is not a C identifier"):
-        emit_device_function(sw128_plan(), "copy-q")
+@pytest.mark.parametrize("name", ["copy-q", "1copy", "", "int", "return", "main", None, 3])
+def test_bad_function_name_is_refused(name):
+    with pytest.raises(pc.CompileError, match="is not a C identifier a function can have"):
+        emit_device_function(sw128_plan(), name)
+
+
+def test_unknown_calling_convention_is_refused():
+    with pytest.raises(pc.CompileError, match=r"issue='thread': the calling convention is one of 'warp', 'elected'"):
+        emit_device_function(sw128_plan(), "f", issue="thread")
+    assert set(ISSUE_MODES) == {"warp", "elected"}
 
 
 @pytest.mark.parametrize("atom", cp_candidates(1) + cp_candidates(2), ids=lambda a: a.ptx)
 def test_every_form_has_its_ptx_in_one_wrapper(atom):
-    from pycute.codegen.emit import emit_helpers
     code = emit_helpers([atom])
-    assert f'asm volatile("{atom.ptx} [%0], %1;"' in code
+    assert code.count(f'asm volatile("{atom.ptx} [%0], %1;"') == 1

@@ -38,7 +38,7 @@ def test_ptxas_rejects_an_illegal_form_and_the_error_shows_the_ptx_line():
 
 
 def test_a_c_error_shows_the_offending_generated_lines():
-    bad = SMOKE.replace("const unsigned smem_16B =", "const unsigned smem_16B = undeclared_name +")
+    bad = SMOKE.replace("const unsigned long long desc =", "const unsigned long long desc = undeclared_name +")
     with pytest.raises(pc.CompileError) as info:
         compile_cuda(bad, cache=False)
     msg = str(info.value)

@@ -36,3 +36,12 @@ def test_probe_sass_count_follows_the_plan(middle):
     plan = plan_for(cp_candidates(1)[0], "none", middle=middle)
     compiled = pc.compile.compile_cuda(probe_source(plan, "probe"))
     assert len(utccp_instructions(compiled.instructions())) == len(plan.instructions) == middle
+
+
+def test_a_listing_splits_into_its_functions():
+    src = ('extern "C" __global__ void a(unsigned* p) { p[0] = 1; }\n'
+           'extern "C" __global__ void b(unsigned* p) { p[1] = 2; p[2] = 3; }\n')
+    functions = pc.compile.function_instructions(pc.compile.compile_cuda(src).sass())
+    assert set(functions) == {"a", "b"}
+    assert all(f[-1].startswith(("NOP", "BRA")) and "EXIT" in f for f in functions.values())
+    assert sum(i.startswith("STG") for i in functions["b"]) == 2 and sum(i.startswith("STG") for i in functions["a"]) == 1

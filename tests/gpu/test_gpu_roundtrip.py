@@ -76,3 +76,17 @@ def test_timing_plumbing_with_tcgen05_compiled_out(gpu, name, plan):
     assert_same(got, want)
     assert len(timing.copy_cycles) == plan.cta_group and all(c > 0 for c in timing.copy_cycles)
     assert timing.launch_ms > 0
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(SOFT_REASON is not None, reason=SOFT_REASON or "")
+@pytest.mark.parametrize("name,plan", [PLANS[1], PLANS[21]], ids=[PLANS[1][0], PLANS[21][0]])
+def test_a_corrupted_plan_fails_the_round_trip(gpu, name, plan):
+    """Negative control: the same harness must notice a wrong copy (two instructions' TMEM columns swapped)."""
+    import attrs
+    first, second, *rest = plan.instructions
+    swapped = (attrs.evolve(first, tmem_offset=second.tmem_offset), attrs.evolve(second, tmem_offset=first.tmem_offset))
+    major, minor = runtime.device_info()[1]
+    got, want = RoundTrip(attrs.evolve(plan, instructions=swapped + tuple(rest)), "rt").run(
+        gpu, arch=f"sm_{major}{minor}a", soft=True, seed=5)
+    assert not np.array_equal(got, want)

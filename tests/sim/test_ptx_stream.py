@@ -1,5 +1,5 @@
 """PTX-level verification: interpret the compiled issue code and compare its stream with the plan, bit-exactly
-through the emulator, for the whole round-trip matrix."""
+through the emulator, for the whole round-trip matrix; and check that only the elected lane issues."""
 import pytest
 
 import pycute as pc
@@ -35,6 +35,8 @@ def test_interpreted_stream_equals_the_plan_and_emulates_bit_exactly(atom):
             return probe_stream(ptx, name, (SHARED_BASE & ~0x3FFFF) | smem_base, tmem_base)
         assert stream(0x400, 32) == plan.stream(0x400, 32)
         pc.verify_plan(plan, seed=2, smem_base=0x400, stream=stream)
+        # The warp calls the function; every lane but the elected one issues nothing.
+        assert [probe_stream(ptx, name, 0x400, 32, lane=lane) for lane in (1, 17, 31)] == [[], [], []]
 
 
 def test_unsupported_instruction_is_an_error_not_skipped():
@@ -60,3 +62,25 @@ $L__skip:
 }"""
     assert run_entry(ptx, {0: 0}, {}) == []
     assert run_entry(ptx, {0: 8}, {}) == [("tcgen05.cp.cta_group::1.128x256b", 8, 4611756662049538048)]
+
+
+def test_elect_sync_elects_the_lowest_lane_of_its_member_mask_and_refuses_lanes_outside_it():
+    ptx = """.visible .entry k(
+.param .u32 k_param_0
+)
+{
+\tmov.b64 %rd1, 4611756662049538048;
+\t{
+\t.reg .pred p;
+\telect.sync %r2|p, 0xFFFFFFF0;
+\t@!p bra $L__skip;
+\t}
+\ttcgen05.cp.cta_group::1.128x256b [%r2], %rd1;
+$L__skip:
+\tret;
+
+}"""
+    assert run_entry(ptx, {}, {}, lane=4) == [("tcgen05.cp.cta_group::1.128x256b", 4, 4611756662049538048)]
+    assert run_entry(ptx, {}, {}, lane=5) == []
+    with pytest.raises(pc.CompileError, match="lane 0 is not in the member mask 0xfffffff0"):
+        run_entry(ptx, {}, {}, lane=0)

@@ -1,6 +1,7 @@
 ${function}
-// Issue-only probe: the generated function alone, for SASS and PTX-level checks.
+// Issue-only probe: every lane of a one-warp block calls the generated function (the warp convention), for SASS
+// and PTX-level checks and the issue-cost measurement.
 extern "C" __global__ void ${name}_probe(unsigned tmem_base) {
   extern __shared__ __align__(1024) unsigned char ${shared_symbol}[];
-  ${name}(${shared_symbol}, tmem_base);
+  ${call}
 }

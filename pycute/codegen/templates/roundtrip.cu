@@ -13,7 +13,9 @@ extern "C" __global__ void __launch_bounds__(128, 1)${cluster} ${name}_roundtrip
   extern __shared__ __align__(1024) unsigned char pycute_dynamic_smem[];
   __shared__ unsigned tmem_slot;
   __shared__ __align__(8) unsigned long long mbarrier_word;
-  const unsigned tid = threadIdx.x, warp = tid / 32u, lane = tid % 32u;
+  // The warp index read from lane 0 is provably warp-uniform, so ptxas knows the issuing warp is converged at the
+  // generated function's elect.sync (otherwise it adds a diverged-warp copy of the issue code).
+  const unsigned tid = threadIdx.x, warp = __shfl_sync(0xFFFFFFFFu, tid / 32u, 0), lane = tid % 32u;
   unsigned cta = 0;
   asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(cta));
   // The buffer is aligned to 1024 B in the shared window (every swizzle period divides 1024).
@@ -77,17 +79,20 @@ extern "C" __global__ void __launch_bounds__(128, 1)${cluster} ${name}_roundtrip
   asm volatile("tcgen05.fence::after_thread_sync;" ::: "memory");
 #endif
 
-  // 5. One thread ${issuer}issues the copy and commits it to the mbarrier.
+  // 5. Warp 0 ${issuer}calls the generated function (it elects one lane, which issues the copies); the same lane
+  //    (elect.sync elects it again) commits them to the mbarrier.
 #if defined(PYCUTE_TIME_COPY)
   const long long t_issue = clock64();
 #endif
-  if (tid == 0 && ${is_issuer}) {
+  if (warp == 0 && ${is_issuer}) {
     ${name}(buffer, taddr);
+    if (pycute_elect_one_sync()) {
 #if defined(PYCUTE_SOFT_TCGEN05)
-    ${soft_commit}
+      ${soft_commit}
 #else
-    ${commit}
+      ${commit}
 #endif
+    }
   }
 
   // 6. Wait for the copy, then read this warp's lane quadrant back.

@@ -1,28 +1,27 @@
-"""Layout algebra throughput, cold (caches cleared before each call) and cached.
+"""Layout algebra throughput, cold (caches cleared before each call) and cached, on the inputs ``perf.report``
+times beside CUTLASS pycute (``algebra_cases.cases``) plus the operations only pycute has.
 
-Reference (CUTLASS's pure-Python pycute on this kind of machine): composition rank-2 ~13 us, logical_divide rank-2
-~26 us, coalesce ~3.4 us. Run: ``pytest perf/test_bench_algebra.py --benchmark-only``.
+Run: ``pytest perf/test_bench_algebra.py --benchmark-only``; ``python -m perf.report`` prints the side-by-side.
 """
 import pytest
 
 import pycute as pc
 
-L = pc.Layout
-RANK2_A, RANK2_B = L((6, 2), (8, 2)), L((4, 3), (3, 1))
-RANK3 = L((4, 2, 3), (2, 1, 8))
-HIER = L((12, (4, 8)), (59, (13, 1)))
+from .algebra_cases import cases
 
-CASES = {
-    "composition_rank2": (pc.composition, (RANK2_A, RANK2_B)),
-    "composition_rank3_hier": (pc.composition, (HIER, (L(3, 4), L(8, 1)))),
-    "coalesce_hier": (pc.coalesce, (L((2, (1, 6), (4, 2)), (1, (6, 2), (12, 48))),)),
-    "complement": (pc.complement, (L(4, 2), 24)),
-    "logical_divide_rank2": (pc.logical_divide, (L((8, 8), (1, 8)), L(4, 2))),
-    "logical_divide_rank3": (pc.logical_divide, (RANK3, L(4, 2))),
-    "zipped_divide_hier": (pc.zipped_divide, (L((9, (4, 8)), (59, (13, 1))), (L(3, 3), L((2, 4), (1, 8))))),
+L = pc.Layout
+
+#: Operations CUTLASS pycute does not have, timed by the report without a reference.
+PYCUTE_ONLY = {
     "blocked_product": (pc.blocked_product, (L((2, 2), (1, 2)), L((2, 3), (3, 1)))),
-    "right_inverse": (pc.right_inverse, (L((4, (2, 4)), (8, (1, 2))),)),
+    "raked_product": (pc.raked_product, (L((2, 2), (1, 2)), L((2, 3), (3, 1)))),
+    "tile_to_shape": (pc.tile_to_shape, (L((8, 8), (8, 1)), (64, 32))),
+    "flat_divide": (pc.flat_divide, (L((16, 8), (1, 16)), (L(4, 1), L(2, 1)))),
+    "upcast": (pc.upcast, (L((16, 8), (1, 16)), 4)),
+    "max_common_vector": (pc.max_common_vector, (L((8, 4), (1, 8)), L((8, 4), (1, 16)))),
+    "make_ordered_layout": (pc.make_ordered_layout, ((4, 8, 2), (1, 0, 2))),
 }
+CASES = {**cases(pc), **PYCUTE_ONLY}
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
@@ -38,8 +37,3 @@ def test_cached(benchmark, name):
     fn(*args)
     benchmark.group = "algebra cached"
     benchmark(fn, *args)
-
-
-def test_crd2idx_hierarchical(benchmark):
-    benchmark.group = "algebra cold"
-    benchmark(HIER, (7, (3, 5)))

@@ -4,7 +4,8 @@ The import name is ``pycute``; the distribution is ``pycute-tcgen05`` (the PyPI 
 unrelated project, and NVIDIA's ``nvidia-cutlass`` wheel also installs a top-level ``pycute``).
 
 Layers, lowest first (a module imports only from its own layer and those below; ``compile`` imports nothing
-above ``errors``): the algebra (``int_tuple``, ``basis``, ``dtypes``, ``layout``, ``swizzle``, ``parse``), the
+above ``errors``): the algebra (``int_tuple``, ``basis``, ``dtypes``, ``memo``, ``layout``, ``composition``, ``recast``,
+``tiling``, ``swizzle``, ``parse``), the
 sm100 hardware facts (``arch.sm100``), the copy atoms (``atoms``), the planner (``copy``), CUDA generation
 (``codegen``), the emulator and PTX interpreter (``sim``), and on top the cost model (``cost``), the demo and the
 command line. ``views`` lets a lower-layer value offer a view a higher layer implements (``plan.cuda()``).
@@ -15,11 +16,12 @@ from .dtypes import (DType, bf16, dtype, f4e2m1, f6e2m3, f6e3m2, f8e4m3, f8e5m2,
 from .errors import CompileError, DescriptorError, EmulationError, LayoutError, PlanError, PycuteError
 from .int_tuple import (congruent, crd2crd, crd2idx, elem_scale, flatten, has_none, idx2crd, inner_product, is_int,
                         is_tuple, prefix_product, product, shape_div, signum, slice_, tuple_max, weakly_congruent)
-from .layout import (Layout, blocked_product, coalesce, complement, composition, cosize, depth, downcast, filter,
-                     flat_divide, flat_product, hier_unzip, is_layout, left_inverse, logical_divide,
-                     logical_product, make_layout, make_ordered_layout, max_common_layout, max_common_vector,
-                     raked_product, rank, recast, right_inverse, size, slice_and_offset, tile_to_shape,
-                     tiled_divide, tiled_product, upcast, zipped_divide, zipped_product)
+from .memo import clear_caches
+from .layout import Layout, coalesce, cosize, depth, filter, is_layout, make_layout, rank, size, slice_and_offset
+from .composition import complement, composition, left_inverse, max_common_layout, max_common_vector, right_inverse
+from .recast import downcast, make_ordered_layout, recast, upcast
+from .tiling import (blocked_product, flat_divide, flat_product, hier_unzip, logical_divide, logical_product,
+                     raked_product, tile_to_shape, tiled_divide, tiled_product, zipped_divide, zipped_product)
 from .swizzle import ComposedLayout, Swizzle, shiftl, shiftr
 from .parse import parse_layout
 from .arch.sm100 import SmemDescriptor, SwizzleMode, TCol, TLane
@@ -46,7 +48,7 @@ __all__ = [
     "right_inverse", "left_inverse", "logical_divide", "zipped_divide", "tiled_divide", "flat_divide",
     "logical_product", "zipped_product", "tiled_product", "flat_product", "blocked_product", "raked_product",
     "hier_unzip", "max_common_vector", "max_common_layout", "upcast", "downcast", "recast", "make_ordered_layout",
-    "tile_to_shape", "slice_and_offset", "is_layout", "shiftl", "shiftr", "parse_layout",
+    "tile_to_shape", "slice_and_offset", "is_layout", "shiftl", "shiftr", "parse_layout", "clear_caches",
     # copies
     "make_smem_tensor", "make_tmem_tensor", "make_tiled_copy", "verify_plan", "expected_tmem", "compile",
 ]

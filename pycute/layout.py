@@ -1,6 +1,8 @@
-"""cuTe layouts: a shape and a congruent stride, and the layout algebra over them.
+"""cuTe layouts: a shape and a congruent stride; their construction, queries, slicing, coalesce and filter.
 
-Semantics follow ``cute/layout.hpp``. Each operation is a free function whose docstring states its
+Semantics follow ``cute/layout.hpp`` and return what the CuTe DSL returns (``tests/parity``). The rest of the
+algebra lives beside this module: ``composition`` (composition, complement, inverses, common layouts), ``tiling``
+(divides and products) and ``recast``. Each operation is a free function whose docstring states its
 post-condition first. Operands are immutable and hashable, so results are memoised: a repeated call on equal
 operands is a dictionary lookup. Inputs outside an operation's domain raise ``LayoutError`` naming the operation
 and operands; nothing is silently truncated.
@@ -14,47 +16,13 @@ import attrs
 
 from .basis import ScaledBasis
 from .errors import LayoutError
-from .int_tuple import (ceil_div, crd2idx, flatten, has_none, is_int, prefix_product, product, slice_,
-                        tuplify, zero_nones)
+from .memo import clear_caches, last_call, memo
+from .int_tuple import as_int, compact_col_major, crd2idx, flatten, has_none, is_int, product, tuplify
 
-__all__ = [
-    "Layout", "ComposedBase", "make_layout", "size", "cosize", "rank", "depth", "coalesce", "filter",
-    "composition", "complement", "right_inverse", "left_inverse", "logical_divide", "zipped_divide",
-    "tiled_divide", "flat_divide", "logical_product", "zipped_product", "tiled_product", "flat_product",
-    "blocked_product", "raked_product", "max_common_vector", "max_common_layout", "upcast", "downcast",
-    "recast", "make_ordered_layout", "tile_to_shape", "slice_and_offset", "append", "is_layout", "clear_caches",
-    "hier_unzip",
-]
+__all__ = ["Layout", "ComposedBase", "make_layout", "size", "cosize", "rank", "depth", "coalesce", "filter",
+           "slice_and_offset", "append", "is_layout", "clear_caches", "lifted", "by_mode"]
 
-_CACHE_SIZE = 8192
-
-
-def _memo(fn):
-    """Memoise an algebra operation on its (hashable) operands; lists fall back to an uncached call."""
-    cached = functools.lru_cache(maxsize=_CACHE_SIZE)(fn)
-
-    @functools.wraps(fn)
-    def wrapper(*args, **kwargs):
-        try:
-            return cached(*args, **kwargs)
-        except TypeError as e:
-            if "unhashable" not in str(e):
-                raise
-        return fn(*(tuplify(a) for a in args), **{k: tuplify(v) for k, v in kwargs.items()})
-
-    wrapper.cache_clear = cached.cache_clear
-    wrapper.cache_info = cached.cache_info
-    _MEMOISED.append(wrapper)
-    return wrapper
-
-
-_MEMOISED = []
-
-
-def clear_caches() -> None:
-    """Forget every memoised algebra result (for cold-path benchmarks)."""
-    for fn in _MEMOISED:
-        fn.cache_clear()
+_memo = memo
 
 
 def _fmt(t) -> str:
@@ -63,34 +31,92 @@ def _fmt(t) -> str:
     return repr(t) if isinstance(t, ScaledBasis) else str(t)
 
 
-def _check_profile(shape, stride, where):
-    if isinstance(shape, tuple):
-        if not isinstance(stride, tuple) or len(shape) != len(stride):
+def _canonical(shape, stride) -> bool:
+    """True when ``shape``/``stride`` are already congruent tuples of positive ints / int-or-basis strides."""
+    if type(shape) is int:
+        return shape > 0 and (type(stride) is int or type(stride) is ScaledBasis)
+    if type(shape) is not tuple or type(stride) is not tuple or len(shape) != len(stride):
+        return False
+    for s, d in zip(shape, stride):
+        if type(s) is int:
+            if s < 1 or not (type(d) is int or type(d) is ScaledBasis):
+                return False
+        elif not _canonical(s, d):
+            return False
+    return True
+
+
+MAX_DEPTH = 32     # far deeper than any real layout; refusing deeper input keeps recursion bounded
+
+
+def _canonicalize(shape, stride, where, depth=0):
+    """``(shape, stride)`` with lists as tuples and integers as ints, or a LayoutError/TypeError naming the entry."""
+    if depth > MAX_DEPTH:
+        raise LayoutError(f"{where}: nested deeper than {MAX_DEPTH} levels")
+    if isinstance(shape, (tuple, list)):
+        if not isinstance(stride, (tuple, list)) or len(shape) != len(stride):
             raise LayoutError(f"{where}: shape {_fmt(shape)} and stride {_fmt(stride)} are not congruent")
-        for s, d in zip(shape, stride):
-            _check_profile(s, d, where)
-        return
-    if isinstance(stride, tuple):
+        pairs = [_canonicalize(s, d, where, depth + 1) for s, d in zip(shape, stride)]
+        return tuple(p[0] for p in pairs), tuple(p[1] for p in pairs)
+    if isinstance(stride, (tuple, list)):
         raise LayoutError(f"{where}: shape {_fmt(shape)} and stride {_fmt(stride)} are not congruent")
-    if not is_int(shape) or shape < 1:
-        raise LayoutError(f"{where}: shape entries must be positive integers, got {shape!r}")
-    if not (is_int(stride) or isinstance(stride, ScaledBasis)):
-        raise LayoutError(f"{where}: stride entries must be integers or scaled bases, got {stride!r}")
+    shape = as_int(shape, f"{where}: a shape entry")
+    if shape < 1:
+        raise LayoutError(f"{where}: shape entries must be positive integers, got {shape}")
+    if type(stride) is not ScaledBasis:
+        stride = as_int(stride, f"{where}: a stride entry")
+    return shape, stride
 
 
-@attrs.frozen(init=False, repr=False)
+def _canonical_shape(shape, where, depth=0):
+    if depth > MAX_DEPTH:
+        raise LayoutError(f"{where}: nested deeper than {MAX_DEPTH} levels")
+    if isinstance(shape, (tuple, list)):
+        return tuple(_canonical_shape(s, where, depth + 1) for s in shape)
+    shape = as_int(shape, f"{where}: a shape entry")
+    if shape < 1:
+        raise LayoutError(f"{where}: shape entries must be positive integers, got {shape}")
+    return shape
+
+
+@attrs.frozen(init=False, repr=False, eq=False, getstate_setstate=False)
 class Layout:
     """A map from coordinates to offsets: ``L(c) = sum(c_i * stride_i)``; prints as cuTe does, ``(4,8):(8,1)``."""
 
     shape: object
     stride: object
+    # The hash, set on first use: operands are hashed on every memoised call, results mostly never.
+    _hash: int = attrs.field(init=False, repr=False)
+
+    def __hash__(self) -> int:
+        try:
+            return self._hash
+        except AttributeError:
+            h = hash((self.shape, self.stride))
+            _set_hash(self, h)
+            return h
+
+    def __eq__(self, other) -> bool:
+        if type(other) is not Layout:
+            return NotImplemented
+        return self is other or (self.shape == other.shape and self.stride == other.stride)
+
+    def __ne__(self, other) -> bool:
+        eq = self.__eq__(other)
+        return eq if eq is NotImplemented else not eq
+
+    def __reduce__(self):
+        return _mk, (self.shape, self.stride)
 
     def __init__(self, shape, stride=None):
-        shape = tuplify(shape)
-        stride = prefix_product(shape) if stride is None else tuplify(stride)
-        _check_profile(shape, stride, "Layout")
-        object.__setattr__(self, "shape", shape)
-        object.__setattr__(self, "stride", stride)
+        if stride is None:
+            if not _canonical(shape, shape):             # (a valid shape is also a valid stride)
+                shape = _canonical_shape(shape, "Layout")
+            stride = compact_col_major(shape)
+        elif not _canonical(shape, stride):
+            shape, stride = _canonicalize(shape, stride, "Layout")
+        _set_shape(self, shape)
+        _set_stride(self, stride)
 
     # -- queries --------------------------------------------------------------------------------------------
     def size(self) -> int:
@@ -134,11 +160,16 @@ class Layout:
     __str__ = __repr__
 
 
+# The slots' own setters: a frozen class refuses setattr, and these are what its __init__ may use.
+_set_shape, _set_stride, _set_hash = Layout.shape.__set__, Layout.stride.__set__, Layout._hash.__set__
+_new = object.__new__
+
+
 def _mk(shape, stride) -> Layout:
     """Construct without validation: for results the algebra has already checked."""
-    obj = object.__new__(Layout)
-    object.__setattr__(obj, "shape", shape)
-    object.__setattr__(obj, "stride", stride)
+    obj = _new(Layout)
+    _set_shape(obj, shape)
+    _set_stride(obj, stride)
     return obj
 
 
@@ -170,13 +201,19 @@ def _as_layout(x, op) -> Layout:
 def make_layout(*args) -> Layout:
     """Either concatenate layouts (each becomes one mode) or build one from ``(shape[, stride])``.
 
-    ``make_layout(A, B)`` has modes A and B; ``make_layout((4,8))`` is ``(4,8):(1,4)`` (column-major).
+    ``make_layout(A, B)`` has modes A and B (one layout gives a rank-1 layout of one mode);
+    ``make_layout((4,8))`` is ``(4,8):(1,4)`` (column-major, a size-1 mode gets stride 0).
     """
-    if len(args) == 1 and not isinstance(args[0], Layout) and not is_int(args[0]) \
-            and not isinstance(args[0], tuple) and hasattr(args[0], "__iter__"):
-        args = tuple(args[0])  # a generator or list of layouts
-    if args and all(isinstance(a, Layout) for a in args):
-        return _mk(tuple(a.shape for a in args), tuple(a.stride for a in args))
+    for a in args:
+        if type(a) is not Layout:
+            break
+    else:
+        if args:
+            return _mk(tuple([a.shape for a in args]), tuple([a.stride for a in args]))
+    if len(args) == 1 and hasattr(args[0], "__iter__") and not isinstance(args[0], (Layout, str)):
+        items = tuple(args[0])           # a list or generator of layouts (CUTLASS pycute's form)
+        if items and all(isinstance(a, Layout) for a in items):
+            return make_layout(*items)
     if any(isinstance(a, Layout) for a in args):
         raise LayoutError(f"make_layout: mix of layouts and shapes {args!r}")
     if len(args) == 1:
@@ -229,24 +266,90 @@ def append(layout: Layout, r: int) -> Layout:
     return _mk(shape + (1,) * (r - n), stride + (0,) * (r - n))
 
 
+@last_call
 def slice_and_offset(crd, layout):
-    """``(sub, off)`` with ``layout(c) == sub(c') + off`` where ``c`` fills ``crd``'s ``None`` entries with ``c'``."""
+    """``(sub, off)`` with ``layout(c) == sub(c') + off`` where ``c`` fills ``crd``'s ``None`` entries with ``c'``.
+
+    As in CuTe, ``sub`` keeps the kept modes as a tuple (one kept mode is a one-mode tuple, none is ``():()``), and
+    slicing with ``None`` alone keeps the whole layout.
+    """
     if isinstance(layout, ComposedBase):
         sub, off = slice_and_offset(crd, layout.inner)
         return layout.with_inner(sub, extra_offset=off), 0
-    crd = tuplify(crd)
-    shape, stride = slice_(crd, layout.shape), slice_(crd, layout.stride)
-    if isinstance(shape, tuple) and len(shape) == 1:
-        shape, stride = shape[0], stride[0]
-    elif shape == ():
-        shape, stride = 1, 0
-    return _mk(shape, stride), crd2idx(zero_nones(crd), layout.shape, layout.stride)
+    if type(crd) is not tuple:
+        crd = tuplify(crd)
+    if crd is None:
+        return layout, 0
+    shapes, strides = [], []
+    offset = _slice(crd, layout.shape, layout.stride, shapes, strides)
+    return _mk(tuple(shapes), tuple(strides)), offset
+
+
+def _slice(crd, shape, stride, shapes, strides):
+    """Append the modes ``crd`` keeps (its ``None`` entries) to ``shapes``/``strides``; return the offset of the
+    coordinates it fixes."""
+    if crd is None:
+        shapes.append(shape)
+        strides.append(stride)
+        return 0
+    if type(crd) is not tuple:
+        return crd2idx.raw(crd, shape, stride)
+    if type(shape) is not tuple or len(crd) != len(shape):
+        raise LayoutError(f"slice: coordinate {crd} does not match shape {_fmt(shape)}")
+    offset = 0
+    for c, s, d in zip(crd, shape, stride):
+        if c is None:
+            shapes.append(s)
+            strides.append(d)
+        elif type(c) is int and type(s) is int:
+            offset += c * d
+        else:
+            offset += _slice(c, s, d, shapes, strides)
+    return offset
+
+
+# ---------------------------------------------------------------------------------------------------------
+# mode-wise application and ComposedLayout lifting
+# ---------------------------------------------------------------------------------------------------------
+def by_mode(op, layout: Layout, profile: tuple, keep_rest: bool = True) -> Layout:
+    """``op(mode_i, profile_i)`` for each entry of ``profile`` as the modes of the result (CuTe's
+    ``transform_layout``); later modes of ``layout`` are appended as they are, or dropped."""
+    shape, stride = layout.shape, layout.stride
+    if type(shape) is not tuple:
+        shape, stride = (shape,), (stride,)
+    n = len(profile)
+    if n > len(shape):
+        raise LayoutError(f"{getattr(op, '__name__', 'op')}: {profile!r} has more modes than {layout!r}")
+    raw = getattr(op, "raw", op)       # the per-mode results are not worth memoising on their own
+    rs, rd = [], []
+    for i in range(n):
+        m = raw(_mk(shape[i], stride[i]), profile[i])
+        rs.append(m.shape)
+        rd.append(m.stride)
+    if keep_rest:
+        rs.extend(shape[n:])
+        rd.extend(stride[n:])
+    return _mk(tuple(rs), tuple(rd))
+
+
+def lifted(fn):
+    """Wrap an operation so that a ComposedLayout first operand applies it to its inner layout (cuTe semantics:
+    ``op(outer o off o inner, ...) == outer o off o op(inner, ...)``)."""
+    @functools.wraps(fn)
+    def op(A, *rest, **kwargs):
+        if isinstance(A, ComposedBase):
+            return A.with_inner(op(A.inner, *rest, **kwargs))
+        return fn(A, *rest, **kwargs)
+    return op
 
 
 # ---------------------------------------------------------------------------------------------------------
 # coalesce / filter
 # ---------------------------------------------------------------------------------------------------------
-def _coalesce_flat(shapes, strides):
+def merge_modes(shapes, strides) -> tuple:
+    """CuTe's coalesce of the flat modes ``(shapes, strides)``: size-1 modes vanish and a mode that continues the
+    one before it (``shape * stride`` of that one equals its stride) merges into it. Returns ``(shape, stride)``,
+    ``(1, 0)`` when nothing of size > 1 remains."""
     rs, rd = [], []
     for s, d in zip(shapes, strides):
         if s == 1:
@@ -256,536 +359,35 @@ def _coalesce_flat(shapes, strides):
         else:
             rs.append(s)
             rd.append(d)
-    return rs, rd
+    if len(rs) > 1:
+        return tuple(rs), tuple(rd)
+    return (rs[0], rd[0]) if rs else (1, 0)
 
 
-def _from_flat(rs, rd) -> Layout:
-    if not rs:
-        return _mk(1, 0)
-    if len(rs) == 1:
-        return _mk(rs[0], rd[0])
-    return _mk(tuple(rs), tuple(rd))
-
-
-def _by_mode(op, layout, profile):
-    """Apply ``op(mode_i, profile_i)`` for each entry of ``profile``; later modes are kept as they are."""
-    if len(profile) > layout.rank():
-        raise LayoutError(f"{op.__name__}: profile {profile!r} has more modes than {layout!r}")
-    raw = getattr(op, "__wrapped__", op)   # the per-mode results are not worth memoising on their own
-    modes = [raw(layout[i], p) for i, p in enumerate(profile)] + [layout[i] for i in range(len(profile),
-                                                                                          layout.rank())]
-    return _mk(tuple(m.shape for m in modes), tuple(m.stride for m in modes))
-
-
-@_memo
+@last_call
 def coalesce(layout, profile=None):
     """The flattest layout with the same index map: ``coalesce(L)(i) == L(i)`` for all ``i < size(L)``.
 
-    With a tuple ``profile``, coalesces each mode separately and keeps the top-level rank.
+    With a tuple ``profile``, coalesces each mode separately (by its sub-profile) and keeps the top-level rank.
     """
     if type(layout) is not Layout:
         if isinstance(layout, ComposedBase):
             return layout.with_inner(coalesce(layout.inner, profile))
         layout = _as_layout(layout, "coalesce")
-    if profile is not None and isinstance(profile, tuple):
-        return _by_mode(coalesce, layout, profile)
+    if type(profile) is tuple:
+        return by_mode(coalesce, layout, profile)
     shape = layout.shape
-    if type(shape) is int:
-        return layout if shape != 1 or layout.stride == 0 else _mk(1, 0)
-    return _from_flat(*_coalesce_flat(flatten(shape), flatten(layout.stride)))
+    if type(shape) is not tuple:
+        return layout if shape != 1 else _mk(1, 0)
+    return _mk(*merge_modes(flatten(shape), flatten(layout.stride)))
 
 
-@_memo
+@last_call
 def filter(layout, profile=None):
     """``coalesce(L)`` with stride-0 (broadcast) modes removed: the distinct offsets of ``L``, each once."""
     layout = _as_layout(layout, "filter")
-    if isinstance(profile, tuple):
-        return _by_mode(filter, layout, profile)
-    pairs = [(s, d) for s, d in zip(flatten(layout.shape), flatten(layout.stride)) if s != 1 and d != 0]
-    return _from_flat(*_coalesce_flat([s for s, _ in pairs], [d for _, d in pairs]))
-
-
-# ---------------------------------------------------------------------------------------------------------
-# composition
-# ---------------------------------------------------------------------------------------------------------
-def _compose_leaf(a_shapes, a_strides, s, d, A, B, load):
-    """``A o (s:d)`` for a coalesced, flat ``A``: (shape, stride) of the result, coalesced.
-
-    ``load[j]`` accumulates the largest digit this mode adds to A's mode ``j`` (A's mixed-radix coordinate), so
-    the caller can prove that B's modes never carry into one another.
-    """
-    if d == 0:
-        return s, 0
-    if not is_int(d) or d < 0:
-        raise LayoutError(f"composition: right operand {B!r} has stride {d!r}; only non-negative integer "
-                          f"strides are supported")
-    last = len(a_shapes) - 1
-    # Stride division: skip the first d elements' worth of A's modes.
-    avail = []                                   # (mode j, extent left or None if unbounded, step, stride)
-    rest = d
-    for j, (aj, dj) in enumerate(zip(a_shapes, a_strides)):
-        if j == last:
-            avail.append((j, None, rest, dj * rest))
-        elif rest == 1:
-            avail.append((j, aj, 1, dj))
-        elif aj % rest == 0:
-            avail.append((j, aj // rest, rest, dj * rest))
-            rest = 1
-        elif rest % aj == 0:
-            rest //= aj
-        else:
-            raise LayoutError(f"composition({A!r}, {B!r}): stride divisibility fails: mode of extent {aj} and "
-                              f"remaining stride {rest} do not divide one another")
-    # Shape selection: take s elements from what remains, mode by mode.
-    rs, rd = [], []
-    need = s
-    for j, ext, step, st in avail:
-        if need == 1:
-            break
-        take = need if ext is None or need <= ext else ext
-        if take < need and need % take:
-            raise LayoutError(f"composition({A!r}, {B!r}): shape divisibility fails: {need} elements remain "
-                              f"but the next mode has extent {ext}, which does not divide {need}")
-        if take > 1:
-            rs.append(take)
-            rd.append(st)
-            load[j] = load.get(j, 0) + (take - 1) * step
-        need //= take
-    rs, rd = _coalesce_flat(rs, rd)
-    if not rs:
-        return 1, 0
-    if len(rs) == 1:
-        return rs[0], rd[0]
-    return tuple(rs), tuple(rd)
-
-
-def _compose_tree(a_shapes, a_strides, shape, stride, A, B, load):
-    if isinstance(shape, tuple):
-        parts = [_compose_tree(a_shapes, a_strides, s, d, A, B, load) for s, d in zip(shape, stride)]
-        return tuple(p[0] for p in parts), tuple(p[1] for p in parts)
-    return _compose_leaf(a_shapes, a_strides, shape, stride, A, B, load)
-
-
-@_memo
-def composition(A, B):
-    """``R = A o B`` with ``R(i) == A(B(i))`` for every ``i < size(B)``; ``R`` is shaped like ``B``.
-
-    ``B`` may be a Layout, an int ``n`` (meaning ``n:1``), ``None`` (identity), or a tuple tiler applied mode by
-    mode. ``A`` may be a Layout, a Swizzle or a ComposedLayout.
-    """
-    if B is None:
-        return A
-    if isinstance(A, ComposedBase):
-        return A.with_inner(composition(A.inner, B))
-    if not isinstance(A, Layout):
-        compose = getattr(A, "compose", None)
-        if compose is None:
-            raise LayoutError(f"composition: left operand {A!r} is not a layout")
-        return compose(B)
-    if isinstance(B, tuple):
-        return _by_mode(composition, A, B)
-    if is_int(B):
-        B = _mk(B, 1)
-    if not isinstance(B, Layout):
-        raise LayoutError(f"composition({A!r}, {B!r}): right operand must be a Layout, int, None or tuple")
-    a_shapes, a_strides = _coalesce_flat(flatten(A.shape), flatten(A.stride))
-    if not a_shapes:
-        a_shapes, a_strides = [1], [0]
-    load = {}
-    shape, stride = _compose_tree(a_shapes, a_strides, B.shape, B.stride, A, B, load)
-    # Distributing A over B's modes is exact only if their digits in A's coordinate never carry: a carry out of
-    # a bounded mode of a coalesced A always changes the offset (cuTe would return a silently wrong layout).
-    for j, digits in load.items():
-        if j < len(a_shapes) - 1 and digits >= a_shapes[j]:
-            raise LayoutError(f"composition({A!r}, {B!r}): the modes of the right operand overlap in mode {j} "
-                              f"(extent {a_shapes[j]}) of the coalesced left operand; their digits would carry "
-                              f"and the result would not equal A(B(i))")
-    return _mk(shape, stride)
-
-
-# ---------------------------------------------------------------------------------------------------------
-# complement and inverses
-# ---------------------------------------------------------------------------------------------------------
-def _int_strides(layout, op):
+    if type(profile) is tuple:
+        return by_mode(filter, layout, profile)
     strides = flatten(layout.stride)
-    for d in strides:
-        if not is_int(d):
-            raise LayoutError(f"{op}: {layout!r} has scaled-basis stride {d!r}; {op} needs integer strides")
-    return flatten(layout.shape), strides
-
-
-def complement(layout, cotarget=None, *, max_idx=None):
-    """``C`` with ``make_layout(L, C)`` injective, ``C`` ordered, and covering ``[0, cotarget)``.
-
-    ``cotarget`` (CUTLASS pycute calls it ``max_idx``) defaults to ``cosize(L)``. Raises ``LayoutError`` when
-    ``L`` overlaps itself or its strides do not nest: then no layout complement exists, and cuTe's partial
-    answer would make divides built on it silently drop elements.
-    """
-    return _complement(layout, cotarget if max_idx is None else max_idx)
-
-
-@_memo
-def _complement(layout, cotarget):
-    layout = _as_layout(layout, "complement")
-    shapes, strides = _int_strides(layout, "complement")
-    if cotarget is None:
-        cotarget = cosize(layout)
-    elif not is_int(cotarget):
-        cotarget = product(tuplify(cotarget))
-    modes = sorted((d, s) for s, d in zip(shapes, strides) if s != 1 and d != 0)
-    rs, rd = [], []
-    current = 1
-    for d, s in modes:
-        if d < 0:
-            raise LayoutError(f"complement: {layout!r} has negative stride {d}")
-        if d % current:
-            kind = "is not injective" if d < current else "has strides that do not nest"
-            raise LayoutError(f"complement: {layout!r} {kind} (stride {d} against covered extent {current})")
-        rs.append(d // current)
-        rd.append(current)
-        current = s * d
-    rs.append(ceil_div(cotarget, current))
-    rd.append(current)
-    return _from_flat(*_coalesce_flat(rs, rd))
-
-
-@_memo
-def right_inverse(layout):
-    """``R`` with ``L(R(i)) == i`` for every ``i < size(R)``, as large as possible."""
-    if layout is None:
-        return None
-    layout = _as_layout(layout, "right_inverse")
-    shapes, strides = _coalesce_flat(*_int_strides(layout, "right_inverse"))
-    domain_strides = prefix_product(tuple(shapes))
-    rs, rd = [], []
-    current = 1
-    while True:
-        for s, d, r in zip(shapes, strides, domain_strides):
-            if d == current and s != 1:
-                rs.append(s)
-                rd.append(r)
-                current = s * d
-                break
-        else:
-            break
-    return _from_flat(*_coalesce_flat(rs, rd))
-
-
-@_memo
-def left_inverse(layout):
-    """``R`` with ``R(L(i)) == i`` for every ``i < size(L)``; ``L`` must be injective."""
-    if layout is None:
-        return None
-    layout = _as_layout(layout, "left_inverse")
-    for s, d in zip(flatten(layout.shape), flatten(layout.stride)):
-        if s > 1 and d == 0:
-            raise LayoutError(f"left_inverse: {layout!r} is not injective (a mode of extent {s} has stride 0)")
-    return right_inverse(make_layout(layout, complement(layout)))
-
-
-# ---------------------------------------------------------------------------------------------------------
-# divides and products
-# ---------------------------------------------------------------------------------------------------------
-def _tiler(B, op):
-    if is_int(B):
-        return _mk(B, 1)
-    if isinstance(B, (Layout, tuple)) or B is None:
-        return B
-    raise LayoutError(f"{op}: tiler must be a Layout, an int, None or a tuple of those, got {B!r}")
-
-
-def _lifted(fn):
-    """Wrap an operation so that a ComposedLayout first operand applies it to its inner layout (cuTe semantics:
-    ``op(outer o off o inner, ...) == outer o off o op(inner, ...)``)."""
-    @functools.wraps(fn)
-    def op(A, *rest):
-        if isinstance(A, ComposedBase):
-            return A.with_inner(op(A.inner, *rest))
-        return fn(A, *rest)
-    return op
-
-
-@_memo
-@_lifted
-def logical_divide(A, B):
-    """``A o (B, complement(B, size(A)))``: mode 0 is the tile ``B`` selects, mode 1 iterates over tiles.
-
-    A tuple tiler divides mode by mode; ``None`` leaves a mode whole.
-    """
-    B = _tiler(B, "logical_divide")
-    if B is None:
-        return A
-    A = _as_layout(A, "logical_divide")
-    if isinstance(B, tuple):
-        return _by_mode(logical_divide, A, B)
-    return composition(A, make_layout(B, complement(B, size(A))))
-
-
-@_memo
-@_lifted
-def logical_product(A, B):
-    """``(A, complement(A, size(A)*cosize(B)) o B)``: mode 0 is ``A``, mode 1 repeats it as ``B`` lays out."""
-    B = _tiler(B, "logical_product")
-    if B is None:
-        return A
-    A = _as_layout(A, "logical_product")
-    if isinstance(B, tuple):
-        return _by_mode(logical_product, A, B)
-    return make_layout(A, composition(complement(A, size(A) * cosize(B)), B))
-
-
-def hier_unzip(splitter, A, B):
-    """Apply ``splitter`` (a divide or product) mode by mode and gather ``((tile_0,rest_0),(tile_1,rest_1),...)``
-    into ``((tile_0,tile_1,..),(rest_0,rest_1,..,A_k..))``; a Layout ``B`` is split whole."""
-    if B is None:
-        return make_layout(_mk(1, 0), A)
-    if isinstance(B, tuple):
-        if len(B) > A.rank():
-            raise LayoutError(f"{splitter.__name__}: tiler {B!r} has more modes than {A!r}")
-        parts = [hier_unzip(splitter, A[i], _tiler(b, splitter.__name__)) for i, b in enumerate(B)]
-        tiles = make_layout(*[p[0] for p in parts])
-        rests = make_layout(*([p[1] for p in parts] + [A[i] for i in range(len(B), A.rank())]))
-        return make_layout(tiles, rests)
-    return splitter(A, B)
-
-
-def _zipped(split, A, B):
-    return hier_unzip(split, _as_layout(A, split.__name__), _tiler(B, split.__name__))
-
-
-def _tiled(zipped):
-    return make_layout(zipped[0], *zipped[1])
-
-
-def _flat(zipped):
-    return make_layout(*zipped[0], *zipped[1])
-
-
-@_memo
-@_lifted
-def zipped_divide(A, B):
-    """``logical_divide`` with tiles gathered: ``((tile modes...), (rest modes...))``."""
-    return _zipped(logical_divide, A, B)
-
-
-@_memo
-@_lifted
-def tiled_divide(A, B):
-    """``((tile modes...), rest_0, rest_1, ...)``."""
-    return _tiled(zipped_divide(A, B))
-
-
-@_memo
-@_lifted
-def flat_divide(A, B):
-    """``(tile_0, tile_1, ..., rest_0, rest_1, ...)``."""
-    return _flat(zipped_divide(A, B))
-
-
-@_memo
-@_lifted
-def zipped_product(A, B):
-    """``logical_product`` with modes gathered: ``((block modes...), (repeat modes...))``."""
-    return _zipped(logical_product, A, B)
-
-
-@_memo
-@_lifted
-def tiled_product(A, B):
-    """``((block modes...), repeat_0, repeat_1, ...)``."""
-    return _tiled(zipped_product(A, B))
-
-
-@_memo
-@_lifted
-def flat_product(A, B):
-    """``(block_0, block_1, ..., repeat_0, repeat_1, ...)``."""
-    return _flat(zipped_product(A, B))
-
-
-def _zip_product(block, tiler, raked):
-    block = _as_layout(block, "blocked_product")
-    tiler = _as_layout(tiler, "blocked_product")
-    r = max(block.rank(), tiler.rank())
-    prod = logical_product(append(block, r), append(tiler, r))
-    if r == 1:
-        return prod if not raked else make_layout(prod[1], prod[0])
-    first, second = (prod[1], prod[0]) if raked else (prod[0], prod[1])
-    return make_layout(*[make_layout(first[i], second[i]) for i in range(r)])
-
-
-@_memo
-@_lifted
-def blocked_product(block, tiler):
-    """Mode ``i`` is ``(block_i, tiler_i)``: the block repeated as whole blocks laid out by ``tiler``."""
-    return _zip_product(block, tiler, raked=False)
-
-
-@_memo
-@_lifted
-def raked_product(block, tiler):
-    """Mode ``i`` is ``(tiler_i, block_i)``: the block's elements interleaved (raked) across the repeats."""
-    return _zip_product(block, tiler, raked=True)
-
-
-# ---------------------------------------------------------------------------------------------------------
-# common vectors, width changes, ordered layouts
-# ---------------------------------------------------------------------------------------------------------
-@_memo
-def max_common_layout(A, B):
-    """``R`` with ``A(R(i)) == i`` and ``B(R(i)) == i`` for every ``i < size(R)``, as large as possible."""
-    inv_b = right_inverse(B)
-    common = coalesce(composition(A, inv_b))
-    first = common[0] if common.rank() > 1 else common
-    if first.stride == 1:
-        return composition(inv_b, _mk(first.shape, 1))
-    return _mk(1, 0)
-
-
-@_memo
-def max_common_vector(A, B) -> int:
-    """The largest ``n`` such that the first ``n`` indices map to ``0..n-1`` under both ``A`` and ``B``."""
-    return size(max_common_layout(A, B))
-
-
-def _upcast_leaf(s, d, n, layout):
-    if d == 0:
-        return s, 0
-    if not is_int(d):
-        raise LayoutError(f"upcast: {layout!r} has scaled-basis stride {d!r}")
-    ad = abs(d)
-    if ad >= n:
-        if ad % n:
-            raise LayoutError(f"upcast({layout!r}, {n}): stride {d} is not a multiple of {n}")
-        return s, d // n
-    if n % ad or s % (n // ad):
-        raise LayoutError(f"upcast({layout!r}, {n}): mode {s}:{d} does not pack into groups of {n}")
-    return s // (n // ad), (1 if d > 0 else -1)
-
-
-def _map_leaves(shape, stride, fn):
-    if isinstance(shape, tuple):
-        parts = [_map_leaves(s, d, fn) for s, d in zip(shape, stride)]
-        return tuple(p[0] for p in parts), tuple(p[1] for p in parts)
-    return fn(shape, stride)
-
-
-@_memo
-def upcast(layout, n: int):
-    """The layout in units of ``n`` old elements: ``upcast(L, n)(c) == L(c') // n`` for the packed coordinates."""
-    if isinstance(layout, ComposedBase):
-        raise LayoutError(f"upcast: {layout!r} is a ComposedLayout; upcast its inner layout and swizzle apart")
-    layout = _as_layout(layout, "upcast")
-    if n == 1:
-        return layout
-    return _mk(*_map_leaves(layout.shape, layout.stride, lambda s, d: _upcast_leaf(s, d, n, layout)))
-
-
-@_memo
-def downcast(layout, n: int):
-    """The layout in units of ``1/n`` old elements: each unit-stride mode grows ``n``-fold, other strides scale."""
-    if isinstance(layout, ComposedBase):
-        raise LayoutError(f"downcast: {layout!r} is a ComposedLayout; downcast its inner layout and swizzle apart")
-    layout = _as_layout(layout, "downcast")
-    if n == 1:
-        return layout
-    strides = flatten(layout.stride)
-    if 1 not in strides and -1 not in strides:
-        if layout.size() == 1:
-            return _mk(n, 1)
-        raise LayoutError(f"downcast({layout!r}, {n}): no unit-stride mode to split elements along; the "
-                          f"sub-elements would be dropped")
-
-    def leaf(s, d):
-        if isinstance(d, int) and abs(d) == 1:
-            return s * n, d
-        return s, d * n
-    return _mk(*_map_leaves(layout.shape, layout.stride, leaf))
-
-
-def _bits(x, op) -> int:
-    bits = getattr(x, "bits", x)
-    if not is_int(bits) or bits < 1:
-        raise LayoutError(f"{op}: expected a width in bits or a dtype, got {x!r}")
-    return bits
-
-
-def recast(layout, old, new):
-    """The same bytes viewed as elements of width ``new`` instead of ``old`` (dtypes or bit counts)."""
-    ob, nb = _bits(old, "recast"), _bits(new, "recast")
-    if nb == ob:
-        return layout
-    if nb > ob:
-        if nb % ob:
-            raise LayoutError(f"recast: {nb} bits is not a multiple of {ob} bits")
-        return upcast(layout, nb // ob)
-    if ob % nb:
-        raise LayoutError(f"recast: {ob} bits is not a multiple of {nb} bits")
-    return downcast(layout, ob // nb)
-
-
-def _order_keys(shape, order, prefix):
-    """One sort key per leaf of ``shape``: a leaf's order, refined by position where ``order`` is coarser."""
-    if isinstance(shape, tuple):
-        if isinstance(order, tuple):
-            if len(order) != len(shape):
-                raise LayoutError(f"make_ordered_layout: order {order!r} does not match shape {shape!r}")
-            keys = []
-            for s, o in zip(shape, order):
-                keys.extend(_order_keys(s, o, prefix))
-            return keys
-        keys = []
-        for i, s in enumerate(shape):
-            keys.extend(_order_keys(s, order, prefix + (i,)))
-        return keys
-    if isinstance(order, tuple):
-        raise LayoutError(f"make_ordered_layout: order {order!r} is finer than shape {shape!r}")
-    return [(order,) + prefix]
-
-
-def _unflatten(flat, profile):
-    it = iter(flat)
-
-    def build(p):
-        if isinstance(p, tuple):
-            return tuple(build(e) for e in p)
-        return next(it)
-    return build(profile)
-
-
-@_memo
-def make_ordered_layout(shape, order=None):
-    """A compact layout whose strides increase in the order given by ``order`` (smallest first)."""
-    shape = tuplify(shape)
-    order = tuplify(order)
-    leaves = flatten(shape)
-    if order is None:
-        return Layout(shape)
-    keys = _order_keys(shape, order, ())
-    strides = [0] * len(leaves)
-    current = 1
-    for i in sorted(range(len(leaves)), key=lambda k: (keys[k], k)):
-        strides[i] = current
-        current *= leaves[i]
-    return Layout(shape, _unflatten(strides, shape))
-
-
-@_memo
-@_lifted
-def tile_to_shape(block, target_shape, order=None):
-    """``block`` repeated (blocked_product) until it has shape ``target_shape``; each mode coalesced."""
-    block = _as_layout(block, "tile_to_shape")
-    target_shape = tuplify(target_shape)
-    target = target_shape if isinstance(target_shape, tuple) else (target_shape,)
-    if block.rank() > len(target):
-        raise LayoutError(f"tile_to_shape: {block!r} has more modes than target shape {target_shape!r}")
-    block_r = append(block, len(target))
-    reps = []
-    for i, t in enumerate(target):
-        b = size(block_r[i])
-        if product(t) % b:
-            raise LayoutError(f"tile_to_shape: block mode {i} of size {b} does not divide target extent "
-                              f"{product(t)}")
-        reps.append(product(t) // b)
-    reps = tuple(reps)
-    return coalesce(blocked_product(block_r, make_ordered_layout(reps, order)), reps)
+    shapes = [1 if d == 0 else s for s, d in zip(flatten(layout.shape), strides)]
+    return _mk(*merge_modes(shapes, strides))

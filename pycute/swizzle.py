@@ -34,6 +34,9 @@ class Swizzle:
     def __attrs_post_init__(self):
         if not all(is_int(v) for v in (self.bits, self.base, self.shift)) or self.bits < 0 or self.base < 0:
             raise LayoutError(f"Swizzle({self.bits},{self.base},{self.shift}): B and M must be non-negative ints")
+        if self.bits == 0:             # every Sw<0,M,S> is the identity; CuTe spells it Sw<0,4,3>
+            object.__setattr__(self, "base", 4)
+            object.__setattr__(self, "shift", 3)
         if abs(self.shift) < self.bits:
             raise LayoutError(f"Swizzle({self.bits},{self.base},{self.shift}): |S| must be at least B, or the "
                               f"source and destination bit ranges overlap and the map is not an involution")
@@ -124,7 +127,7 @@ class ComposedLayout(ComposedBase):
         return ComposedLayout(self.outer, self.offset + extra_offset, inner)
 
     def compose(self, B):
-        from .layout import composition
+        from .composition import composition
         return self.with_inner(composition(self.inner, B))
 
     def __call__(self, *args):

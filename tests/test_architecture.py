@@ -15,9 +15,11 @@ PACKAGE = pathlib.Path(__file__).resolve().parents[1] / "pycute"
 
 # Lowest first. A module may import from its own layer and the layers below it, never from one above.
 LAYERS = [
-    {"errors", "views"},
+    {"errors", "views", "memo"},
     {"int_tuple", "basis", "dtypes", "compile"},      # compile (NVRTC, cache, SASS, runtime): nothing above errors
     {"layout"},
+    {"composition", "recast"},
+    {"tiling"},
     {"swizzle", "parse"},
     {"arch"},
     {"atoms"},
@@ -72,7 +74,8 @@ def test_no_module_imports_a_higher_layer(path):
             pytest.fail(f"{dotted(path)} imports the pycute package itself (every layer): use the module")
         assert RANK[other] <= RANK[own], f"{dotted(path)} ({own}) imports {name} ({other}), a higher layer"
         if own == "compile":
-            assert other in ("compile", "errors"), f"{dotted(path)} imports {name}: compile imports nothing above errors"
+            assert other in ("compile", "errors", "memo"), \
+                f"{dotted(path)} imports {name}: compile imports nothing above errors"
 
 
 def test_every_module_imports_first_in_a_fresh_interpreter():
@@ -126,3 +129,13 @@ def test_each_hardware_fact_is_written_in_one_place(fact):
     pattern, homes = FACTS[fact]
     found = sorted(name for name, text in SOURCES.items() if re.search(pattern, text))
     assert found == sorted(homes), f"{fact} spelled in {found}"
+
+
+@pytest.mark.parametrize("path", modules(), ids=lambda p: str(p.relative_to(PACKAGE)))
+def test_modules_and_functions_stay_small_enough_to_read(path):
+    text = path.read_text()
+    assert len(text.splitlines()) <= 400, f"{path.name} has {len(text.splitlines())} lines: split it"
+    for node in ast.walk(ast.parse(text)):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            lines = node.end_lineno - node.lineno + 1
+            assert lines <= 60, f"{path.name}:{node.name} has {lines} lines: split it"

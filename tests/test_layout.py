@@ -1,6 +1,7 @@
 """Layout values and the algebra on the worked examples of the cuTe documentation.
 
-Every expected value below was derived by hand from cuTe's definitions (the derivation is in the comment).
+Every expected value below was derived by hand from cuTe's definitions (the derivation is in the comment) and
+agrees with the CuTe DSL (``tests/parity`` holds the DSL's own answers for thousands of inputs).
 """
 import pytest
 
@@ -51,12 +52,14 @@ def test_call_maps_int_and_hierarchical_coordinates():
 
 
 def test_slicing_with_none_gives_sublayout_and_offset():
+    # As in CuTe, the kept modes stay a tuple: one kept mode is a one-mode layout (4):(8).
     a = L((4, 8), (8, 1))
-    assert a(None, 3) == L(4, 8)
+    assert a(None, 3) == L((4,), (8,))
     sub, offset = slice_and_offset((None, 3), a)
-    assert sub == L(4, 8) and offset == 3
+    assert sub == L((4,), (8,)) and offset == 3
     sub, offset = slice_and_offset((2, None), a)
-    assert sub == L(8, 1) and offset == 16
+    assert sub == L((8,), (1,)) and offset == 16
+    assert slice_and_offset((2, 3), a) == (L((), ()), 19) and slice_and_offset(None, a) == (a, 0)
 
 
 def test_make_layout_concatenates_modes():
@@ -118,9 +121,21 @@ def test_composition_rejects_modes_that_carry_into_each_other():
         composition(L((3, 2), (0, 1)), L((2, 3), (1, 1)))
 
 
+def test_composition_takes_a_non_dividing_stride_whose_elements_stay_in_the_mode():
+    # Stride 4 does not divide the extent 6, but both elements (offsets 0 and 4) lie inside mode 0: CuTe answers.
+    assert composition(L((6, 2), (1, 7)), L(2, 4)) == L(2, 4)
+
+
+def test_composition_refuses_a_non_dividing_stride_whose_elements_run_past_the_mode():
+    # CuTe answers (2,2):(21,100), but offset 6 of (4,16):(7,100) is 2*7 + 100, not 100.
+    with pytest.raises(LayoutError, match="CuTe's answer would be wrong: stride 3 does not divide"):
+        composition(L((4, 16), (7, 100)), L(4, 3))
+
+
 def test_composition_rejects_stride_divisibility_failure():
+    # Stride 3 skips past a mode of extent 2 without landing on a whole number of its elements.
     with pytest.raises(LayoutError, match="stride divisibility fails"):
-        composition(L((6, 2), (1, 7)), L(2, 4))
+        composition(L((2, 3, 4), (12, 4, 1)), L(1, 3))
 
 
 # -- complement and inverses ------------------------------------------------------------------------------
@@ -147,13 +162,21 @@ def test_right_inverse():
 
 def test_left_inverse():
     assert left_inverse(L((4, 8), (8, 1))) == L((8, 4), (4, 1))
-    # (4:2, complement) = (4,2):(2,1); R = (2,4):(4,1) maps 2i -> coordinate (0,i) -> i.
-    assert left_inverse(L(4, 2)) == L((2, 4), (4, 1))
+    # Offsets below the smallest stride map to 0 (CuTe's quasi-inverse): R(2i + k) = i for k in {0, 1}.
+    assert left_inverse(L(4, 2)) == L((2, 4), (0, 1))
+    # Injective with strides that do not nest: mode 1 (stride 1) spans up to the next stride, 7.
+    assert left_inverse(L((2, 3), (7, 1))) == L((7, 2), (2, 1))
 
 
-def test_left_inverse_rejects_non_injective_layout():
-    with pytest.raises(LayoutError, match=r"left_inverse: \(2,4\):\(0,1\) is not injective"):
-        left_inverse(L((2, 4), (0, 1)))
+def test_left_inverse_of_a_non_injective_layout_is_a_quasi_inverse():
+    a = L((4, 2), (0, 1))
+    r = left_inverse(a)
+    assert r == L(2, 4) and all(a(r(a(i))) == a(i) for i in range(a.size()))
+
+
+def test_left_inverse_rejects_strides_that_do_not_nest():
+    with pytest.raises(LayoutError, match="strides 13 and 59 that do not nest"):
+        left_inverse(L((12, (4, 8)), (59, (13, 1))))
 
 
 # -- divides ----------------------------------------------------------------------------------------------
@@ -214,14 +237,22 @@ def test_upcast_downcast_recast():
     assert recast(L((4, 4), (1, 4)), f32, u8) == L((16, 4), (1, 16))
 
 
-def test_upcast_rejects_unpackable_mode():
-    with pytest.raises(LayoutError, match="does not pack into groups of 4"):
-        upcast(L((2, 8), (1, 2)), 4)
+def test_upcast_rounds_a_partial_group_up():
+    # 3 unit-stride bytes touch one 4-byte unit: CuTe's upcast takes ceil(3 / 4).
+    assert upcast(L(3, 1), 4) == L(1, 1)
+    assert upcast(L((6, 2), (1, 8)), 4) == L((2, 2), (1, 2))
+
+
+def test_upcast_rejects_a_stride_that_does_not_divide_the_factor():
+    with pytest.raises(LayoutError, match="stride 3 and 2 do not divide one another"):
+        upcast(L((8, 1), (3, 3)), 2)
 
 
 def test_downcast_rejects_layout_without_unit_stride():
-    with pytest.raises(LayoutError, match="no unit-stride mode"):
+    with pytest.raises(LayoutError, match="no stride-1 mode"):
         downcast(L(4, 2), 2)
+    with pytest.raises(LayoutError, match="no stride-1 mode"):
+        downcast(L(6, -1), 2)
 
 
 def test_make_ordered_layout():
@@ -241,7 +272,8 @@ def test_tile_to_shape_rejects_non_dividing_block():
 
 def test_repeated_operations_are_served_from_cache():
     a, b = L((6, 2), (8, 2)), L((4, 3), (3, 1))
-    composition(a, b)
-    before = composition.cache_info().hits
-    assert composition(a, b) is composition(a, b)
-    assert composition.cache_info().hits >= before + 2
+    first = composition(a, b)
+    assert composition(L((6, 2), (8, 2)), L((4, 3), (3, 1))) is first
+    assert composition.cache_info().entries >= 1
+
+

@@ -55,7 +55,7 @@ def test_composed_layout_composes_and_divides_through_its_inner_layout():
 def test_composed_layout_slice_keeps_offset():
     cl = ComposedLayout(Swizzle(3, 4, 3), 0, Layout((8, 64), (64, 1)))
     row = cl(3, None)
-    assert repr(row) == "Sw<3,4,3> o 192 o 64:1"
+    assert repr(row) == "Sw<3,4,3> o 192 o (64):(1)"
     assert all(row(j) == cl(3, j) for j in range(64))
 
 

@@ -25,7 +25,8 @@ from ..atoms.tcgen05_cp import Tcgen05CpAtom
 from ..basis import basis_get
 from ..errors import LayoutError
 from ..int_tuple import is_int, product
-from ..layout import Layout, _mk, coalesce, composition
+from ..composition import composition
+from ..layout import Layout, _mk, coalesce
 from .joint import JointMode, Prepared
 from .plan import CpInstruction
 

@@ -14,7 +14,8 @@ from ..basis import ScaledBasis, basis_get
 from ..dtypes import DType, dtype as as_dtype
 from ..errors import LayoutError, PlanError
 from ..int_tuple import flatten, is_int
-from ..layout import Layout, coalesce, composition, make_layout
+from ..composition import composition
+from ..layout import Layout, coalesce, make_layout
 from ..swizzle import ComposedLayout, Swizzle
 
 __all__ = ["SmemTensor", "TmemTensor", "make_smem_tensor", "make_tmem_tensor"]

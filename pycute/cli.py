@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 
 from .errors import PycuteError
@@ -15,30 +16,73 @@ Layouts use cuTe notation as pycute prints them ("Sw<3,3,3> o (128,64):(64,1)" f
 regions are slices like "0:32,8:24"."""
 
 
-def _region(text):
-    if not text:
-        return None
+_REGION_PART = re.compile(r"^\s*(?:(-?\d+)|(-?\d+)?\s*:\s*(-?\d+)?)\s*$")
+
+
+def _region(text: str):
+    """``"0:32,8:24"`` as slices (``"5"`` an index); anything else is an error naming the part."""
     out = []
-    for part in str(text).split(","):
-        lo, _, hi = part.partition(":")
-        out.append(slice(int(lo) if lo.strip() else None, int(hi) if hi.strip() else None))
+    for part in text.split(","):
+        m = _REGION_PART.match(part)
+        if not m:
+            raise PycuteError(f"region {text!r}: {part.strip()!r} is not an index or a slice 'start:stop' "
+                              f"(no steps)")
+        index, lo, hi = m.groups()
+        out.append(int(index) if index is not None else
+                   slice(int(lo) if lo is not None else None, int(hi) if hi is not None else None))
     return tuple(out)
 
 
+# The fields of a copy description and their types; anything else is refused, so a typo is not ignored.
+_FIELDS = {
+    None: {"src": dict, "dst": dict, "cta_group": int, "shape": str, "multicast": str, "name": str},
+    "src": {"dtype": str, "layout": str, "region": str, "base_align": int},
+    "dst": {"dtype": str, "layout": str, "region": str, "replica": str, "columns": int},
+}
+_TYPE_NAMES = {dict: "an object", int: "an integer", str: "a string"}
+
+
+def _check_fields(spec, part=None) -> None:
+    where = f"{part!r}" if part else "the copy description"
+    if not isinstance(spec, dict):
+        raise PycuteError(f"{where} must be {_TYPE_NAMES[dict]}, got {json.dumps(spec)[:60]}")
+    for key, value in spec.items():
+        want = _FIELDS[part].get(key)
+        if want is None:
+            raise PycuteError(f"{where} has an unknown field {key!r}; the fields are {', '.join(_FIELDS[part])}")
+        if type(value) is not want:       # exactly: a bool is no integer, 32.0 no column count
+            raise PycuteError(f"field {key!r} must be {_TYPE_NAMES[want]}, got {json.dumps(value)[:60]}")
+        if want is dict:
+            _check_fields(value, key)
+
+
 def _load_spec(path: str) -> dict:
-    with open(path, "rb") as f:
-        data = f.read()
-    if path.endswith(".toml"):
-        try:
-            import tomllib
-        except ImportError:   # Python 3.10
-            raise PycuteError("TOML specs need Python 3.11 or newer; use JSON") from None
-        return tomllib.loads(data.decode())
-    return json.loads(data)
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except OSError as e:
+        raise PycuteError(f"cannot read the copy description {path!r}: {e.strerror or e}") from None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise PycuteError(f"{path}: not UTF-8 text ({e.reason} at byte {e.start})") from None
+    try:
+        if path.endswith(".toml"):
+            try:
+                import tomllib
+            except ImportError:   # Python 3.10
+                raise PycuteError("TOML specs need Python 3.11 or newer; use JSON") from None
+            return tomllib.loads(text)
+        return json.loads(text)
+    except RecursionError:
+        raise PycuteError(f"{path}: nested too deeply") from None
+    except ValueError as e:            # json.JSONDecodeError, tomllib.TOMLDecodeError
+        raise PycuteError(f"{path}: not valid {'TOML' if path.endswith('.toml') else 'JSON'}: {e}") from None
 
 
 def _spec_from_args(args) -> dict:
     spec = _load_spec(args.spec) if args.spec else {"src": {}, "dst": {}}
+    _check_fields(spec)
     src, dst = spec.setdefault("src", {}), spec.setdefault("dst", {})
     for key, value in (("dtype", args.src_dtype), ("layout", args.src), ("region", args.src_region)):
         if value is not None:
@@ -54,24 +98,28 @@ def _spec_from_args(args) -> dict:
 
 
 def plan_from_spec(spec: dict):
-    """Build the tensors a spec describes and plan the copy."""
+    """Build the tensors a spec describes and plan the copy; every problem with the description is a
+    PycuteError."""
     import pycute as pc
     from .parse import parse_layout
+    _check_fields(spec)
+    src, dst = spec.get("src", {}), spec.get("dst", {})
+    for part, fields, key in (("src", src, "dtype"), ("src", src, "layout"), ("dst", dst, "layout")):
+        if key not in fields:
+            raise PycuteError(f"the copy description lacks {part}.{key}\n{SPEC_HELP}")
     try:
-        src, dst = spec["src"], spec["dst"]
-        src_dtype = src["dtype"]
-        s = pc.make_smem_tensor(src_dtype, parse_layout(src["layout"]), src.get("base_align", 1024))
-        d = pc.make_tmem_tensor(dst.get("dtype", src_dtype), parse_layout(dst["layout"]),
+        s = pc.make_smem_tensor(src["dtype"], parse_layout(src["layout"]), src.get("base_align", 1024))
+        d = pc.make_tmem_tensor(dst.get("dtype", src["dtype"]), parse_layout(dst["layout"]),
                                 replica=parse_layout(dst["replica"]) if dst.get("replica") else None,
-                                columns=int(dst["columns"]) if dst.get("columns") is not None else None)
-    except KeyError as e:
-        raise PycuteError(f"the copy description lacks {e.args[0]!r}\n{SPEC_HELP}") from None
-    if src.get("region"):
-        s = s[_region(src["region"])]
-    if dst.get("region"):
-        d = d[_region(dst["region"])]
-    return pc.make_tiled_copy(d, s, cta_group=int(spec.get("cta_group", 1)), shape=spec.get("shape"),
-                              multicast=spec.get("multicast"))
+                                columns=dst.get("columns"))
+        if src.get("region"):
+            s = s[_region(src["region"])]
+        if dst.get("region"):
+            d = d[_region(dst["region"])]
+        return pc.make_tiled_copy(d, s, cta_group=spec.get("cta_group", 1), shape=spec.get("shape"),
+                                  multicast=spec.get("multicast"))
+    except TypeError as e:             # a layout where a shape belongs, a dtype that is no name, ...
+        raise PycuteError(str(e)) from None
 
 
 def _add_spec_args(p):
@@ -97,6 +145,9 @@ def _cmd_explain(args, out):
 def _cmd_emit(args, out):
     from .codegen import probe_source
     from .compile import compile_cuda
+    from .compile.nvrtc import ARCHES
+    if args.arch not in ARCHES:
+        raise PycuteError(f"unsupported arch {args.arch!r}; one of {', '.join(ARCHES)}")
     spec = _spec_from_args(args)
     plan = plan_from_spec(spec)
     name = spec.get("name") or "pycute_tcgen05_cp"
@@ -111,11 +162,19 @@ def _cmd_emit(args, out):
             print("\n".join(compiled.instructions()), file=out)
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse, with its usage errors in the command line's one-line form: ``error: ...`` and exit status 2."""
+
+    def error(self, message):
+        print(f"error: {message} (see {self.prog} --help)", file=sys.stderr)
+        sys.exit(2)
+
+
 def main(argv=None, out=None) -> int:
     out = out or sys.stdout
-    parser = argparse.ArgumentParser(prog="python -m pycute", description="cuTe layouts and tcgen05.cp planning",
-                                     epilog=SPEC_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
-    sub = parser.add_subparsers(dest="command", required=True)
+    parser = _Parser(prog="python -m pycute", description="cuTe layouts and tcgen05.cp planning",
+                     epilog=SPEC_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     demo = sub.add_parser("demo", help="plan, compile for sm_100a and verify the article's demo and one copy per atom")
     demo.add_argument("--quick", action="store_true", help="plan and emulate only (no NVRTC)")
     p_explain = sub.add_parser("explain", help="plan a copy and explain the plan", epilog=SPEC_HELP,

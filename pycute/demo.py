@@ -48,7 +48,7 @@ def _checks(plan):
     try:
         pc.verify_plan(plan, smem_base=0x400, stream=stream)
         emu_ok = True
-    except AssertionError:
+    except pc.EmulationError:
         emu_ok = False
     return f"{len(sass)} x {sass[0] if sass else '-'}", sass_ok, stream_ok, emu_ok
 

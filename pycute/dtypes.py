@@ -4,6 +4,7 @@ from __future__ import annotations
 import attrs
 
 from .errors import PlanError
+from .int_tuple import as_int
 
 __all__ = ["DType", "u8", "i8", "f8e4m3", "f8e5m2", "bf16", "f16", "f32", "tf32", "u16", "i16", "u32", "i32",
            "f4e2m1", "f6e2m3", "f6e3m2", "DTYPES", "dtype"]
@@ -15,6 +16,13 @@ class DType:
 
     name: str
     bits: int
+
+    def __attrs_post_init__(self):
+        if not isinstance(self.name, str) or not self.name.isidentifier():
+            raise TypeError(f"DType: name must be an identifier, got {self.name!r}")
+        object.__setattr__(self, "bits", as_int(self.bits, f"DType {self.name}: bits"))
+        if not 1 <= self.bits <= 64:
+            raise PlanError(f"DType {self.name}: {self.bits} bits per element is not a width in [1, 64]")
 
     def __repr__(self) -> str:
         return self.name
@@ -38,6 +46,8 @@ def dtype(x) -> DType:
     """A DType from itself or a name (``"bf16"``, ``"bfloat16"``, ``"uint8"``...)."""
     if isinstance(x, DType):
         return x
+    if not isinstance(x, str):
+        raise TypeError(f"dtype: expected a DType or a name, got {x!r} ({type(x).__name__})")
     t = DTYPES.get(x) or _ALIASES.get(x)
     if t is None:
         raise PlanError(f"unknown dtype {x!r}; known: {', '.join(sorted(DTYPES))}")

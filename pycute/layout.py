@@ -11,72 +11,20 @@ from __future__ import annotations
 
 import abc
 import functools
+import numbers
 
 import attrs
 
 from .basis import ScaledBasis
 from .errors import LayoutError
 from .memo import clear_caches, last_call, memo
-from .int_tuple import as_int, compact_col_major, crd2idx, flatten, has_none, is_int, product, tuplify
+from .normalize import _canonical, _canonical_shape, _canonicalize, fmt
+from .int_tuple import compact_col_major, crd2idx, flatten, has_none, product, tuplify
 
 __all__ = ["Layout", "ComposedBase", "make_layout", "size", "cosize", "rank", "depth", "coalesce", "filter",
            "slice_and_offset", "append", "is_layout", "clear_caches", "lifted", "by_mode"]
 
 _memo = memo
-
-
-def _fmt(t) -> str:
-    if isinstance(t, tuple):
-        return "(" + ",".join(_fmt(e) for e in t) + ")"
-    return repr(t) if isinstance(t, ScaledBasis) else str(t)
-
-
-def _canonical(shape, stride) -> bool:
-    """True when ``shape``/``stride`` are already congruent tuples of positive ints / int-or-basis strides."""
-    if type(shape) is int:
-        return shape > 0 and (type(stride) is int or type(stride) is ScaledBasis)
-    if type(shape) is not tuple or type(stride) is not tuple or len(shape) != len(stride):
-        return False
-    for s, d in zip(shape, stride):
-        if type(s) is int:
-            if s < 1 or not (type(d) is int or type(d) is ScaledBasis):
-                return False
-        elif not _canonical(s, d):
-            return False
-    return True
-
-
-MAX_DEPTH = 32     # far deeper than any real layout; refusing deeper input keeps recursion bounded
-
-
-def _canonicalize(shape, stride, where, depth=0):
-    """``(shape, stride)`` with lists as tuples and integers as ints, or a LayoutError/TypeError naming the entry."""
-    if depth > MAX_DEPTH:
-        raise LayoutError(f"{where}: nested deeper than {MAX_DEPTH} levels")
-    if isinstance(shape, (tuple, list)):
-        if not isinstance(stride, (tuple, list)) or len(shape) != len(stride):
-            raise LayoutError(f"{where}: shape {_fmt(shape)} and stride {_fmt(stride)} are not congruent")
-        pairs = [_canonicalize(s, d, where, depth + 1) for s, d in zip(shape, stride)]
-        return tuple(p[0] for p in pairs), tuple(p[1] for p in pairs)
-    if isinstance(stride, (tuple, list)):
-        raise LayoutError(f"{where}: shape {_fmt(shape)} and stride {_fmt(stride)} are not congruent")
-    shape = as_int(shape, f"{where}: a shape entry")
-    if shape < 1:
-        raise LayoutError(f"{where}: shape entries must be positive integers, got {shape}")
-    if type(stride) is not ScaledBasis:
-        stride = as_int(stride, f"{where}: a stride entry")
-    return shape, stride
-
-
-def _canonical_shape(shape, where, depth=0):
-    if depth > MAX_DEPTH:
-        raise LayoutError(f"{where}: nested deeper than {MAX_DEPTH} levels")
-    if isinstance(shape, (tuple, list)):
-        return tuple(_canonical_shape(s, where, depth + 1) for s in shape)
-    shape = as_int(shape, f"{where}: a shape entry")
-    if shape < 1:
-        raise LayoutError(f"{where}: shape entries must be positive integers, got {shape}")
-    return shape
 
 
 @attrs.frozen(init=False, repr=False, eq=False, getstate_setstate=False)
@@ -89,12 +37,11 @@ class Layout:
     _hash: int = attrs.field(init=False, repr=False)
 
     def __hash__(self) -> int:
-        try:
-            return self._hash
-        except AttributeError:
+        h = self._hash
+        if h is None:
             h = hash((self.shape, self.stride))
             _set_hash(self, h)
-            return h
+        return h
 
     def __eq__(self, other) -> bool:
         if type(other) is not Layout:
@@ -117,6 +64,7 @@ class Layout:
             shape, stride = _canonicalize(shape, stride, "Layout")
         _set_shape(self, shape)
         _set_stride(self, stride)
+        _set_hash(self, None)
 
     # -- queries --------------------------------------------------------------------------------------------
     def size(self) -> int:
@@ -139,9 +87,11 @@ class Layout:
     def __getitem__(self, i) -> "Layout":
         """Mode ``i`` as a layout (a rank-1 layout is its own mode 0)."""
         if isinstance(self.shape, tuple):
+            if type(i) is not int or not -len(self.shape) <= i < len(self.shape):
+                raise LayoutError(f"{self!r} has no mode {i!r} (rank {len(self.shape)})")
             return _mk(self.shape[i], self.stride[i])
         if i not in (0, -1):
-            raise LayoutError(f"mode {i} of rank-1 layout {self!r}")
+            raise LayoutError(f"{self!r} has no mode {i!r} (rank 1)")
         return self
 
     def __iter__(self):
@@ -155,7 +105,7 @@ class Layout:
         return crd2idx(crd, self.shape, self.stride)
 
     def __repr__(self) -> str:
-        return f"{_fmt(self.shape)}:{_fmt(self.stride)}"
+        return f"{fmt(self.shape)}:{fmt(self.stride)}"
 
     __str__ = __repr__
 
@@ -170,6 +120,7 @@ def _mk(shape, stride) -> Layout:
     obj = _new(Layout)
     _set_shape(obj, shape)
     _set_stride(obj, stride)
+    _set_hash(obj, None)
     return obj
 
 
@@ -189,13 +140,16 @@ def is_layout(x) -> bool:
 
 
 def _as_layout(x, op) -> Layout:
-    if isinstance(x, Layout):
+    """``x`` as a Layout: a Layout, a positive integer ``n`` (``n:1``) or a shape (compact column-major)."""
+    if type(x) is Layout:
         return x
-    if is_int(x):
-        return _mk(x, 1)
-    if isinstance(x, (tuple, list)) and all(is_int(e) for e in flatten(tuplify(x))):
+    if isinstance(x, numbers.Integral) and not isinstance(x, bool):
+        if x < 1:
+            raise LayoutError(f"{op}: a size must be positive, got {x}")
+        return _mk(int(x), 1)
+    if isinstance(x, (tuple, list)):
         return Layout(x)
-    raise LayoutError(f"{op}: expected a Layout, an int or a shape, got {x!r}")
+    raise TypeError(f"{op}: expected a Layout, a positive int or a shape, got {x!r} ({type(x).__name__})")
 
 
 def make_layout(*args) -> Layout:
@@ -227,7 +181,7 @@ def size(x) -> int:
     """Size of a layout's domain, or the product of a shape."""
     if isinstance(x, (Layout, ComposedBase)):
         return x.size()
-    return product(tuplify(x))
+    return product(_canonical_shape(x, "size"))
 
 
 def cosize(layout):
@@ -295,7 +249,7 @@ def _slice(crd, shape, stride, shapes, strides):
     if type(crd) is not tuple:
         return crd2idx.raw(crd, shape, stride)
     if type(shape) is not tuple or len(crd) != len(shape):
-        raise LayoutError(f"slice: coordinate {crd} does not match shape {_fmt(shape)}")
+        raise LayoutError(f"slice: coordinate {crd} does not match shape {fmt(shape)}")
     offset = 0
     for c, s, d in zip(crd, shape, stride):
         if c is None:

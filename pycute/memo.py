@@ -37,7 +37,8 @@ def weight(x) -> int:
         return n
     shape = getattr(x, "shape", None)
     if shape is None:
-        return 1
+        own = getattr(x, "memo_weight", None)       # a value that knows its size (a CopyPlan)
+        return own() if own is not None else 1
     if type(shape) is int:
         return 2
     n = 1

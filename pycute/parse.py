@@ -10,6 +10,7 @@ import re
 from .basis import E
 from .errors import LayoutError
 from .layout import Layout
+from .normalize import MAX_DEPTH
 from .swizzle import ComposedLayout, Swizzle
 
 __all__ = ["parse_layout"]
@@ -35,15 +36,17 @@ def _tokens(text: str):
     return out
 
 
-def _tree(tokens, i, text):
+def _tree(tokens, i, text, depth=0):
     if i >= len(tokens):
         raise LayoutError(f"layout {text!r} ends early")
+    if depth > MAX_DEPTH:
+        raise LayoutError(f"layout {text[:40]!r}...: nested deeper than {MAX_DEPTH} levels")
     t = tokens[i]
     if t == "(":
         items = []
         i += 1
         while True:
-            item, i = _tree(tokens, i, text)
+            item, i = _tree(tokens, i, text, depth + 1)
             items.append(item)
             if i < len(tokens) and tokens[i] == ",":
                 i += 1
@@ -57,16 +60,26 @@ def _tree(tokens, i, text):
 
 
 def parse_layout(text: str):
-    """A Layout (or ComposedLayout with a swizzle) from cuTe notation ``shape:stride``."""
+    """A Layout (or ComposedLayout with a swizzle) from cuTe notation ``shape:stride`` (or a shape alone, with
+    compact column-major strides). Text that is not exactly one layout is a LayoutError."""
+    if not isinstance(text, str):
+        raise TypeError(f"parse_layout: expected text, got {type(text).__name__}")
     m = _SWIZZLE.match(text)
     if m:
         inner = parse_layout(m.group(5))
-        return ComposedLayout(Swizzle(int(m.group(1)), int(m.group(2)), int(m.group(3))), int(m.group(4) or 0), inner)
+        try:
+            sw = Swizzle(int(m.group(1)), int(m.group(2)), int(m.group(3)))
+        except TypeError as e:
+            raise LayoutError(f"layout {text!r}: {e}") from None
+        return ComposedLayout(sw, int(m.group(4) or 0), inner)
     tokens = _tokens(text)
     shape, i = _tree(tokens, 0, text)
-    if i >= len(tokens) or tokens[i] != ":":
-        return Layout(shape)
-    stride, j = _tree(tokens, i + 1, text)
-    if j != len(tokens):
-        raise LayoutError(f"layout {text!r}: trailing text")
-    return Layout(shape, stride)
+    stride = None
+    if i < len(tokens) and tokens[i] == ":":
+        stride, i = _tree(tokens, i + 1, text)
+    if i != len(tokens):
+        raise LayoutError(f"layout {text!r}: unexpected text after the layout: {' '.join(map(str, tokens[i:]))!r}")
+    try:
+        return Layout(shape, stride)
+    except TypeError as e:              # e.g. a scaled basis written in a shape
+        raise LayoutError(f"layout {text!r}: {e}") from None

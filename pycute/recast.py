@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from .basis import ScaledBasis
 from .errors import LayoutError
-from .int_tuple import compact_order, flatten, is_int, tuplify
+from .int_tuple import as_int, compact_order, flatten, tuplify
 from .layout import ComposedBase, Layout, _as_layout, _memo, _mk
 
 __all__ = ["upcast", "downcast", "recast", "make_ordered_layout"]
@@ -20,7 +20,8 @@ def _check(layout, n, op):
     if isinstance(layout, ComposedBase):
         raise LayoutError(f"{op}: {layout!r} is a ComposedLayout; {op} its inner layout and swizzle apart")
     layout = _as_layout(layout, op)
-    if not is_int(n) or n < 1:
+    n = as_int(n, f"{op}: the factor")
+    if n < 1:
         raise LayoutError(f"{op}({layout!r}, {n!r}): the factor must be a positive integer")
     for d in flatten(layout.stride):
         if isinstance(d, ScaledBasis):
@@ -62,8 +63,8 @@ def downcast(layout, n: int):
 
 
 def _bits(x, op) -> int:
-    bits = getattr(x, "bits", x)
-    if not is_int(bits) or bits < 1:
+    bits = as_int(getattr(x, "bits", x), f"{op}: a width in bits")
+    if bits < 1:
         raise LayoutError(f"{op}: expected a width in bits or a dtype, got {x!r}")
     return bits
 

@@ -4,10 +4,12 @@ from __future__ import annotations
 import attrs
 
 from .errors import LayoutError
-from .int_tuple import has_none, is_int, tuplify
+from .int_tuple import as_int, has_none, tuplify
 from .layout import ComposedBase, Layout, _as_layout, slice_and_offset
 
 __all__ = ["Swizzle", "ComposedLayout", "shiftl", "shiftr"]
+
+MAX_SWIZZLE_BITS = 64     # B + M + |S|: the highest address bit a swizzle reads or writes
 
 
 def shiftr(a: int, s: int) -> int:
@@ -32,8 +34,14 @@ class Swizzle:
     shift: int
 
     def __attrs_post_init__(self):
-        if not all(is_int(v) for v in (self.bits, self.base, self.shift)) or self.bits < 0 or self.base < 0:
-            raise LayoutError(f"Swizzle({self.bits},{self.base},{self.shift}): B and M must be non-negative ints")
+        for name in ("bits", "base", "shift"):
+            object.__setattr__(self, name, as_int(getattr(self, name), f"Swizzle: {name}"))
+        if self.bits < 0 or self.base < 0:
+            raise LayoutError(f"Swizzle({self.bits},{self.base},{self.shift}): B and M must be non-negative")
+        if self.bits + self.base + abs(self.shift) > MAX_SWIZZLE_BITS:
+            raise LayoutError(f"Swizzle({self.bits},{self.base},{self.shift}) reaches address bit "
+                              f"{self.bits + self.base + abs(self.shift)}; swizzles act on offsets below "
+                              f"2^{MAX_SWIZZLE_BITS}")
         if self.bits == 0:             # every Sw<0,M,S> is the identity; CuTe spells it Sw<0,4,3>
             object.__setattr__(self, "base", 4)
             object.__setattr__(self, "shift", 3)

@@ -10,8 +10,8 @@ from __future__ import annotations
 import numbers
 
 from .errors import LayoutError
-from .int_tuple import ceil_div, flatten, product_each, tuplify
-from .layout import Layout, _as_layout, _memo, _mk, append, coalesce, cosize, lifted, make_layout, merge_modes
+from .int_tuple import ceil_div, flatten, product_each
+from .layout import Layout, _as_layout, _canonical_shape, _memo, _mk, append, coalesce, cosize, lifted, make_layout, merge_modes
 from .composition import _compose_layouts, complement
 from .recast import make_ordered_layout
 
@@ -227,7 +227,7 @@ def tile_to_shape(block, target_shape, order=None):
     ``target_shape``'s; each block mode must divide the target's (CuTe's post-condition: the shapes are
     compatible)."""
     block = _as_layout(block, "tile_to_shape")
-    target_shape = tuplify(target_shape)
+    target_shape = _canonical_shape(target_shape, "tile_to_shape")
     target = product_each(target_shape)
     if block.rank() > len(target):
         raise LayoutError(f"tile_to_shape: {block!r} has more modes than target shape {target_shape!r}")

@@ -17,6 +17,7 @@ PACKAGE = pathlib.Path(__file__).resolve().parents[1] / "pycute"
 LAYERS = [
     {"errors", "views", "memo"},
     {"int_tuple", "basis", "dtypes", "compile"},      # compile (NVRTC, cache, SASS, runtime): nothing above errors
+    {"normalize"},
     {"layout"},
     {"composition", "recast"},
     {"tiling"},

@@ -57,7 +57,78 @@ def test_errors_are_one_line_and_exit_2(capsys):
     rc, _ = run("explain", *DEMO_FLAGS[:-2], "--columns", "48")
     assert rc == 2 and "allocation of 48 columns is illegal" in capsys.readouterr().err
     rc, _ = run("explain", "--src", "(32,16):(16,1)")
-    assert rc == 2 and "the copy description lacks 'dtype'" in capsys.readouterr().err
+    assert rc == 2 and "the copy description lacks src.dtype" in capsys.readouterr().err
+
+
+GOOD = {"src": {"dtype": "u8", "layout": "(32,16):(16,1)"},
+        "dst": {"layout": "(32,16):(1@TLane,1@TCol)", "replica": "4:32@TLane", "columns": 32}}
+
+
+def with_field(part, key, value):
+    spec = json.loads(json.dumps(GOOD))
+    (spec[part] if part else spec)[key] = value
+    return json.dumps(spec)
+
+
+# (file contents or None for no file, extra arguments, a fragment of the one error line)
+MALFORMED = {
+    "missing file": (None, ["missing.json"], "cannot read the copy description"),
+    "a directory": (None, ["."], "cannot read the copy description"),
+    "empty file": ("", [], "not valid JSON"),
+    "invalid JSON": ("{src:", [], "not valid JSON"),
+    "a JSON list": ("[1, 2]", [], "must be an object"),
+    "JSON null": ("null", [], "must be an object"),
+    "not UTF-8": (b"\xff\xfe{}", [], "not UTF-8"),
+    "nested JSON": ("[" * 100000 + "]" * 100000, [], "nested too deeply"),
+    "float columns": (with_field("dst", "columns", 32.7), [], "'columns' must be an integer"),
+    "integral float columns": (with_field("dst", "columns", 32.0), [], "'columns' must be an integer"),
+    "float cta_group": (with_field(None, "cta_group", 1.9), [], "'cta_group' must be an integer"),
+    "bool cta_group": (with_field(None, "cta_group", True), [], "'cta_group' must be an integer"),
+    "cta_group 3": (with_field(None, "cta_group", 3), [], "cta_group must be 1 or 2"),
+    "layout as a number": (with_field("src", "layout", 5), [], "'layout' must be a string"),
+    "src as a string": (with_field(None, "src", "u8"), [], "'src' must be an object"),
+    "unknown field": (with_field("dst", "colums", 32), [], "unknown field 'colums'"),
+    "unknown dtype": (with_field("src", "dtype", "u7"), [], "unknown dtype 'u7'"),
+    "layout text trailing": (with_field("src", "layout", "(32,16) (16,1)"), [], "unexpected text after"),
+    "layout unbalanced": (with_field("src", "layout", "4,8)"), [], "unexpected text after"),
+    "layout nested 500": (with_field("src", "layout", "(" * 500 + "2" + ")" * 500), [], "nested deeper"),
+    "basis in a shape": (with_field("src", "layout", "(1@TLane,16):(16,1)"), [], "shape entry must be an integer"),
+    "region a:b": (with_field("src", "region", "a:b"), [], "is not an index or a slice"),
+    "region with a step": (with_field("src", "region", "0:32:2"), [], "is not an index or a slice"),
+    "region out of range": (with_field("src", "region", "0:64"), [], "outside its extent 32"),
+    "bad function name": (json.dumps(GOOD), ["--name", "int"], "is not a C identifier"),
+    "bad arch": (json.dumps(GOOD), ["--arch", "sm_42"], "unsupported arch"),
+    "bad TOML": ("x = [", ["--toml"], "not valid TOML"),
+    "unknown option": (json.dumps(GOOD), ["--colour"], "unrecognized arguments"),
+    "non-int flag": (json.dumps(GOOD), ["--columns", "x"], "invalid int value"),
+}
+
+
+@pytest.mark.parametrize("case", MALFORMED)
+def test_a_malformed_call_prints_one_error_line_and_exits_2(case, tmp_path, capsys, monkeypatch):
+    content, extra, fragment = MALFORMED[case]
+    monkeypatch.chdir(tmp_path)
+    argv = ["emit"]
+    if content is not None:
+        name = "copy.toml" if "--toml" in extra else "copy.json"
+        (tmp_path / name).write_bytes(content if isinstance(content, bytes) else content.encode())
+        argv.append(name)
+    argv += [a for a in extra if a != "--toml"]
+    try:
+        rc = main(argv, out=io.StringIO())
+    except SystemExit as e:              # argparse's own usage errors
+        rc = e.code
+    err = capsys.readouterr().err
+    if case == "bad TOML" and sys.version_info < (3, 11):
+        fragment = "need Python 3.11"
+    assert rc == 2 and fragment in err and err.startswith("error: ") and "Traceback" not in err
+
+
+def test_a_malformed_call_shows_no_traceback_to_a_user(tmp_path):
+    (tmp_path / "copy.json").write_text("[1, 2]")
+    r = subprocess.run([sys.executable, "-m", "pycute", "explain", str(tmp_path / "copy.json")],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2 and r.stderr.startswith("error: ") and "Traceback" not in r.stderr
 
 
 def test_help_describes_the_spec_format():

@@ -14,6 +14,7 @@ from ..arch.sm100.swizzle_modes import UNIT_BITS
 from ..arch.sm100.tmem import CELL_BITS, TCol
 from ..basis import E
 from ..errors import PlanError
+from ..int_tuple import as_int
 from ..layout import Layout
 from .base import CopyAtom
 
@@ -24,9 +25,12 @@ __all__ = ["Tcgen05CpAtom", "Cp128x256b", "Cp4x256b", "Cp128x128b", "Cp64x128bWa
 TBit = E("TBit")   # the bit within a 32-bit TMEM cell (only for describing atoms bit-exactly)
 
 
-def _check_cta_group(cta_group) -> None:
+def check_cta_group(cta_group) -> int:
+    """``cta_group`` as an int if it is 1 or 2 (a bool is a TypeError), else a PlanError."""
+    cta_group = as_int(cta_group, "cta_group")
     if cta_group not in CTA_GROUPS:
         raise PlanError(f"cta_group must be 1 or 2, got {cta_group!r}")
+    return cta_group
 
 
 @attrs.frozen(repr=False)
@@ -39,7 +43,7 @@ class Tcgen05CpAtom(CopyAtom):
     FORM: ClassVar[CpForm]
 
     def __attrs_post_init__(self):
-        _check_cta_group(self.cta_group)
+        object.__setattr__(self, "cta_group", check_cta_group(self.cta_group))
 
     # -- identity -------------------------------------------------------------------------------------------
     @property
@@ -168,20 +172,25 @@ TCGEN05_CP_ATOMS = tuple(cls(cta_group=g) for g in CTA_GROUPS for cls in TCGEN05
 
 def find_cp_atom(shape: str, multicast: str = "", cta_group: int = 1) -> Tcgen05CpAtom:
     """The atom of a (shape, multicast, cta_group) triple, or a PlanError naming what is legal."""
+    if not isinstance(shape, str) or not isinstance(multicast, (str, type(None))):
+        raise TypeError(f"tcgen05.cp shape and multicast are strings, got {shape!r}, {multicast!r}")
     if shape not in LEGAL_MULTICASTS:
         raise PlanError(f"unknown tcgen05.cp shape {shape!r}; legal shapes: {', '.join(LEGAL_MULTICASTS)}")
     multicast = multicast or ""
     if multicast not in LEGAL_MULTICASTS[shape]:
         legal = " or ".join(repr(m) for m in LEGAL_MULTICASTS[shape] if m) or "none"
         raise PlanError(f"illegal multicast {multicast!r} for tcgen05.cp shape {shape!r}; legal: {legal}")
-    _check_cta_group(cta_group)
+    cta_group = check_cta_group(cta_group)
     return _BY_NAME[shape + (f".{multicast}" if multicast else "")](cta_group=cta_group)
 
 
 def cp_candidates(cta_group: int, shape: str | None = None, multicast: str | None = None) -> tuple:
     """The atoms a copy may use, widest first: all six forms of ``cta_group``, those with ``multicast``, or the
     one ``shape`` names (whose multicast must be given when PTX allows two)."""
-    _check_cta_group(cta_group)
+    cta_group = check_cta_group(cta_group)
+    for name, value in (("shape", shape), ("multicast", multicast)):
+        if value is not None and not isinstance(value, str):
+            raise TypeError(f"tcgen05.cp {name} must be a string or None, got {value!r}")
     if shape is not None:
         if multicast is None and len(LEGAL_MULTICASTS.get(shape, ())) > 1:
             raise PlanError(f"tcgen05.cp shape {shape!r} requires an explicit multicast: "

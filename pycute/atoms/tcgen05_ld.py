@@ -11,6 +11,7 @@ import attrs
 
 from ..arch.sm100.ldst_shapes import LDST_SHAPES
 from ..errors import PlanError
+from ..int_tuple import as_int
 
 __all__ = ["TmemLoadAtom", "TmemStoreAtom", "TMEM_LDST_SHAPES"]
 
@@ -26,7 +27,8 @@ class _TmemLdSt:
     OP: ClassVar[str] = ""
 
     def __attrs_post_init__(self):
-        if self.shape not in LDST_SHAPES:
+        object.__setattr__(self, "num", as_int(self.num, f"tcgen05.{self.OP} .num"))
+        if not isinstance(self.shape, str) or self.shape not in LDST_SHAPES:
             raise PlanError(f"unknown tcgen05.{self.OP} shape {self.shape!r}; legal: {', '.join(LDST_SHAPES)}")
         cap = LDST_SHAPES[self.shape].max_num
         if self.num not in [1 << k for k in range(8)] or self.num > cap:

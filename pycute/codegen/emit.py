@@ -25,14 +25,14 @@ from .templates import render
 __all__ = ["emit_device_function", "helper_name", "helper_guard", "emit_helpers", "commit_asm", "ISSUE_MODES"]
 
 _NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-# C++ keywords and CUDA/C names a generated function must not take.
+# C++ keywords, main, and CUDA's built-in variables: names a generated function must not take.
 _RESERVED = frozenset("""alignas alignof and and_eq asm auto bitand bitor bool break case catch char char8_t char16_t
 char32_t class compl concept const consteval constexpr constinit const_cast continue co_await co_return co_yield
 decltype default delete do double dynamic_cast else enum explicit export extern false float for friend goto if inline
 int long mutable namespace new noexcept not not_eq nullptr operator or or_eq private protected public register
 reinterpret_cast requires return short signed sizeof static static_assert static_cast struct switch template this
 thread_local throw true try typedef typeid typename union unsigned using virtual void volatile wchar_t while xor
-xor_eq main""".split())
+xor_eq main threadIdx blockIdx blockDim gridDim warpSize""".split())
 
 #: ``issue=`` values: who calls the generated function.
 ISSUE_MODES = {
@@ -112,8 +112,11 @@ def emit_device_function(plan: CopyPlan, name: str = "pycute_tcgen05_cp", issue:
     ``smem_buffer`` is the shared buffer's base (aligned as the plan's source tensor says); ``tmem_base`` is the
     TMEM address that tcgen05.alloc returned. ``issue`` is the calling convention (``ISSUE_MODES``).
     """
-    if not isinstance(name, str) or not _NAME_RE.match(name) or name in _RESERVED:
-        raise CompileError(f"{name!r} is not a C identifier a function can have")
+    if not isinstance(name, str):
+        raise TypeError(f"the generated function's name must be a string, got {name!r}")
+    if not _NAME_RE.match(name) or name in _RESERVED or name.startswith("__") or re.match(r"_[A-Z]", name):
+        raise CompileError(f"{name!r} is not a C identifier a function can have (a keyword, a CUDA built-in or a "
+                           f"name reserved to the implementation)")
     if issue not in ISSUE_MODES:
         raise CompileError(f"issue={issue!r}: the calling convention is one of {', '.join(map(repr, ISSUE_MODES))}")
     convention, prologue, guard = ISSUE_MODES[issue]

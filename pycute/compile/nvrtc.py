@@ -7,7 +7,6 @@ from __future__ import annotations
 import contextlib
 import functools
 import hashlib
-import pickle
 import re
 import time
 
@@ -160,23 +159,41 @@ def compile_cuda(source: str, arch: str = "sm_100a", options=(), name: str = "py
 
     ``cache``: True for the default on-disk cache, False for none, or a CompileCache.
     """
+    if not isinstance(source, str):
+        raise TypeError(f"compile_cuda: source must be CUDA C++ text (str), got {type(source).__name__}")
+    if not isinstance(name, str) or not isinstance(options, (tuple, list)) \
+            or not all(isinstance(o, str) for o in options):
+        raise TypeError(f"compile_cuda: name must be a str and options a sequence of str, got {name!r}, "
+                        f"{options!r}")
     if arch not in ARCHES:
         raise CompileError(f"unsupported arch {arch!r}; one of {', '.join(ARCHES)} (tcgen05 needs an sm_100a, "
                            f"sm_100f, sm_103a/f or sm_110a/f target; sm_90a is for the no-tcgen05 runtime check)")
     options = tuple(_DEFAULT_OPTIONS) + tuple(options)
-    store = CompileCache() if cache is True else (cache or None)
+    store = _store(cache)
     key = cache_key(source, arch, options) if store is not None else None
     if store is not None:
-        payload = store.get(key)
-        if payload is not None:
+        sections = store.get(key)
+        if sections is not None and set(sections) == {"cubin", "ptx", "log"} \
+                and sections["cubin"].startswith(b"\x7fELF"):
             try:
-                cubin, ptx, log = pickle.loads(payload)
-                return Compiled(source, arch, options, cubin, ptx, log, from_cache=True)
-            except Exception:        # a valid checksum over an unreadable payload: rebuild it
-                pass
+                ptx, log = sections["ptx"].decode(), sections["log"].decode()
+            except UnicodeDecodeError:
+                ptx = None
+            if ptx is not None:
+                return Compiled(source, arch, options, sections["cubin"], ptx, log, from_cache=True)
     t0 = time.perf_counter()
     cubin, ptx, log = _compile_uncached(source, arch, options, name)
     seconds = time.perf_counter() - t0
     if store is not None:
-        store.put(key, pickle.dumps((cubin, ptx, log), protocol=pickle.HIGHEST_PROTOCOL))
+        store.put(key, {"cubin": cubin, "ptx": ptx.encode(), "log": log.encode()})
     return Compiled(source, arch, options, cubin, ptx, log, from_cache=False, seconds=seconds)
+
+
+def _store(cache) -> CompileCache | None:
+    if cache is True:
+        return CompileCache()
+    if cache is False or cache is None:
+        return None
+    if not isinstance(cache, CompileCache):
+        raise TypeError(f"compile_cuda: cache must be True, False, None or a CompileCache, got {cache!r}")
+    return cache

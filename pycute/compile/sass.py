@@ -36,10 +36,15 @@ def nvdisasm_path() -> str:
 
 def disassemble(cubin: bytes) -> str:
     """The SASS listing of a cubin."""
-    with tempfile.NamedTemporaryFile(suffix=".cubin") as f:
-        f.write(cubin)
-        f.flush()
-        r = subprocess.run([nvdisasm_path(), "-c", f.name], capture_output=True, text=True)
+    if not isinstance(cubin, (bytes, bytearray)):
+        raise TypeError(f"disassemble: a cubin is bytes, got {type(cubin).__name__}")
+    try:
+        with tempfile.NamedTemporaryFile(suffix=".cubin") as f:
+            f.write(cubin)
+            f.flush()
+            r = subprocess.run([nvdisasm_path(), "-c", f.name], capture_output=True, text=True)
+    except OSError as e:      # no space for the temporary file, no permission, nvdisasm not executable
+        raise CompileError(f"nvdisasm could not run: {e}") from None
     if r.returncode:
         raise CompileError(f"nvdisasm failed ({r.returncode}): {r.stderr.strip()}")
     return r.stdout

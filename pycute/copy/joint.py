@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import attrs
 
+from ..arch.sm100.descriptor import START_ADDRESS
+from ..arch.sm100.smem import SMEM_MAX_BYTES
 from ..arch.sm100.swizzle_modes import UNIT_BITS, SwizzleMode
 from ..arch.sm100.tmem import CELL_BITS, LANES
 from ..basis import basis_get
@@ -41,6 +43,7 @@ class Prepared:
     smem_base: int             # bytes from the buffer base
     lane_base: int
     col_base: int              # 32-bit columns from the allocation base
+    smem_end: int              # one past the last byte read, from the buffer base
 
     @property
     def bits(self) -> int:
@@ -152,6 +155,7 @@ def prepare(src: SmemTensor, dst: TmemTensor) -> Prepared:
                         f"every {buffer_mode.period} B; the descriptor (base offset 0) needs a period-aligned base"
                         f"{where(src, dst)}")
     lane_modes, col_modes = _split_axes(src, dst)
+    smem_end = _check_footprint(src, dst, buffer_mode)
     if (src.offset * bits) % 8:
         raise PlanError(f"the shared-memory region starts at element {src.offset}, which is not on a byte"
                         f"{where(src, dst)}")
@@ -163,4 +167,22 @@ def prepare(src: SmemTensor, dst: TmemTensor) -> Prepared:
         raise PlanError(f"TMEM lane offset {dst.lane_offset} overflows the 128-lane space{where(src, dst)}")
     return Prepared(src, dst, _merge(sorted(lane_modes, key=lambda m: m.step)),
                     _merge(sorted(col_modes, key=lambda m: m.step)), buffer_mode, src.offset * bits // 8,
-                    dst.lane_offset, col_bits // CELL_BITS)
+                    dst.lane_offset, col_bits // CELL_BITS, smem_end)
+
+
+def _check_footprint(src: SmemTensor, dst: TmemTensor, mode: SwizzleMode) -> int:
+    """One past the last shared-memory byte the copy reads, from the buffer base (a swizzle moves bytes only within
+    its period), refused where no buffer base could make every byte addressable."""
+    last = src.offset + sum((s - 1) * d for s, d in zip(flatten(src.layout.shape), flatten(src.layout.stride)))
+    end = -(-(last + 1) * src.bits // 8)
+    if mode is not SwizzleMode.NONE:
+        end = -(-end // mode.period) * mode.period
+    if end > START_ADDRESS.limit:
+        raise PlanError(f"the copy reads shared memory up to byte {end} from the buffer base, but the descriptor's "
+                        f"start-address field (bits 4-17 of the address) reaches only {START_ADDRESS.limit} B: "
+                        f"the addresses would wrap and re-read other bytes; and an sm_100 CTA has at most "
+                        f"{SMEM_MAX_BYTES} B of shared memory{where(src, dst)}")
+    if end > SMEM_MAX_BYTES:
+        raise PlanError(f"the copy reads shared memory up to byte {end} from the buffer base, beyond the "
+                        f"{SMEM_MAX_BYTES} B of shared memory an sm_100 CTA can have{where(src, dst)}")
+    return end

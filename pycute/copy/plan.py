@@ -1,16 +1,34 @@
 """The result of make_tiled_copy: which atom, which descriptor, which instructions, and why."""
 from __future__ import annotations
 
+import numbers
+
 import attrs
 
-from ..arch.sm100.descriptor import SmemDescriptor, patch_start_address
-from ..arch.sm100.tmem import split_address
+from ..arch.sm100.descriptor import START_ADDRESS, SmemDescriptor, patch_start_address
+from ..arch.sm100.smem import SMEM_MAX_BYTES
+from ..arch.sm100.swizzle_modes import UNIT_BYTES
+from ..arch.sm100.tmem import ALLOC_COLUMNS, COLUMNS, split_address
+from ..errors import DescriptorError, PlanError
 from ..atoms.tcgen05_cp import Tcgen05CpAtom
 from ..layout import Layout
 from ..views import view
 from .tensor import SmemTensor, TmemTensor
 
 __all__ = ["CpInstruction", "CopyPlan"]
+
+
+def _address(value, what: str, error=DescriptorError, align: int = UNIT_BYTES) -> int:
+    """``value`` as a non-negative int below the start-address field's reach (256 KiB) and ``align``-aligned."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{what}: an address must be an integer, got {value!r}")
+    value = int(value)
+    limit = START_ADDRESS.limit if align == UNIT_BYTES else 1 << 32
+    if not 0 <= value < limit:
+        raise error(f"{what}: address {value:#x} is outside [0, {limit:#x})")
+    if value % align:
+        raise error(f"{what}: address {value:#x} is not {align}-byte aligned")
+    return value
 
 
 @attrs.frozen
@@ -48,8 +66,13 @@ class CopyPlan:
     middle: Layout
     src: SmemTensor
     dst: TmemTensor
+    smem_end: int              # one past the last shared-memory byte the copy reads, from the buffer base
     rejected: tuple = attrs.field(default=(), eq=False)   # ((atom name, reason), ...) wider candidates tried;
     # a reason is any object whose str() is the rule it broke (formatted lazily by the planner)
+
+    def memo_weight(self) -> int:
+        """What a plan holds, for the bounded plan cache: its instructions and partition layouts."""
+        return 4 * len(self.instructions) + 64
 
     @property
     def cta_group(self) -> int:
@@ -66,11 +89,31 @@ class CopyPlan:
         return -(-self.bytes // 4096)
 
     def descriptor_for(self, smem_address: int) -> int:
-        """The 64-bit descriptor of an instruction whose start is at shared-window byte ``smem_address``."""
-        return patch_start_address(self.descriptor.encode(), smem_address)
+        """The 64-bit descriptor of an instruction whose start is at shared-window byte ``smem_address`` (a multiple
+        of 16 below 256 KiB, the reach of the start-address field; else DescriptorError)."""
+        return self.descriptor.encode(start_address=_address(smem_address, "descriptor_for"))
 
     def stream(self, smem_base: int, tmem_base: int) -> list[tuple[str, int, int]]:
-        """``(ptx, taddr, descriptor)`` per instruction for a buffer at ``smem_base`` and TMEM at ``tmem_base``."""
+        """``(ptx, taddr, descriptor)`` per instruction for a buffer at ``smem_base`` and TMEM at ``tmem_base``.
+
+        The bases must meet the plan's assumptions, else PlanError: ``smem_base`` aligned to the tensor's
+        ``base_align`` with the whole copy inside an sm_100 CTA's shared memory, and ``tmem_base`` an allocation's
+        address (lane 0, a column on the 32-column allocation unit) with room for ``dst.columns`` columns.
+        """
+        smem_base = _address(smem_base, "stream: smem_base", PlanError)
+        if smem_base % self.src.base_align:
+            raise PlanError(f"stream: smem_base {smem_base:#x} is not aligned to the {self.src.base_align} B the "
+                            f"plan assumes for the buffer (make_smem_tensor(base_align=...))")
+        if smem_base + self.smem_end > SMEM_MAX_BYTES:
+            raise PlanError(f"stream: a buffer at {smem_base:#x} puts the copy's last byte at "
+                            f"{smem_base + self.smem_end - 1:#x}, beyond the {SMEM_MAX_BYTES} B of shared memory "
+                            f"an sm_100 CTA can have")
+        tmem_base = _address(tmem_base, "stream: tmem_base", PlanError, align=1)
+        lane, column = split_address(tmem_base)
+        if lane or column % ALLOC_COLUMNS[0] or column + self.dst.columns > COLUMNS:
+            raise PlanError(f"stream: tmem_base {tmem_base:#x} (lane {lane}, column {column}) is not the base of a "
+                            f"{self.dst.columns}-column tcgen05.alloc: lane 0, a column that is a multiple of "
+                            f"{ALLOC_COLUMNS[0]}, and {self.dst.columns} columns inside {COLUMNS}")
         template = self.descriptor.encode()
         return [(i.ptx, tmem_base + i.tmem_offset, patch_start_address(template, smem_base + i.smem_offset))
                 for i in self.instructions]

@@ -9,15 +9,14 @@
 """
 from __future__ import annotations
 
-import functools
-
 import attrs
 
 from ..arch.sm100.descriptor import SmemDescriptor
-from ..atoms.tcgen05_cp import Tcgen05CpAtom, cp_candidates
+from ..atoms.tcgen05_cp import Tcgen05CpAtom, check_cta_group, cp_candidates
 from ..basis import E, ScaledBasis
 from ..errors import PlanError
 from ..layout import Layout, _mk
+from ..memo import memo
 from . import rules
 from .joint import Prepared, decompress_refusal, prepare, where
 from .plan import CopyPlan
@@ -64,14 +63,14 @@ def _plan_with(p: Prepared, atom: Tcgen05CpAtom) -> CopyPlan:
     rules.check_bounds(p, atom, middle)
     instructions = rules.issue_order(p, atom, middle, groups)
     return CopyPlan(atom, SmemDescriptor(0, lbo, groups.sbo, groups.mode), instructions, _partition_layout(rows),
-                    _column_layout(row.taken, p.bits), _partition_layout(middle), p.src, p.dst)
+                    _column_layout(row.taken, p.bits), _partition_layout(middle), p.src, p.dst, p.smem_end)
 
 
 def _check_envelope(dst, src) -> None:
     if not isinstance(src, SmemTensor):
-        raise PlanError(f"src must be a shared-memory tensor (make_smem_tensor), got {src!r}")
+        raise TypeError(f"make_tiled_copy: src must be a shared-memory tensor (make_smem_tensor), got {src!r}")
     if not isinstance(dst, TmemTensor):
-        raise PlanError(f"dst must be a TMEM tensor (make_tmem_tensor), got {dst!r}")
+        raise TypeError(f"make_tiled_copy: dst must be a TMEM tensor (make_tmem_tensor), got {dst!r}")
     if src.bits != dst.bits:
         if src.bits in (4, 6) and dst.bits == 8:
             raise PlanError(f"{decompress_refusal(f'{src.dtype.name} -> {dst.dtype.name}')}{where(src, dst)}")
@@ -82,7 +81,7 @@ def _check_envelope(dst, src) -> None:
                         f"make_tmem_tensor{where(src, dst)}")
 
 
-@functools.lru_cache(maxsize=4096)
+@memo
 def _plan(dst, src, cta_group, shape, multicast):
     candidates = cp_candidates(cta_group, shape, multicast)
     _check_envelope(dst, src)
@@ -111,9 +110,10 @@ def make_tiled_copy(dst, src, cta_group: int = 1, shape: str | None = None, mult
     """
     if decompress is not None:
         raise decompress_refusal(repr(decompress))
-    try:
-        return _plan(dst, src, cta_group, shape, multicast)
-    except TypeError as e:
-        if "unhashable" in str(e):
-            raise PlanError(f"make_tiled_copy: arguments must be tensors and strings ({e})") from None
-        raise
+    cta_group = check_cta_group(cta_group)
+    for name, value in (("shape", shape), ("multicast", multicast)):
+        if value is not None and not isinstance(value, str):
+            raise TypeError(f"make_tiled_copy: {name} must be a string or None, got {value!r}")
+    if not isinstance(src, SmemTensor) or not isinstance(dst, TmemTensor):
+        _check_envelope(dst, src)
+    return _plan(dst, src, cta_group, shape, multicast)

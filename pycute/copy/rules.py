@@ -268,6 +268,10 @@ def issue_order(p: Prepared, atom: Tcgen05CpAtom, middle: tuple, groups: CoreGro
                 (smem % mode.period) + (in_group - 1) * groups.pitch + UNIT_BYTES * atom.units > mode.period:
             raise Reject(f"instruction start +{smem} B is not aligned to the {mode.name} swizzle atom: its rows "
                          f"would cross the {mode.period} B swizzle period")
+        if mode is not SwizzleMode.NONE and smem % mode.row_pitch + UNIT_BYTES * atom.units > mode.row_pitch:
+            raise Reject(f"instruction start +{smem} B puts each {UNIT_BYTES * atom.units} B row across a "
+                         f"{mode.row_pitch} B row of the {mode.name} swizzle; the PTX text does not define what "
+                         f"tcgen05.cp reads there")
         column = p.col_base + col * p.bits // CELL_BITS
         out.append(CpInstruction(atom.ptx, tmem_address(p.lane_base + lane, column), smem))
     return tuple(out)

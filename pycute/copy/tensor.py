@@ -13,7 +13,7 @@ from ..arch.sm100.tmem import check_alloc_columns
 from ..basis import ScaledBasis, basis_get
 from ..dtypes import DType, dtype as as_dtype
 from ..errors import LayoutError, PlanError
-from ..int_tuple import flatten, is_int
+from ..int_tuple import as_int, flatten, is_int
 from ..composition import composition
 from ..layout import Layout, coalesce, make_layout
 from ..swizzle import ComposedLayout, Swizzle
@@ -48,6 +48,15 @@ def _window(mode: Layout, start: int, extent: int, where: str) -> tuple[Layout, 
     return sub, mode(start)
 
 
+def _index(k, mode: int, where: str):
+    """An index or slice with integer bounds (numpy's integers become ints; floats and bools are TypeErrors)."""
+    if isinstance(k, slice):
+        bounds = [None if b is None else as_int(b, f"{where}: a slice bound of mode {mode}") for b in (k.start, k.stop)]
+        step = None if k.step is None else as_int(k.step, f"{where}: a slice step of mode {mode}")
+        return slice(bounds[0], bounds[1], step)
+    return as_int(k, f"{where}: the index of mode {mode}")
+
+
 def _region(layout: Layout, offset, key, where: str):
     """Slice ``layout`` (rank r) by ``key`` (slices or ints, at most r): returns (layout, offset)."""
     if not isinstance(key, tuple):
@@ -60,6 +69,7 @@ def _region(layout: Layout, offset, key, where: str):
     for i, k in enumerate(key):
         mode = layout[i] if r > 1 else layout
         n = mode.size()
+        k = _index(k, i, where)
         if is_int(k):
             if not -n <= k < n:
                 raise PlanError(f"{where}: index {k} is out of range for mode {i} of extent {n}")
@@ -174,7 +184,8 @@ def make_smem_tensor(dtype, layout, base_align: int = 1024) -> SmemTensor:
     for d in flatten(inner.stride):
         if not is_int(d):
             raise PlanError(f"shared-memory layout {inner!r} has a non-integer stride {d!r}")
-    if not is_int(base_align) or base_align < 16 or base_align & (base_align - 1):
+    base_align = as_int(base_align, "make_smem_tensor: base_align")
+    if base_align < 16 or base_align & (base_align - 1):
         raise PlanError(f"base_align {base_align!r} must be a power of two of at least 16 bytes")
     return SmemTensor(dt, inner, sw, 0, base_align)
 
@@ -196,7 +207,7 @@ def make_tmem_tensor(dtype, layout, replica=None, columns=None) -> TmemTensor:
                 raise PlanError(f"replica {replica!r}: stride {d!r} is not on the TLane axis")
     if columns is not None:
         try:
-            check_alloc_columns(columns)
+            columns = check_alloc_columns(columns)
         except PlanError as e:
             raise PlanError(f"TMEM tensor: {e}") from None
     return TmemTensor(dt, layout, replica, columns, 0)

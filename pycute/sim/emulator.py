@@ -21,6 +21,7 @@ from ..arch.sm100.tmem import CELL_BITS, COLUMNS, LANES, QUADRANT_LANES, check_a
 from ..atoms.tcgen05_cp import Tcgen05CpAtom, parse_cp_ptx
 from ..atoms.tcgen05_ld import TmemLoadAtom
 from ..errors import EmulationError, PlanError
+from ..int_tuple import as_int
 
 __all__ = ["Sm100Emulator", "CtaState"]
 
@@ -50,6 +51,12 @@ class Sm100Emulator:
     """
 
     def __init__(self, smem_bytes: int = 64 * 1024, smem_base: int = 0, ctas: int = 1, fill_tmem: int = 0):
+        smem_bytes, smem_base = as_int(smem_bytes, "smem_bytes"), as_int(smem_base, "smem_base")
+        ctas, fill_tmem = as_int(ctas, "ctas"), as_int(fill_tmem, "fill_tmem")
+        if not 0 <= fill_tmem < 1 << 32:
+            raise EmulationError(f"fill_tmem {fill_tmem:#x} is not a 32-bit TMEM cell value")
+        if smem_bytes < 0:
+            raise EmulationError(f"smem_bytes {smem_bytes} is negative")
         if smem_base % UNIT_BYTES or smem_base < 0 or smem_base + smem_bytes > _SMEM_WINDOW:
             raise EmulationError(f"shared memory [{smem_base:#x}, {smem_base + smem_bytes:#x}) must be 16-byte "
                                  f"aligned and inside the {_SMEM_WINDOW:#x}-byte window a descriptor can address")
@@ -65,9 +72,16 @@ class Sm100Emulator:
         return f"Sm100Emulator({len(self.ctas)} CTA{'s' if len(self.ctas) > 1 else ''}{group}: {self.ctas!r})"
 
     # -- set-up -----------------------------------------------------------------------------------------------
+    def _cta(self, cta) -> int:
+        cta = as_int(cta, "cta")
+        if not 0 <= cta < len(self.ctas):
+            raise EmulationError(f"CTA {cta} does not exist: the emulator models {len(self.ctas)} CTA(s)")
+        return cta
+
     def write_smem(self, address: int, data, cta: int = 0) -> None:
         """Store bytes at an absolute shared-window address of ``cta``."""
-        c = self.ctas[cta]
+        c = self.ctas[self._cta(cta)]
+        address = as_int(address, "write_smem: address")
         data = np.frombuffer(bytes(data), dtype=np.uint8) if not isinstance(data, np.ndarray) else \
             data.view(np.uint8).ravel()
         lo = address - c.smem_base
@@ -111,6 +125,8 @@ class Sm100Emulator:
     # -- tcgen05.cp ---------------------------------------------------------------------------------------------
     def cp(self, ptx: str, taddr: int, desc: int, cta: int = 0) -> None:
         """Issue one ``tcgen05.cp`` from ``cta``; its writes land at the next ``commit``."""
+        cta = self._cta(cta)
+        taddr, desc = as_int(taddr, "tcgen05.cp taddr"), as_int(desc, "tcgen05.cp descriptor")
         try:
             atom, fmt = parse_cp_ptx(ptx)
         except PlanError as e:
@@ -189,7 +205,7 @@ class Sm100Emulator:
     def commit(self, cta: int = 0) -> None:
         """``tcgen05.commit`` + mbarrier wait: the issued copies complete. Unordered copies that write the same
         TMEM cell race (two cp are not pipelined with each other), so that is refused."""
-        targets = range(len(self.ctas)) if self.cta_group == 2 else [cta]
+        targets = range(len(self.ctas)) if self.cta_group == 2 else [self._cta(cta)]
         for t in targets:
             c = self.ctas[t]
             written = np.zeros((LANES, COLUMNS), dtype=bool)
@@ -212,7 +228,8 @@ class Sm100Emulator:
     # -- read-back -----------------------------------------------------------------------------------------------
     def ld(self, atom: TmemLoadAtom, warp: int, taddr: int, cta: int = 0) -> np.ndarray:
         """``tcgen05.ld`` by warp ``warp``: a ``(32 threads, registers)`` uint32 array."""
-        c = self.ctas[cta]
+        c = self.ctas[self._cta(cta)]
+        warp, taddr = as_int(warp, "warp"), as_int(taddr, "tcgen05.ld taddr")
         if c.pending:
             raise EmulationError("tcgen05.ld before the issued tcgen05.cp were committed and waited for")
         lane_field, col0 = split_address(taddr)
@@ -240,4 +257,4 @@ class Sm100Emulator:
 
     def tmem_image(self, cta: int = 0) -> np.ndarray:
         """A copy of the whole TMEM of ``cta`` (lanes x columns, uint32), for comparisons."""
-        return self.ctas[cta].tmem.copy()
+        return self.ctas[self._cta(cta)].tmem.copy()

@@ -6,6 +6,7 @@ import numpy as np
 
 from ..arch.sm100.tmem import COLUMNS, LANES
 from ..copy.plan import CopyPlan
+from ..errors import EmulationError
 from ..copy.reference import expected_tmem, fill_pattern, smem_bytes_needed
 from .emulator import Sm100Emulator
 
@@ -14,7 +15,9 @@ __all__ = ["verify_plan"]
 
 def verify_plan(plan: CopyPlan, seed: int = 0, smem_base: int = 0, stream=None) -> None:
     """Emulate ``plan`` (or an explicit instruction ``stream``) and compare every CTA's TMEM with
-    ``expected_tmem``; raises AssertionError with the first differing cells."""
+    ``expected_tmem``; raises EmulationError with the first differing cells."""
+    if not isinstance(plan, CopyPlan):
+        raise TypeError(f"verify_plan: expected a CopyPlan (make_tiled_copy), got {type(plan).__name__}")
     src, dst = plan.src, plan.dst
     ctas = plan.cta_group
     nbytes = smem_bytes_needed(src)
@@ -33,4 +36,5 @@ def verify_plan(plan: CopyPlan, seed: int = 0, smem_base: int = 0, stream=None) 
         if not np.array_equal(got, want):
             diff = np.argwhere(got != want)[:5]
             cells = ", ".join(f"(lane {a}, col {b}): got {got[a, b]:#010x} want {want[a, b]:#010x}" for a, b in diff)
-            raise AssertionError(f"CTA {c}: {int((got != want).sum())} TMEM cells differ: {cells}")
+            raise EmulationError(f"CTA {c}: {int((got != want).sum())} TMEM cells differ from what the layouts "
+                                 f"say the copy must produce: {cells}")

@@ -123,9 +123,15 @@ def test_plan_cuda_method_is_the_emitter():
     assert plan.cuda(name="copy_q") == emit_device_function(plan, "copy_q")
 
 
-@pytest.mark.parametrize("name", ["copy-q", "1copy", "", "int", "return", "main", None, 3])
+@pytest.mark.parametrize("name", ["copy-q", "1copy", "", "int", "return", "main", "threadIdx", "__copy", "_Copy"])
 def test_bad_function_name_is_refused(name):
     with pytest.raises(pc.CompileError, match="is not a C identifier a function can have"):
+        emit_device_function(sw128_plan(), name)
+
+
+@pytest.mark.parametrize("name", [None, 3])
+def test_a_function_name_that_is_no_string_is_a_type_error(name):
+    with pytest.raises(TypeError, match="name must be a string"):
         emit_device_function(sw128_plan(), name)
 
 

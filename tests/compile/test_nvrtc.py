@@ -71,6 +71,45 @@ def test_damaged_cache_entry_is_detected_and_rebuilt(cache, damage):
     assert compile_cuda(SMOKE, cache=cache).from_cache
 
 
+OTHER = SMOKE.replace("smoke", "other")
+
+
+def test_an_entry_copied_over_another_key_is_never_returned(cache):
+    mine, other = compile_cuda(SMOKE, cache=cache), compile_cuda(OTHER, cache=cache)
+    mine_path = cache.path(cache_key(SMOKE, "sm_100a", mine.options))
+    mine_path.write_bytes(cache.path(cache_key(OTHER, "sm_100a", other.options)).read_bytes())
+    again = compile_cuda(SMOKE, cache=cache)
+    assert not again.from_cache and again.cubin == mine.cubin and again.ptx == mine.ptx
+    assert compile_cuda(SMOKE, cache=cache).from_cache
+
+
+def test_a_pickled_or_foreign_entry_is_never_loaded(cache):
+    import pickle
+    c = compile_cuda(SMOKE, cache=cache)
+    path = cache.path(cache_key(SMOKE, "sm_100a", c.options))
+    for foreign in (pickle.dumps((b"\x7fELF", "ptx", "log")), b'{"format": "pycute-cache", "version": 1}\n',
+                    path.read_bytes().replace(b'"version": 2', b'"version": 3')):
+        path.write_bytes(foreign)
+        again = compile_cuda(SMOKE, cache=cache)
+        assert not again.from_cache and again.cubin == c.cubin
+
+
+def test_an_intact_entry_whose_sections_are_not_a_cubin_is_rebuilt(cache):
+    c = compile_cuda(SMOKE, cache=cache)
+    key = cache_key(SMOKE, "sm_100a", c.options)
+    cache.put(key, {"cubin": b"not an ELF", "ptx": b"", "log": b""})
+    assert cache.get(key) is not None                     # intact as a cache entry...
+    again = compile_cuda(SMOKE, cache=cache)
+    assert not again.from_cache and again.cubin == c.cubin  # ...but not a cubin: compiled again
+
+
+def test_cache_keys_and_sections_are_checked(cache):
+    with pytest.raises(ValueError, match="64 lowercase hex digits"):
+        cache.get("../../etc/passwd")
+    with pytest.raises(TypeError, match="map names to bytes"):
+        cache.put("0" * 64, {"cubin": "text"})
+
+
 def test_cache_location_follows_the_environment(tmp_path, monkeypatch):
     monkeypatch.setenv("PYCUTE_CACHE_DIR", str(tmp_path / "env-cache"))
     compile_cuda(SMOKE)

@@ -290,8 +290,10 @@ def test_envelope_and_structure_refusals(src, dst, message):
 
 def test_tensor_kinds_are_checked():
     dst, src = demo()
-    refuses("src must be a shared-memory tensor", dst, dst)
-    refuses("dst must be a TMEM tensor", src, src)
+    with pytest.raises(TypeError, match="src must be a shared-memory tensor"):
+        pc.make_tiled_copy(dst, dst)
+    with pytest.raises(TypeError, match="dst must be a TMEM tensor"):
+        pc.make_tiled_copy(src, src)
 
 
 def test_bad_cta_group_and_multicast():
@@ -335,7 +337,7 @@ def test_verify_catches_a_corrupted_plan():
     dst = make_tmem_tensor(pc.bf16, Layout((128, 64), (TLane, TCol)), columns=64)
     plan = pc.make_tiled_copy(dst, src)
     swapped = (attrs.evolve(plan.instructions[0], smem_offset=32), attrs.evolve(plan.instructions[1], smem_offset=0))
-    with pytest.raises(AssertionError, match="TMEM cells differ"):
+    with pytest.raises(pc.EmulationError, match=r"TMEM cells differ .* \(lane \d+, col \d+\): got 0x"):
         pc.verify_plan(attrs.evolve(plan, instructions=swapped + plan.instructions[2:]))
 
 
@@ -353,3 +355,37 @@ def test_tensors_and_emulator_print_readably():
     assert repr(dst[4:8, :]) == "tmem<u8>[4@TLane o (4,16):(1@TLane,1@TCol), replica 4:32@TLane, 32 columns]"
     assert repr(Sm100Emulator(smem_bytes=1024)) == \
         "Sm100Emulator(1 CTA: [CtaState(smem 1024 B at 0x0, TMEM 0 of 512 columns allocated, 0 uncommitted cp)])"
+
+
+@pytest.mark.parametrize("k_step, accepted", [(136, False), (128, True)])
+def test_swizzled_256b_rows_must_not_straddle_a_swizzle_row(k_step, accepted):
+    # 8-element (16 B) rows of bf16 in Sw<1,3,3> (32 B swizzle rows); K blocks k_step elements apart. At 136 the
+    # second block starts 16 B into a swizzle row, so each 32 B row of a 4x256b copy would cross a row line.
+    src = make_smem_tensor(pc.bf16, ComposedLayout(Swizzle(1, 3, 3), 0, Layout((8, (16, 4)), (16, (1, k_step)))))
+    dst = make_tmem_tensor(pc.bf16, Layout((4, 64), (32 * TLane, TCol)), columns=32)
+    if accepted:
+        plan = pc.make_tiled_copy(dst, src[0:4, :])
+        assert plan.atom.name == "4x256b"
+        pc.verify_plan(plan)
+    else:
+        refuses("puts each 32 B row across a 32 B row of the B32 swizzle", dst, src[0:4, :])
+
+
+def test_plan_bases_are_checked():
+    plan = pc.make_tiled_copy(*demo())
+    with pytest.raises(pc.DescriptorError, match="not 16-byte aligned"):
+        plan.descriptor_for(8)
+    with pytest.raises(pc.DescriptorError, match=r"outside \[0, 0x40000\)"):
+        plan.descriptor_for(1 << 20)
+    assert plan.descriptor_for(0) != plan.descriptor_for(1 << 4)
+    with pytest.raises(pc.PlanError, match="not the base of a 32-column tcgen05.alloc"):
+        plan.stream(0, 3)
+    with pytest.raises(pc.PlanError, match="not the base of a 32-column tcgen05.alloc"):
+        plan.stream(0, 1 << 16)                                  # lane 1
+    with pytest.raises(pc.PlanError, match="not aligned to the 1024 B"):
+        plan.stream(0x200, 0)
+    with pytest.raises(pc.PlanError, match="beyond the 232448 B"):
+        plan.stream(232448, 0)
+    with pytest.raises(TypeError, match="must be an integer"):
+        plan.stream(0.0, 0)
+    assert plan.stream(0x400, 32)[0][1] == 32

@@ -9,6 +9,7 @@ from __future__ import annotations
 import attrs
 
 from ...errors import DescriptorError
+from ...int_tuple import as_int
 from .swizzle_modes import SwizzleMode
 
 __all__ = ["DescriptorField", "FIELDS", "START_ADDRESS", "LBO", "SBO", "VERSION", "BASE_OFFSET", "LBO_MODE",
@@ -76,6 +77,8 @@ class SmemDescriptor:
     lbo_mode: int = 0
 
     def __attrs_post_init__(self):
+        for name in ("start_address", "lbo", "sbo", "base_offset", "lbo_mode"):
+            object.__setattr__(self, name, as_int(getattr(self, name), f"SmemDescriptor: {name}"))
         for field in (START_ADDRESS, LBO, SBO):
             _check_bytes(field, getattr(self, field.name))
         if not isinstance(self.swizzle, SwizzleMode):
@@ -87,7 +90,7 @@ class SmemDescriptor:
 
     def encode(self, start_address: int | None = None) -> int:
         """The 64-bit descriptor value; ``start_address`` overrides the stored one."""
-        start = self.start_address if start_address is None else start_address
+        start = self.start_address if start_address is None else as_int(start_address, "start_address")
         _check_bytes(START_ADDRESS, start)
         return (START_ADDRESS.put(start) | LBO.put(self.lbo) | SBO.put(self.sbo) | VERSION.put(BLACKWELL_VERSION)
                 | BASE_OFFSET.put(self.base_offset) | LBO_MODE.put(self.lbo_mode) | SWIZZLE.put(self.swizzle.code))

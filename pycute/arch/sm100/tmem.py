@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from ...basis import E
 from ...errors import PlanError
+from ...int_tuple import as_int
 
 __all__ = ["TLane", "TCol", "LANES", "COLUMNS", "CELL_BITS", "QUADRANT_LANES", "ALLOC_COLUMNS", "LANE_SHIFT",
            "tmem_address", "split_address", "check_alloc_columns", "alloc_columns_for", "lane_quadrant"]
@@ -36,6 +37,7 @@ def split_address(taddr: int) -> tuple[int, int]:
 
 def check_alloc_columns(ncols: int) -> int:
     """``ncols`` if tcgen05.alloc accepts it (a power of two in [32, 512]), else a PlanError."""
+    ncols = as_int(ncols, "TMEM allocation columns")
     if ncols not in ALLOC_COLUMNS:
         raise PlanError(f"TMEM allocation of {ncols!r} columns is illegal: tcgen05.alloc takes a power of two in "
                         f"[32, 512] ({', '.join(map(str, ALLOC_COLUMNS))})")
@@ -44,6 +46,7 @@ def check_alloc_columns(ncols: int) -> int:
 
 def alloc_columns_for(columns: int) -> int:
     """The smallest legal tcgen05.alloc size holding ``columns`` 32-bit columns."""
+    columns = as_int(columns, "alloc_columns_for: columns")
     if not 0 < columns <= COLUMNS:
         raise PlanError(f"{columns} TMEM columns cannot be allocated (at most {COLUMNS})")
     return max(ALLOC_COLUMNS[0], 1 << (columns - 1).bit_length())

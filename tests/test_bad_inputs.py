@@ -1,0 +1,188 @@
+"""Bad input at every public entry point gets a typed error naming what was wrong: LayoutError, PlanError,
+DescriptorError, CompileError, EmulationError (all ValueErrors), or TypeError for a wrong type; never an exception
+from deep inside and never a silently wrong result. numpy integers are integers everywhere."""
+import numpy as np
+import pytest
+
+import pycute as pc
+from pycute import Layout, TCol, TLane
+from pycute.arch.sm100.tmem import alloc_columns_for, check_alloc_columns
+from pycute.atoms.tcgen05_cp import find_cp_atom
+from pycute.atoms.tcgen05_ld import TmemLoadAtom
+from pycute.compile import CompileCache, compile_cuda
+from pycute.sim import Sm100Emulator
+
+A = Layout((4, 8), (1, 4))
+
+
+def nested(depth):
+    t = 2
+    for _ in range(depth):
+        t = (t,)
+    return t
+
+
+def demo_tensors():
+    src = pc.make_smem_tensor(pc.u8, Layout((32, 16), (16, 1)))
+    dst = pc.make_tmem_tensor(pc.u8, Layout((32, 16), (TLane, TCol)), replica=Layout(4, 32 * TLane), columns=32)
+    return dst, src
+
+
+def plan():
+    return pc.make_tiled_copy(*demo_tensors())
+
+
+L, T, P, D, C, E = pc.LayoutError, TypeError, pc.PlanError, pc.DescriptorError, pc.CompileError, pc.EmulationError
+
+# id -> (call, error type, a fragment of its message)
+BAD = {
+    # -- the layout algebra: zero, negative, float, bool, text, None, too deep ---------------------------------
+    "Layout zero extent": (lambda: Layout((4, 0)), L, "positive integers, got 0"),
+    "Layout float extent": (lambda: Layout(4.0, 1), T, "shape entry must be an integer, got 4.0"),
+    "Layout bool stride": (lambda: Layout(4, True), T, "stride entry must be an integer, got True"),
+    "Layout text extent": (lambda: Layout((4, "x"), (1, 4)), T, "got 'x'"),
+    "Layout not congruent": (lambda: Layout((4, 8), (1,)), L, "are not congruent"),
+    "Layout nested 400 deep": (lambda: Layout(nested(400)), L, "nested deeper than 32"),
+    "Layout mode out of range": (lambda: Layout((4, 8))[2], L, "has no mode 2"),
+    "Layout mode index text": (lambda: Layout((4, 8))["a"], L, "has no mode 'a'"),
+    "evaluate text": (lambda: Layout(4, 2)("ab"), T, "coordinate must be an integer, got 'ab'"),
+    "evaluate float": (lambda: Layout(4, 2)(1.5), T, "coordinate must be an integer, got 1.5"),
+    "evaluate wrong rank": (lambda: A((1, 2, 3)), L, "does not match shape"),
+    "size text": (lambda: pc.size((4, "x")), T, "shape entry must be an integer, got 'x'"),
+    "size zero": (lambda: pc.size((4, 0)), L, "positive integers, got 0"),
+    "crd2idx stride rank": (lambda: pc.crd2idx((1, 2), (4, 8), (1,)), L, "are not congruent"),
+    "idx2crd zero extent": (lambda: pc.idx2crd(5, (4, 0)), L, "positive integers, got 0"),
+    "idx2crd text": (lambda: pc.idx2crd("5", (4, 8)), T, "index must be an integer"),
+    "composition by 0": (lambda: pc.composition(A, 0), L, "must be a positive size"),
+    "composition by -1": (lambda: pc.composition(A, -1), L, "must be a positive size"),
+    "composition by float": (lambda: pc.composition(A, 2.0), T, "the right operand must be a Layout"),
+    "composition by text": (lambda: pc.composition(A, "4"), T, "the right operand must be a Layout"),
+    "composition of text": (lambda: pc.composition("A", 4), L, "is not a layout"),
+    "complement cotarget 0": (lambda: pc.complement(A, 0), L, "cotarget must be a positive integer"),
+    "complement cotarget nan": (lambda: pc.complement(A, float("nan")), L, "cotarget must be a positive integer"),
+    "complement of text": (lambda: pc.complement("x"), T, "expected a Layout"),
+    "complement of -4": (lambda: pc.complement(-4), L, "a size must be positive"),
+    "logical_divide by 0": (lambda: pc.logical_divide(A, 0), L, "must be a positive size, got 0"),
+    "logical_divide by float": (lambda: pc.logical_divide(A, 2.5), T, "a tiler must be a Layout"),
+    "logical_divide deep tiler": (lambda: pc.logical_divide(A, (1, 1, 1)), L, "has more modes than"),
+    "zipped_divide None mode": (lambda: pc.zipped_divide(A, (None, 2)), L, "is not a (tile, rest) pair"),
+    "logical_product by 0": (lambda: pc.logical_product(A, 0), L, "must be a positive size, got 0"),
+    "logical_product by -1": (lambda: pc.logical_product(A, -1), L, "must be a positive size, got -1"),
+    "blocked_product by 0": (lambda: pc.blocked_product(A, 0), L, "a size must be positive, got 0"),
+    "raked_product by -1": (lambda: pc.raked_product(A, -1), L, "a size must be positive, got -1"),
+    "raked_product by text": (lambda: pc.raked_product(A, "x"), T, "expected a Layout"),
+    "tile_to_shape text": (lambda: pc.tile_to_shape(A, ("x", 8)), T, "shape entry must be an integer"),
+    "upcast by 0": (lambda: pc.upcast(A, 0), L, "factor must be a positive integer"),
+    "upcast by text": (lambda: pc.upcast(A, "x"), T, "the factor must be an integer, got 'x'"),
+    "downcast by 0": (lambda: pc.downcast(A, 0), L, "factor must be a positive integer"),
+    "downcast by text": (lambda: pc.downcast(A, "x"), T, "the factor must be an integer, got 'x'"),
+    "recast by float width": (lambda: pc.recast(A, 8, 16.0), T, "a width in bits must be an integer"),
+    "make_ordered_layout order": (lambda: pc.make_ordered_layout((4, 8), (0,)), L, "is not congruent"),
+    "Swizzle overlapping": (lambda: pc.Swizzle(3, 4, 2), L, "|S| must be at least B"),
+    "Swizzle huge": (lambda: pc.Swizzle(2 ** 40, 0, 2 ** 40), L, "swizzles act on offsets below 2^64"),
+    "Swizzle negative": (lambda: pc.Swizzle(-1, 4, 3), L, "must be non-negative"),
+    "Swizzle bool": (lambda: pc.Swizzle(True, 4, 3), T, "bits must be an integer, got True"),
+    "parse trailing text": (lambda: pc.parse_layout("(32,16) (16,1)"), L, "unexpected text after the layout"),
+    "parse unbalanced": (lambda: pc.parse_layout("4,8)"), L, "unexpected text after the layout"),
+    "parse open": (lambda: pc.parse_layout("((4,2)"), L, "expected ',' or ')'"),
+    "parse nested 500": (lambda: pc.parse_layout("(" * 500 + "2" + ")" * 500), L, "nested deeper than 32"),
+    "parse not text": (lambda: pc.parse_layout(4), T, "expected text"),
+    "parse garbage": (lambda: pc.parse_layout("4:x"), L, "cannot parse layout"),
+    # -- tensors and the planner ----------------------------------------------------------------------------
+    "columns float": (lambda: pc.make_tmem_tensor(pc.u8, Layout((32, 16), (TLane, TCol)), columns=32.0), T,
+                      "columns must be an integer, got 32.0"),
+    "columns 48": (lambda: pc.make_tmem_tensor(pc.u8, Layout((32, 16), (TLane, TCol)), columns=48), P,
+                   "allocation of 48 columns is illegal"),
+    "base_align float": (lambda: pc.make_smem_tensor(pc.u8, A, base_align=1024.0), T, "must be an integer"),
+    "base_align 24": (lambda: pc.make_smem_tensor(pc.u8, A, base_align=24), P, "power of two"),
+    "unknown dtype": (lambda: pc.make_smem_tensor("u7", A), P, "unknown dtype 'u7'"),
+    "dtype not a name": (lambda: pc.make_smem_tensor(8, A), T, "expected a DType or a name"),
+    "DType zero bits": (lambda: pc.DType("z", 0), P, "0 bits per element"),
+    "DType bool bits": (lambda: pc.DType("z", True), T, "bits must be an integer"),
+    "region float bound": (lambda: demo_tensors()[1][0:32.0, 0:16], T, "slice bound of mode 0 must be an integer"),
+    "region text index": (lambda: demo_tensors()[1]["a"], T, "index of mode 0 must be an integer"),
+    "region out of range": (lambda: demo_tensors()[1][0:64, 0:16], P, "outside its extent 32"),
+    "cta_group True": (lambda: pc.make_tiled_copy(*demo_tensors(), cta_group=True), T, "cta_group must be an integer"),
+    "cta_group 1.0": (lambda: pc.make_tiled_copy(*demo_tensors(), cta_group=1.0), T, "cta_group must be an integer"),
+    "cta_group 3": (lambda: pc.make_tiled_copy(*demo_tensors(), cta_group=3), P, "cta_group must be 1 or 2"),
+    "shape not text": (lambda: pc.make_tiled_copy(*demo_tensors(), shape=128), T, "shape must be a string"),
+    "multicast list": (lambda: pc.make_tiled_copy(*demo_tensors(), multicast=["warpx4"]), T,
+                       "multicast must be a string"),
+    "src a layout": (lambda: pc.make_tiled_copy(demo_tensors()[0], A), T, "src must be a shared-memory tensor"),
+    "find_cp_atom bool group": (lambda: find_cp_atom("128x256b", "", True), T, "cta_group must be an integer"),
+    "find_cp_atom shape": (lambda: find_cp_atom(5), T, "shape and multicast are strings"),
+    "TmemLoadAtom bool num": (lambda: TmemLoadAtom("32x32b", True), T, ".num must be an integer, got True"),
+    "TmemLoadAtom 3": (lambda: TmemLoadAtom("32x32b", 3), P, "is illegal"),
+    "alloc_columns_for float": (lambda: alloc_columns_for(1.5), T, "columns must be an integer, got 1.5"),
+    "alloc_columns_for 0": (lambda: alloc_columns_for(0), P, "cannot be allocated"),
+    "check_alloc_columns bool": (lambda: check_alloc_columns(True), T, "must be an integer, got True"),
+    # -- descriptors and plans ----------------------------------------------------------------------------------
+    "descriptor bool base_offset": (lambda: pc.SmemDescriptor(base_offset=True), T, "base_offset must be an integer"),
+    "descriptor lbo 8": (lambda: pc.SmemDescriptor(lbo=8), D, "is not 16-byte aligned"),
+    "descriptor lbo too big": (lambda: pc.SmemDescriptor(lbo=1 << 18), D, "is outside"),
+    "descriptor decode text": (lambda: pc.SmemDescriptor.decode("x"), D, "is not a 64-bit unsigned value"),
+    "descriptor_for 8": (lambda: plan().descriptor_for(8), D, "not 16-byte aligned"),
+    "descriptor_for 1 MiB": (lambda: plan().descriptor_for(1 << 20), D, "is outside"),
+    "descriptor_for float": (lambda: plan().descriptor_for(16.0), T, "must be an integer"),
+    "stream tmem column 3": (lambda: plan().stream(0, 3), P, "not the base of a 32-column tcgen05.alloc"),
+    "stream smem misaligned": (lambda: plan().stream(16, 0), P, "not aligned to the 1024 B"),
+    "stream smem past the CTA": (lambda: plan().stream(232448, 0), P, "beyond the 232448 B"),
+    "cuda name keyword": (lambda: plan().cuda(name="int"), C, "is not a C identifier"),
+    "cuda name builtin": (lambda: plan().cuda(name="threadIdx"), C, "is not a C identifier"),
+    "cuda name not text": (lambda: plan().cuda(name=5), T, "name must be a string"),
+    "cuda issue mode": (lambda: plan().cuda(issue="thread"), C, "the calling convention is one of"),
+    # -- compilation, emulation, verification ---------------------------------------------------------------
+    "compile None": (lambda: compile_cuda(None), T, "source must be CUDA C++ text"),
+    "compile cache text": (lambda: compile_cuda("x", cache="x"), T, "cache must be True, False, None"),
+    "compile options text": (lambda: compile_cuda("x", options=[1]), T, "options a sequence of str"),
+    "compile arch": (lambda: compile_cuda("x", arch="sm_80"), C, "unsupported arch"),
+    "cache directory int": (lambda: CompileCache(5), T, "directory must be a path"),
+    "emulator fill -1": (lambda: Sm100Emulator(fill_tmem=-1), E, "not a 32-bit TMEM cell value"),
+    "emulator fill float": (lambda: Sm100Emulator(fill_tmem=1.0), T, "fill_tmem must be an integer"),
+    "emulator 3 CTAs": (lambda: Sm100Emulator(ctas=3), E, "1 CTA or a CTA pair"),
+    "emulator cta 5": (lambda: Sm100Emulator().write_smem(0, b"x", cta=5), E, "CTA 5 does not exist"),
+    "emulator cta -1": (lambda: Sm100Emulator().tmem_image(cta=-1), E, "CTA -1 does not exist"),
+    "emulator cta text": (lambda: Sm100Emulator().tmem_image(cta="0"), T, "cta must be an integer"),
+    "emulator smem past window": (lambda: Sm100Emulator(smem_bytes=1 << 19), E, "window a descriptor can address"),
+    "verify text": (lambda: pc.verify_plan("x"), T, "expected a CopyPlan"),
+}
+
+
+@pytest.mark.parametrize("case", BAD)
+def test_bad_input_gets_a_typed_error_naming_it(case):
+    call, error, fragment = BAD[case]
+    with pytest.raises(error) as info:
+        call()
+    assert fragment in str(info.value)
+    if error is not TypeError:
+        assert isinstance(info.value, pc.PycuteError) and isinstance(info.value, ValueError)
+
+
+# -- numpy integers are integers ----------------------------------------------------------------------------
+I = np.int64
+
+SAME = {
+    "Layout": (lambda: Layout((I(4), I(8)), (I(1), I(4))), lambda: Layout((4, 8), (1, 4))),
+    "Swizzle": (lambda: pc.Swizzle(I(3), I(4), I(3)), lambda: pc.Swizzle(3, 4, 3)),
+    "tiler": (lambda: pc.logical_divide(Layout((8, 8)), I(4)), lambda: pc.logical_divide(Layout((8, 8)), 4)),
+    "tuple tiler": (lambda: pc.zipped_divide(Layout((8, 8)), (I(2), I(4))),
+                    lambda: pc.zipped_divide(Layout((8, 8)), (2, 4))),
+    "composition": (lambda: pc.composition(A, I(4)), lambda: pc.composition(A, 4)),
+    "upcast": (lambda: pc.upcast(A, I(2)), lambda: pc.upcast(A, 2)),
+    "crd2idx": (lambda: pc.crd2idx((I(1), I(2)), (4, 8)), lambda: pc.crd2idx((1, 2), (4, 8))),
+    "SmemDescriptor": (lambda: pc.SmemDescriptor(lbo=I(16), sbo=np.int32(128)), lambda: pc.SmemDescriptor(lbo=16, sbo=128)),
+    "tensor index": (lambda: demo_tensors()[1][I(0):I(32), I(0):I(16)], lambda: demo_tensors()[1][0:32, 0:16]),
+    "columns": (lambda: pc.make_tmem_tensor(pc.u8, Layout((32, 16), (TLane, TCol)), columns=np.int32(32)),
+                lambda: pc.make_tmem_tensor(pc.u8, Layout((32, 16), (TLane, TCol)), columns=32)),
+    "cta_group": (lambda: pc.make_tiled_copy(*demo_tensors(), cta_group=I(1)),
+                  lambda: pc.make_tiled_copy(*demo_tensors(), cta_group=1)),
+    "descriptor_for": (lambda: plan().descriptor_for(I(1024)), lambda: plan().descriptor_for(1024)),
+}
+
+
+@pytest.mark.parametrize("case", SAME)
+def test_numpy_integers_give_the_same_result_as_ints(case):
+    with_numpy, with_ints = SAME[case]
+    got, want = with_numpy(), with_ints()
+    assert got == want and repr(got) == repr(want)
+    assert "int64" not in repr(got) and "int32" not in repr(got)

@@ -29,6 +29,7 @@ from .copy import CopyPlan, expected_tmem, make_smem_tensor, make_tiled_copy, ma
 from . import compile  # pycute.compile (NVRTC, cache, SASS), reachable as pc.compile
 from . import codegen  # registers plan.cuda()
 from .sim import verify_plan
+from .viz import draw_layout, draw_plan, draw_smem, layout_grid, print_layout
 
 __version__ = "0.1.0"
 
@@ -51,4 +52,6 @@ __all__ = [
     "tile_to_shape", "slice_and_offset", "is_layout", "shiftl", "shiftr", "parse_layout", "clear_caches",
     # copies
     "make_smem_tensor", "make_tmem_tensor", "make_tiled_copy", "verify_plan", "expected_tmem", "compile",
+    # pictures
+    "print_layout", "layout_grid", "draw_layout", "draw_smem", "draw_plan",
 ]

@@ -1,4 +1,4 @@
-"""The ``python -m pycute`` command line: ``demo``, ``explain`` and ``emit``."""
+"""The ``python -m pycute`` command line: ``demo``, ``explain``, ``emit`` and ``show``."""
 from __future__ import annotations
 
 import argparse
@@ -138,8 +138,29 @@ def _add_spec_args(p):
     p.add_argument("--name", help="name of the generated device function")
 
 
+def _save(picture, path: str, out) -> None:
+    try:
+        picture.save(path)
+    except OSError as e:
+        raise PycuteError(f"cannot write {path!r}: {e.strerror or e}") from None
+    print(f"wrote {path}", file=out)
+
+
 def _cmd_explain(args, out):
-    print(plan_from_spec(_spec_from_args(args)).explain(), file=out)
+    plan = plan_from_spec(_spec_from_args(args))
+    print(plan.explain(), file=out)
+    if args.svg:
+        _save(plan.draw(), args.svg, out)
+
+
+def _cmd_show(args, out):
+    from .parse import parse_layout
+    from .viz import draw_layout, layout_grid
+    layout = parse_layout(args.layout)
+    if args.svg:
+        _save(draw_layout(layout, color_by=args.color), args.svg, out)
+    else:
+        print(layout_grid(layout), end="", file=out)
 
 
 def _cmd_emit(args, out):
@@ -177,9 +198,16 @@ def main(argv=None, out=None) -> int:
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     demo = sub.add_parser("demo", help="plan, compile for sm_100a and verify the article's demo and one copy per atom")
     demo.add_argument("--quick", action="store_true", help="plan and emulate only (no NVRTC)")
+    demo.add_argument("--svg", metavar="DIR", help="also write each demo plan's picture into DIR")
+    p_show = sub.add_parser("show", help="print a layout as CuTe's print_layout grid, or draw it (--svg)")
+    p_show.add_argument("layout", help="a layout in cuTe notation, e.g. '(4,8):(1,4)' or 'Sw<3,4,3> o (8,64):(64,1)'")
+    p_show.add_argument("--svg", metavar="FILE", help="write the picture to FILE instead of printing the grid")
+    p_show.add_argument("--color", default="index", choices=("index", "row", "col", "bank", "chunk"),
+                        help="what a cell's colour shows (default: its value)")
     p_explain = sub.add_parser("explain", help="plan a copy and explain the plan", epilog=SPEC_HELP,
                                formatter_class=argparse.RawDescriptionHelpFormatter)
     _add_spec_args(p_explain)
+    p_explain.add_argument("--svg", metavar="FILE", help="also write the plan's picture to FILE")
     p_emit = sub.add_parser("emit", help="plan a copy and print its CUDA (optionally PTX and SASS)", epilog=SPEC_HELP,
                             formatter_class=argparse.RawDescriptionHelpFormatter)
     _add_spec_args(p_emit)
@@ -190,11 +218,8 @@ def main(argv=None, out=None) -> int:
     try:
         if args.command == "demo":
             from .demo import run_demo
-            return run_demo(out, compile_kernels=not args.quick)
-        if args.command == "explain":
-            _cmd_explain(args, out)
-        else:
-            _cmd_emit(args, out)
+            return run_demo(out, compile_kernels=not args.quick, svg_dir=args.svg)
+        {"explain": _cmd_explain, "emit": _cmd_emit, "show": _cmd_show}[args.command](args, out)
     except PycuteError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

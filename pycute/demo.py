@@ -53,7 +53,26 @@ def _checks(plan):
     return f"{len(sass)} x {sass[0] if sass else '-'}", sass_ok, stream_ok, emu_ok
 
 
-def run_demo(out, compile_kernels: bool = True) -> int:
+def save_pictures(directory) -> list:
+    """Each demo plan's picture as ``<directory>/<copy>.svg``; returns the paths written."""
+    import re
+    from pathlib import Path
+    folder = Path(directory)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise pc.PycuteError(f"cannot create the picture folder {str(folder)!r}: {e.strerror or e}") from None
+    paths = []
+    for k, (label, plan) in enumerate(demo_copies()):
+        slug = re.sub(r"[^A-Za-z0-9]+", "-", f"{k:02d} {label} {plan.atom.name} cg{plan.cta_group}").strip("-")
+        try:
+            paths.append(plan.draw().save(folder / f"{slug}.svg"))
+        except OSError as e:
+            raise pc.PycuteError(f"cannot write {str(folder / slug)}.svg: {e.strerror or e}") from None
+    return paths
+
+
+def run_demo(out, compile_kernels: bool = True, svg_dir=None) -> int:
     L = pc.Layout
     print("pycute demo\n\nLayout algebra (cuTe semantics)", file=out)
     for text, value in [
@@ -85,4 +104,7 @@ def run_demo(out, compile_kernels: bool = True) -> int:
           "ran these copies.", file=out)
     print("\nGenerated device function for the article's demo:\n", file=out)
     print(copies[0][1].cuda(name="copy_scale_factors"), file=out)
+    if svg_dir is not None:
+        paths = save_pictures(svg_dir)
+        print(f"\nWrote {len(paths)} plan pictures to {svg_dir}/ (TMEM cells coloured by instruction).", file=out)
     return 1 if failures else 0

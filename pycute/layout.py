@@ -18,6 +18,7 @@ import attrs
 from .basis import ScaledBasis
 from .errors import LayoutError
 from .memo import clear_caches, last_call, memo
+from .views import svg_of
 from .normalize import _canonical, _canonical_shape, _canonicalize, fmt
 from .int_tuple import compact_col_major, crd2idx, flatten, has_none, product, tuplify
 
@@ -107,6 +108,10 @@ class Layout:
     def __repr__(self) -> str:
         return f"{fmt(self.shape)}:{fmt(self.stride)}"
 
+    def _repr_svg_(self):
+        """The layout's grid as a picture, in Jupyter (``pycute.draw_layout``)."""
+        return svg_of(self)
+
     __str__ = __repr__
 
 
@@ -133,6 +138,10 @@ class ComposedBase(abc.ABC):
     @abc.abstractmethod
     def with_inner(self, inner, extra_offset=0):
         """The same composition around another inner layout (and an added offset)."""
+
+    def _repr_svg_(self):
+        """The composed layout's grid as a picture, in Jupyter (``pycute.draw_layout``)."""
+        return svg_of(self)
 
 
 def is_layout(x) -> bool:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Callable
 
-__all__ = ["provides", "view", "has_view"]
+__all__ = ["provides", "view", "has_view", "svg_of"]
 
 _VIEWS: dict[tuple[str, type], Callable] = {}
 
@@ -40,3 +40,10 @@ def view(kind: str, obj, *args, **kwargs):
     if fn is None:
         raise LookupError(f"no {kind!r} view of {type(obj).__name__} is registered (import pycute first)")
     return fn(obj, *args, **kwargs)
+
+
+def svg_of(obj) -> str | None:
+    """``obj``'s picture as SVG text (what Jupyter's ``_repr_svg_`` returns), or None where no picture is
+    registered, so that a notebook falls back to the text repr."""
+    fn = _find("svg", obj)
+    return None if fn is None else str(fn(obj))

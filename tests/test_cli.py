@@ -134,3 +134,23 @@ def test_a_malformed_call_shows_no_traceback_to_a_user(tmp_path):
 def test_help_describes_the_spec_format():
     with pytest.raises(SystemExit):
         main(["explain", "--help"], out=io.StringIO())
+
+
+def test_show_prints_cutes_grid():
+    rc, text = run("show", "(2,3):(1,2)")
+    assert rc == 0 and text.splitlines()[:4] == ["(2,3):(1,2)", "      0   1   2 ", "    +---+---+---+",
+                                                   " 0  | 0 | 2 | 4 |"]
+
+
+def test_show_explain_and_demo_write_pictures(tmp_path):
+    rc, text = run("show", "Sw<3,3,3> o (8,64):(64,1)", "--svg", str(tmp_path / "sw.svg"))
+    assert rc == 0 and (tmp_path / "sw.svg").read_text().startswith("<svg")
+    rc, text = run("explain", *DEMO_FLAGS, "--svg", str(tmp_path / "plan.svg"))
+    assert rc == 0 and "data-instr" in (tmp_path / "plan.svg").read_text()
+    rc, text = run("demo", "--quick", "--svg", str(tmp_path / "demo"))
+    assert rc == 0 and len(list((tmp_path / "demo").glob("*.svg"))) == 14
+
+
+def test_a_picture_that_cannot_be_written_is_an_error_line(tmp_path, capsys):
+    rc, _ = run("show", "(4,8):(1,4)", "--svg", str(tmp_path / "missing" / "x.svg"))
+    assert rc == 2 and capsys.readouterr().err.startswith("error: cannot write")

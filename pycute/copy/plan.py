@@ -12,7 +12,7 @@ from ..arch.sm100.tmem import ALLOC_COLUMNS, COLUMNS, split_address
 from ..errors import DescriptorError, PlanError
 from ..atoms.tcgen05_cp import Tcgen05CpAtom
 from ..layout import Layout
-from ..views import view
+from ..views import svg_of, view
 from .tensor import SmemTensor, TmemTensor
 
 __all__ = ["CpInstruction", "CopyPlan"]
@@ -123,6 +123,14 @@ class CopyPlan:
         all 32 lanes of one warp (``issue="warp"``, it elects the issuing lane) or by the one thread the caller
         elected (``issue="elected"``)."""
         return view("cuda", self, name, issue=issue)
+
+    def draw(self):
+        """The plan as a picture (``pycute.draw_plan``): TMEM cells coloured by the instruction that writes them,
+        beside the shared memory each instruction reads. ``.save(path)`` writes the SVG."""
+        return view("svg", self)
+
+    def _repr_svg_(self):
+        return svg_of(self)
 
     def explain(self) -> str:
         """What a person reads to trust the plan (or to see why a wider atom was not used)."""

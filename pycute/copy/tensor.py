@@ -17,6 +17,7 @@ from ..int_tuple import as_int, flatten, is_int
 from ..composition import composition
 from ..layout import Layout, coalesce, make_layout
 from ..swizzle import ComposedLayout, Swizzle
+from ..views import svg_of
 
 __all__ = ["SmemTensor", "TmemTensor", "make_smem_tensor", "make_tmem_tensor"]
 
@@ -120,6 +121,10 @@ class _Region:
     @property
     def bits(self) -> int:
         return self.dtype.bits
+
+    def _repr_svg_(self):
+        """The tensor as a picture, in Jupyter (``pycute.draw_smem`` / ``draw_layout``)."""
+        return svg_of(self)
 
     def __getitem__(self, key):
         """The sub-region selected by slices (and ints, which drop a mode); its offset is kept."""

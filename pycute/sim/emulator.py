@@ -23,9 +23,33 @@ from ..atoms.tcgen05_ld import TmemLoadAtom
 from ..errors import EmulationError, PlanError
 from ..int_tuple import as_int
 
-__all__ = ["Sm100Emulator", "CtaState"]
+__all__ = ["Sm100Emulator", "CtaState", "source_units"]
 
 _SMEM_WINDOW = START_ADDRESS.limit   # the descriptor's start field addresses 18 bits of the shared window
+
+
+def source_units(atom: Tcgen05CpAtom, d: SmemDescriptor, ptx: str = "tcgen05.cp") -> np.ndarray:
+    """The shared-window byte address of each 16-byte unit a ``tcgen05.cp`` reads, ``rows x units``, as the
+    descriptor walks the K-major canonical layout and then swizzles (PTX #tcgen05-canonical-layouts)."""
+    rows, units = atom.rows, atom.units
+    pitch = d.swizzle.row_pitch
+    unit_stride = d.lbo if d.swizzle is SwizzleMode.NONE else UNIT_BYTES
+    r = np.arange(rows)[:, None]
+    u = np.arange(units)[None, :]
+    lin = d.start_address + (r % 8) * pitch + (r // 8) * d.sbo + u * unit_stride
+    if d.swizzle is not SwizzleMode.NONE:
+        period = d.swizzle.period
+        in_group = min(rows, 8)
+        for g in range(-(-rows // 8)):
+            g_start = d.start_address + g * d.sbo
+            if (g_start % period) + (in_group - 1) * pitch + UNIT_BYTES * units > period:
+                raise EmulationError(
+                    f"{ptx}: rows {8 * g}..{8 * g + in_group - 1} starting at {g_start:#x} cross a "
+                    f"{period}-byte {d.swizzle.name} swizzle period (a row must stay in its swizzle row)")
+        lin = d.swizzle.byte_swizzle(lin)
+    if lin.max() + UNIT_BYTES > _SMEM_WINDOW:
+        raise EmulationError(f"{ptx}: source reaches {int(lin.max()) + UNIT_BYTES:#x}, past the 18-bit address field")
+    return lin
 
 
 class CtaState:
@@ -177,30 +201,13 @@ class Sm100Emulator:
     @staticmethod
     def _read_rows(c: CtaState, atom: Tcgen05CpAtom, d: SmemDescriptor, ptx: str) -> np.ndarray:
         """The source rows as the descriptor walks them: K-major canonical layout, then the swizzle."""
-        rows, units = atom.rows, atom.units
-        pitch = d.swizzle.row_pitch
-        unit_stride = d.lbo if d.swizzle is SwizzleMode.NONE else UNIT_BYTES
-        r = np.arange(rows)[:, None]
-        u = np.arange(units)[None, :]
-        lin = d.start_address + (r % 8) * pitch + (r // 8) * d.sbo + u * unit_stride
-        if d.swizzle is not SwizzleMode.NONE:
-            period = d.swizzle.period
-            in_group = min(rows, 8)
-            for g in range(-(-rows // 8)):
-                g_start = d.start_address + g * d.sbo
-                if (g_start % period) + (in_group - 1) * pitch + UNIT_BYTES * units > period:
-                    raise EmulationError(
-                        f"{ptx}: rows {8 * g}..{8 * g + in_group - 1} starting at {g_start:#x} cross a "
-                        f"{period}-byte {d.swizzle.name} swizzle period (a row must stay in its swizzle row)")
-            lin = d.swizzle.byte_swizzle(lin)
-        if lin.max() + UNIT_BYTES > _SMEM_WINDOW:
-            raise EmulationError(f"{ptx}: source reaches {int(lin.max()) + UNIT_BYTES:#x}, past the 18-bit address field")
+        lin = source_units(atom, d, ptx)
         off = lin - c.smem_base
         if off.min() < 0 or off.max() + UNIT_BYTES > c.smem.size:
             raise EmulationError(f"{ptx}: source bytes [{int(lin.min()):#x}, {int(lin.max()) + UNIT_BYTES:#x}) are "
                                  f"outside shared memory [{c.smem_base:#x}, {c.smem_base + c.smem.size:#x})")
         idx = off[:, :, None] + np.arange(UNIT_BYTES)[None, None, :]
-        return np.ascontiguousarray(c.smem[idx].reshape(rows, UNIT_BYTES * units))
+        return np.ascontiguousarray(c.smem[idx].reshape(atom.rows, UNIT_BYTES * atom.units))
 
     def commit(self, cta: int = 0) -> None:
         """``tcgen05.commit`` + mbarrier wait: the issued copies complete. Unordered copies that write the same

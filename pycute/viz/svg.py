@@ -1,0 +1,93 @@
+"""A small SVG writer: rectangles, text and lines, written by pycute (no drawing dependency).
+
+Cells carry ``data-*`` attributes (their coordinates, their value, the instruction that writes them) so that a
+test, or a reader with a browser's inspector, can check a picture against the layouts and the emulator.
+"""
+from __future__ import annotations
+
+import colorsys
+from pathlib import Path
+from xml.sax.saxutils import escape, quoteattr
+
+__all__ = ["Svg", "color", "text_width", "CELL", "FONT"]
+
+CELL = 22           # a labelled cell's side, px
+FONT = "ui-monospace, SFMono-Regular, Menlo, Consolas, monospace"
+
+
+def color(key: int) -> str:
+    """A light colour for ``key``: hues spaced by the golden angle, so neighbouring keys differ clearly."""
+    hue = (key * 0.618033988749895) % 1.0
+    r, g, b = colorsys.hls_to_rgb(hue, 0.78, 0.62)
+    return f"#{int(r * 255):02x}{int(g * 255):02x}{int(b * 255):02x}"
+
+
+def text_width(text: str, size: float) -> float:
+    """About how wide ``text`` is in the monospace font at ``size`` px (0.6 em per character)."""
+    return 0.6 * size * len(text)
+
+
+def _attrs(**kw) -> str:
+    out = []
+    for k, v in kw.items():
+        if v is None:
+            continue
+        out.append(f"{k.rstrip('_').replace('_', '-')}={quoteattr(str(v))}")
+    return " ".join(out)
+
+
+class Svg:
+    """An SVG document built element by element; ``str()`` is the document, and Jupyter shows it as a picture."""
+
+    def __init__(self, width: float, height: float, title: str = ""):
+        self.width, self.height, self.title = width, height, title
+        self.defs: list[str] = []
+        self.items: list[str] = []
+
+    def rect(self, x, y, w, h, fill="none", stroke="#555", stroke_width=0.5, **data) -> None:
+        self.items.append(f"<rect {_attrs(x=_n(x), y=_n(y), width=_n(w), height=_n(h), fill=fill, stroke=stroke, stroke_width=stroke_width, **_data(data))}/>")
+
+    def text(self, x, y, s, size=9, anchor="middle", weight=None, fill="#222") -> None:
+        self.items.append(f"<text {_attrs(x=_n(x), y=_n(y), font_size=size, text_anchor=anchor, font_weight=weight, fill=fill, dominant_baseline='central', font_family=FONT)}>{escape(str(s))}</text>")
+
+    def line(self, x1, y1, x2, y2, stroke="#222", stroke_width=1.0, dash=None) -> None:
+        self.items.append(f"<line {_attrs(x1=_n(x1), y1=_n(y1), x2=_n(x2), y2=_n(y2), stroke=stroke, stroke_width=stroke_width, stroke_dasharray=dash)}/>")
+
+    def hatch(self, name: str = "replica") -> str:
+        """A diagonal hatch pattern (for replicated cells); returns its ``url(#...)``."""
+        self.defs.append(f'<pattern id="{name}" width="6" height="6" patternUnits="userSpaceOnUse" '
+                         f'patternTransform="rotate(45)"><line x1="0" y1="0" x2="0" y2="6" stroke="#333" '
+                         f'stroke-width="1.2"/></pattern>')
+        return f"url(#{name})"
+
+    def place(self, other: "Svg", x: float, y: float) -> None:
+        """Draw ``other`` with its origin at ``(x, y)``."""
+        self.defs.extend(d for d in other.defs if d not in self.defs)
+        self.items.append(f'<g transform="translate({_n(x)},{_n(y)})">')
+        self.items.extend(other.items)
+        self.items.append("</g>")
+
+    def __str__(self) -> str:
+        head = (f'<svg xmlns="http://www.w3.org/2000/svg" width="{_n(self.width)}" height="{_n(self.height)}" '
+                f'viewBox="0 0 {_n(self.width)} {_n(self.height)}">')
+        title = [f"<title>{escape(self.title)}</title>"] if self.title else []
+        defs = [f"<defs>{''.join(self.defs)}</defs>"] if self.defs else []
+        body = ['<rect width="100%" height="100%" fill="white"/>']
+        return "\n".join([head] + title + defs + body + self.items + ["</svg>"]) + "\n"
+
+    def _repr_svg_(self) -> str:
+        return str(self)
+
+    def save(self, path) -> Path:
+        """Write the document to ``path`` (``.svg``); returns the path."""
+        path = Path(path)
+        path.write_text(str(self), encoding="utf-8")
+        return path
+
+
+def _n(x) -> str:
+    return f"{x:.2f}".rstrip("0").rstrip(".") if isinstance(x, float) else str(x)
+
+
+def _data(data: dict) -> dict:
+    return {f"data_{k}": v for k, v in data.items()}

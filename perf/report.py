@@ -191,8 +191,8 @@ def issue(results, out):
     median = median_per_copy(costs)
     results["issue.matrix"] = {c.label: c.per_copy for c in costs}
     results["issue.matrix_median"] = median
-    table(f"Issue code per atom x cta_group x swizzle (bf16, K-major; non-UTCCP SASS per copy for 1/2/4/8 copies; "
-          f"ratio = measured / argued lower bound, worst count)", ("case", "x1", "x2", "x4", "x8", "ratio"), rows, out)
+    table("Issue code per atom x cta_group x swizzle (bf16, K-major; non-UTCCP SASS per copy for 1/2/4/8 copies; "
+          "ratio = measured / argued lower bound, worst count)", ("case", "x1", "x2", "x4", "x8", "ratio"), rows, out)
     extra = sorted({(c.other - next(x for x in costs if x.label == c.label.rsplit(" x", 1)[0] + " x1").other)
                     / (c.copies - 1) for c in costs if c.copies > 1})
     print(f"  median over the {len(costs)} entries: {median:.3f} (target <= {ISSUE_MEDIAN_TARGET}: "

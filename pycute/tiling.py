@@ -122,12 +122,8 @@ def _unzip(layout: Layout, tiler):
 def hier_unzip(splitter, A, B):
     """``splitter`` (a logical divide or product) with its result regrouped by the tiler:
     ``((tile_0, tile_1, ...), (rest_0, rest_1, ...))`` (CUTLASS pycute's name for zip-by-tiler)."""
-    name = splitter.__name__.strip("_")
-    A, B = _checked(A, B, name)
-    if B is None:
-        return A
-    internal = {"logical_divide": _logical_divide, "logical_product": _logical_product}.get(name)
-    return _unzip((internal or splitter)(A, B), B)
+    A, B = _checked(A, B, getattr(splitter, "__name__", "hier_unzip"))
+    return A if B is None else _unzip(splitter(A, B), B)
 
 
 @_memo

@@ -66,11 +66,14 @@ def _plan_with(p: Prepared, atom: Tcgen05CpAtom) -> CopyPlan:
                     _column_layout(row.taken, p.bits), _partition_layout(middle), p.src, p.dst, p.smem_end)
 
 
-def _check_envelope(dst, src) -> None:
+def _check_kinds(dst, src) -> None:
     if not isinstance(src, SmemTensor):
         raise TypeError(f"make_tiled_copy: src must be a shared-memory tensor (make_smem_tensor), got {src!r}")
     if not isinstance(dst, TmemTensor):
         raise TypeError(f"make_tiled_copy: dst must be a TMEM tensor (make_tmem_tensor), got {dst!r}")
+
+
+def _check_envelope(dst: TmemTensor, src: SmemTensor) -> None:
     if src.bits != dst.bits:
         if src.bits in (4, 6) and dst.bits == 8:
             raise PlanError(f"{decompress_refusal(f'{src.dtype.name} -> {dst.dtype.name}')}{where(src, dst)}")
@@ -114,6 +117,5 @@ def make_tiled_copy(dst, src, cta_group: int = 1, shape: str | None = None, mult
     for name, value in (("shape", shape), ("multicast", multicast)):
         if value is not None and not isinstance(value, str):
             raise TypeError(f"make_tiled_copy: {name} must be a string or None, got {value!r}")
-    if not isinstance(src, SmemTensor) or not isinstance(dst, TmemTensor):
-        _check_envelope(dst, src)
+    _check_kinds(dst, src)                   # before the plan cache hashes them
     return _plan(dst, src, cta_group, shape, multicast)

@@ -68,17 +68,11 @@ class SwizzleMode(enum.Enum):
     @classmethod
     def from_row_pitch(cls, pitch: int) -> "SwizzleMode":
         """The K-major mode whose 8-row core group has rows ``pitch`` bytes apart."""
-        for mode in _KMAJOR:
-            if mode.row_pitch == pitch:
-                return mode
-        raise DescriptorError(f"no swizzle mode has a {pitch}-byte row pitch (legal: 16, 32, 64, 128)")
+        return _kmajor_mode("row_pitch", pitch, "no swizzle mode has a {value}-byte row pitch (legal: {pitches})")
 
     @classmethod
     def from_label(cls, label: str) -> "SwizzleMode":
-        for mode in _KMAJOR:
-            if mode.label == label:
-                return mode
-        raise DescriptorError(f"unknown swizzle {label!r}; one of {', '.join(m.label for m in _KMAJOR)}")
+        return _kmajor_mode("label", label, "unknown swizzle {value!r}; one of {labels}")
 
     @classmethod
     def of_element_swizzle(cls, swizzle: Swizzle | None, dtype) -> "SwizzleMode":
@@ -111,3 +105,13 @@ _FACTS = {SwizzleMode.NONE: (16, None, "none"), SwizzleMode.B32: (32, Swizzle(1,
           SwizzleMode.B128_BASE32B: (128, Swizzle(2, 5, 2), "128B_base32B")}
 _BY_CODE = {m.value: m for m in SwizzleMode}
 _KMAJOR = (SwizzleMode.NONE, SwizzleMode.B32, SwizzleMode.B64, SwizzleMode.B128)   # modes tcgen05.cp uses
+
+
+def _kmajor_mode(attr: str, value, refusal: str) -> SwizzleMode:
+    """The K-major mode whose ``attr`` is ``value``, else a DescriptorError from ``refusal`` (which may name the
+    value and the legal ``pitches`` or ``labels``)."""
+    for mode in _KMAJOR:
+        if getattr(mode, attr) == value:
+            return mode
+    raise DescriptorError(refusal.format(value=value, pitches=", ".join(str(m.row_pitch) for m in _KMAJOR),
+                                         labels=", ".join(m.label for m in _KMAJOR)))

@@ -183,6 +183,19 @@ def _cmd_emit(args, out):
             print("\n".join(compiled.instructions()), file=out)
 
 
+def _cmd_include_dir(args, out):
+    from .compile.nvrtc import include_dir
+    print(include_dir(), file=out)
+
+
+def _cmd_header(args, out):
+    from .codegen.header import sm100_header, write_header
+    if args.write:
+        print(f"wrote {write_header()}", file=out)
+    else:
+        print(sm100_header(), end="", file=out)
+
+
 class _Parser(argparse.ArgumentParser):
     """argparse, with its usage errors in the command line's one-line form: ``error: ...`` and exit status 2."""
 
@@ -214,12 +227,16 @@ def main(argv=None, out=None) -> int:
     p_emit.add_argument("--ptx", action="store_true")
     p_emit.add_argument("--sass", action="store_true")
     p_emit.add_argument("--arch", default="sm_100a")
+    sub.add_parser("include-dir", help="print the directory to pass to nvcc -I for pycute/sm100.cuh")
+    p_header = sub.add_parser("header", help="print pycute/sm100.cuh as generated from pycute.arch.sm100")
+    p_header.add_argument("--write", action="store_true", help="rewrite the shipped header (for developers)")
     args = parser.parse_args(argv)
     try:
         if args.command == "demo":
             from .demo import run_demo
             return run_demo(out, compile_kernels=not args.quick, svg_dir=args.svg)
-        {"explain": _cmd_explain, "emit": _cmd_emit, "show": _cmd_show}[args.command](args, out)
+        {"explain": _cmd_explain, "emit": _cmd_emit, "show": _cmd_show, "include-dir": _cmd_include_dir,
+         "header": _cmd_header}[args.command](args, out)
     except PycuteError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

@@ -31,7 +31,7 @@ def swizzle_tables(prefix: str) -> str:
         mask[mode.code], shift[mode.code] = (sw.yyy_mask, sw.shift) if sw is not None else (0, 0)
 
     def array(name, values, ctype="unsigned"):
-        return f"__device__ const {ctype} {prefix}_{name}[8] = {{{', '.join(f'{v}' for v in values)}}};"
+        return f"static __device__ const {ctype} {prefix}_{name}[8] = {{{', '.join(f'{v}' for v in values)}}};"
     return "\n".join([array("pitch", pitch), array("swizzle_mask", [f"0x{m:X}u" for m in mask]),
                       array("swizzle_shift", shift, "int")])
 

@@ -6,9 +6,13 @@ CuTe does. With ``issue="elected"`` the caller has already chosen the one issuin
 
 The descriptor is built once per call from the plan's template and the buffer's address; each further copy adds
 its offset in 16-byte units to it (one 64-bit add), and TMEM offsets are compile-time constants that ptxas folds
-into the UTCCP's address immediate. No commit or wait is issued: the caller owns the completion protocol, and a
-comment in the generated code shows the commit to use. Each PTX form used gets one small named wrapper behind an
-include guard, so that several generated functions compose in one translation unit.
+into the UTCCP's address immediate. A run-time coordinate (``dynamic("stage")``) is one more ``unsigned``
+parameter after ``tmem_base``: its shared-memory step moves the buffer address before the descriptor is formed and
+its TMEM step moves ``tmem_base`` (one multiply-add each). No commit or wait is issued: the caller owns the
+completion protocol (``pycute/sm100.cuh`` has its helpers), and a comment in the generated code shows the commit
+to use. Each PTX form used gets one small named wrapper behind an include guard, so that several generated
+functions compose in one translation unit; built with ``-DPYCUTE_SOFT_TCGEN05`` the wrapper runs the header's
+software model instead.
 """
 from __future__ import annotations
 
@@ -16,10 +20,11 @@ import re
 
 from ..arch.sm100.cp_forms import PAIR_CTA_MASK, commit_ptx
 from ..arch.sm100.descriptor import START_ADDRESS
-from ..arch.sm100.smem import SMEM_MAX_BYTES
 from ..copy.plan import CopyPlan
 from ..errors import CompileError
 from ..views import provides
+from .constants import lane_table
+from .header import ABI_VERSION
 from .templates import render
 
 __all__ = ["emit_device_function", "helper_name", "helper_guard", "emit_helpers", "commit_asm", "ISSUE_MODES"]
@@ -59,15 +64,11 @@ def helper_guard(atom) -> str:
 
 
 def emit_helpers(atoms) -> str:
-    """The election and descriptor helpers, and one wrapper per form, each behind an include guard."""
-    shift = START_ADDRESS.unit.bit_length() - 1
-    out = [render("helpers.cuh", start_lo=START_ADDRESS.lo, start_hi=START_ADDRESS.lo + START_ADDRESS.width - 1,
-                  start_unit=START_ADDRESS.unit, start_shift=shift, start_mask=f"0x{(1 << START_ADDRESS.width) - 1:X}",
-                  start_bits=START_ADDRESS.width + shift, smem_max=SMEM_MAX_BYTES).rstrip("\n")]
-    for atom in sorted(set(atoms), key=lambda a: (a.cta_group, a.name)):
-        out.append(render("cp_wrapper.cuh", guard=helper_guard(atom), helper=helper_name(atom), ptx=atom.ptx,
-                          rows=atom.rows, bits=atom.bits).rstrip("\n"))
-    return "\n".join(out)
+    """One wrapper per form, each behind an include guard (the shared helpers are in ``pycute/sm100.cuh``)."""
+    return "\n".join(render("cp_wrapper.cuh", guard=helper_guard(atom), helper=helper_name(atom), ptx=atom.ptx,
+                            rows=atom.rows, bits=atom.bits, units=atom.units, replicas=atom.replicas,
+                            cta_group=atom.cta_group, lane_table=lane_table(atom)).rstrip("\n")
+                     for atom in sorted(set(atoms), key=lambda a: (a.cta_group, a.name)))
 
 
 def commit_asm(cta_group: int, mbarrier: str) -> str:
@@ -88,12 +89,22 @@ def _commit_comment(cta_group: int, guard: str) -> str:
     return "\n".join(lines)
 
 
-def _summary(plan: CopyPlan) -> str:
-    return "\n".join("// " + line if line else "//" for line in plan.explain().splitlines()
-                     if not line.startswith("    lane ") and "instructions (tmem" not in line and "... " not in line)
+def _summary(plan: CopyPlan, explain: bool) -> str:
+    """The header comment: atom, count, descriptor and run-time coordinates; with ``explain`` the whole
+    ``plan.explain()``."""
+    if explain:
+        return "\n".join("// " + line if line else "//" for line in plan.explain().splitlines())
+    a, d, n = plan.atom, plan.descriptor, len(plan.instructions)
+    lines = [f"// {n} x {a.ptx} ({a.bytes} B each; lower bound over all forms {plan.lower_bound})",
+             f"// descriptor: swizzle {d.swizzle.name}, LBO {d.lbo} B, SBO {d.sbo} B, template {d.encode():#018x}",
+             f"// src {plan.src!r}", f"// dst {plan.dst!r}"]
+    for c in plan.dynamic:
+        lines.append(f"// {c.name} in [0, {c.extent}) (checked for every value): +{c.smem_step} B shared memory, "
+                     f"+{c.tmem_step:#x} TMEM address per unit")
+    return "\n".join(lines)
 
 
-def _copies(plan: CopyPlan) -> str:
+def _copies(plan: CopyPlan, taddr: str) -> str:
     n, helper, unit = len(plan.instructions), helper_name(plan.atom), START_ADDRESS.unit
     first = plan.instructions[0].smem_offset
     out = []
@@ -101,29 +112,48 @@ def _copies(plan: CopyPlan) -> str:
         units = (inst.smem_offset - first) // unit
         desc = "desc" if units == 0 else f"pycute_smem_desc_add(desc, {units})"
         out.append(f"  // copy {k + 1} of {n}: TMEM lane +{inst.lane}, column +{inst.column} <- shared +{inst.smem_offset} B")
-        out.append(f"  {helper}(tmem_base + 0x{inst.tmem_offset:08X}u, {desc});")
+        out.append(f"  {helper}({taddr} + 0x{inst.tmem_offset:08X}u, {desc});")
     return "\n".join(out)
 
 
+def _scaled_sum(first: int, terms) -> str:
+    """``first + name * step ...`` as a C expression of unsigned terms (zero steps left out)."""
+    parts = [f"{first}u"] if first or not any(step for _, step in terms) else []
+    parts += [f"{name} * {step}u" for name, step in terms if step]
+    return " + ".join(parts) or "0u"
+
+
 @provides("cuda", CopyPlan)
-def emit_device_function(plan: CopyPlan, name: str = "pycute_tcgen05_cp", issue: str = "warp") -> str:
-    """``__device__ __forceinline__ void name(const void* smem_buffer, unsigned tmem_base)`` for ``plan``.
+def emit_device_function(plan: CopyPlan, name: str = "pycute_tcgen05_cp", issue: str = "warp",
+                         explain: bool = False) -> str:
+    """``__device__ __forceinline__ void name(const void* smem_buffer, unsigned tmem_base[, unsigned stage...])``.
 
     ``smem_buffer`` is the shared buffer's base (aligned as the plan's source tensor says); ``tmem_base`` is the
-    TMEM address that tcgen05.alloc returned. ``issue`` is the calling convention (``ISSUE_MODES``).
+    TMEM address that tcgen05.alloc returned; each run-time coordinate of the plan is an ``unsigned`` parameter
+    of its name, in the plan's order, whose every value in ``[0, extent)`` the planner checked. ``issue`` is the
+    calling convention (``ISSUE_MODES``); ``explain`` puts the whole ``plan.explain()`` in the header comment.
     """
     if not isinstance(name, str):
         raise TypeError(f"the generated function's name must be a string, got {name!r}")
     if not _NAME_RE.match(name) or name in _RESERVED or name.startswith("__") or re.match(r"_[A-Z]", name):
         raise CompileError(f"{name!r} is not a C identifier a function can have (a keyword, a CUDA built-in or a "
                            f"name reserved to the implementation)")
+    if not isinstance(explain, bool):
+        raise TypeError(f"explain must be a bool, got {explain!r}")
     if issue not in ISSUE_MODES:
         raise CompileError(f"issue={issue!r}: the calling convention is one of {', '.join(map(repr, ISSUE_MODES))}")
     convention, prologue, guard = ISSUE_MODES[issue]
     atom, desc = plan.atom, plan.descriptor
     first = plan.instructions[0].smem_offset
-    start = "smem_buffer" if first == 0 else f"static_cast<const unsigned char*>(smem_buffer) + {first}"
-    return render("device_function.cuh", helpers=emit_helpers([atom]), name=name, summary=_summary(plan),
-                  convention=convention, commit=_commit_comment(atom.cta_group, guard), prologue=prologue,
+    start = _scaled_sum(first, [(c.name, c.smem_step) for c in plan.dynamic])
+    start = "" if start == "0u" else f", {start}"
+    moving = [(c.name, c.tmem_step) for c in plan.dynamic if c.tmem_step]
+    taddr = ""
+    if moving:
+        taddr = f"  const unsigned taddr = tmem_base + {_scaled_sum(0, moving)};   // the run-time TMEM step\n"
+    params = "".join(f", unsigned {c.name}" for c in plan.dynamic)
+    return render("device_function.cuh", helpers=emit_helpers([atom]), name=name, abi=ABI_VERSION,
+                  summary=_summary(plan, explain), convention=convention,
+                  commit=_commit_comment(atom.cta_group, guard), prologue=prologue, params=params,
                   swizzle=desc.swizzle.name, lbo=desc.lbo, sbo=desc.sbo, template=f"{desc.encode():016X}",
-                  start=start, copies=_copies(plan))
+                  start=start, taddr=taddr, copies=_copies(plan, "taddr" if moving else "tmem_base"))

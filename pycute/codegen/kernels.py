@@ -13,36 +13,31 @@ Round trip, one CTA of 128 threads (a 2-CTA cluster for cta_group 2, the even CT
 With ``-DPYCUTE_TIME_COPY`` thread 0 of each CTA also stores the clock64 cycles from the issue to the mbarrier
 completion after the readback words (two words per CTA).
 
-Compiled with ``-DPYCUTE_SOFT_TCGEN05`` (for a GPU without tcgen05, e.g. sm_90a) the tcgen05 instructions are
-replaced by a software model over a TMEM image in shared memory (reached through distributed shared memory for
-the CTA pair); everything else, including the cluster launch and the mbarrier protocol, is unchanged. The model
-lives in the round-trip kernel only: it replaces the generated function's per-form wrapper by defining that
-wrapper's include guard first, so the function a user composes is compiled unchanged.
+Every step is a ``pycute/sm100.cuh`` helper, so this kernel is the header's test: compiled with
+``-DPYCUTE_SOFT_TCGEN05`` (for a GPU without tcgen05, e.g. sm_90a) the header's helpers and the generated
+function's form wrappers run the software model (TMEM images in global memory, the peer's shared memory through
+DSMEM); everything else, including the cluster launch and the mbarrier protocol, is the real hardware's. A user's
+kernel built on the header gets the same two builds.
 """
 from __future__ import annotations
 
 import attrs
 import numpy as np
 
-from ..arch.sm100.descriptor import LBO, SBO, START_ADDRESS, SWIZZLE
-from ..arch.sm100.swizzle_modes import SwizzleMode
-from ..arch.sm100.tmem import LANE_SHIFT, QUADRANT_LANES
-from ..atoms.tcgen05_ld import TmemLoadAtom, TmemStoreAtom
 from ..compile.nvrtc import compile_cuda
 from ..copy.plan import CopyPlan
 from ..copy.reference import expected_tmem, smem_bytes_needed, smem_element_offsets
 from ..errors import CompileError
 from ..int_tuple import flatten
 from ..layout import coalesce
-from .constants import field_get, lane_table, swizzle_tables
-from .emit import commit_asm, emit_device_function, helper_guard, helper_name
+from .emit import emit_device_function
+from .header import ldst_helper
 from .templates import render
 
 __all__ = ["probe_source", "no_call_probe_source", "roundtrip_source", "RoundTrip", "Timing", "PROBE_SHARED_SYMBOL", "probe_entry"]
 
 PROBE_SHARED_SYMBOL = "pycute_probe_smem"
-_LOAD = TmemLoadAtom("32x32b", 8)      # the readback: each warp's lanes, 8 columns per load
-_STORE = TmemStoreAtom("32x32b", 8)    # the zeroing before the copy
+_CHUNK = 8      # the readback and the zeroing move 8 columns per tcgen05.ld / st (32x32b.x8)
 
 
 def probe_entry(name: str) -> str:
@@ -83,46 +78,19 @@ def _src_offset_function(plan: CopyPlan) -> str:
     return "\n".join(lines)
 
 
-def _soft_model() -> str:
-    return render("soft_tcgen05.cuh", swizzle_tables=swizzle_tables("pycute_soft"),
-                  desc_start=field_get(START_ADDRESS, "desc"), desc_lbo=field_get(LBO, "desc"),
-                  desc_sbo=field_get(SBO, "desc"), desc_swizzle=field_get(SWIZZLE, "desc"), lane_shift=LANE_SHIFT,
-                  column_mask=f"0x{(1 << LANE_SHIFT) - 1:X}", window_mask=f"0x{START_ADDRESS.limit - 1:X}",
-                  code_none=SwizzleMode.NONE.code)
-
-
-def _soft_wrapper(atom) -> str:
-    return render("soft_wrapper.cuh", ptx=atom.ptx, guard=helper_guard(atom), helper=helper_name(atom),
-                  rows=atom.rows, replicas=atom.replicas, units=atom.units, cta_group=atom.cta_group,
-                  lane_table=lane_table(atom))
-
-
 def roundtrip_source(plan: CopyPlan, name: str = "pycute_copy") -> str:
     """A complete round-trip kernel ``<name>_roundtrip(const unsigned char* values, unsigned* out)``."""
     if plan.src.bits not in (8, 16, 32):
         raise CompileError(f"round-trip kernels fill shared memory element by element and support 8, 16 and 32-bit "
                            f"elements; {plan.src.dtype.name} has {plan.src.bits}")
     g = plan.cta_group
-    chunk = _LOAD.num
-    if g == 2:
-        soft_commit = ('for (unsigned c = 0; c < 2u; ++c) { asm volatile("mbarrier.arrive.release.cluster.'
-                       'shared::cluster.b64 _, [%0];" :: "r"(pycute_mapa(mbar, c)) : "memory"); }')
-        sync = ('asm volatile("barrier.cluster.arrive.release.aligned;\\n\\tbarrier.cluster.wait.acquire.'
-                'aligned;" ::: "memory");')
-    else:
-        soft_commit = ('asm volatile("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];" :: '
-                       '"r"(pycute_mapa(mbar, cta)) : "memory");')
-        sync = "__syncthreads();"
     return render(
         "roundtrip.cu", smem_bytes=smem_bytes_needed(plan.src), tmem_cols=plan.dst.columns,
-        elements=plan.src.layout.size(), element_bytes=plan.src.bits // 8, soft_model=_soft_model(),
-        soft_wrapper=_soft_wrapper(plan.atom), function=emit_device_function(plan, name),
+        elements=plan.src.layout.size(), element_bytes=plan.src.bits // 8, function=emit_device_function(plan, name),
         src_offset=_src_offset_function(plan), threads=128 * g, cluster=" __cluster_dims__(2, 1, 1)" if g == 2 else "",
-        name=name, cta_group=g, ctas=g, quadrant_lanes=QUADRANT_LANES, lane_shift=LANE_SHIFT, chunk=chunk,
-        st_ptx=_STORE.ptx, st_regs=", ".join(["%1"] * chunk), ld_ptx=_LOAD.ptx,
-        ld_regs=", ".join(f"%{k}" for k in range(chunk)), ld_outs=", ".join(f'"=r"(v[{k}])' for k in range(chunk)),
-        sync=sync, issuer="of the even CTA " if g == 2 else "", is_issuer="(cta & 1u) == 0u" if g == 2 else "true",
-        soft_commit=soft_commit, commit=commit_asm(g, "mbar"))
+        name=name, cta_group=g, ctas=g, chunk=_CHUNK, st=ldst_helper("st", _CHUNK), ld=ldst_helper("ld", _CHUNK),
+        sync="pycute_cluster_sync();" if g == 2 else "__syncthreads();", issuer="of the even CTA " if g == 2 else "",
+        is_issuer="(cta & 1u) == 0u" if g == 2 else "true")
 
 
 @attrs.frozen
@@ -153,9 +121,10 @@ class RoundTrip:
     def smem_bytes(self) -> int:
         return smem_bytes_needed(self.plan.src)
 
-    def dynamic_smem(self, soft: bool) -> int:
-        """Dynamic shared memory to launch with: the buffer, 1 KiB of alignment slack, and (soft) the TMEM image."""
-        return self.smem_bytes + 1024 + (128 * self.plan.dst.columns * 4 if soft else 0)
+    def dynamic_smem(self, soft: bool = False) -> int:
+        """Dynamic shared memory to launch with: the buffer and 1 KiB of alignment slack (the soft model keeps its
+        TMEM image in global memory)."""
+        return self.smem_bytes + 1024
 
     def source(self) -> str:
         return roundtrip_source(self.plan, self.name)

@@ -7,15 +7,17 @@ from __future__ import annotations
 import contextlib
 import functools
 import hashlib
+import os
 import re
 import time
+from pathlib import Path
 
 import attrs
 
 from ..errors import CompileError
 from .cache import CompileCache
 
-__all__ = ["Compiled", "compile_cuda", "nvrtc_version", "ARCHES"]
+__all__ = ["Compiled", "compile_cuda", "nvrtc_version", "ARCHES", "include_dir"]
 
 ARCHES = ("sm_100a", "sm_100f", "sm_103a", "sm_103f", "sm_110a", "sm_110f", "sm_90a")
 _DEFAULT_OPTIONS = ("-std=c++17",)
@@ -36,6 +38,11 @@ def nvrtc_version() -> tuple[int, int]:
     if err != _nvrtc().nvrtcResult.NVRTC_SUCCESS:
         raise CompileError(f"nvrtcVersion failed: {err}")
     return major, minor
+
+
+def include_dir() -> Path:
+    """The directory holding ``pycute/sm100.cuh`` (pass it to nvcc as ``-I``); ``compile_cuda`` always adds it."""
+    return Path(__file__).resolve().parent.parent / "include"
 
 
 @attrs.frozen(repr=False)
@@ -60,6 +67,12 @@ class Compiled:
         """The SASS instructions, without addresses, predicates or encodings."""
         from .sass import sass_instructions
         return sass_instructions(self.sass())
+
+    def object_code(self, name: str = ""):
+        """The cubin as a ``cuda.core`` ``ObjectCode`` (nothing touches the driver until a kernel is fetched from
+        it, so this is safe on a machine without one)."""
+        from cuda.core import ObjectCode
+        return ObjectCode.from_cubin(self.cubin, name=name)
 
     def histogram(self) -> dict[str, int]:
         """SASS opcode (with modifiers) -> count."""
@@ -145,19 +158,51 @@ def _ptx_only(source: str, arch: str, options: tuple, name: str) -> str:
 
 
 def cache_key(source: str, arch: str, options: tuple) -> str:
+    """The compile cache's key: NVRTC's version, the target, the options and the source, and the contents of the
+    headers under every ``--include-path`` option."""
     major, minor = nvrtc_version()
     h = hashlib.sha256()
-    for part in (f"nvrtc {major}.{minor}", arch, "\0".join(options), source):
+    for part in (f"nvrtc {major}.{minor}", arch, "\0".join(options), source, _header_digest(options)):
         h.update(part.encode())
         h.update(b"\x00\x01")
     return h.hexdigest()
 
 
+def _include_options(include_dirs) -> tuple:
+    if isinstance(include_dirs, (str, os.PathLike)) or not isinstance(include_dirs, (tuple, list)):
+        raise TypeError(f"compile_cuda: include_dirs must be a sequence of paths, got {include_dirs!r}")
+    out = []
+    for d in (include_dir(), *include_dirs):
+        if not isinstance(d, (str, os.PathLike)):
+            raise TypeError(f"compile_cuda: an include directory must be a path, got {d!r}")
+        if not Path(d).is_dir():
+            raise CompileError(f"compile_cuda: include directory {str(d)!r} does not exist")
+        out.append(f"--include-path={Path(d).resolve()}")
+    return tuple(out)
+
+
+def _header_digest(options: tuple) -> str:
+    """A digest of every header under the ``--include-path`` directories (a cached cubin is rebuilt when one
+    changes)."""
+    h = hashlib.sha256()
+    for opt in options:
+        if not opt.startswith("--include-path="):
+            continue
+        root = Path(opt.split("=", 1)[1])
+        for path in sorted(root.rglob("*")):
+            if path.is_file() and path.suffix in (".h", ".hpp", ".cuh", ".inl"):
+                h.update(str(path.relative_to(root)).encode())
+                h.update(path.read_bytes())
+    return h.hexdigest()
+
+
 def compile_cuda(source: str, arch: str = "sm_100a", options=(), name: str = "pycute.cu",
-                 cache: CompileCache | None | bool = True) -> Compiled:
+                 cache: CompileCache | None | bool = True, include_dirs=()) -> Compiled:
     """Compile ``source`` to a cubin (and PTX) for ``arch``; raises CompileError with the log and offending lines.
 
-    ``cache``: True for the default on-disk cache, False for none, or a CompileCache.
+    ``#include "pycute/sm100.cuh"`` resolves with no flags; ``include_dirs`` adds directories of the caller's own
+    headers, ``options`` further NVRTC options (``-DNAME``, ``-lineinfo``, ...). ``cache``: True for the default
+    on-disk cache, False for none, or a CompileCache (keyed by the source, options and every included header).
     """
     if not isinstance(source, str):
         raise TypeError(f"compile_cuda: source must be CUDA C++ text (str), got {type(source).__name__}")
@@ -168,7 +213,7 @@ def compile_cuda(source: str, arch: str = "sm_100a", options=(), name: str = "py
     if arch not in ARCHES:
         raise CompileError(f"unsupported arch {arch!r}; one of {', '.join(ARCHES)} (tcgen05 needs an sm_100a, "
                            f"sm_100f, sm_103a/f or sm_110a/f target; sm_90a is for the no-tcgen05 runtime check)")
-    options = tuple(_DEFAULT_OPTIONS) + tuple(options)
+    options = tuple(_DEFAULT_OPTIONS) + tuple(options) + _include_options(include_dirs)
     store = _store(cache)
     key = cache_key(source, arch, options) if store is not None else None
     if store is not None:

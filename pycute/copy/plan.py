@@ -15,7 +15,12 @@ from ..layout import Layout
 from ..views import svg_of, view
 from .tensor import SmemTensor, TmemTensor
 
-__all__ = ["CpInstruction", "CopyPlan"]
+__all__ = ["CpInstruction", "CopyPlan", "DynamicCoord"]
+
+
+def _column_span(instructions, columns: int) -> tuple[int, int]:
+    cols = [split_address(i.tmem_offset)[1] for i in instructions]
+    return min(cols), max(cols) + columns
 
 
 def _address(value, what: str, error=DescriptorError, align: int = UNIT_BYTES) -> int:
@@ -49,6 +54,17 @@ class CpInstruction:
         return split_address(self.tmem_offset)[1]
 
 
+@attrs.frozen
+class DynamicCoord:
+    """A run-time coordinate of a plan: value ``v`` in ``[0, extent)`` moves every instruction by ``v * smem_step``
+    shared-memory bytes and ``v * tmem_step`` on the TMEM address (lane << 16 | column)."""
+
+    name: str
+    extent: int
+    smem_step: int
+    tmem_step: int
+
+
 @attrs.frozen(repr=False)
 class CopyPlan:
     """A validated shared-memory -> TMEM copy. ``instructions`` is exactly what generated code issues.
@@ -69,6 +85,8 @@ class CopyPlan:
     smem_end: int              # one past the last shared-memory byte the copy reads, from the buffer base
     rejected: tuple = attrs.field(default=(), eq=False)   # ((atom name, reason), ...) wider candidates tried;
     # a reason is any object whose str() is the rule it broke (formatted lazily by the planner)
+    dynamic: tuple = ()        # DynamicCoord per run-time coordinate; instructions are those of value 0
+    smem_start: int = 0        # the first shared-memory byte the copy reads (of any run-time value)
 
     def memo_weight(self) -> int:
         """What a plan holds, for the bounded plan cache: its instructions and partition layouts."""
@@ -88,18 +106,59 @@ class CopyPlan:
         """Fewest instructions any tcgen05.cp form could use: bytes / bytes of the widest form (4 KiB)."""
         return -(-self.bytes // 4096)
 
+    @property
+    def smem_range(self) -> tuple[int, int]:
+        """``(first, one past the last)`` shared-memory byte, from the buffer base, that the copy reads for any
+        value of its run-time coordinates."""
+        return self.smem_start, self.smem_end
+
+    @property
+    def tmem_columns(self) -> tuple[int, int]:
+        """``(first, one past the last)`` 32-bit TMEM column, from the allocation base, that the copy writes for any
+        value of its run-time coordinates."""
+        lo, hi = _column_span(self.instructions, self.atom.columns)
+        for d in self.dynamic:
+            reach = (d.extent - 1) * split_address(d.tmem_step)[1]
+            lo, hi = min(lo, lo + reach), max(hi, hi + reach)
+        return lo, hi
+
+    def at(self, **values) -> "CopyPlan":
+        """The static plan of one value of each run-time coordinate (``plan.at(stage=2)``); a static plan is its own
+        value. The planner proved every value legal and laid out as value 0 shifted."""
+        if not self.dynamic:
+            if values:
+                raise PlanError(f"the plan has no run-time coordinates, but values were given for "
+                                f"{', '.join(sorted(values))}")
+            return self
+        from .planner import make_tiled_copy
+        src_names = {d.name for d in self.src.dynamic}
+        dst_names = {d.name for d in self.dst.dynamic}
+        unknown = sorted(set(values) - src_names - dst_names)
+        if unknown:
+            raise PlanError(f"the plan has no run-time coordinate {', '.join(unknown)} (it has "
+                            f"{', '.join(d.name for d in self.dynamic)})")
+        missing = [d.name for d in self.dynamic if d.name not in values]
+        if missing:
+            raise PlanError(f"the plan's run-time coordinates need values: {', '.join(missing)}")
+        src = self.src.at(**{k: v for k, v in values.items() if k in src_names})
+        dst = self.dst.at(**{k: v for k, v in values.items() if k in dst_names})
+        return make_tiled_copy(dst, src, self.cta_group, shape=self.atom.shape, multicast=self.atom.multicast or None)
+
     def descriptor_for(self, smem_address: int) -> int:
         """The 64-bit descriptor of an instruction whose start is at shared-window byte ``smem_address`` (a multiple
         of 16 below 256 KiB, the reach of the start-address field; else DescriptorError)."""
         return self.descriptor.encode(start_address=_address(smem_address, "descriptor_for"))
 
-    def stream(self, smem_base: int, tmem_base: int) -> list[tuple[str, int, int]]:
-        """``(ptx, taddr, descriptor)`` per instruction for a buffer at ``smem_base`` and TMEM at ``tmem_base``.
+    def stream(self, smem_base: int, tmem_base: int, **values) -> list[tuple[str, int, int]]:
+        """``(ptx, taddr, descriptor)`` per instruction for a buffer at ``smem_base`` and TMEM at ``tmem_base``, at
+        the given values of the run-time coordinates (``stream(0, 0, stage=2)``).
 
         The bases must meet the plan's assumptions, else PlanError: ``smem_base`` aligned to the tensor's
         ``base_align`` with the whole copy inside an sm_100 CTA's shared memory, and ``tmem_base`` an allocation's
         address (lane 0, a column on the 32-column allocation unit) with room for ``dst.columns`` columns.
         """
+        if self.dynamic or values:
+            return self.at(**values).stream(smem_base, tmem_base)
         smem_base = _address(smem_base, "stream: smem_base", PlanError)
         if smem_base % self.src.base_align:
             raise PlanError(f"stream: smem_base {smem_base:#x} is not aligned to the {self.src.base_align} B the "
@@ -118,16 +177,18 @@ class CopyPlan:
         return [(i.ptx, tmem_base + i.tmem_offset, patch_start_address(template, smem_base + i.smem_offset))
                 for i in self.instructions]
 
-    def cuda(self, name: str = "pycute_tcgen05_cp", issue: str = "warp") -> str:
+    def cuda(self, name: str = "pycute_tcgen05_cp", issue: str = "warp", explain: bool = False) -> str:
         """A ``__device__ __forceinline__`` function that issues this plan (``pycute.codegen.emit``): called by
         all 32 lanes of one warp (``issue="warp"``, it elects the issuing lane) or by the one thread the caller
-        elected (``issue="elected"``)."""
-        return view("cuda", self, name, issue=issue)
+        elected (``issue="elected"``). Run-time coordinates become ``unsigned`` parameters after ``tmem_base``.
+        The function carries a short header comment; ``explain=True`` adds the whole ``explain()``."""
+        return view("cuda", self, name, issue=issue, explain=explain)
 
-    def draw(self):
+    def draw(self, **values):
         """The plan as a picture (``pycute.draw_plan``): TMEM cells coloured by the instruction that writes them,
-        beside the shared memory each instruction reads. ``.save(path)`` writes the SVG."""
-        return view("svg", self)
+        beside the shared memory each instruction reads. ``.save(path)`` writes the SVG. A plan with run-time
+        coordinates is drawn at the given values."""
+        return view("svg", self.at(**values))
 
     def _repr_svg_(self):
         return svg_of(self)
@@ -151,6 +212,9 @@ class CopyPlan:
             f"  col         {self.col!r}",
             f"  middle      {self.middle!r}",
         ]
+        for d in self.dynamic:
+            lines.append(f"  run-time    {d.name} in [0, {d.extent}): +{d.smem_step} B shared memory, "
+                         f"+{d.tmem_step:#x} TMEM address per unit (every value planned and checked)")
         if a.cta_group == 2:
             lines.append("  cta_group 2 the even CTA of the pair issues; each CTA copies its own shared memory into "
                          "its own TMEM; commit with .multicast::cluster and CTA mask 0b11")

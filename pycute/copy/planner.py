@@ -9,17 +9,20 @@
 """
 from __future__ import annotations
 
+import itertools
+
 import attrs
 
 from ..arch.sm100.descriptor import SmemDescriptor
+from ..arch.sm100.tmem import CELL_BITS, LANE_SHIFT
 from ..atoms.tcgen05_cp import Tcgen05CpAtom, check_cta_group, cp_candidates
-from ..basis import E, ScaledBasis
+from ..basis import E, ScaledBasis, basis_get
 from ..errors import PlanError
 from ..layout import Layout, _mk
 from ..memo import memo
 from . import rules
 from .joint import Prepared, decompress_refusal, prepare, where
-from .plan import CopyPlan
+from .plan import CopyPlan, DynamicCoord
 from .tensor import SmemTensor, TmemTensor
 
 __all__ = ["make_tiled_copy", "Smem"]
@@ -62,8 +65,10 @@ def _plan_with(p: Prepared, atom: Tcgen05CpAtom) -> CopyPlan:
     middle = rules.middle_steps(p, lane_rest, row.rest)
     rules.check_bounds(p, atom, middle)
     instructions = rules.issue_order(p, atom, middle, groups)
+    period = groups.mode.period if groups.mode.byte_swizzle is not None else 1
     return CopyPlan(atom, SmemDescriptor(0, lbo, groups.sbo, groups.mode), instructions, _partition_layout(rows),
-                    _column_layout(row.taken, p.bits), _partition_layout(middle), p.src, p.dst, p.smem_end)
+                    _column_layout(row.taken, p.bits), _partition_layout(middle), p.src, p.dst, p.smem_end,
+                    smem_start=p.smem_base - p.smem_base % period)
 
 
 def _check_kinds(dst, src) -> None:
@@ -103,6 +108,82 @@ def _plan(dst, src, cta_group, shape, multicast):
     raise PlanError(f"no tcgen05.cp form fits this copy:\n{reasons}{where(src, dst)}")
 
 
+#: The most value combinations of run-time coordinates the planner checks one by one.
+MAX_DYNAMIC_VALUES = 4096
+
+
+def _coordinates(dst: TmemTensor, src: SmemTensor) -> list:
+    """``[(name, extent)]`` of the run-time coordinates, source first; a name on both sides has one extent."""
+    coords: dict = {}
+    for d in src.dynamic + dst.dynamic:
+        if coords.setdefault(d.name, d.extent) != d.extent:
+            raise PlanError(f"run-time coordinate {d.name!r} has extent {coords[d.name]} in one tensor and {d.extent} "
+                            f"in the other{where(src, dst)}")
+    return list(coords.items())
+
+
+def _step(tensor, name: str) -> object:
+    return next((d.stride for d in tensor.dynamic if d.name == name), 0)
+
+
+def _steps(dst: TmemTensor, src: SmemTensor, name: str) -> tuple[int, int]:
+    """Bytes of shared memory and the TMEM address delta one unit of ``name`` moves the copy by."""
+    smem_bits = _step(src, name) * src.bits
+    tstep = _step(dst, name)
+    lanes, cols = basis_get(tstep, "TLane"), basis_get(tstep, "TCol") * dst.bits
+    if smem_bits % 8 or cols % CELL_BITS:
+        raise PlanError(f"run-time coordinate {name!r} steps shared memory by {smem_bits} bits and TMEM by {cols} "
+                        f"bits of a lane; both must be whole bytes and whole 32-bit columns{where(src, dst)}")
+    return smem_bits // 8, (lanes << LANE_SHIFT) + cols // CELL_BITS
+
+
+def _shifted(base: CopyPlan, other: CopyPlan, smem: int, tmem: int) -> bool:
+    return (other.atom == base.atom and other.descriptor == base.descriptor
+            and len(other.instructions) == len(base.instructions)
+            and all(o.smem_offset == b.smem_offset + smem and o.tmem_offset == b.tmem_offset + tmem
+                    for o, b in zip(other.instructions, base.instructions)))
+
+
+@memo
+def _plan_dynamic(dst, src, cta_group, shape, multicast):
+    """A plan whose run-time coordinates take every value of their extents: each value is planned statically and must
+    be value 0's plan shifted by the coordinate's steps (one device function serves them all)."""
+    coords = _coordinates(dst, src)
+    total = 1
+    for _, extent in coords:
+        total *= extent
+    if total > MAX_DYNAMIC_VALUES:
+        raise PlanError(f"run-time coordinates {coords} take {total} value combinations; the planner checks each "
+                        f"and takes at most {MAX_DYNAMIC_VALUES}{where(src, dst)}")
+    steps = [_steps(dst, src, name) for name, _ in coords]
+    names = [n for n, _ in coords]
+    src_names, dst_names = {d.name for d in src.dynamic}, {d.name for d in dst.dynamic}
+    base = None
+    smem_start, smem_end = None, 0
+    for values in itertools.product(*(range(e) for _, e in coords)):
+        at = dict(zip(names, values))
+        label = ", ".join(f"{n}={v}" for n, v in at.items())
+        try:
+            plan = _plan(dst.at(**{k: v for k, v in at.items() if k in dst_names}),
+                         src.at(**{k: v for k, v in at.items() if k in src_names}), cta_group, shape, multicast)
+        except PlanError as e:
+            raise PlanError(f"at {label}: {e}") from None
+        if base is None:
+            base = plan
+        else:
+            smem = sum(v * s for v, (s, _) in zip(values, steps))
+            tmem = sum(v * t for v, (_, t) in zip(values, steps))
+            if not _shifted(base, plan, smem, tmem):
+                raise PlanError(f"at {label} the copy is not value 0's copy moved by {smem} B and TMEM address "
+                                f"{tmem:#x} ({plan.atom.name}, {len(plan.instructions)} instructions, "
+                                f"{plan.descriptor!r}), so one device function cannot serve every value"
+                                f"{where(src, dst)}")
+        smem_start = plan.smem_start if smem_start is None else min(smem_start, plan.smem_start)
+        smem_end = max(smem_end, plan.smem_end)
+    dynamic = tuple(DynamicCoord(n, e, s, t) for (n, e), (s, t) in zip(coords, steps))
+    return attrs.evolve(base, src=src, dst=dst, dynamic=dynamic, smem_start=smem_start, smem_end=smem_end)
+
+
 def make_tiled_copy(dst, src, cta_group: int = 1, shape: str | None = None, multicast: str | None = None,
                     decompress: str | None = None) -> CopyPlan:
     """Plan ``src`` (shared memory) -> ``dst`` (TMEM) with the fewest ``tcgen05.cp`` instructions.
@@ -118,4 +199,10 @@ def make_tiled_copy(dst, src, cta_group: int = 1, shape: str | None = None, mult
         if value is not None and not isinstance(value, str):
             raise TypeError(f"make_tiled_copy: {name} must be a string or None, got {value!r}")
     _check_kinds(dst, src)                   # before the plan cache hashes them
+    if dst.placement is not None and dst.placement.cta_group != cta_group:
+        raise PlanError(f"the TMEM tensor {dst.placement.name!r} was placed in a cta_group::{dst.placement.cta_group} "
+                        f"allocation, but the copy is cta_group::{cta_group} (all tcgen05 instructions of a kernel "
+                        f"use one cta_group){where(src, dst)}")
+    if src.dynamic or dst.dynamic:
+        return _plan_dynamic(dst, src, cta_group, shape, multicast)
     return _plan(dst, src, cta_group, shape, multicast)

@@ -4,8 +4,14 @@
 elements from the buffer base. ``make_tmem_tensor(dtype, layout, replica, columns)`` takes a layout whose strides are
 on the ``TLane`` / ``TCol`` axes (``TCol`` counted in elements). Both slice with Python slices into regions that keep
 their offset: ``t[0:32, 8:24]``.
+
+An index may also be a run-time coordinate, ``t[:, :, dynamic("stage")]``, CuTe's dynamic integer: the mode is
+dropped as by an integer index, and the tensor keeps a ``DynamicIndex`` (name, extent, stride) whose value the
+generated code takes as an argument. ``t.at(stage=2)`` is the static tensor of one value.
 """
 from __future__ import annotations
+
+import re
 
 import attrs
 
@@ -19,7 +25,41 @@ from ..layout import Layout, coalesce, make_layout
 from ..swizzle import ComposedLayout, Swizzle
 from ..views import svg_of
 
-__all__ = ["SmemTensor", "TmemTensor", "make_smem_tensor", "make_tmem_tensor"]
+__all__ = ["SmemTensor", "TmemTensor", "TmemPlacement", "Dynamic", "DynamicIndex", "dynamic", "make_smem_tensor", "make_tmem_tensor"]
+
+_C_NAME = re.compile(r"^[a-z_][A-Za-z0-9_]*$")
+_TAKEN_NAMES = frozenset({"smem_buffer", "tmem_base", "desc", "taddr"})   # the generated function's own names
+
+
+@attrs.frozen
+class Dynamic:
+    """A run-time index named ``name`` (a C identifier: the generated function's parameter)."""
+
+    name: str
+
+
+def dynamic(name: str) -> Dynamic:
+    """A run-time coordinate to slice a tensor mode with, as CuTe's dynamic integers: ``src[:, :, dynamic("stage")]``
+    gives a plan whose device function takes ``unsigned stage``; plain ints stay compile-time constants."""
+    if not isinstance(name, str):
+        raise TypeError(f"dynamic: the name must be a string, got {name!r}")
+    if not _C_NAME.match(name) or name in _TAKEN_NAMES or name.startswith("pycute"):
+        raise PlanError(f"dynamic({name!r}): the name becomes a C parameter; use a lower-case C identifier other than "
+                        f"{', '.join(sorted(_TAKEN_NAMES))} and not starting with 'pycute'")
+    return Dynamic(name)
+
+
+@attrs.frozen
+class DynamicIndex:
+    """A dropped mode indexed at run time: value ``v`` in ``[0, extent)`` adds ``v * stride`` to the offset (elements
+    for shared memory, a TLane/TCol basis value for TMEM)."""
+
+    name: str
+    extent: int
+    stride: object
+
+    def __repr__(self) -> str:
+        return f"{self.name}<{self.extent}>:{self.stride!r}"
 
 
 def _window(mode: Layout, start: int, extent: int, where: str) -> tuple[Layout, object]:
@@ -58,18 +98,30 @@ def _index(k, mode: int, where: str):
     return as_int(k, f"{where}: the index of mode {mode}")
 
 
+def _dynamic_index(k: Dynamic, mode: Layout, i: int, where: str) -> DynamicIndex:
+    c = coalesce(mode)
+    if not is_int(c.shape):
+        raise PlanError(f"{where}: mode {i} {mode!r} is indexed at run time by {k.name!r} but is not one stride; a "
+                        f"run-time index needs a mode whose offsets are value x stride")
+    return DynamicIndex(k.name, c.shape, c.stride if c.shape > 1 else 0)
+
+
 def _region(layout: Layout, offset, key, where: str):
-    """Slice ``layout`` (rank r) by ``key`` (slices or ints, at most r): returns (layout, offset)."""
+    """Slice ``layout`` (rank r) by ``key`` (slices, ints or run-time ``Dynamic`` indices, at most r): returns
+    (layout, offset, the new run-time indices)."""
     if not isinstance(key, tuple):
         key = (key,)
     r = layout.rank()
     if len(key) > r:
         raise PlanError(f"{where}: {len(key)} indices for a rank-{r} tensor of shape {layout.shape!r}")
     key = key + (slice(None),) * (r - len(key))
-    modes = []
+    modes, dynamic_indices = [], []
     for i, k in enumerate(key):
         mode = layout[i] if r > 1 else layout
         n = mode.size()
+        if isinstance(k, Dynamic):
+            dynamic_indices.append(_dynamic_index(k, mode, i, where))
+            continue
         k = _index(k, i, where)
         if is_int(k):
             if not -n <= k < n:
@@ -91,8 +143,8 @@ def _region(layout: Layout, offset, key, where: str):
         modes.append(sub)
         offset = offset + off
     if not modes:
-        return Layout(1, 0), offset
-    return (modes[0] if len(modes) == 1 else make_layout(*modes)), offset
+        return Layout(1, 0), offset, tuple(dynamic_indices)
+    return (modes[0] if len(modes) == 1 else make_layout(*modes)), offset, tuple(dynamic_indices)
 
 
 def _swizzle_and_layout(layout):
@@ -127,9 +179,33 @@ class _Region:
         return svg_of(self)
 
     def __getitem__(self, key):
-        """The sub-region selected by slices (and ints, which drop a mode); its offset is kept."""
-        layout, offset = _region(self.layout, self.offset, key, self.KIND)
-        return attrs.evolve(self, layout=layout, offset=offset)
+        """The sub-region selected by slices (and ints or ``Dynamic`` indices, which drop a mode); its offset is
+        kept."""
+        layout, offset, indices = _region(self.layout, self.offset, key, self.KIND)
+        names = [d.name for d in self.dynamic + indices]
+        if len(set(names)) != len(names):
+            raise PlanError(f"{self.KIND}: run-time index names {names} repeat; each names one mode")
+        return attrs.evolve(self, layout=layout, offset=offset, dynamic=self.dynamic + indices)
+
+    def at(self, **values):
+        """The static tensor at the given values of its run-time indices (every index needs a value in range)."""
+        offset = self.offset
+        names = {d.name for d in self.dynamic}
+        unknown = sorted(set(values) - names)
+        if unknown:
+            raise PlanError(f"{self.KIND}: no run-time index named {', '.join(unknown)} (it has "
+                            f"{', '.join(sorted(names)) or 'none'})")
+        for d in self.dynamic:
+            if d.name not in values:
+                raise PlanError(f"{self.KIND}: the run-time index {d.name!r} needs a value ({d.name}=0..{d.extent - 1})")
+            v = as_int(values[d.name], f"{self.KIND}: the value of {d.name}")
+            if not 0 <= v < d.extent:
+                raise PlanError(f"{self.KIND}: {d.name}={v} is outside [0, {d.extent})")
+            offset = offset + d.stride * v if v else offset
+        return attrs.evolve(self, offset=offset, dynamic=())
+
+    def _dynamic_repr(self) -> str:
+        return "".join(f"[{d!r}]" for d in self.dynamic)
 
 
 @attrs.frozen(repr=False)
@@ -141,6 +217,7 @@ class SmemTensor(_Region):
     swizzle: Swizzle | None = None
     offset: int = 0
     base_align: int = 1024
+    dynamic: tuple = ()         # DynamicIndex per run-time coordinate
 
     KIND = "shared-memory tensor"
 
@@ -151,7 +228,7 @@ class SmemTensor(_Region):
 
     def __repr__(self) -> str:
         sw = f"{self.swizzle!r} o " if self.swizzle is not None else ""
-        return f"smem<{self.dtype.name}>[{sw}{self.offset} o {self.layout!r}]"
+        return f"smem<{self.dtype.name}>[{sw}{self.offset} o {self.layout!r}]{self._dynamic_repr()}"
 
 
 @attrs.frozen(repr=False)
@@ -164,6 +241,8 @@ class TmemTensor(_Region):
     replica: Layout | None = None
     columns: int | None = None
     offset: object = 0
+    dynamic: tuple = ()                      # DynamicIndex per run-time coordinate
+    placement: "TmemPlacement | None" = None  # where a TmemAllocation placed it
 
     KIND = "TMEM tensor"
 
@@ -179,7 +258,27 @@ class TmemTensor(_Region):
     def __repr__(self) -> str:
         rep = f", replica {self.replica!r}" if self.replica is not None else ""
         cols = f", {self.columns} columns" if self.columns is not None else ""
-        return f"tmem<{self.dtype.name}>[{self.offset!r} o {self.layout!r}{rep}{cols}]"
+        at = f" {self.placement!r}" if self.placement is not None else ""
+        return f"tmem<{self.dtype.name}>[{self.offset!r} o {self.layout!r}{rep}{cols}]{self._dynamic_repr()}{at}"
+
+
+@attrs.frozen
+class TmemPlacement:
+    """Where ``TmemAllocation.add`` put a tensor: its name, first 32-bit column and width in columns, its lanes,
+    and the allocation's cta_group."""
+
+    name: str
+    column: int
+    width: int
+    lanes: tuple          # (first, last + 1)
+    cta_group: int
+
+    @property
+    def end(self) -> int:
+        return self.column + self.width
+
+    def __repr__(self) -> str:
+        return f"@{self.name}[columns {self.column}..{self.end - 1}, lanes {self.lanes[0]}..{self.lanes[1] - 1}]"
 
 
 def make_smem_tensor(dtype, layout, base_align: int = 1024) -> SmemTensor:

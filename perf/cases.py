@@ -91,3 +91,34 @@ def issue_matrix(counts=(1, 2, 4, 8), swizzles=("none", "32B", "64B", "128B")):
                                                                           shape=atom.shape,
                                                                           multicast=atom.multicast or None)))
     return out
+
+
+def staged_copies():
+    """``[(label, staged plan, the same copy at stage 0 as a static plan)]``: pipelines that copy stage ``kb % S``.
+
+    Scale factors as DeepGEMM lays them out (``32x128b.warpx4``; a stage holds 128 rows x 4 UE8M0 = 512 B for SFA,
+    1 KiB for SFB), a bf16 128x64 SW128 Q tile in 16 KiB stages, and SFs double-buffered in TMEM as well (the TMEM
+    step folds into the address)."""
+    out = []
+    for g in (1, 2):
+        for rows, label in ((128, "SFA"), (256, "SFB")):
+            src = pc.make_smem_tensor(pc.u8, Layout(((32, rows // 32), 4, 4), ((16, 4), 1, rows * 4)))
+            dst = pc.make_tmem_tensor(pc.u8, Layout(((32, rows // 32), 4), ((TLane, 4 * TCol), TCol)),
+                                      replica=Layout(4, 32 * TLane), columns=32)
+            staged = src[:, :, pc.dynamic("stage")]
+            out.append((f"{label} 4 stages, cta_group {g}", pc.make_tiled_copy(dst, staged, cta_group=g),
+                        pc.make_tiled_copy(dst, staged.at(stage=0), cta_group=g)))
+    q = kmajor_smem_tensor(pc.bf16, 128, 64, "128B")
+    stages = make_smem_tensor(pc.bf16, pc.ComposedLayout(q.swizzle, 0, pc.make_layout(q.layout[0], q.layout[1],
+                                                                                      Layout(4, 128 * 64))))
+    qdst = make_tmem_tensor(pc.bf16, Layout((128, 64), (TLane, TCol)), columns=32)
+    staged = stages[:, :, pc.dynamic("stage")]
+    out.append(("Q bf16 SW128 128x64, 4 stages", pc.make_tiled_copy(qdst, staged),
+                pc.make_tiled_copy(qdst, staged.at(stage=0))))
+    src = pc.make_smem_tensor(pc.u8, Layout(((32, 4), 4, 2), ((16, 4), 1, 512)))
+    dst = pc.make_tmem_tensor(pc.u8, Layout(((32, 4), 4, 2), ((TLane, 4 * TCol), TCol, 16 * TCol)),
+                              replica=Layout(4, 32 * TLane), columns=32)
+    both = (src[:, :, pc.dynamic("stage")], dst[:, :, pc.dynamic("stage")])
+    out.append(("SFA 2 stages in shared memory and TMEM", pc.make_tiled_copy(both[1], both[0]),
+                pc.make_tiled_copy(both[1].at(stage=0), both[0].at(stage=0))))
+    return out

@@ -21,10 +21,11 @@ from pycute.copy.planner import _plan
 from pycute.demo import demo_copies
 from pycute.codegen.kernels import RoundTrip, probe_source
 from pycute.layout import clear_caches
-from pycute.cost import ISSUE_FLOOR, copy_cost, issue_costs, median_per_copy
+from pycute.cost import ISSUE_FLOOR, copy_cost, issue_costs, median_per_copy, stage_costs
 
 from .algebra_cases import cases, median_us
 from .cases import (ATOMS, CUTE_DSL_ISSUE_COST, atom_copy, compile_overhead, cute_comparison_copies, demo_copy,
+                    staged_copies,
                     failing_plan, issue_matrix)
 from .cutlass_reference import VERSION as CUTLASS_VERSION, load_cutlass_pycute
 from .test_bench_algebra import PYCUTE_ONLY
@@ -202,6 +203,19 @@ def issue(results, out):
           "; then one add per further copy.", file=out)
 
 
+STAGE_EXTRA_TARGET = 2
+
+
+def stages(results, out):
+    rows = []
+    for c in stage_costs(staged_copies()):
+        rows.append((c.label, c.static, c.staged, c.extra, verdict(c.extra, STAGE_EXTRA_TARGET)))
+        results[f"stage.{c.label}"] = {"static": c.static, "staged": c.staged}
+    table("Run-time stage: non-UTCCP SASS per call, the staged plan (unsigned stage argument) vs the same copy with a "
+          f"static stage 0 (target: at most {STAGE_EXTRA_TARGET} more)", ("copy", "static", "staged", "extra", ""),
+          rows, out)
+
+
 def costs(results, out):
     rows = []
     for label, plan in demo_copies():
@@ -228,7 +242,7 @@ def main(argv=None) -> int:
     print(f"pycute performance report — {platform.machine()}, Python {platform.python_version()}, "
           f"no claims about hardware that was not present", file=out)
     results: dict = {}
-    for section in (algebra, planning, compiling, emulator, gpu, issue, costs):
+    for section in (algebra, planning, compiling, emulator, gpu, issue, stages, costs):
         section(results, out)
     results["report_seconds"] = time.perf_counter() - t0
     print(f"\nreport took {results['report_seconds']:.1f} s", file=out)

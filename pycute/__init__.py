@@ -25,7 +25,8 @@ from .tiling import (blocked_product, flat_divide, flat_product, hier_unzip, log
 from .swizzle import ComposedLayout, Swizzle, shiftl, shiftr
 from .parse import parse_layout
 from .arch.sm100 import SmemDescriptor, SwizzleMode, TCol, TLane
-from .copy import CopyPlan, expected_tmem, make_smem_tensor, make_tiled_copy, make_tmem_tensor
+from .copy import (CopyPlan, TmemAllocation, TmemTensor, SmemTensor, dynamic, expected_tmem, make_smem_tensor,
+                   make_tiled_copy, make_tmem_tensor)
 from . import compile  # pycute.compile (NVRTC, cache, SASS), reachable as pc.compile
 from . import codegen  # registers plan.cuda()
 from .sim import verify_plan
@@ -52,6 +53,7 @@ __all__ = [
     "tile_to_shape", "slice_and_offset", "is_layout", "shiftl", "shiftr", "parse_layout", "clear_caches",
     # copies
     "make_smem_tensor", "make_tmem_tensor", "make_tiled_copy", "verify_plan", "expected_tmem", "compile",
+    "dynamic", "TmemAllocation", "TmemTensor", "SmemTensor",
     # pictures
     "print_layout", "layout_grid", "draw_layout", "draw_smem", "draw_plan",
 ]

@@ -93,6 +93,28 @@ def issue_costs(labeled_plans, arch: str = "sm_100a") -> list[IssueCost]:
     return out
 
 
+@attrs.frozen
+class StageCost:
+    """What a run-time stage adds to one call: non-UTCCP SASS of the staged plan's call minus the static plan's."""
+
+    label: str
+    staged: int
+    static: int
+
+    @property
+    def extra(self) -> int:
+        return self.staged - self.static
+
+
+def stage_costs(cases, arch: str = "sm_100a") -> list[StageCost]:
+    """``[(label, staged plan, static plan)]`` -> the SASS a run-time coordinate costs per call."""
+    flat = [(f"{label} staged", staged) for label, staged, _ in cases] + \
+           [(f"{label} static", static) for label, _, static in cases]
+    costs = issue_costs(flat, arch)
+    n = len(cases)
+    return [StageCost(label, costs[k].other, costs[n + k].other) for k, (label, _, _) in enumerate(cases)]
+
+
 def median_per_copy(costs) -> float:
     return statistics.median(c.per_copy for c in costs)
 

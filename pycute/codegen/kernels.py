@@ -46,14 +46,17 @@ def probe_entry(name: str) -> str:
 
 
 def probe_source(plan: CopyPlan, name: str = "pycute_copy") -> str:
-    """The device function and a kernel that only calls it: what SASS and PTX checks compile."""
+    """The device function and a kernel that only calls it: what SASS and PTX checks compile. The kernel takes
+    ``tmem_base`` and then each run-time coordinate, and passes them on."""
+    names = [c.name for c in plan.dynamic]
     return render("probe.cu", function=emit_device_function(plan, name), name=name,
-                  shared_symbol=PROBE_SHARED_SYMBOL, call=f"{name}({PROBE_SHARED_SYMBOL}, tmem_base);")
+                  shared_symbol=PROBE_SHARED_SYMBOL, params="".join(f", unsigned {n}" for n in names),
+                  call=f"{name}({', '.join([PROBE_SHARED_SYMBOL, 'tmem_base', *names])});")
 
 
 def no_call_probe_source(name: str = "pycute_no_call") -> str:
     """The probe kernel without the call: the baseline that issue costs are measured against."""
-    return render("probe.cu", function="", name=name, shared_symbol=PROBE_SHARED_SYMBOL, call="")
+    return render("probe.cu", function="", name=name, shared_symbol=PROBE_SHARED_SYMBOL, params="", call="")
 
 
 def _src_offset_function(plan: CopyPlan) -> str:

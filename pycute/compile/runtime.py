@@ -1,4 +1,5 @@
-"""Optional GPU runtime: load a cubin and launch a kernel through the CUDA driver API (``cuda.bindings.driver``).
+"""Optional GPU runtime: load a cubin and launch any kernel through ``cuda.core`` (cluster shapes, dynamic shared
+memory, CUDA events), with ``cuda.bindings.driver`` for the few calls cuda.core leaves to it.
 
 Nothing here touches the driver unless ``driver_available()`` found libcuda first: on a machine without a driver
 the driver bindings raise, and some cuda.core calls can hang a process (toolchain-cpu-only.md section 7).
@@ -78,58 +79,108 @@ def skip_reason() -> str | None:
     return None
 
 
+def _dims(value, what: str) -> tuple:
+    """A launch dimension as a 3-tuple of positive ints."""
+    dims = (value,) if isinstance(value, int) else tuple(value)
+    if not 1 <= len(dims) <= 3 or not all(isinstance(d, int) and not isinstance(d, bool) and d > 0 for d in dims):
+        raise TypeError(f"launch: {what} must be a positive int or a tuple of up to 3 positive ints, got {value!r}")
+    return dims + (1,) * (3 - len(dims))
+
+
+def _grid_counts_clusters() -> bool:
+    """cuda.core 0.4 and later read ``LaunchConfig.grid`` as clusters when a cluster shape is given."""
+    import cuda.core
+    major, minor = (int(x) for x in cuda.core.__version__.split(".")[:2])
+    return (major, minor) >= (0, 4)
+
+
 class Gpu:
-    """Device 0: a context, module loading and kernel launches (only constructed where a driver exists)."""
+    """Device 0 through ``cuda.core``: module loading and launches of any kernel (only constructed where a driver
+    exists). Device memory comes from ``alloc`` / ``upload``; ``launch`` takes ``cuda.core`` kernel arguments
+    (``Buffer``s for pointers, numpy scalars such as ``np.uint32(5)`` for values)."""
 
     def __init__(self):
         if not driver_available():
             raise CompileError(skip_reason())
-        from cuda.bindings import driver
-        self.driver = driver
-        _check(driver.cuInit(0), "cuInit")
-        self.device = _check(driver.cuDeviceGet(0), "cuDeviceGet")
-        self.context = _check(driver.cuDevicePrimaryCtxRetain(self.device), "cuDevicePrimaryCtxRetain")
-        _check(driver.cuCtxSetCurrent(self.context), "cuCtxSetCurrent")
+        from cuda.core import Device
+        self.device = Device(0)
+        self.device.set_current()
+        self.stream = self.device.create_stream()
 
     def __repr__(self) -> str:
         info = device_info()
         return f"Gpu({info[0]}, sm_{info[1][0]}{info[1][1]})" if info else "Gpu(?)"
 
+    def kernel(self, compiled, entry: str):
+        """The ``cuda.core`` Kernel ``entry`` of a ``Compiled`` (or of a cuda.core ``ObjectCode``)."""
+        code = compiled.object_code() if hasattr(compiled, "object_code") else compiled
+        return code.get_kernel(entry)
+
+    def alloc(self, nbytes: int):
+        return self.device.allocate(max(int(nbytes), 1), stream=self.stream)
+
+    def upload(self, array: np.ndarray):
+        """A device Buffer holding ``array``'s bytes."""
+        from cuda.bindings import driver
+        host = np.ascontiguousarray(array)
+        buf = self.alloc(host.nbytes)
+        _check(driver.cuMemcpyHtoDAsync(int(buf.handle), host.ctypes.data, host.nbytes, int(self.stream.handle)),
+               "cuMemcpyHtoDAsync")
+        self.stream.sync()
+        return buf
+
+    def download(self, buf, dtype, count: int) -> np.ndarray:
+        from cuda.bindings import driver
+        self.stream.sync()
+        host = np.empty(count, dtype=dtype)
+        _check(driver.cuMemcpyDtoH(host.ctypes.data, int(buf.handle), host.nbytes), "cuMemcpyDtoH")
+        return host
+
+    def launch(self, kernel, *args, grid=1, block=128, cluster=None, dynamic_smem: int = 0,
+               events: bool = False):
+        """Launch ``kernel`` (from ``Gpu.kernel``) with ``grid`` blocks of ``block`` threads -- CUDA's units: with
+        ``cluster`` blocks per cluster, ``grid`` still counts blocks, and a kernel compiled with
+        ``__cluster_dims__`` needs no ``cluster`` -- and ``dynamic_smem`` bytes of dynamic shared memory; waits
+        for it, and with ``events`` returns its duration in milliseconds from CUDA events."""
+        from cuda.core import EventOptions, LaunchConfig, launch
+        grid, block = _dims(grid, "grid"), _dims(block, "block")
+        if cluster is not None:
+            cluster = _dims(cluster, "cluster")
+            if any(g % c for g, c in zip(grid, cluster)):
+                raise CompileError(f"launch: grid {grid} (blocks) is not a whole number of clusters {cluster}")
+            if _grid_counts_clusters():
+                grid = tuple(g // c for g, c in zip(grid, cluster))
+        self._allow_smem(kernel, dynamic_smem)
+        config = LaunchConfig(grid=grid, block=block, cluster=cluster, shmem_size=int(dynamic_smem))
+        start = stop = None
+        if events:
+            start, stop = (self.device.create_event(EventOptions(enable_timing=True)) for _ in range(2))
+            self.stream.record(start)
+        launch(self.stream, config, kernel, *args)
+        if events:
+            self.stream.record(stop)
+        self.stream.sync()
+        return (stop - start) if events else None
+
+    def _allow_smem(self, kernel, nbytes: int) -> None:
+        """Opt a kernel into more than 48 KiB of dynamic shared memory."""
+        from cuda.bindings import driver
+        attr = driver.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
+        handle = kernel.handle
+        if isinstance(handle, driver.CUkernel):
+            _check(driver.cuKernelSetAttribute(attr, int(nbytes), handle, int(self.device.device_id)),
+                   "cuKernelSetAttribute")
+        else:
+            _check(driver.cuFuncSetAttribute(handle, attr, int(nbytes)), "cuFuncSetAttribute")
+
     def run(self, cubin: bytes, entry: str, grid: int, block: int, dynamic_smem: int, inputs: np.ndarray,
             out_words: int, events: bool = False):
-        """Launch ``entry(const unsigned char* inputs, unsigned* out)`` and return ``out`` as uint32; with
-        ``events``, return ``(out, milliseconds)`` timed by CUDA events around the launch."""
-        d = self.driver
-        module = _check(d.cuModuleLoadData(cubin), "cuModuleLoadData")
-        try:
-            fn = _check(d.cuModuleGetFunction(module, entry.encode()), "cuModuleGetFunction")
-            _check(d.cuFuncSetAttribute(fn, d.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                                        dynamic_smem), "cuFuncSetAttribute")
-            inputs = np.ascontiguousarray(inputs, dtype=np.uint8)
-            d_in = _check(d.cuMemAlloc(max(inputs.nbytes, 1)), "cuMemAlloc")
-            d_out = _check(d.cuMemAlloc(out_words * 4), "cuMemAlloc")
-            try:
-                _check(d.cuMemcpyHtoD(d_in, inputs.ctypes.data, inputs.nbytes), "cuMemcpyHtoD")
-                _check(d.cuMemsetD32(d_out, 0xFFFFFFFF, out_words), "cuMemsetD32")
-                args = ((int(d_in), int(d_out)), (ctypes.c_void_p, ctypes.c_void_p))
-                if events:
-                    start = _check(d.cuEventCreate(0), "cuEventCreate")
-                    stop = _check(d.cuEventCreate(0), "cuEventCreate")
-                    _check(d.cuEventRecord(start, 0), "cuEventRecord")
-                _check(d.cuLaunchKernel(fn, grid, 1, 1, block, 1, 1, dynamic_smem, 0, args, 0), "cuLaunchKernel")
-                if events:
-                    _check(d.cuEventRecord(stop, 0), "cuEventRecord")
-                _check(d.cuCtxSynchronize(), "kernel execution")
-                host = np.empty(out_words, dtype=np.uint32)
-                _check(d.cuMemcpyDtoH(host.ctypes.data, d_out, out_words * 4), "cuMemcpyDtoH")
-                if not events:
-                    return host
-                ms = _check(d.cuEventElapsedTime(start, stop), "cuEventElapsedTime")
-                d.cuEventDestroy(start)
-                d.cuEventDestroy(stop)
-                return host, float(ms)
-            finally:
-                d.cuMemFree(d_in)
-                d.cuMemFree(d_out)
-        finally:
-            d.cuModuleUnload(module)
+        """Launch ``entry(const unsigned char* inputs, unsigned* out)`` and return ``out`` as uint32 (filled with
+        0xFFFFFFFF first); with ``events``, return ``(out, milliseconds)``."""
+        from cuda.core import ObjectCode
+        kernel = ObjectCode.from_cubin(cubin).get_kernel(entry)
+        d_in = self.upload(np.ascontiguousarray(inputs, dtype=np.uint8))
+        d_out = self.upload(np.full(out_words, 0xFFFFFFFF, dtype=np.uint32))
+        ms = self.launch(kernel, d_in, d_out, grid=grid, block=block, dynamic_smem=dynamic_smem, events=events)
+        host = self.download(d_out, np.uint32, out_words)
+        return (host, float(ms)) if events else host

@@ -1,6 +1,7 @@
 """make_tiled_copy: plan shared-memory -> TMEM tcgen05.cp copies."""
-from .plan import CopyPlan, CpInstruction
+from .plan import CopyPlan, CpInstruction, DynamicCoord
 from .planner import Smem, make_tiled_copy
 from .reference import expected_tmem
-from .tensor import SmemTensor, TmemTensor, make_smem_tensor, make_tmem_tensor
+from .tensor import Dynamic, DynamicIndex, SmemTensor, TmemPlacement, TmemTensor, dynamic, make_smem_tensor, make_tmem_tensor
+from .alloc import TmemAllocation
 from .canonical import atom_tmem_tensor, kmajor_smem_tensor

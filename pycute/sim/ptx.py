@@ -1,8 +1,12 @@
 """A small interpreter for the PTX that NVRTC emits around generated tcgen05.cp issue code.
 
-It runs one thread (a lane of a full warp) through one ``.entry`` (integer moves and arithmetic, shifts, logic,
-conversions, ``cvta``, addresses of shared symbols, predicates and branches, ``elect.sync``, ``tcgen05.cp``) and
-returns the ``(opcode, taddr, descriptor)`` stream it would issue. ``elect.sync`` elects the lowest lane of its
+It runs one thread (a lane of a full warp) through one ``.entry`` of any kernel (performance directives such as
+``.maxntid``, ``.reqntid``, ``.reqnctapercluster``, ``.explicitcluster``, ``.minnctapersm`` are accepted) --
+integer moves and arithmetic, shifts, logic, conversions, ``cvta``, addresses of shared symbols, predicates and
+branches, ``elect.sync``, ``tcgen05.cp`` -- and returns the ``(opcode, taddr, descriptor)`` stream it would issue.
+Barriers, fences, ``mbarrier.init`` / ``arrive`` and ``tcgen05.commit`` / ``fence`` / ``wait`` change no register
+of the thread and are recorded in order (``trace_entry``); ``mbarrier.try_wait`` succeeds at once (this model has
+one thread and no asynchrony). ``elect.sync`` elects the lowest lane of its
 member mask (PTX only promises the same lane every time; which one does not change what is issued). This checks the generated *code*, not only the plan: the stream can be
 compared with the plan and fed to the emulator. An instruction outside the subset is a CompileError, never skipped.
 """
@@ -13,13 +17,19 @@ import re
 from ..codegen.kernels import PROBE_SHARED_SYMBOL, probe_entry
 from ..errors import CompileError
 
-__all__ = ["run_entry", "probe_stream", "GENERIC_SHARED_WINDOW"]
+__all__ = ["run_entry", "trace_entry", "probe_stream", "GENERIC_SHARED_WINDOW"]
 
 #: Where this model places the shared window in the generic address space (cvta.shared adds it).
 GENERIC_SHARED_WINDOW = 0x7F00_0000_0000
 
 _MASK = {8: 0xFF, 16: 0xFFFF, 32: 0xFFFFFFFF, 64: 0xFFFFFFFFFFFFFFFF}
-_ENTRY = re.compile(r"\.(?:visible\s+)?\.entry\s+(\w+)\s*\((.*?)\)\s*\{(.*?)\n\}", re.S)
+_ENTRY = re.compile(r"\.entry\s+(\w+)\s*(?:\((.*?)\))?([^{]*)\{(.*?)\n\}", re.S)
+# Entry directives between the parameter list and the body (PTX ISA "Performance-Tuning Directives", clusters).
+_ENTRY_DIRECTIVE = re.compile(r"\.(?:maxntid|reqntid|minnctapersm|maxnctapersm|reqnctapercluster|explicitcluster|"
+                              r"maxclusterrank|blocksareclusters|noreturn|pragma)\b[^.]*")
+# Statements that order or signal but write no register of the thread.
+_SYNC_OPS = ("bar", "barrier", "fence", "membar")
+_SYNC_TCGEN05 = ("commit", "fence::before_thread_sync", "fence::after_thread_sync", "wait::ld", "wait::st")
 _PARAM = re.compile(r"\.param\s+\.\w+\s+(\w+)")
 _SKIP = re.compile(r"^(?:\.reg|\.local|\.shared|\.pragma|\.loc|\.maxntid|\.reqntid|\.minnctapersm|//|\{|\})")
 _LABEL = re.compile(r"^([\w$]+):$")
@@ -48,8 +58,11 @@ def _parse_entry(ptx: str, name: str | None):
     if name not in entries:
         raise CompileError(f"no .entry {name!r} in the PTX (have {', '.join(entries)})")
     m = entries[name]
+    directives = _ENTRY_DIRECTIVE.sub("", m.group(3)).strip()
+    if directives:
+        raise CompileError(f"entry {name!r}: directives outside the interpreted subset: {directives!r}")
     program, labels = [], {}
-    for raw in m.group(3).splitlines():
+    for raw in m.group(4).splitlines():
         line = raw.split("//")[0].strip()
         if not line or _SKIP.match(line):
             continue
@@ -59,7 +72,7 @@ def _parse_entry(ptx: str, name: str | None):
                 labels[label.group(1)] = len(program)
             else:
                 program.append(stmt)
-    return _PARAM.findall(m.group(2)), program, labels
+    return _PARAM.findall(m.group(2) or ""), program, labels
 
 
 def _split_args(rest: str):
@@ -105,6 +118,7 @@ class _Thread:
         self.params, self.symbols, self.lane = params, symbols, lane
         self.regs: dict[str, int] = {}
         self.issued: list = []
+        self.trace: list = []
 
     def value(self, tok: str, bits: int = 64) -> int:
         tok = tok.strip()
@@ -133,12 +147,20 @@ class _Thread:
         parts = op.split(".")
         base = parts[0]
         bits = _width(parts[-1]) if len(parts) > 1 else 32
-        if base == "tcgen05" and parts[1] == "cp":
+        if base in _SYNC_OPS or (base == "tcgen05" and parts[1] in _SYNC_TCGEN05) or \
+                (base == "mbarrier" and parts[1] in ("init", "arrive")):
+            if base == "mbarrier" and parts[1] == "arrive" and args and args[0] != "_":
+                self.regs[args[0]] = 0                       # the arrival's state token
+            self.trace.append((op, [self.value(a.strip("[]")) if a.strip("[]") in self.regs else a for a in args]))
+        elif base == "mbarrier" and parts[1] in ("try_wait", "test_wait"):
+            self.regs[args[0]] = 1                           # the phase has completed (no asynchrony here)
+        elif base == "tcgen05" and parts[1] == "cp":
             m = re.fullmatch(r"\[(%\w+)(?:\s*\+\s*(-?\w+))?\]", args[0])
             if not m:
                 raise CompileError(f"tcgen05.cp address operand {args[0]!r} is not [reg] or [reg+imm]")
             taddr = (self.value(m.group(1)) + (self.value(m.group(2)) if m.group(2) else 0)) & _MASK[32]
             self.issued.append((op, taddr, self.value(args[1]) & _MASK[64]))
+            self.trace.append((op, taddr, self.issued[-1][2]))
         elif base == "elect":
             dest, pred = (t.strip() for t in args[0].split("|"))
             mask = self.value(args[1], 32)
@@ -193,6 +215,13 @@ def run_entry(ptx: str, params: dict, symbols: dict, entry: str | None = None, m
     """Run ``entry`` for lane ``lane`` of a full warp. ``params`` maps parameter index or name to its value;
     ``symbols`` maps shared-symbol names to their shared-window addresses. Returns the list of ``tcgen05.cp``
     issues."""
+    return trace_entry(ptx, params, symbols, entry, max_steps, lane).issued
+
+
+def trace_entry(ptx: str, params: dict, symbols: dict, entry: str | None = None, max_steps: int = 100_000,
+                lane: int = 0):
+    """As ``run_entry``, returning the thread: ``.issued`` (the ``tcgen05.cp`` stream) and ``.trace`` (every cp,
+    commit, fence, barrier and mbarrier statement in program order, with its operands)."""
     names, program, labels = _parse_entry(ptx, entry)
     values = {n: params[k] if k in params else params[n] for k, n in enumerate(names) if k in params or n in params}
     thread = _Thread(values, symbols, lane)
@@ -218,11 +247,13 @@ def run_entry(ptx: str, params: dict, symbols: dict, entry: str | None = None, m
             pc = labels[args[0]]
             continue
         thread.execute(op, args, stmt)
-    return thread.issued
+    return thread
 
 
-def probe_stream(ptx: str, name: str, smem_base: int, tmem_base: int, lane: int = 0) -> list:
+def probe_stream(ptx: str, name: str, smem_base: int, tmem_base: int, lane: int = 0, **values) -> list:
     """The ``(opcode, taddr, descriptor)`` stream lane ``lane`` issues in the compiled probe kernel of ``name`` (a
     warp calls the generated function; its PTX interpreted for that lane) when the shared buffer is at
-    ``smem_base`` and the TMEM allocation at ``tmem_base``. Lane 0 is the one elect.sync elects."""
-    return run_entry(ptx, {0: tmem_base}, {PROBE_SHARED_SYMBOL: smem_base}, probe_entry(name), lane=lane)
+    ``smem_base``, the TMEM allocation at ``tmem_base`` and the run-time coordinates (the probe kernel's further
+    parameters, in the plan's order) at ``values``. Lane 0 is the one elect.sync elects."""
+    params = {0: tmem_base, **{k + 1: v for k, v in enumerate(values.values())}}
+    return run_entry(ptx, params, {PROBE_SHARED_SYMBOL: smem_base}, probe_entry(name), lane=lane)

@@ -52,7 +52,7 @@ class _TmemLdSt:
     @property
     def sass(self) -> str:
         op = "LDTM" if self.OP == "ld" else "STTM"
-        suffix = f".x{self.num}" if self.num > 1 or self.shape == "32x32b" else ""
+        suffix = f".x{self.num}" if self.num > 1 else ""      # .x1 has no suffix (LDTM, LDTM.16dp256bit)
         return f"{op}{LDST_SHAPES[self.shape].sass_variant}{suffix}"
 
     def cell(self, thread: int, reg: int) -> tuple[int, int]:

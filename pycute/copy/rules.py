@@ -94,8 +94,9 @@ def _single(layout: Layout, what: str):
 def check_replica(p: Prepared, atom: Tcgen05CpAtom) -> None:
     want, have = atom.replica, p.dst.replica
     if want != have and ((want is None) != (have is None) or coalesce(want) != coalesce(have)):
-        raise Reject("replica mismatch: {name} replicates at {want!r}, the TMEM tensor declares {have!r}",
-                     name=atom.name, want=want, have=have)
+        raise Reject("replica mismatch: {name} {does}, the TMEM tensor {declares}", name=atom.name,
+                     does="does not replicate" if want is None else f"replicates at {want!r}",
+                     declares="declares no replica" if have is None else f"declares replica {have!r}")
 
 
 # -- rule 2 ---------------------------------------------------------------------------------------------------

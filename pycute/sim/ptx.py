@@ -130,6 +130,10 @@ class _Thread:
             return self.regs[tok]
         if tok in self.symbols:
             return self.symbols[tok]
+        if tok.startswith("_Z"):           # a function's static __shared__ array: _ZZ<fn>E<len><name>
+            for name, address in self.symbols.items():
+                if tok.endswith(f"E{len(name)}{name}"):
+                    return address
         if re.fullmatch(r"-?0[xX][0-9a-fA-F]+[U]?", tok):
             return int(tok.rstrip("U"), 16) & _MASK[bits]
         if re.fullmatch(r"-?\d+[U]?", tok):

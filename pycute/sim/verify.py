@@ -13,11 +13,13 @@ from .emulator import Sm100Emulator
 __all__ = ["verify_plan"]
 
 
-def verify_plan(plan: CopyPlan, seed: int = 0, smem_base: int = 0, stream=None) -> None:
+def verify_plan(plan: CopyPlan, seed: int = 0, smem_base: int = 0, stream=None, **values) -> None:
     """Emulate ``plan`` (or an explicit instruction ``stream``) and compare every CTA's TMEM with
-    ``expected_tmem``; raises EmulationError with the first differing cells."""
+    ``expected_tmem``; raises EmulationError with the first differing cells. A plan with run-time coordinates is
+    verified at the given values (``verify_plan(plan, stage=2)``)."""
     if not isinstance(plan, CopyPlan):
         raise TypeError(f"verify_plan: expected a CopyPlan (make_tiled_copy), got {type(plan).__name__}")
+    plan = plan.at(**values)
     src, dst = plan.src, plan.dst
     ctas = plan.cta_group
     nbytes = smem_bytes_needed(src)

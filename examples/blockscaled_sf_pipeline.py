@@ -27,14 +27,15 @@ SF_PER_ROW = 4        # UE8M0 scale factors per row per k-block (K = 128, one pe
 
 
 def sf_smem(rows: int):
-    """A pipeline of SF stages: ``rows`` x 4 bytes per stage, row r at byte 16*(r%32) + 4*(r//32)."""
-    layout = Layout(((32, rows // 32), SF_PER_ROW, STAGES), ((16, 4), 1, rows * SF_PER_ROW))
+    """A pipeline of SF stages, ``rows`` x 4 bytes per stage. In each 128-row chunk (512 B) row
+    ``r = 32 i + l`` sits at byte ``16 l + 4 i``: one 16-byte line per lane of a ``32x128b.warpx4`` copy."""
+    layout = Layout(((32, 4, rows // 128), SF_PER_ROW, STAGES), ((16, 4, 512), 1, rows * SF_PER_ROW))
     return pc.make_smem_tensor(pc.u8, layout)[:, :, pc.dynamic("stage")]
 
 
 def sf_tmem_layout(rows: int):
     """Row r, SF j -> lane r % 32, byte 4*(r//32) + j (one 32-bit column per 32 rows)."""
-    return Layout(((32, rows // 32), SF_PER_ROW), ((TLane, 4 * TCol), TCol))
+    return Layout(((32, 4, rows // 128), SF_PER_ROW), ((TLane, 4 * TCol, 16 * TCol), TCol))
 
 
 class SfPipeline:

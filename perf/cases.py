@@ -102,8 +102,8 @@ def staged_copies():
     out = []
     for g in (1, 2):
         for rows, label in ((128, "SFA"), (256, "SFB")):
-            src = pc.make_smem_tensor(pc.u8, Layout(((32, rows // 32), 4, 4), ((16, 4), 1, rows * 4)))
-            dst = pc.make_tmem_tensor(pc.u8, Layout(((32, rows // 32), 4), ((TLane, 4 * TCol), TCol)),
+            src = pc.make_smem_tensor(pc.u8, Layout(((32, 4, rows // 128), 4, 4), ((16, 4, 512), 1, rows * 4)))
+            dst = pc.make_tmem_tensor(pc.u8, Layout(((32, 4, rows // 128), 4), ((TLane, 4 * TCol, 16 * TCol), TCol)),
                                       replica=Layout(4, 32 * TLane), columns=32)
             staged = src[:, :, pc.dynamic("stage")]
             out.append((f"{label} 4 stages, cta_group {g}", pc.make_tiled_copy(dst, staged, cta_group=g),

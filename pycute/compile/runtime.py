@@ -94,6 +94,14 @@ def _grid_counts_clusters() -> bool:
     return (major, minor) >= (0, 4)
 
 
+def _timing_options(options_class):
+    """Event options that record timing (cuda.core spells the field ``timing_enabled``; 0.x ``enable_timing``)."""
+    try:
+        return options_class(timing_enabled=True)
+    except TypeError:
+        return options_class(enable_timing=True)
+
+
 class Gpu:
     """Device 0 through ``cuda.core``: module loading and launches of any kernel (only constructed where a driver
     exists). Device memory comes from ``alloc`` / ``upload``; ``launch`` takes ``cuda.core`` kernel arguments
@@ -154,7 +162,7 @@ class Gpu:
         config = LaunchConfig(grid=grid, block=block, cluster=cluster, shmem_size=int(dynamic_smem))
         start = stop = None
         if events:
-            start, stop = (self.device.create_event(EventOptions(enable_timing=True)) for _ in range(2))
+            start, stop = (self.device.create_event(_timing_options(EventOptions)) for _ in range(2))
             self.stream.record(start)
         launch(self.stream, config, kernel, *args)
         if events:

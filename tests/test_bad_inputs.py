@@ -145,6 +145,33 @@ BAD = {
     "emulator cta text": (lambda: Sm100Emulator().tmem_image(cta="0"), T, "cta must be an integer"),
     "emulator smem past window": (lambda: Sm100Emulator(smem_bytes=1 << 19), E, "window a descriptor can address"),
     "verify text": (lambda: pc.verify_plan("x"), T, "expected a CopyPlan"),
+    # -- composing into a kernel: run-time coordinates, placement, compile and launch options ------------------
+    "dynamic name not a C parameter": (lambda: pc.dynamic("tmem_base"), P, "becomes a C parameter"),
+    "dynamic name not a string": (lambda: pc.dynamic(3), T, "the name must be a string"),
+    "dynamic index repeated": (lambda: pc.make_smem_tensor(pc.u8, Layout((4, 4, 4), (1, 16, 64)))[
+        :, pc.dynamic("s"), pc.dynamic("s")], P, "repeat"),
+    "dynamic value out of range": (lambda: pc.make_smem_tensor(pc.u8, Layout((16, 4), (1, 512)))[
+        :, pc.dynamic("stage")].at(stage=4), P, "stage=4 is outside [0, 4)"),
+    "dynamic value missing": (lambda: pc.make_smem_tensor(pc.u8, Layout((16, 4), (1, 512)))[
+        :, pc.dynamic("stage")].at(), P, "needs a value"),
+    "dynamic value a float": (lambda: pc.make_smem_tensor(pc.u8, Layout((16, 4), (1, 512)))[
+        :, pc.dynamic("stage")].at(stage=1.5), T, "must be an integer"),
+    "static plan given a value": (lambda: plan().at(stage=1), P, "has no run-time coordinates"),
+    "allocation overlap": (lambda: (lambda a: (a.add(pc.f32, Layout((128, 8), (TLane, TCol)), name="x"),
+                                               a.add(pc.f32, Layout((128, 8), (TLane, TCol)), column=4)))(
+        pc.TmemAllocation()), P, "overlaps 'x'"),
+    "allocation misaligned": (lambda: pc.TmemAllocation().add(pc.f32, Layout((128, 8), (TLane, TCol)), column=6),
+                              P, "misaligned"),
+    "allocation past 512 columns": (lambda: pc.TmemAllocation().add(pc.f32, Layout((128, 8), (TLane, TCol)),
+                                                                    column=508), P, "past TMEM's 512 columns"),
+    "allocation column out of range": (lambda: pc.TmemAllocation().add(pc.f32, Layout((128, 8), (TLane, TCol)),
+                                                                       column=600), P, "outside TMEM's 512 columns"),
+    "allocation name not a string": (lambda: pc.TmemAllocation().add(pc.f32, Layout((128, 8), (TLane, TCol)),
+                                                                     name=7), T, "name must be a string"),
+    "allocation cta_group 3": (lambda: pc.TmemAllocation(cta_group=3), P, "cta_group must be 1 or 2"),
+    "include_dirs a string": (lambda: compile_cuda("", include_dirs="/tmp"), T, "include_dirs must be a sequence"),
+    "include dir missing": (lambda: compile_cuda("", include_dirs=["/nonexistent/pycute"]), C, "does not exist"),
+    "explain not a bool": (lambda: plan().cuda("f", explain="yes"), T, "explain must be a bool"),
 }
 
 

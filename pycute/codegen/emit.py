@@ -81,7 +81,7 @@ def commit_asm(cta_group: int, mbarrier: str) -> str:
 
 
 def _commit_comment(cta_group: int, guard: str) -> str:
-    lines = [f"//   {guard}{commit_asm(cta_group, 'mbarrier_smem_address')}"]
+    lines = [f"//   {guard}pycute_tcgen05_commit<{cta_group}>(mbarrier_smem_address);   // pycute/sm100.cuh"]
     if cta_group == 2:
         lines += ["// The even CTA of the pair issues this function and the commit; each CTA copies its own shared "
                   "memory", "// (same offsets) into its own TMEM (same taddr), and both CTAs' mbarriers at that "

@@ -89,18 +89,20 @@ def test_unrolled_without_loops_and_a_single_copy_is_one_call():
 def test_no_commit_or_wait_is_issued_but_the_commit_from_the_elected_lane_is_shown():
     code = emit_device_function(demo_plan(), "copy_sf")
     assert "commit" not in live(code) and "mbarrier" not in live(code) and "wait" not in live(code)
-    assert ("//   if (pycute_elect_one_sync()) asm volatile(\"tcgen05.commit.cta_group::1.mbarrier::arrive::one."
-            "shared::cluster.b64 [%0];\"") in code
+    assert "//   if (pycute_elect_one_sync()) pycute_tcgen05_commit<1>(mbarrier_smem_address);" in code
 
 
 def test_the_elected_convention_shows_the_commit_without_an_election():
     code = emit_device_function(demo_plan(), "copy_sf", issue="elected")
-    assert '//   asm volatile("tcgen05.commit.cta_group::1' in code
+    assert "//   pycute_tcgen05_commit<1>(mbarrier_smem_address);" in code
 
 
 def test_cta_group_2_comment_shows_the_multicast_commit_and_the_even_cta():
     code = emit_device_function(demo_plan(2), "copy_sf2")
-    assert "multicast::cluster.b64" in code and "(unsigned short)3" in code and "even CTA" in code
+    assert "pycute_tcgen05_commit<2>(mbarrier_smem_address)" in code and "even CTA" in code
+    header = pc.codegen.sm100_header()
+    commit_2 = header[header.index("void pycute_tcgen05_commit("):header.index("// ---- tcgen05.ld")]
+    assert "multicast::cluster.b64 [%0], %1;" in commit_2 and "PYCUTE_PAIR_CTA_MASK" in commit_2
 
 
 def test_the_real_build_issues_the_ptx_and_the_soft_build_calls_the_headers_model():

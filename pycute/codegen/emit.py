@@ -27,7 +27,8 @@ from .constants import lane_table
 from .header import ABI_VERSION
 from .templates import render
 
-__all__ = ["emit_device_function", "helper_name", "helper_guard", "emit_helpers", "commit_asm", "ISSUE_MODES"]
+__all__ = ["emit_device_function", "helper_name", "helper_guard", "emit_helpers", "commit_asm", "ISSUE_MODES",
+           "check_function_name"]
 
 _NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 # C++ keywords, main, and CUDA's built-in variables: names a generated function must not take.
@@ -123,6 +124,15 @@ def _scaled_sum(first: int, terms) -> str:
     return " + ".join(parts) or "0u"
 
 
+def check_function_name(name) -> None:
+    """A TypeError or CompileError unless ``name`` is a C identifier a generated function may take."""
+    if not isinstance(name, str):
+        raise TypeError(f"the generated function's name must be a string, got {name!r}")
+    if not _NAME_RE.match(name) or name in _RESERVED or name.startswith("__") or re.match(r"_[A-Z]", name):
+        raise CompileError(f"{name!r} is not a C identifier a function can have (a keyword, a CUDA built-in or a "
+                           f"name reserved to the implementation)")
+
+
 @provides("cuda", CopyPlan)
 def emit_device_function(plan: CopyPlan, name: str = "pycute_tcgen05_cp", issue: str = "warp",
                          explain: bool = False) -> str:
@@ -133,11 +143,7 @@ def emit_device_function(plan: CopyPlan, name: str = "pycute_tcgen05_cp", issue:
     of its name, in the plan's order, whose every value in ``[0, extent)`` the planner checked. ``issue`` is the
     calling convention (``ISSUE_MODES``); ``explain`` puts the whole ``plan.explain()`` in the header comment.
     """
-    if not isinstance(name, str):
-        raise TypeError(f"the generated function's name must be a string, got {name!r}")
-    if not _NAME_RE.match(name) or name in _RESERVED or name.startswith("__") or re.match(r"_[A-Z]", name):
-        raise CompileError(f"{name!r} is not a C identifier a function can have (a keyword, a CUDA built-in or a "
-                           f"name reserved to the implementation)")
+    check_function_name(name)
     if not isinstance(explain, bool):
         raise TypeError(f"explain must be a bool, got {explain!r}")
     if issue not in ISSUE_MODES:

@@ -13,53 +13,62 @@ from ..arch.sm100.descriptor import LBO, SBO, START_ADDRESS, SWIZZLE
 from ..arch.sm100.smem import SMEM_MAX_BYTES
 from ..arch.sm100.swizzle_modes import UNIT_BYTES, SwizzleMode
 from ..arch.sm100.tmem import ALLOC_COLUMNS, CELL_BITS, COLUMNS, LANE_SHIFT, LANES, QUADRANT_LANES
+from ..arch.sm100.ldst_shapes import LDST_SHAPES
+from ..atoms.tcgen05_ld import tmem_ldst_atoms
 from ..compile.nvrtc import include_dir
 from .constants import field_get, swizzle_tables
 from .templates import render
 
-__all__ = ["ABI_VERSION", "HEADER_NAME", "LDST_NUMS", "sm100_header", "header_path", "include_dir", "ldst_helper", "write_header"]
+__all__ = ["ABI_VERSION", "HEADER_NAME", "sm100_header", "header_path", "include_dir", "ldst_helper", "write_header"]
 
 #: The C ABI of generated functions and of this header (CHANGELOG.md); bumped when a name or signature changes.
 ABI_VERSION = 1
 HEADER_NAME = "pycute/sm100.cuh"
-#: The ``.num`` of the 32x32b tcgen05.ld/st helpers the header provides.
-LDST_NUMS = (1, 2, 4, 8, 16, 32)
 
 
-def ldst_helper(op: str, num: int) -> str:
-    """The header's name for ``tcgen05.<op>.sync.aligned.32x32b.x<num>.b32``."""
-    return f"pycute_tcgen05_{op}_32x32b_x{num}"
+def ldst_helper(op: str, num: int, shape: str = "32x32b", pack: bool = False) -> str:
+    """The header's wrapper of ``tcgen05.<op>.sync.aligned.<shape>.x<num>[.pack::16b|.unpack::16b].b32``."""
+    return f"pycute_tcgen05_{op}_{shape}_x{num}" + ("_pack16" if pack else "")
 
 
-def _ldst(op: str, num: int) -> str:
-    regs = ", ".join(f"%{k}" for k in range(num))
-    name = ldst_helper(op, num)
-    ptx = f"tcgen05.{op}.sync.aligned.32x32b.x{num}.b32"
-    soft_cell = (f"*pycute_soft_cell(img, (taddr >> PYCUTE_TMEM_LANE_SHIFT) + lane, (taddr & 0x{(1 << LANE_SHIFT) - 1:X}u)"
-                 f" + j, \"{ptx}\")")
+def _ldst_tables() -> str:
+    """Per shape, the (thread, register of one .x1) -> (lane offset, column offset) maps as C arrays."""
+    out = []
+    for name, s in LDST_SHAPES.items():
+        cells = [s.cell(t, j) for t in range(32) for j in range(s.registers)]
+        for what, k in (("lane", 0), ("col", 1)):
+            out.append(f"static __device__ const unsigned char pycute_ldst_{name}_{what}[32 * {s.registers}] = "
+                       f"{{{', '.join(str(c[k]) for c in cells)}}};")
+    return "\n".join(out)
+
+
+def _ldst(atom) -> str:
+    """One atom's wrapper: the PTX, or (PYCUTE_SOFT_TCGEN05) the software model with the shape's tables."""
+    op, n, shape, form = atom.OP, atom.registers, atom.shape, atom.form
+    name = ldst_helper(op, atom.num, shape, atom.pack)
+    half = form.half_split
+    regs = ", ".join(f"%{k + (0 if op == 'ld' else (2 if half else 1))}" for k in range(n))
+    address = '"r"(taddr)' + (', "n"(HALF)' if half else "")
     if op == "ld":
-        sig = f"unsigned taddr, unsigned (&r)[{num}]"
-        soft = f"r[j] = {soft_cell};"
-        outs = ", ".join(f'"=r"(r[{k}])' for k in range(num))
-        real = f'asm volatile("{ptx} {{{regs}}}, [%{num}];" : {outs} : "r"(taddr) : "memory");'
+        sig = "unsigned taddr, unsigned* r"
+        operands = f'{{{regs}}}, [%{n}]' + (f", %{n + 1}" if half else "")
+        constraints = ", ".join(f'"=r"(r[{k}])' for k in range(n)) + " : " + address
     else:
-        sig = f"unsigned taddr, const unsigned (&r)[{num}]"
-        soft = f"{soft_cell} = r[j];"
-        ins = ", ".join(f'"r"(r[{k}])' for k in range(num))
-        regs = ", ".join(f"%{k + 1}" for k in range(num))
-        real = f'asm volatile("{ptx} [%0], {{{regs}}};" :: "r"(taddr), {ins} : "memory");'
+        sig = "unsigned taddr, const unsigned* r"
+        operands = "[%0], " + ("%1, " if half else "") + f"{{{regs}}}"
+        constraints = ": " + address + ", " + ", ".join(f'"r"(r[{k}])' for k in range(n))
+    soft = (f"pycute_soft_tcgen05_ldst({int(op == 'st')}, pycute_ldst_{shape}_lane, pycute_ldst_{shape}_col, "
+            f"{form.registers}, {form.columns}, {atom.num}, {int(atom.pack)}, {int(form.lanes)}, "
+            f"{'HALF' if half else '0u'}, {int(half)}, taddr, const_cast<unsigned*>(r));")
     return "\n".join([
+        "template <unsigned HALF>" if half else "",
         f"__device__ __forceinline__ void {name}({sig}) {{",
         "#if defined(PYCUTE_SOFT_TCGEN05)",
-        f'  pycute_soft_check_quadrant(taddr, "{ptx}");',
-        "  pycute_soft_tmem_image* img = pycute_soft_image(pycute_cluster_ctarank());",
-        "  unsigned lane;",
-        '  asm volatile("mov.u32 %0, %%laneid;" : "=r"(lane));',
-        f"  for (unsigned j = 0; j < {num}u; ++j) {soft}",
+        f"  {soft}",
         "#else",
-        f"  {real}",
+        f'  asm volatile("{atom.ptx} {operands};" : {constraints} : "memory");',
         "#endif",
-        "}"])
+        "}"]).lstrip("\n")
 
 
 def sm100_header() -> str:
@@ -76,7 +85,8 @@ def sm100_header() -> str:
         column_mask=f"0x{(1 << LANE_SHIFT) - 1:X}", window_mask=f"0x{START_ADDRESS.limit - 1:X}",
         code_none=SwizzleMode.NONE.code, unit_bytes=UNIT_BYTES, unit_words=UNIT_BYTES * 8 // CELL_BITS,
         commit_1=commit_ptx(1), commit_2=commit_ptx(2),
-        ldst_functions="\n".join(_ldst(op, n) for op in ("ld", "st") for n in LDST_NUMS))
+        ldst_tables=_ldst_tables(),
+        ldst_functions="\n".join(_ldst(a) for op in ("ld", "st") for a in tmem_ldst_atoms(op)))
 
 
 def header_path() -> Path:

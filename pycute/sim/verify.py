@@ -10,7 +10,7 @@ from ..errors import EmulationError
 from ..copy.reference import expected_tmem, fill_pattern, smem_bytes_needed
 from .emulator import Sm100Emulator
 
-__all__ = ["verify_plan"]
+__all__ = ["verify_plan", "verify_tmem_copy"]
 
 
 def verify_plan(plan: CopyPlan, seed: int = 0, smem_base: int = 0, stream=None, **values) -> None:
@@ -40,3 +40,67 @@ def verify_plan(plan: CopyPlan, seed: int = 0, smem_base: int = 0, stream=None, 
             cells = ", ".join(f"(lane {a}, col {b}): got {got[a, b]:#010x} want {want[a, b]:#010x}" for a, b in diff)
             raise EmulationError(f"CTA {c}: {int((got != want).sum())} TMEM cells differ from what the layouts "
                                  f"say the copy must produce: {cells}")
+
+
+def _element_cells(tensor):
+    """Per coordinate and quadrant: the (lane, column, bit shift) holding it in that quadrant's replica."""
+    from ..copy.reference import layout_values
+    bits = tensor.bits
+    lanes = tensor.lane_offset + layout_values(tensor.layout, "TLane")
+    cols = tensor.col_offset + layout_values(tensor.layout, "TCol")
+    reps = [0] if tensor.replica is None else layout_values(tensor.replica, "TLane").tolist()
+    col32, shift = cols * bits // 32, (cols * bits) % 32
+    by_quadrant = {}
+    for rep in reps:
+        for i, lane in enumerate((lanes + rep).tolist()):
+            by_quadrant.setdefault(lane // 32, {})[i] = (lane, int(col32[i]), int(shift[i]))
+    return by_quadrant
+
+
+def verify_tmem_copy(plan, seed: int = 0) -> None:
+    """Emulate a ``TmemCopyPlan`` and check every register value against the TMEM tensor through the plan's
+    fragment: for ld, each value is the element the tensor's layout puts at its coordinate; for st, each element of
+    the tensor receives its register value and no other cell changes. EmulationError names the first difference."""
+    from ..copy.tmem_plan import TmemCopyPlan
+    if not isinstance(plan, TmemCopyPlan):
+        raise TypeError(f"verify_tmem_copy: expected a TmemCopyPlan (make_tmem_copy), got {type(plan).__name__}")
+    rng = np.random.default_rng(seed)
+    emu = Sm100Emulator(smem_bytes=0, fill_tmem=0)
+    emu.alloc(COLUMNS)
+    emu.ctas[0].tmem[:] = rng.integers(0, 1 << 32, (LANES, COLUMNS), dtype=np.uint64).astype(np.uint32)
+    before = emu.tmem_image()
+    cells = _element_cells(plan.tensor)
+    table, vpr = plan.table, plan.values_per_register
+    vbits = 16 if plan.pack else (plan.tensor.bits if plan.per_cell > 1 else 32 if plan.tensor.bits == 32 else 16)
+    vmask = (1 << min(vbits, plan.tensor.bits)) - 1
+    by_warp = {}
+    for inst in plan.instructions:
+        by_warp.setdefault(inst.warp, []).append(inst)
+    regs_of = {}
+    for w, insts in by_warp.items():
+        regs = rng.integers(0, 1 << 32, (32, plan.registers), dtype=np.uint64).astype(np.uint32)
+        for inst, spec in zip(insts, plan.per_warp):
+            if plan.op == "ld":
+                regs[:, inst.registers.start:inst.registers.stop] = emu.ld(spec.atom, w, inst.tmem_offset,
+                                                                           half_offset=inst.half_offset)
+            else:
+                emu.st(spec.atom, w, inst.tmem_offset, regs[:, inst.registers.start:inst.registers.stop],
+                       half_offset=inst.half_offset)
+        regs_of[w] = regs
+    after = emu.tmem_image()
+    touched = np.zeros((LANES, COLUMNS), dtype=bool)
+    for w, regs in regs_of.items():
+        for t in range(32):
+            for v in range(table.shape[1]):
+                lane, col, shift = cells[w % 4][int(table[32 * w + t, v])]
+                got = (int(regs[t, v // vpr]) >> (vbits * (v % vpr))) & vmask
+                source = before if plan.op == "ld" else after
+                want = (int(source[lane, col]) >> shift) & vmask
+                if got != want:
+                    raise EmulationError(f"tcgen05.{plan.op}: warp {w} thread {t} value {v} (coordinate "
+                                         f"{plan.coordinate(32 * w + t, v)}) is {got:#x} in the registers, "
+                                         f"{want:#x} at lane {lane} column {col} bit {shift}")
+                touched[lane, col] = True
+    if plan.op == "st" and np.any((after != before) & ~touched):
+        lane, col = np.argwhere((after != before) & ~touched)[0]
+        raise EmulationError(f"tcgen05.st wrote lane {lane} column {col}, outside the tensor")

@@ -218,6 +218,47 @@ __device__ void pycute_soft_tcgen05_cp(int rows, int units, int replicas, const 
     }
   }
 }
+// Per tcgen05.ld/st shape (pycute.arch.sm100.LDST_SHAPES): thread t, register j of one .x1 -> lane offset, column.
+${ldst_tables}
+
+// tcgen05.ld / tcgen05.st of any shape (docs/tcgen05-ld-st.md section 3): register `reg` of lane t of the warp is
+// the cell at (lane field + lane table, column field + column table + .x1 block * columns per .x1); .16x32bx2's
+// threads 16-31 address taddr + immHalfSplitoff; pack moves the low halves of two adjacent columns (low half =
+// lower column [I]), and a soft unpack::16b store writes each 16-bit value zero-extended into its cell [I].
+__device__ void pycute_soft_tcgen05_ldst(int is_st, const unsigned char* lane_tab, const unsigned char* col_tab,
+                                         int regs_x1, int cols_x1, int num, int pack, int lanes, unsigned half,
+                                         int half_split, unsigned taddr, unsigned* r) {
+  unsigned t;
+  asm volatile("mov.u32 %0, %%laneid;" : "=r"(t));
+  const unsigned warp = (threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z)) / 32u;
+  const unsigned field = taddr >> PYCUTE_TMEM_LANE_SHIFT;
+  if (field / PYCUTE_TMEM_QUADRANT_LANES != warp % 4u || (field % PYCUTE_TMEM_QUADRANT_LANES) % unsigned(lanes)) {
+    printf("pycute soft tcgen05: ld/st by warp %u at lane field %u: warp w reaches lanes 32*(w%%4)..+31, from lane "
+           "base 0%s\n", warp, field, lanes == 16 ? " or 16" : "");
+    __trap();
+  }
+  const unsigned base = taddr + ((half_split && t >= 16u) ? half : 0u);
+  const unsigned lane0 = base >> PYCUTE_TMEM_LANE_SHIFT, col0 = base & ${column_mask}u;
+  pycute_soft_tmem_image* img = pycute_soft_image(pycute_cluster_ctarank());
+  for (int reg = 0; reg < regs_x1 * num; ++reg) {
+    const int j = reg % regs_x1;
+    const unsigned lane = lane0 + lane_tab[t * regs_x1 + j];
+    const unsigned col = col_tab[t * regs_x1 + j] + unsigned(cols_x1 * (reg / regs_x1));
+    if (lane / PYCUTE_TMEM_QUADRANT_LANES != warp % 4u) {
+      printf("pycute soft tcgen05: warp %u thread %u would reach lane %u, outside its quadrant\n", warp, t, lane);
+      __trap();
+    }
+    const char* what = is_st ? "tcgen05.st" : "tcgen05.ld";
+    if (!pack) {
+      unsigned* cell = pycute_soft_cell(img, lane, col0 + col, what);
+      if (is_st) *cell = r[reg]; else r[reg] = *cell;
+    } else {
+      unsigned* lo = pycute_soft_cell(img, lane, col0 + 2u * col, what);
+      unsigned* hi = pycute_soft_cell(img, lane, col0 + 2u * col + 1u, what);
+      if (is_st) { *lo = r[reg] & 0xFFFFu; *hi = r[reg] >> 16; } else r[reg] = (*lo & 0xFFFFu) | (*hi << 16);
+    }
+  }
+}
 #endif  // PYCUTE_SOFT_TCGEN05
 
 // ---- TMEM allocation (PTX #tcgen05-instructions-tcgen05-alloc-dealloc-relinquish-alloc-permit) ---------------
@@ -309,10 +350,11 @@ __device__ __forceinline__ void pycute_tcgen05_commit(unsigned mbar) {
 #endif
 }
 
-// ---- tcgen05.ld / tcgen05.st, shape 32x32b (PTX #tcgen05-instructions-tcgen05-ld, -st) -------------------------
-// Warp-collective: every lane passes the same taddr, whose lane field is the warp's quadrant base 32*(warp % 4);
-// lane t of the warp reads TMEM lane (lane field + t), register j column (column field + j). Registers are valid
-// after pycute_tcgen05_wait_ld(); stores are complete after pycute_tcgen05_wait_st().
+// ---- tcgen05.ld / tcgen05.st, every shape x .num x pack (PTX #tcgen05-instructions-tcgen05-ld, -st) ----------
+// pycute_tcgen05_<ld|st>_<shape>_x<num>[_pack16](taddr, r): warp-collective; every lane passes the same taddr,
+// whose lane field is the warp's quadrant base 32*(warp % 4) (+16 for the upper half of a 16-lane shape); r points at
+// the thread's registers (.x<num> times the shape's per-.x1 count). .16x32bx2 takes immHalfSplitoff as its template
+// argument. Registers are valid after pycute_tcgen05_wait_ld(); stores are complete after pycute_tcgen05_wait_st().
 ${ldst_functions}
 
 __device__ __forceinline__ void pycute_tcgen05_wait_ld() {

@@ -220,6 +220,56 @@ __device__ void pycute_soft_tcgen05_cp(int rows, int units, int replicas, const 
     }
   }
 }
+// Per tcgen05.ld/st shape (pycute.arch.sm100.LDST_SHAPES): thread t, register j of one .x1 -> lane offset, column.
+static __device__ const unsigned char pycute_ldst_32x32b_lane[32 * 1] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31};
+static __device__ const unsigned char pycute_ldst_32x32b_col[32 * 1] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+static __device__ const unsigned char pycute_ldst_16x64b_lane[32 * 1] = {0, 8, 0, 8, 1, 9, 1, 9, 2, 10, 2, 10, 3, 11, 3, 11, 4, 12, 4, 12, 5, 13, 5, 13, 6, 14, 6, 14, 7, 15, 7, 15};
+static __device__ const unsigned char pycute_ldst_16x64b_col[32 * 1] = {0, 0, 1, 1, 0, 0, 1, 1, 0, 0, 1, 1, 0, 0, 1, 1, 0, 0, 1, 1, 0, 0, 1, 1, 0, 0, 1, 1, 0, 0, 1, 1};
+static __device__ const unsigned char pycute_ldst_16x128b_lane[32 * 2] = {0, 8, 0, 8, 0, 8, 0, 8, 1, 9, 1, 9, 1, 9, 1, 9, 2, 10, 2, 10, 2, 10, 2, 10, 3, 11, 3, 11, 3, 11, 3, 11, 4, 12, 4, 12, 4, 12, 4, 12, 5, 13, 5, 13, 5, 13, 5, 13, 6, 14, 6, 14, 6, 14, 6, 14, 7, 15, 7, 15, 7, 15, 7, 15};
+static __device__ const unsigned char pycute_ldst_16x128b_col[32 * 2] = {0, 0, 1, 1, 2, 2, 3, 3, 0, 0, 1, 1, 2, 2, 3, 3, 0, 0, 1, 1, 2, 2, 3, 3, 0, 0, 1, 1, 2, 2, 3, 3, 0, 0, 1, 1, 2, 2, 3, 3, 0, 0, 1, 1, 2, 2, 3, 3, 0, 0, 1, 1, 2, 2, 3, 3, 0, 0, 1, 1, 2, 2, 3, 3};
+static __device__ const unsigned char pycute_ldst_16x256b_lane[32 * 4] = {0, 0, 8, 8, 0, 0, 8, 8, 0, 0, 8, 8, 0, 0, 8, 8, 1, 1, 9, 9, 1, 1, 9, 9, 1, 1, 9, 9, 1, 1, 9, 9, 2, 2, 10, 10, 2, 2, 10, 10, 2, 2, 10, 10, 2, 2, 10, 10, 3, 3, 11, 11, 3, 3, 11, 11, 3, 3, 11, 11, 3, 3, 11, 11, 4, 4, 12, 12, 4, 4, 12, 12, 4, 4, 12, 12, 4, 4, 12, 12, 5, 5, 13, 13, 5, 5, 13, 13, 5, 5, 13, 13, 5, 5, 13, 13, 6, 6, 14, 14, 6, 6, 14, 14, 6, 6, 14, 14, 6, 6, 14, 14, 7, 7, 15, 15, 7, 7, 15, 15, 7, 7, 15, 15, 7, 7, 15, 15};
+static __device__ const unsigned char pycute_ldst_16x256b_col[32 * 4] = {0, 1, 0, 1, 2, 3, 2, 3, 4, 5, 4, 5, 6, 7, 6, 7, 0, 1, 0, 1, 2, 3, 2, 3, 4, 5, 4, 5, 6, 7, 6, 7, 0, 1, 0, 1, 2, 3, 2, 3, 4, 5, 4, 5, 6, 7, 6, 7, 0, 1, 0, 1, 2, 3, 2, 3, 4, 5, 4, 5, 6, 7, 6, 7, 0, 1, 0, 1, 2, 3, 2, 3, 4, 5, 4, 5, 6, 7, 6, 7, 0, 1, 0, 1, 2, 3, 2, 3, 4, 5, 4, 5, 6, 7, 6, 7, 0, 1, 0, 1, 2, 3, 2, 3, 4, 5, 4, 5, 6, 7, 6, 7, 0, 1, 0, 1, 2, 3, 2, 3, 4, 5, 4, 5, 6, 7, 6, 7};
+static __device__ const unsigned char pycute_ldst_16x32bx2_lane[32 * 1] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
+static __device__ const unsigned char pycute_ldst_16x32bx2_col[32 * 1] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+
+// tcgen05.ld / tcgen05.st of any shape (docs/tcgen05-ld-st.md section 3): register `reg` of lane t of the warp is
+// the cell at (lane field + lane table, column field + column table + .x1 block * columns per .x1); .16x32bx2's
+// threads 16-31 address taddr + immHalfSplitoff; pack moves the low halves of two adjacent columns (low half =
+// lower column [I]), and a soft unpack::16b store writes each 16-bit value zero-extended into its cell [I].
+__device__ void pycute_soft_tcgen05_ldst(int is_st, const unsigned char* lane_tab, const unsigned char* col_tab,
+                                         int regs_x1, int cols_x1, int num, int pack, int lanes, unsigned half,
+                                         int half_split, unsigned taddr, unsigned* r) {
+  unsigned t;
+  asm volatile("mov.u32 %0, %%laneid;" : "=r"(t));
+  const unsigned warp = (threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z)) / 32u;
+  const unsigned field = taddr >> PYCUTE_TMEM_LANE_SHIFT;
+  if (field / PYCUTE_TMEM_QUADRANT_LANES != warp % 4u || (field % PYCUTE_TMEM_QUADRANT_LANES) % unsigned(lanes)) {
+    printf("pycute soft tcgen05: ld/st by warp %u at lane field %u: warp w reaches lanes 32*(w%%4)..+31, from lane "
+           "base 0%s\n", warp, field, lanes == 16 ? " or 16" : "");
+    __trap();
+  }
+  const unsigned base = taddr + ((half_split && t >= 16u) ? half : 0u);
+  const unsigned lane0 = base >> PYCUTE_TMEM_LANE_SHIFT, col0 = base & 0xFFFFu;
+  pycute_soft_tmem_image* img = pycute_soft_image(pycute_cluster_ctarank());
+  for (int reg = 0; reg < regs_x1 * num; ++reg) {
+    const int j = reg % regs_x1;
+    const unsigned lane = lane0 + lane_tab[t * regs_x1 + j];
+    const unsigned col = col_tab[t * regs_x1 + j] + unsigned(cols_x1 * (reg / regs_x1));
+    if (lane / PYCUTE_TMEM_QUADRANT_LANES != warp % 4u) {
+      printf("pycute soft tcgen05: warp %u thread %u would reach lane %u, outside its quadrant\n", warp, t, lane);
+      __trap();
+    }
+    const char* what = is_st ? "tcgen05.st" : "tcgen05.ld";
+    if (!pack) {
+      unsigned* cell = pycute_soft_cell(img, lane, col0 + col, what);
+      if (is_st) *cell = r[reg]; else r[reg] = *cell;
+    } else {
+      unsigned* lo = pycute_soft_cell(img, lane, col0 + 2u * col, what);
+      unsigned* hi = pycute_soft_cell(img, lane, col0 + 2u * col + 1u, what);
+      if (is_st) { *lo = r[reg] & 0xFFFFu; *hi = r[reg] >> 16; } else r[reg] = (*lo & 0xFFFFu) | (*hi << 16);
+    }
+  }
+}
 #endif  // PYCUTE_SOFT_TCGEN05
 
 // ---- TMEM allocation (PTX #tcgen05-instructions-tcgen05-alloc-dealloc-relinquish-alloc-permit) ---------------
@@ -311,140 +361,1077 @@ __device__ __forceinline__ void pycute_tcgen05_commit(unsigned mbar) {
 #endif
 }
 
-// ---- tcgen05.ld / tcgen05.st, shape 32x32b (PTX #tcgen05-instructions-tcgen05-ld, -st) -------------------------
-// Warp-collective: every lane passes the same taddr, whose lane field is the warp's quadrant base 32*(warp % 4);
-// lane t of the warp reads TMEM lane (lane field + t), register j column (column field + j). Registers are valid
-// after pycute_tcgen05_wait_ld(); stores are complete after pycute_tcgen05_wait_st().
-__device__ __forceinline__ void pycute_tcgen05_ld_32x32b_x1(unsigned taddr, unsigned (&r)[1]) {
+// ---- tcgen05.ld / tcgen05.st, every shape x .num x pack (PTX #tcgen05-instructions-tcgen05-ld, -st) ----------
+// pycute_tcgen05_<ld|st>_<shape>_x<num>[_pack16](taddr, r): warp-collective; every lane passes the same taddr,
+// whose lane field is the warp's quadrant base 32*(warp % 4) (+16 for the upper half of a 16-lane shape); r points at
+// the thread's registers (.x<num> times the shape's per-.x1 count). .16x32bx2 takes immHalfSplitoff as its template
+// argument. Registers are valid after pycute_tcgen05_wait_ld(); stores are complete after pycute_tcgen05_wait_st().
+__device__ __forceinline__ void pycute_tcgen05_ld_32x32b_x1(unsigned taddr, unsigned* r) {
 #if defined(PYCUTE_SOFT_TCGEN05)
-  pycute_soft_check_quadrant(taddr, "tcgen05.ld.sync.aligned.32x32b.x1.b32");
-  pycute_soft_tmem_image* img = pycute_soft_image(pycute_cluster_ctarank());
-  unsigned lane;
-  asm volatile("mov.u32 %0, %%laneid;" : "=r"(lane));
-  for (unsigned j = 0; j < 1u; ++j) r[j] = *pycute_soft_cell(img, (taddr >> PYCUTE_TMEM_LANE_SHIFT) + lane, (taddr & 0xFFFFu) + j, "tcgen05.ld.sync.aligned.32x32b.x1.b32");
+  pycute_soft_tcgen05_ldst(0, pycute_ldst_32x32b_lane, pycute_ldst_32x32b_col, 1, 1, 1, 0, 32, 0u, 0, taddr, const_cast<unsigned*>(r));
 #else
   asm volatile("tcgen05.ld.sync.aligned.32x32b.x1.b32 {%0}, [%1];" : "=r"(r[0]) : "r"(taddr) : "memory");
 #endif
 }
-__device__ __forceinline__ void pycute_tcgen05_ld_32x32b_x2(unsigned taddr, unsigned (&r)[2]) {
+__device__ __forceinline__ void pycute_tcgen05_ld_32x32b_x1_pack16(unsigned taddr, unsigned* r) {
 #if defined(PYCUTE_SOFT_TCGEN05)
-  pycute_soft_check_quadrant(taddr, "tcgen05.ld.sync.aligned.32x32b.x2.b32");
-  pycute_soft_tmem_image* img = pycute_soft_image(pycute_cluster_ctarank());
-  unsigned lane;
-  asm volatile("mov.u32 %0, %%laneid;" : "=r"(lane));
-  for (unsigned j = 0; j < 2u; ++j) r[j] = *pycute_soft_cell(img, (taddr >> PYCUTE_TMEM_LANE_SHIFT) + lane, (taddr & 0xFFFFu) + j, "tcgen05.ld.sync.aligned.32x32b.x2.b32");
+  pycute_soft_tcgen05_ldst(0, pycute_ldst_32x32b_lane, pycute_ldst_32x32b_col, 1, 1, 1, 1, 32, 0u, 0, taddr, const_cast<unsigned*>(r));
+#else
+  asm volatile("tcgen05.ld.sync.aligned.32x32b.x1.pack::16b.b32 {%0}, [%1];" : "=r"(r[0]) : "r"(taddr) : "memory");
+#endif
+}
+__device__ __forceinline__ void pycute_tcgen05_ld_32x32b_x2(unsigned taddr, unsigned* r) {
+#if defined(PYCUTE_SOFT_TCGEN05)
+  pycute_soft_tcgen05_ldst(0, pycute_ldst_32x32b_lane, pycute_ldst_32x32b_col, 1, 1, 2, 0, 32, 0u, 0, taddr, const_cast<unsigned*>(r));
 #else
   asm volatile("tcgen05.ld.sync.aligned.32x32b.x2.b32 {%0, %1}, [%2];" : "=r"(r[0]), "=r"(r[1]) : "r"(taddr) : "memory");
 #endif
 }
-__device__ __forceinline__ void pycute_tcgen05_ld_32x32b_x4(unsigned taddr, unsigned (&r)[4]) {
+__device__ __forceinline__ void pycute_tcgen05_ld_32x32b_x2_pack16(unsigned taddr, unsigned* r) {
 #if defined(PYCUTE_SOFT_TCGEN05)
-  pycute_soft_check_quadrant(taddr, "tcgen05.ld.sync.aligned.32x32b.x4.b32");
-  pycute_soft_tmem_image* img = pycute_soft_image(pycute_cluster_ctarank());
-  unsigned lane;
-  asm volatile("mov.u32 %0, %%laneid;" : "=r"(lane));
-  for (unsigned j = 0; j < 4u; ++j) r[j] = *pycute_soft_cell(img, (taddr >> PYCUTE_TMEM_LANE_SHIFT) + lane, (taddr & 0xFFFFu) + j, "tcgen05.ld.sync.aligned.32x32b.x4.b32");
+  pycute_soft_tcgen05_ldst(0, pycute_ldst_32x32b_lane, pycute_ldst_32x32b_col, 1, 1, 2, 1, 32, 0u, 0, taddr, const_cast<unsigned*>(r));
+#else
+  asm volatile("tcgen05.ld.sync.aligned.32x32b.x2.pack::16b.b32 {%0, %1}, [%2];" : "=r"(r[0]), "=r"(r[1]) : "r"(taddr) : "memory");
+#endif
+}
+__device__ __forceinline__ void pycute_tcgen05_ld_32x32b_x4(unsigned taddr, unsigned* r) {
+#if defined(PYCUTE_SOFT_TCGEN05)
+  pycute_soft_tcgen05_ldst(0, pycute_ldst_32x32b_lane, pycute_ldst_32x32b_col, 1, 1, 4, 0, 32, 0u, 0, taddr, const_cast<unsigned*>(r));
 #else
   asm volatile("tcgen05.ld.sync.aligned.32x32b.x4.b32 {%0, %1, %2, %3}, [%4];" : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(taddr) : "memory");
 #endif
 }
-__device__ __forceinline__ void pycute_tcgen05_ld_32x32b_x8(unsigned taddr, unsigned (&r)[8]) {
+__device__ __forceinline__ void pycute_tcgen05_ld_32x32b_x4_pack16(unsigned taddr, unsigned* r) {
 #if defined(PYCUTE_SOFT_TCGEN05)
-  pycute_soft_check_quadrant(taddr, "tcgen05.ld.sync.aligned.32x32b.x8.b32");
-  pycute_soft_tmem_image* img = pycute_soft_image(pycute_cluster_ctarank());
-  unsigned lane;
-  asm volatile("mov.u32 %0, %%laneid;" : "=r"(lane));
-  for (unsigned j = 0; j < 8u; ++j) r[j] = *pycute_soft_cell(img, (taddr >> PYCUTE_TMEM_LANE_SHIFT) + lane, (taddr & 0xFFFFu) + j, "tcgen05.ld.sync.aligned.32x32b.x8.b32");
+  pycute_soft_tcgen05_ldst(0, pycute_ldst_32x32b_lane, pycute_ldst_32x32b_col, 1, 1, 4, 1, 32, 0u, 0, taddr, const_cast<unsigned*>(r));
+#else
+  asm volatile("tcgen05.ld.sync.aligned.32x32b.x4.pack::16b.b32 {%0, %1, %2, %3}, [%4];" : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(taddr) : "memory");
+#endif
+}
+__device__ __forceinline__ void pycute_tcgen05_ld_32x32b_x8(unsigned taddr, unsigned* r) {
+#if defined(PYCUTE_SOFT_TCGEN05)
+  pycute_soft_tcgen05_ldst(0, pycute_ldst_32x32b_lane, pycute_ldst_32x32b_col, 1, 1, 8, 0, 32, 0u, 0, taddr, const_cast<unsigned*>(r));
 #else
   asm volatile("tcgen05.ld.sync.aligned.32x32b.x8.b32 {%0, %1, %2, %3, %4, %5, %6, %7}, [%8];" : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]), "=r"(r[4]), "=r"(r[5]), "=r"(r[6]), "=r"(r[7]) : "r"(taddr) : "memory");
 #endif
 }
-__device__ __forceinline__ void pycute_tcgen05_ld_32x32b_x16(unsigned taddr, unsigned (&r)[16]) {
+__device__ __forceinline__ void pycute_tcgen05_ld_32x32b_x8_pack16(unsigned taddr, unsigned* r) {
 #if defined(PYCUTE_SOFT_TCGEN05)
-  pycute_soft_check_quadrant(taddr, "tcgen05.ld.sync.aligned.32x32b.x16.b32");
-  pycute_soft_tmem_image* img = pycute_soft_image(pycute_cluster_ctarank());
-  unsigned lane;
-  asm volatile("mov.u32 %0, %%laneid;" : "=r"(lane));
-  for (unsigned j = 0; j < 16u; ++j) r[j] = *pycute_soft_cell(img, (taddr >> PYCUTE_TMEM_LANE_SHIFT) + lane, (taddr & 0xFFFFu) + j, "tcgen05.ld.sync.aligned.32x32b.x16.b32");
+  pycute_soft_tcgen05_ldst(0, pycute_ldst_32x32b_lane, pycute_ldst_32x32b_col, 1, 1, 8, 1, 32, 0u, 0, taddr, const_cast<unsigned*>(r));
+#else
+  asm volatile("tcgen05.ld.sync.aligned.32x32b.x8.pack::16b.b32 {%0, %1, %2, %3, %4, %5, %6, %7}, [%8];" : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]), "=r"(r[4]), "=r"(r[5]), "=r"(r[6]), "=r"(r[7]) : "r"(taddr) : "memory");
+#endif
+}
+__device__ __forceinline__ void pycute_tcgen05_ld_32x32b_x16(unsigned taddr, unsigned* r) {
+#if defined(PYCUTE_SOFT_TCGEN05)
+  pycute_soft_tcgen05_ldst(0, pycute_ldst_32x32b_lane, pycute_ldst_32x32b_col, 1, 1, 16, 0, 32, 0u, 0, taddr, const_cast<unsigned*>(r));
 #else
   asm volatile("tcgen05.ld.sync.aligned.32x32b.x16.b32 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15}, [%16];" : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]), "=r"(r[4]), "=r"(r[5]), "=r"(r[6]), "=r"(r[7]), "=r"(r[8]), "=r"(r[9]), "=r"(r[10]), "=r"(r[11]), "=r"(r[12]), "=r"(r[13]), "=r"(r[14]), "=r"(r[15]) : "r"(taddr) : "memory");
 #endif
 }
-__device__ __forceinline__ void pycute_tcgen05_ld_32x32b_x32(unsigned taddr, unsigned (&r)[32]) {
+__device__ __forceinline__ void pycute_tcgen05_ld_32x32b_x16_pack16(unsigned taddr, unsigned* r) {
 #if defined(PYCUTE_SOFT_TCGEN05)
-  pycute_soft_check_quadrant(taddr, "tcgen05.ld.sync.aligned.32x32b.x32.b32");
-  pycute_soft_tmem_image* img = pycute_soft_image(pycute_cluster_ctarank());
-  unsigned lane;
-  asm volatile("mov.u32 %0, %%laneid;" : "=r"(lane));
-  for (unsigned j = 0; j < 32u; ++j) r[j] = *pycute_soft_cell(img, (taddr >> PYCUTE_TMEM_LANE_SHIFT) + lane, (taddr & 0xFFFFu) + j, "tcgen05.ld.sync.aligned.32x32b.x32.b32");
+  pycute_soft_tcgen05_ldst(0, pycute_ldst_32x32b_lane, pycute_ldst_32x32b_col, 1, 1, 16, 1, 32, 0u, 0, taddr, const_cast<unsigned*>(r));
+#else
+  asm volatile("tcgen05.ld.sync.aligned.32x32b.x16.pack::16b.b32 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15}, [%16];" : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]), "=r"(r[4]), "=r"(r[5]), "=r"(r[6]), "=r"(r[7]), "=r"(r[8]), "=r"(r[9]), "=r"(r[10]), "=r"(r[11]), "=r"(r[12]), "=r"(r[13]), "=r"(r[14]), "=r"(r[15]) : "r"(taddr) : "memory");
+#endif
+}
+__device__ __forceinline__ void pycute_tcgen05_ld_32x32b_x32(unsigned taddr, unsigned* r) {
+#if defined(PYCUTE_SOFT_TCGEN05)
+  pycute_soft_tcgen05_ldst(0, pycute_ldst_32x32b_lane, pycute_ldst_32x32b_col, 1, 1, 32, 0, 32, 0u, 0, taddr, const_cast<unsigned*>(r));
 #else
   asm volatile("tcgen05.ld.sync.aligned.32x32b.x32.b32 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, [%32];" : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]), "=r"(r[4]), "=r"(r[5]), "=r"(r[6]), "=r"(r[7]), "=r"(r[8]), "=r"(r[9]), "=r"(r[10]), "=r"(r[11]), "=r"(r[12]), "=r"(r[13]), "=r"(r[14]), "=r"(r[15]), "=r"(r[16]), "=r"(r[17]), "=r"(r[18]), "=r"(r[19]), "=r"(r[20]), "=r"(r[21]), "=r"(r[22]), "=r"(r[23]), "=r"(r[24]), "=r"(r[25]), "=r"(r[26]), "=r"(r[27]), "=r"(r[28]), "=r"(r[29]), "=r"(r[30]), "=r"(r[31]) : "r"(taddr) : "memory");
 #endif
 }
-__device__ __forceinline__ void pycute_tcgen05_st_32x32b_x1(unsigned taddr, const unsigned (&r)[1]) {
+__device__ __forceinline__ void pycute_tcgen05_ld_32x32b_x32_pack16(unsigned taddr, unsigned* r) {
 #if defined(PYCUTE_SOFT_TCGEN05)
-  pycute_soft_check_quadrant(taddr, "tcgen05.st.sync.aligned.32x32b.x1.b32");
-  pycute_soft_tmem_image* img = pycute_soft_image(pycute_cluster_ctarank());
-  unsigned lane;
-  asm volatile("mov.u32 %0, %%laneid;" : "=r"(lane));
-  for (unsigned j = 0; j < 1u; ++j) *pycute_soft_cell(img, (taddr >> PYCUTE_TMEM_LANE_SHIFT) + lane, (taddr & 0xFFFFu) + j, "tcgen05.st.sync.aligned.32x32b.x1.b32") = r[j];
+  pycute_soft_tcgen05_ldst(0, pycute_ldst_32x32b_lane, pycute_ldst_32x32b_col, 1, 1, 32, 1, 32, 0u, 0, taddr, const_cast<unsigned*>(r));
 #else
-  asm volatile("tcgen05.st.sync.aligned.32x32b.x1.b32 [%0], {%1};" :: "r"(taddr), "r"(r[0]) : "memory");
+  asm volatile("tcgen05.ld.sync.aligned.32x32b.x32.pack::16b.b32 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, [%32];" : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]), "=r"(r[4]), "=r"(r[5]), "=r"(r[6]), "=r"(r[7]), "=r"(r[8]), "=r"(r[9]), "=r"(r[10]), "=r"(r[11]), "=r"(r[12]), "=r"(r[13]), "=r"(r[14]), "=r"(r[15]), "=r"(r[16]), "=r"(r[17]), "=r"(r[18]), "=r"(r[19]), "=r"(r[20]), "=r"(r[21]), "=r"(r[22]), "=r"(r[23]), "=r"(r[24]), "=r"(r[25]), "=r"(r[26]), "=r"(r[27]), "=r"(r[28]), "=r"(r[29]), "=r"(r[30]), "=r"(r[31]) : "r"(taddr) : "memory");
 #endif
 }
-__device__ __forceinline__ void pycute_tcgen05_st_32x32b_x2(unsigned taddr, const unsigned (&r)[2]) {
+__device__ __forceinline__ void pycute_tcgen05_ld_32x32b_x64(unsigned taddr, unsigned* r) {
 #if defined(PYCUTE_SOFT_TCGEN05)
-  pycute_soft_check_quadrant(taddr, "tcgen05.st.sync.aligned.32x32b.x2.b32");
-  pycute_soft_tmem_image* img = pycute_soft_image(pycute_cluster_ctarank());
-  unsigned lane;
-  asm volatile("mov.u32 %0, %%laneid;" : "=r"(lane));
-  for (unsigned j = 0; j < 2u; ++j) *pycute_soft_cell(img, (taddr >> PYCUTE_TMEM_LANE_SHIFT) + lane, (taddr & 0xFFFFu) + j, "tcgen05.st.sync.aligned.32x32b.x2.b32") = r[j];
+  pycute_soft_tcgen05_ldst(0, pycute_ldst_32x32b_lane, pycute_ldst_32x32b_col, 1, 1, 64, 0, 32, 0u, 0, taddr, const_cast<unsigned*>(r));
 #else
-  asm volatile("tcgen05.st.sync.aligned.32x32b.x2.b32 [%0], {%1, %2};" :: "r"(taddr), "r"(r[0]), "r"(r[1]) : "memory");
+  asm volatile("tcgen05.ld.sync.aligned.32x32b.x64.b32 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, [%64];" : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]), "=r"(r[4]), "=r"(r[5]), "=r"(r[6]), "=r"(r[7]), "=r"(r[8]), "=r"(r[9]), "=r"(r[10]), "=r"(r[11]), "=r"(r[12]), "=r"(r[13]), "=r"(r[14]), "=r"(r[15]), "=r"(r[16]), "=r"(r[17]), "=r"(r[18]), "=r"(r[19]), "=r"(r[20]), "=r"(r[21]), "=r"(r[22]), "=r"(r[23]), "=r"(r[24]), "=r"(r[25]), "=r"(r[26]), "=r"(r[27]), "=r"(r[28]), "=r"(r[29]), "=r"(r[30]), "=r"(r[31]), "=r"(r[32]), "=r"(r[33]), "=r"(r[34]), "=r"(r[35]), "=r"(r[36]), "=r"(r[37]), "=r"(r[38]), "=r"(r[39]), "=r"(r[40]), "=r"(r[41]), "=r"(r[42]), "=r"(r[43]), "=r"(r[44]), "=r"(r[45]), "=r"(r[46]), "=r"(r[47]), "=r"(r[48]), "=r"(r[49]), "=r"(r[50]), "=r"(r[51]), "=r"(r[52]), "=r"(r[53]), "=r"(r[54]), "=r"(r[55]), "=r"(r[56]), "=r"(r[57]), "=r"(r[58]), "=r"(r[59]), "=r"(r[60]), "=r"(r[61]), "=r"(r[62]), "=r"(r[63]) : "r"(taddr) : "memory");
 #endif
 }
-__device__ __forceinline__ void pycute_tcgen05_st_32x32b_x4(unsigned taddr, const unsigned (&r)[4]) {
+__device__ __forceinline__ void pycute_tcgen05_ld_32x32b_x64_pack16(unsigned taddr, unsigned* r) {
 #if defined(PYCUTE_SOFT_TCGEN05)
-  pycute_soft_check_quadrant(taddr, "tcgen05.st.sync.aligned.32x32b.x4.b32");
-  pycute_soft_tmem_image* img = pycute_soft_image(pycute_cluster_ctarank());
-  unsigned lane;
-  asm volatile("mov.u32 %0, %%laneid;" : "=r"(lane));
-  for (unsigned j = 0; j < 4u; ++j) *pycute_soft_cell(img, (taddr >> PYCUTE_TMEM_LANE_SHIFT) + lane, (taddr & 0xFFFFu) + j, "tcgen05.st.sync.aligned.32x32b.x4.b32") = r[j];
+  pycute_soft_tcgen05_ldst(0, pycute_ldst_32x32b_lane, pycute_ldst_32x32b_col, 1, 1, 64, 1, 32, 0u, 0, taddr, const_cast<unsigned*>(r));
 #else
-  asm volatile("tcgen05.st.sync.aligned.32x32b.x4.b32 [%0], {%1, %2, %3, %4};" :: "r"(taddr), "r"(r[0]), "r"(r[1]), "r"(r[2]), "r"(r[3]) : "memory");
+  asm volatile("tcgen05.ld.sync.aligned.32x32b.x64.pack::16b.b32 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, [%64];" : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]), "=r"(r[4]), "=r"(r[5]), "=r"(r[6]), "=r"(r[7]), "=r"(r[8]), "=r"(r[9]), "=r"(r[10]), "=r"(r[11]), "=r"(r[12]), "=r"(r[13]), "=r"(r[14]), "=r"(r[15]), "=r"(r[16]), "=r"(r[17]), "=r"(r[18]), "=r"(r[19]), "=r"(r[20]), "=r"(r[21]), "=r"(r[22]), "=r"(r[23]), "=r"(r[24]), "=r"(r[25]), "=r"(r[26]), "=r"(r[27]), "=r"(r[28]), "=r"(r[29]), "=r"(r[30]), "=r"(r[31]), "=r"(r[32]), "=r"(r[33]), "=r"(r[34]), "=r"(r[35]), "=r"(r[36]), "=r"(r[37]), "=r"(r[38]), "=r"(r[39]), "=r"(r[40]), "=r"(r[41]), "=r"(r[42]), "=r"(r[43]), "=r"(r[44]), "=r"(r[45]), "=r"(r[46]), "=r"(r[47]), "=r"(r[48]), "=r"(r[49]), "=r"(r[50]), "=r"(r[51]), "=r"(r[52]), "=r"(r[53]), "=r"(r[54]), "=r"(r[55]), "=r"(r[56]), "=r"(r[57]), "=r"(r[58]), "=r"(r[59]), "=r"(r[60]), "=r"(r[61]), "=r"(r[62]), "=r"(r[63]) : "r"(taddr) : "memory");
 #endif
 }
-__device__ __forceinline__ void pycute_tcgen05_st_32x32b_x8(unsigned taddr, const unsigned (&r)[8]) {
+__device__ __forceinline__ void pycute_tcgen05_ld_32x32b_x128(unsigned taddr, unsigned* r) {
 #if defined(PYCUTE_SOFT_TCGEN05)
-  pycute_soft_check_quadrant(taddr, "tcgen05.st.sync.aligned.32x32b.x8.b32");
-  pycute_soft_tmem_image* img = pycute_soft_image(pycute_cluster_ctarank());
-  unsigned lane;
-  asm volatile("mov.u32 %0, %%laneid;" : "=r"(lane));
-  for (unsigned j = 0; j < 8u; ++j) *pycute_soft_cell(img, (taddr >> PYCUTE_TMEM_LANE_SHIFT) + lane, (taddr & 0xFFFFu) + j, "tcgen05.st.sync.aligned.32x32b.x8.b32") = r[j];
+  pycute_soft_tcgen05_ldst(0, pycute_ldst_32x32b_lane, pycute_ldst_32x32b_col, 1, 1, 128, 0, 32, 0u, 0, taddr, const_cast<unsigned*>(r));
 #else
-  asm volatile("tcgen05.st.sync.aligned.32x32b.x8.b32 [%0], {%1, %2, %3, %4, %5, %6, %7, %8};" :: "r"(taddr), "r"(r[0]), "r"(r[1]), "r"(r[2]), "r"(r[3]), "r"(r[4]), "r"(r[5]), "r"(r[6]), "r"(r[7]) : "memory");
+  asm volatile("tcgen05.ld.sync.aligned.32x32b.x128.b32 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, %112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127}, [%128];" : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]), "=r"(r[4]), "=r"(r[5]), "=r"(r[6]), "=r"(r[7]), "=r"(r[8]), "=r"(r[9]), "=r"(r[10]), "=r"(r[11]), "=r"(r[12]), "=r"(r[13]), "=r"(r[14]), "=r"(r[15]), "=r"(r[16]), "=r"(r[17]), "=r"(r[18]), "=r"(r[19]), "=r"(r[20]), "=r"(r[21]), "=r"(r[22]), "=r"(r[23]), "=r"(r[24]), "=r"(r[25]), "=r"(r[26]), "=r"(r[27]), "=r"(r[28]), "=r"(r[29]), "=r"(r[30]), "=r"(r[31]), "=r"(r[32]), "=r"(r[33]), "=r"(r[34]), "=r"(r[35]), "=r"(r[36]), "=r"(r[37]), "=r"(r[38]), "=r"(r[39]), "=r"(r[40]), "=r"(r[41]), "=r"(r[42]), "=r"(r[43]), "=r"(r[44]), "=r"(r[45]), "=r"(r[46]), "=r"(r[47]), "=r"(r[48]), "=r"(r[49]), "=r"(r[50]), "=r"(r[51]), "=r"(r[52]), "=r"(r[53]), "=r"(r[54]), "=r"(r[55]), "=r"(r[56]), "=r"(r[57]), "=r"(r[58]), "=r"(r[59]), "=r"(r[60]), "=r"(r[61]), "=r"(r[62]), "=r"(r[63]), "=r"(r[64]), "=r"(r[65]), "=r"(r[66]), "=r"(r[67]), "=r"(r[68]), "=r"(r[69]), "=r"(r[70]), "=r"(r[71]), "=r"(r[72]), "=r"(r[73]), "=r"(r[74]), "=r"(r[75]), "=r"(r[76]), "=r"(r[77]), "=r"(r[78]), "=r"(r[79]), "=r"(r[80]), "=r"(r[81]), "=r"(r[82]), "=r"(r[83]), "=r"(r[84]), "=r"(r[85]), "=r"(r[86]), "=r"(r[87]), "=r"(r[88]), "=r"(r[89]), "=r"(r[90]), "=r"(r[91]), "=r"(r[92]), "=r"(r[93]), "=r"(r[94]), "=r"(r[95]), "=r"(r[96]), "=r"(r[97]), "=r"(r[98]), "=r"(r[99]), "=r"(r[100]), "=r"(r[101]), "=r"(r[102]), "=r"(r[103]), "=r"(r[104]), "=r"(r[105]), "=r"(r[106]), "=r"(r[107]), "=r"(r[108]), "=r"(r[109]), "=r"(r[110]), "=r"(r[111]), "=r"(r[112]), "=r"(r[113]), "=r"(r[114]), "=r"(r[115]), "=r"(r[116]), "=r"(r[117]), "=r"(r[118]), "=r"(r[119]), "=r"(r[120]), "=r"(r[121]), "=r"(r[122]), "=r"(r[123]), "=r"(r[124]), "=r"(r[125]), "=r"(r[126]), "=r"(r[127]) : "r"(taddr) : "memory");
 #endif
 }
-__device__ __forceinline__ void pycute_tcgen05_st_32x32b_x16(unsigned taddr, const unsigned (&r)[16]) {
+__device__ __forceinline__ void pycute_tcgen05_ld_32x32b_x128_pack16(unsigned taddr, unsigned* r) {
 #if defined(PYCUTE_SOFT_TCGEN05)
-  pycute_soft_check_quadrant(taddr, "tcgen05.st.sync.aligned.32x32b.x16.b32");
-  pycute_soft_tmem_image* img = pycute_soft_image(pycute_cluster_ctarank());
-  unsigned lane;
-  asm volatile("mov.u32 %0, %%laneid;" : "=r"(lane));
-  for (unsigned j = 0; j < 16u; ++j) *pycute_soft_cell(img, (taddr >> PYCUTE_TMEM_LANE_SHIFT) + lane, (taddr & 0xFFFFu) + j, "tcgen05.st.sync.aligned.32x32b.x16.b32") = r[j];
+  pycute_soft_tcgen05_ldst(0, pycute_ldst_32x32b_lane, pycute_ldst_32x32b_col, 1, 1, 128, 1, 32, 0u, 0, taddr, const_cast<unsigned*>(r));
 #else
-  asm volatile("tcgen05.st.sync.aligned.32x32b.x16.b32 [%0], {%1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16};" :: "r"(taddr), "r"(r[0]), "r"(r[1]), "r"(r[2]), "r"(r[3]), "r"(r[4]), "r"(r[5]), "r"(r[6]), "r"(r[7]), "r"(r[8]), "r"(r[9]), "r"(r[10]), "r"(r[11]), "r"(r[12]), "r"(r[13]), "r"(r[14]), "r"(r[15]) : "memory");
+  asm volatile("tcgen05.ld.sync.aligned.32x32b.x128.pack::16b.b32 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, %112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127}, [%128];" : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]), "=r"(r[4]), "=r"(r[5]), "=r"(r[6]), "=r"(r[7]), "=r"(r[8]), "=r"(r[9]), "=r"(r[10]), "=r"(r[11]), "=r"(r[12]), "=r"(r[13]), "=r"(r[14]), "=r"(r[15]), "=r"(r[16]), "=r"(r[17]), "=r"(r[18]), "=r"(r[19]), "=r"(r[20]), "=r"(r[21]), "=r"(r[22]), "=r"(r[23]), "=r"(r[24]), "=r"(r[25]), "=r"(r[26]), "=r"(r[27]), "=r"(r[28]), "=r"(r[29]), "=r"(r[30]), "=r"(r[31]), "=r"(r[32]), "=r"(r[33]), "=r"(r[34]), "=r"(r[35]), "=r"(r[36]), "=r"(r[37]), "=r"(r[38]), "=r"(r[39]), "=r"(r[40]), "=r"(r[41]), "=r"(r[42]), "=r"(r[43]), "=r"(r[44]), "=r"(r[45]), "=r"(r[46]), "=r"(r[47]), "=r"(r[48]), "=r"(r[49]), "=r"(r[50]), "=r"(r[51]), "=r"(r[52]), "=r"(r[53]), "=r"(r[54]), "=r"(r[55]), "=r"(r[56]), "=r"(r[57]), "=r"(r[58]), "=r"(r[59]), "=r"(r[60]), "=r"(r[61]), "=r"(r[62]), "=r"(r[63]), "=r"(r[64]), "=r"(r[65]), "=r"(r[66]), "=r"(r[67]), "=r"(r[68]), "=r"(r[69]), "=r"(r[70]), "=r"(r[71]), "=r"(r[72]), "=r"(r[73]), "=r"(r[74]), "=r"(r[75]), "=r"(r[76]), "=r"(r[77]), "=r"(r[78]), "=r"(r[79]), "=r"(r[80]), "=r"(r[81]), "=r"(r[82]), "=r"(r[83]), "=r"(r[84]), "=r"(r[85]), "=r"(r[86]), "=r"(r[87]), "=r"(r[88]), "=r"(r[89]), "=r"(r[90]), "=r"(r[91]), "=r"(r[92]), "=r"(r[93]), "=r"(r[94]), "=r"(r[95]), "=r"(r[96]), "=r"(r[97]), "=r"(r[98]), "=r"(r[99]), "=r"(r[100]), "=r"(r[101]), "=r"(r[102]), "=r"(r[103]), "=r"(r[104]), "=r"(r[105]), "=r"(r[106]), "=r"(r[107]), "=r"(r[108]), "=r"(r[109]), "=r"(r[110]), "=r"(r[111]), "=r"(r[112]), "=r"(r[113]), "=r"(r[114]), "=r"(r[115]), "=r"(r[116]), "=r"(r[117]), "=r"(r[118]), "=r"(r[119]), "=r"(r[120]), "=r"(r[121]), "=r"(r[122]), "=r"(r[123]), "=r"(r[124]), "=r"(r[125]), "=r"(r[126]), "=r"(r[127]) : "r"(taddr) : "memory");
 #endif
 }
-__device__ __forceinline__ void pycute_tcgen05_st_32x32b_x32(unsigned taddr, const unsigned (&r)[32]) {
+__device__ __forceinline__ void pycute_tcgen05_ld_16x64b_x1(unsigned taddr, unsigned* r) {
 #if defined(PYCUTE_SOFT_TCGEN05)
-  pycute_soft_check_quadrant(taddr, "tcgen05.st.sync.aligned.32x32b.x32.b32");
-  pycute_soft_tmem_image* img = pycute_soft_image(pycute_cluster_ctarank());
-  unsigned lane;
-  asm volatile("mov.u32 %0, %%laneid;" : "=r"(lane));
-  for (unsigned j = 0; j < 32u; ++j) *pycute_soft_cell(img, (taddr >> PYCUTE_TMEM_LANE_SHIFT) + lane, (taddr & 0xFFFFu) + j, "tcgen05.st.sync.aligned.32x32b.x32.b32") = r[j];
+  pycute_soft_tcgen05_ldst(0, pycute_ldst_16x64b_lane, pycute_ldst_16x64b_col, 1, 2, 1, 0, 16, 0u, 0, taddr, const_cast<unsigned*>(r));
 #else
-  asm volatile("tcgen05.st.sync.aligned.32x32b.x32.b32 [%0], {%1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32};" :: "r"(taddr), "r"(r[0]), "r"(r[1]), "r"(r[2]), "r"(r[3]), "r"(r[4]), "r"(r[5]), "r"(r[6]), "r"(r[7]), "r"(r[8]), "r"(r[9]), "r"(r[10]), "r"(r[11]), "r"(r[12]), "r"(r[13]), "r"(r[14]), "r"(r[15]), "r"(r[16]), "r"(r[17]), "r"(r[18]), "r"(r[19]), "r"(r[20]), "r"(r[21]), "r"(r[22]), "r"(r[23]), "r"(r[24]), "r"(r[25]), "r"(r[26]), "r"(r[27]), "r"(r[28]), "r"(r[29]), "r"(r[30]), "r"(r[31]) : "memory");
+  asm volatile("tcgen05.ld.sync.aligned.16x64b.x1.b32 {%0}, [%1];" : "=r"(r[0]) : "r"(taddr) : "memory");
+#endif
+}
+__device__ __forceinline__ void pycute_tcgen05_ld_16x64b_x1_pack16(unsigned taddr, unsigned* r) {
+#if defined(PYCUTE_SOFT_TCGEN05)
+  pycute_soft_tcgen05_ldst(0, pycute_ldst_16x64b_lane, pycute_ldst_16x64b_col, 1, 2, 1, 1, 16, 0u, 0, taddr, const_cast<unsigned*>(r));
+#else
+  asm volatile("tcgen05.ld.sync.aligned.16x64b.x1.pack::16b.b32 {%0}, [%1];" : "=r"(r[0]) : "r"(taddr) : "memory");
+#endif
+}
+__device__ __forceinline__ void pycute_tcgen05_ld_16x64b_x2(unsigned taddr, unsigned* r) {
+#if defined(PYCUTE_SOFT_TCGEN05)
+  pycute_soft_tcgen05_ldst(0, pycute_ldst_16x64b_lane, pycute_ldst_16x64b_col, 1, 2, 2, 0, 16, 0u, 0, taddr, const_cast<unsigned*>(r));
+#else
+  asm volatile("tcgen05.ld.sync.aligned.16x64b.x2.b32 {%0, %1}, [%2];" : "=r"(r[0]), "=r"(r[1]) : "r"(taddr) : "memory");
+#endif
+}
+__device__ __forceinline__ void pycute_tcgen05_ld_16x64b_x2_pack16(unsigned taddr, unsigned* r) {
+#if defined(PYCUTE_SOFT_TCGEN05)
+  pycute_soft_tcgen05_ldst(0, pycute_ldst_16x64b_lane, pycute_ldst_16x64b_col, 1, 2, 2, 1, 16, 0u, 0, taddr, const_cast<unsigned*>(r));
+#else
+  asm volatile("tcgen05.ld.sync.aligned.16x64b.x2.pack::16b.b32 {%0, %1}, [%2];" : "=r"(r[0]), "=r"(r[1]) : "r"(taddr) : "memory");
+#endif
+}
+__device__ __forceinline__ void pycute_tcgen05_ld_16x64b_x4(unsigned taddr, unsigned* r) {
+#if defined(PYCUTE_SOFT_TCGEN05)
+  pycute_soft_tcgen05_ldst(0, pycute_ldst_16x64b_lane, pycute_ldst_16x64b_col, 1, 2, 4, 0, 16, 0u, 0, taddr, const_cast<unsigned*>(r));
+#else
+  asm volatile("tcgen05.ld.sync.aligned.16x64b.x4.b32 {%0, %1, %2, %3}, [%4];" : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(taddr) : "memory");
+#endif
+}
+__device__ __forceinline__ void pycute_tcgen05_ld_16x64b_x4_pack16(unsigned taddr, unsigned* r) {
+#if defined(PYCUTE_SOFT_TCGEN05)
+  pycute_soft_tcgen05_ldst(0, pycute_ldst_16x64b_lane, pycute_ldst_16x64b_col, 1, 2, 4, 1, 16, 0u, 0, taddr, const_cast<unsigned*>(r));
+#else
+  asm volatile("tcgen05.ld.sync.aligned.16x64b.x4.pack::16b.b32 {%0, %1, %2, %3}, [%4];" : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(taddr) : "memory");
+#endif
+}
+__device__ __forceinline__ void pycute_tcgen05_ld_16x64b_x8(unsigned taddr, unsigned* r) {
+#if defined(PYCUTE_SOFT_TCGEN05)
+  pycute_soft_tcgen05_ldst(0, pycute_ldst_16x64b_lane, pycute_ldst_16x64b_col, 1, 2, 8, 0, 16, 0u, 0, taddr, const_cast<unsigned*>(r));
+#else
+  asm volatile("tcgen05.ld.sync.aligned.16x64b.x8.b32 {%0, %1, %2, %3, %4, %5, %6, %7}, [%8];" : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]), "=r"(r[4]), "=r"(r[5]), "=r"(r[6]), "=r"(r[7]) : "r"(taddr) : "memory");
+#endif
+}
+__device__ __forceinline__ void pycute_tcgen05_ld_16x64b_x8_pack16(unsigned taddr, unsigned* r) {
+#if defined(PYCUTE_SOFT_TCGEN05)
+  pycute_soft_tcgen05_ldst(0, pycute_ldst_16x64b_lane, pycute_ldst_16x64b_col, 1, 2, 8, 1, 16, 0u, 0, taddr, const_cast<unsigned*>(r));
+#else
+  asm volatile("tcgen05.ld.sync.aligned.16x64b.x8.pack::16b.b32 {%0, %1, %2, %3, %4, %5, %6, %7}, [%8];" : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]), "=r"(r[4]), "=r"(r[5]), "=r"(r[6]), "=r"(r[7]) : "r"(taddr) : "memory");
+#endif
+}
+__device__ __forceinline__ void pycute_tcgen05_ld_16x64b_x16(unsigned taddr, unsigned* r) {
+#if defined(PYCUTE_SOFT_TCGEN05)
+  pycute_soft_tcgen05_ldst(0, pycute_ldst_16x64b_lane, pycute_ldst_16x64b_col, 1, 2, 16, 0, 16, 0u, 0, taddr, const_cast<unsigned*>(r));
+#else
+  asm volatile("tcgen05.ld.sync.aligned.16x64b.x16.b32 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15}, [%16];" : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]), "=r"(r[4]), "=r"(r[5]), "=r"(r[6]), "=r"(r[7]), "=r"(r[8]), "=r"(r[9]), "=r"(r[10]), "=r"(r[11]), "=r"(r[12]), "=r"(r[13]), "=r"(r[14]), "=r"(r[15]) : "r"(taddr) : "memory");
+#endif
+}
+__device__ __forceinline__ void pycute_tcgen05_ld_16x64b_x16_pack16(unsigned taddr, unsigned* r) {
+#if defined(PYCUTE_SOFT_TCGEN05)
+  pycute_soft_tcgen05_ldst(0, pycute_ldst_16x64b_lane, pycute_ldst_16x64b_col, 1, 2, 16, 1, 16, 0u, 0, taddr, const_cast<unsigned*>(r));
+#else
+  asm volatile("tcgen05.ld.sync.aligned.16x64b.x16.pack::16b.b32 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15}, [%16];" : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]), "=r"(r[4]), "=r"(r[5]), "=r"(r[6]), "=r"(r[7]), "=r"(r[8]), "=r"(r[9]), "=r"(r[10]), "=r"(r[11]), "=r"(r[12]), "=r"(r[13]), "=r"(r[14]), "=r"(r[15]) : "r"(taddr) : "memory");
+#endif
+}
+__device__ __forceinline__ void pycute_tcgen05_ld_16x64b_x32(unsigned taddr, unsigned* r) {
+#if defined(PYCUTE_SOFT_TCGEN05)
+  pycute_soft_tcgen05_ldst(0, pycute_ldst_16x64b_lane, pycute_ldst_16x64b_col, 1, 2, 32, 0, 16, 0u, 0, taddr, const_cast<unsigned*>(r));
+#else
+  asm volatile("tcgen05.ld.sync.aligned.16x64b.x32.b32 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, [%32];" : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]), "=r"(r[4]), "=r"(r[5]), "=r"(r[6]), "=r"(r[7]), "=r"(r[8]), "=r"(r[9]), "=r"(r[10]), "=r"(r[11]), "=r"(r[12]), "=r"(r[13]), "=r"(r[14]), "=r"(r[15]), "=r"(r[16]), "=r"(r[17]), "=r"(r[18]), "=r"(r[19]), "=r"(r[20]), "=r"(r[21]), "=r"(r[22]), "=r"(r[23]), "=r"(r[24]), "=r"(r[25]), "=r"(r[26]), "=r"(r[27]), "=r"(r[28]), "=r"(r[29]), "=r"(r[30]), "=r"(r[31]) : "r"(taddr) : "memory");
+#endif
+}
+__device__ __forceinline__ void pycute_tcgen05_ld_16x64b_x32_pack16(unsigned taddr, unsigned* r) {
+#if defined(PYCUTE_SOFT_TCGEN05)
+  pycute_soft_tcgen05_ldst(0, pycute_ldst_16x64b_lane, pycute_ldst_16x64b_col, 1, 2, 32, 1, 16, 0u, 0, taddr, const_cast<unsigned*>(r));
+#else
+  asm volatile("tcgen05.ld.sync.aligned.16x64b.x32.pack::16b.b32 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, [%32];" : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]), "=r"(r[4]), "=r"(r[5]), "=r"(r[6]), "=r"(r[7]), "=r"(r[8]), "=r"(r[9]), "=r"(r[10]), "=r"(r[11]), "=r"(r[12]), "=r"(r[13]), "=r"(r[14]), "=r"(r[15]), "=r"(r[16]), "=r"(r[17]), "=r"(r[18]), "=r"(r[19]), "=r"(r[20]), "=r"(r[21]), "=r"(r[22]), "=r"(r[23]), "=r"(r[24]), "=r"(r[25]), "=r"(r[26]), "=r"(r[27]), "=r"(r[28]), "=r"(r[29]), "=r"(r[30]), "=r"(r[31]) : "r"(taddr) : "memory");
+#endif
+}
+__device__ __forceinline__ void pycute_tcgen05_ld_16x64b_x64(unsigned taddr, unsigned* r) {
+#if defined(PYCUTE_SOFT_TCGEN05)
+  pycute_soft_tcgen05_ldst(0, pycute_ldst_16x64b_lane, pycute_ldst_16x64b_col, 1, 2, 64, 0, 16, 0u, 0, taddr, const_cast<unsigned*>(r));
+#else
+  asm volatile("tcgen05.ld.sync.aligned.16x64b.x64.b32 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, [%64];" : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]), "=r"(r[4]), "=r"(r[5]), "=r"(r[6]), "=r"(r[7]), "=r"(r[8]), "=r"(r[9]), "=r"(r[10]), "=r"(r[11]), "=r"(r[12]), "=r"(r[13]), "=r"(r[14]), "=r"(r[15]), "=r"(r[16]), "=r"(r[17]), "=r"(r[18]), "=r"(r[19]), "=r"(r[20]), "=r"(r[21]), "=r"(r[22]), "=r"(r[23]), "=r"(r[24]), "=r"(r[25]), "=r"(r[26]), "=r"(r[27]), "=r"(r[28]), "=r"(r[29]), "=r"(r[30]), "=r"(r[31]), "=r"(r[32]), "=r"(r[33]), "=r"(r[34]), "=r"(r[35]), "=r"(r[36]), "=r"(r[37]), "=r"(r[38]), "=r"(r[39]), "=r"(r[40]), "=r"(r[41]), "=r"(r[42]), "=r"(r[43]), "=r"(r[44]), "=r"(r[45]), "=r"(r[46]), "=r"(r[47]), "=r"(r[48]), "=r"(r[49]), "=r"(r[50]), "=r"(r[51]), "=r"(r[52]), "=r"(r[53]), "=r"(r[54]), "=r"(r[55]), "=r"(r[56]), "=r"(r[57]), "=r"(r[58]), "=r"(r[59]), "=r"(r[60]), "=r"(r[61]), "=r"(r[62]), "=r"(r[63]) : "r"(taddr) : "memory");
+#endif
+}
+__device__ __forceinline__ void pycute_tcgen05_ld_16x64b_x64_pack16(unsigned taddr, unsigned* r) {
+#if defined(PYCUTE_SOFT_TCGEN05)
+  pycute_soft_tcgen05_ldst(0, pycute_ldst_16x64b_lane, pycute_ldst_16x64b_col, 1, 2, 64, 1, 16, 0u, 0, taddr, const_cast<unsigned*>(r));
+#else
+  asm volatile("tcgen05.ld.sync.aligned.16x64b.x64.pack::16b.b32 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, [%64];" : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]), "=r"(r[4]), "=r"(r[5]), "=r"(r[6]), "=r"(r[7]), "=r"(r[8]), "=r"(r[9]), "=r"(r[10]), "=r"(r[11]), "=r"(r[12]), "=r"(r[13]), "=r"(r[14]), "=r"(r[15]), "=r"(r[16]), "=r"(r[17]), "=r"(r[18]), "=r"(r[19]), "=r"(r[20]), "=r"(r[21]), "=r"(r[22]), "=r"(r[23]), "=r"(r[24]), "=r"(r[25]), "=r"(r[26]), "=r"(r[27]), "=r"(r[28]), "=r"(r[29]), "=r"(r[30]), "=r"(r[31]), "=r"(r[32]), "=r"(r[33]), "=r"(r[34]), "=r"(r[35]), "=r"(r[36]), "=r"(r[37]), "=r"(r[38]), "=r"(r[39]), "=r"(r[40]), "=r"(r[41]), "=r"(r[42]), "=r"(r[43]), "=r"(r[44]), "=r"(r[45]), "=r"(r[46]), "=r"(r[47]), "=r"(r[48]), "=r"(r[49]), "=r"(r[50]), "=r"(r[51]), "=r"(r[52]), "=r"(r[53]), "=r"(r[54]), "=r"(r[55]), "=r"(r[56]), "=r"(r[57]), "=r"(r[58]), "=r"(r[59]), "=r"(r[60]), "=r"(r[61]), "=r"(r[62]), "=r"(r[63]) : "r"(taddr) : "memory");
+#endif
+}
+__device__ __forceinline__ void pycute_tcgen05_ld_16x64b_x128(unsigned taddr, unsigned* r) {
+#if defined(PYCUTE_SOFT_TCGEN05)
+  pycute_soft_tcgen05_ldst(0, pycute_ldst_16x64b_lane, pycute_ldst_16x64b_col, 1, 2, 128, 0, 16, 0u, 0, taddr, const_cast<unsigned*>(r));
+#else
+  asm volatile("tcgen05.ld.sync.aligned.16x64b.x128.b32 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, %112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127}, [%128];" : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]), "=r"(r[4]), "=r"(r[5]), "=r"(r[6]), "=r"(r[7]), "=r"(r[8]), "=r"(r[9]), "=r"(r[10]), "=r"(r[11]), "=r"(r[12]), "=r"(r[13]), "=r"(r[14]), "=r"(r[15]), "=r"(r[16]), "=r"(r[17]), "=r"(r[18]), "=r"(r[19]), "=r"(r[20]), "=r"(r[21]), "=r"(r[22]), "=r"(r[23]), "=r"(r[24]), "=r"(r[25]), "=r"(r[26]), "=r"(r[27]), "=r"(r[28]), "=r"(r[29]), "=r"(r[30]), "=r"(r[31]), "=r"(r[32]), "=r"(r[33]), "=r"(r[34]), "=r"(r[35]), "=r"(r[36]), "=r"(r[37]), "=r"(r[38]), "=r"(r[39]), "=r"(r[40]), "=r"(r[41]), "=r"(r[42]), "=r"(r[43]), "=r"(r[44]), "=r"(r[45]), "=r"(r[46]), "=r"(r[47]), "=r"(r[48]), "=r"(r[49]), "=r"(r[50]), "=r"(r[51]), "=r"(r[52]), "=r"(r[53]), "=r"(r[54]), "=r"(r[55]), "=r"(r[56]), "=r"(r[57]), "=r"(r[58]), "=r"(r[59]), "=r"(r[60]), "=r"(r[61]), "=r"(r[62]), "=r"(r[63]), "=r"(r[64]), "=r"(r[65]), "=r"(r[66]), "=r"(r[67]), "=r"(r[68]), "=r"(r[69]), "=r"(r[70]), "=r"(r[71]), "=r"(r[72]), "=r"(r[73]), "=r"(r[74]), "=r"(r[75]), "=r"(r[76]), "=r"(r[77]), "=r"(r[78]), "=r"(r[79]), "=r"(r[80]), "=r"(r[81]), "=r"(r[82]), "=r"(r[83]), "=r"(r[84]), "=r"(r[85]), "=r"(r[86]), "=r"(r[87]), "=r"(r[88]), "=r"(r[89]), "=r"(r[90]), "=r"(r[91]), "=r"(r[92]), "=r"(r[93]), "=r"(r[94]), "=r"(r[95]), "=r"(r[96]), "=r"(r[97]), "=r"(r[98]), "=r"(r[99]), "=r"(r[100]), "=r"(r[101]), "=r"(r[102]), "=r"(r[103]), "=r"(r[104]), "=r"(r[105]), "=r"(r[106]), "=r"(r[107]), "=r"(r[108]), "=r"(r[109]), "=r"(r[110]), "=r"(r[111]), "=r"(r[112]), "=r"(r[113]), "=r"(r[114]), "=r"(r[115]), "=r"(r[116]), "=r"(r[117]), "=r"(r[118]), "=r"(r[119]), "=r"(r[120]), "=r"(r[121]), "=r"(r[122]), "=r"(r[123]), "=r"(r[124]), "=r"(r[125]), "=r"(r[126]), "=r"(r[127]) : "r"(taddr) : "memory");
+#endif
+}
+__device__ __forceinline__ void pycute_tcgen05_ld_16x64b_x128_pack16(unsigned taddr, unsigned* r) {
+#if defined(PYCUTE_SOFT_TCGEN05)
+  pycute_soft_tcgen05_ldst(0, pycute_ldst_16x64b_lane, pycute_ldst_16x64b_col, 1, 2, 128, 1, 16, 0u, 0, taddr, const_cast<unsigned*>(r));
+#else
+  asm volatile("tcgen05.ld.sync.aligned.16x64b.x128.pack::16b.b32 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, %112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127}, [%128];" : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]), "=r"(r[4]), "=r"(r[5]), "=r"(r[6]), "=r"(r[7]), "=r"(r[8]), "=r"(r[9]), "=r"(r[10]), "=r"(r[11]), "=r"(r[12]), "=r"(r[13]), "=r"(r[14]), "=r"(r[15]), "=r"(r[16]), "=r"(r[17]), "=r"(r[18]), "=r"(r[19]), "=r"(r[20]), "=r"(r[21]), "=r"(r[22]), "=r"(r[23]), "=r"(r[24]), "=r"(r[25]), "=r"(r[26]), "=r"(r[27]), "=r"(r[28]), "=r"(r[29]), "=r"(r[30]), "=r"(r[31]), "=r"(r[32]), "=r"(r[33]), "=r"(r[34]), "=r"(r[35]), "=r"(r[36]), "=r"(r[37]), "=r"(r[38]), "=r"(r[39]), "=r"(r[40]), "=r"(r[41]), "=r"(r[42]), "=r"(r[43]), "=r"(r[44]), "=r"(r[45]), "=r"(r[46]), "=r"(r[47]), "=r"(r[48]), "=r"(r[49]), "=r"(r[50]), "=r"(r[51]), "=r"(r[52]), "=r"(r[53]), "=r"(r[54]), "=r"(r[55]), "=r"(r[56]), "=r"(r[57]), "=r"(r[58]), "=r"(r[59]), "=r"(r[60]), "=r"(r[61]), "=r"(r[62]), "=r"(r[63]), "=r"(r[64]), "=r"(r[65]), "=r"(r[66]), "=r"(r[67]), "=r"(r[68]), "=r"(r[69]), "=r"(r[70]), "=r"(r[71]), "=r"(r[72]), "=r"(r[73]), "=r"(r[74]), "=r"(r[75]), "=r"(r[76]), "=r"(r[77]), "=r"(r[78]), "=r"(r[79]), "=r"(r[80]), "=r"(r[81]), "=r"(r[82]), "=r"(r[83]), "=r"(r[84]), "=r"(r[85]), "=r"(r[86]), "=r"(r[87]), "=r"(r[88]), "=r"(r[89]), "=r"(r[90]), "=r"(r[91]), "=r"(r[92]), "=r"(r[93]), "=r"(r[94]), "=r"(r[95]), "=r"(r[96]), "=r"(r[97]), "=r"(r[98]), "=r"(r[99]), "=r"(r[100]), "=r"(r[101]), "=r"(r[102]), "=r"(r[103]), "=r"(r[104]), "=r"(r[105]), "=r"(r[106]), "=r"(r[107]), "=r"(r[108]), "=r"(r[109]), "=r"(r[110]), "=r"(r[111]), "=r"(r[112]), "=r"(r[113]), "=r"(r[114]), "=r"(r[115]), "=r"(r[116]), "=r"(r[117]), "=r"(r[118]), "=r"(r[119]), "=r"(r[120]), "=r"(r[121]), "=r"(r[122]), "=r"(r[123]), "=r"(r[124]), "=r"(r[125]), "=r"(r[126]), "=r"(r[127]) : "r"(taddr) : "memory");
+#endif
+}
+__device__ __forceinline__ void pycute_tcgen05_ld_16x128b_x1(unsigned taddr, unsigned* r) {
+#if defined(PYCUTE_SOFT_TCGEN05)
+  pycute_soft_tcgen05_ldst(0, pycute_ldst_16x128b_lane, pycute_ldst_16x128b_col, 2, 4, 1, 0, 16, 0u, 0, taddr, const_cast<unsigned*>(r));
+#else
+  asm volatile("tcgen05.ld.sync.aligned.16x128b.x1.b32 {%0, %1}, [%2];" : "=r"(r[0]), "=r"(r[1]) : "r"(taddr) : "memory");
+#endif
+}
+__device__ __forceinline__ void pycute_tcgen05_ld_16x128b_x1_pack16(unsigned taddr, unsigned* r) {
+#if defined(PYCUTE_SOFT_TCGEN05)
+  pycute_soft_tcgen05_ldst(0, pycute_ldst_16x128b_lane, pycute_ldst_16x128b_col, 2, 4, 1, 1, 16, 0u, 0, taddr, const_cast<unsigned*>(r));
+#else
+  asm volatile("tcgen05.ld.sync.aligned.16x128b.x1.pack::16b.b32 {%0, %1}, [%2];" : "=r"(r[0]), "=r"(r[1]) : "r"(taddr) : "memory");
+#endif
+}
+__device__ __forceinline__ void pycute_tcgen05_ld_16x128b_x2(unsigned taddr, unsigned* r) {
+#if defined(PYCUTE_SOFT_TCGEN05)
+  pycute_soft_tcgen05_ldst(0, pycute_ldst_16x128b_lane, pycute_ldst_16x128b_col, 2, 4, 2, 0, 16, 0u, 0, taddr, const_cast<unsigned*>(r));
+#else
+  asm volatile("tcgen05.ld.sync.aligned.16x128b.x2.b32 {%0, %1, %2, %3}, [%4];" : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(taddr) : "memory");
+#endif
+}
+__device__ __forceinline__ void pycute_tcgen05_ld_16x128b_x2_pack16(unsigned taddr, unsigned* r) {
+#if defined(PYCUTE_SOFT_TCGEN05)
+  pycute_soft_tcgen05_ldst(0, pycute_ldst_16x128b_lane, pycute_ldst_16x128b_col, 2, 4, 2, 1, 16, 0u, 0, taddr, const_cast<unsigned*>(r));
+#else
+  asm volatile("tcgen05.ld.sync.aligned.16x128b.x2.pack::16b.b32 {%0, %1, %2, %3}, [%4];" : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(taddr) : "memory");
+#endif
+}
+__device__ __forceinline__ void pycute_tcgen05_ld_16x128b_x4(unsigned taddr, unsigned* r) {
+#if defined(PYCUTE_SOFT_TCGEN05)
+  pycute_soft_tcgen05_ldst(0, pycute_ldst_16x128b_lane, pycute_ldst_16x128b_col, 2, 4, 4, 0, 16, 0u, 0, taddr, const_cast<unsigned*>(r));
+#else
+  asm volatile("tcgen05.ld.sync.aligned.16x128b.x4.b32 {%0, %1, %2, %3, %4, %5, %6, %7}, [%8];" : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]), "=r"(r[4]), "=r"(r[5]), "=r"(r[6]), "=r"(r[7]) : "r"(taddr) : "memory");
+#endif
+}
+__device__ __forceinline__ void pycute_tcgen05_ld_16x128b_x4_pack16(unsigned taddr, unsigned* r) {
+#if defined(PYCUTE_SOFT_TCGEN05)
+  pycute_soft_tcgen05_ldst(0, pycute_ldst_16x128b_lane, pycute_ldst_16x128b_col, 2, 4, 4, 1, 16, 0u, 0, taddr, const_cast<unsigned*>(r));
+#else
+  asm volatile("tcgen05.ld.sync.aligned.16x128b.x4.pack::16b.b32 {%0, %1, %2, %3, %4, %5, %6, %7}, [%8];" : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]), "=r"(r[4]), "=r"(r[5]), "=r"(r[6]), "=r"(r[7]) : "r"(taddr) : "memory");
+#endif
+}
+__device__ __forceinline__ void pycute_tcgen05_ld_16x128b_x8(unsigned taddr, unsigned* r) {
+#if defined(PYCUTE_SOFT_TCGEN05)
+  pycute_soft_tcgen05_ldst(0, pycute_ldst_16x128b_lane, pycute_ldst_16x128b_col, 2, 4, 8, 0, 16, 0u, 0, taddr, const_cast<unsigned*>(r));
+#else
+  asm volatile("tcgen05.ld.sync.aligned.16x128b.x8.b32 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15}, [%16];" : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]), "=r"(r[4]), "=r"(r[5]), "=r"(r[6]), "=r"(r[7]), "=r"(r[8]), "=r"(r[9]), "=r"(r[10]), "=r"(r[11]), "=r"(r[12]), "=r"(r[13]), "=r"(r[14]), "=r"(r[15]) : "r"(taddr) : "memory");
+#endif
+}
+__device__ __forceinline__ void pycute_tcgen05_ld_16x128b_x8_pack16(unsigned taddr, unsigned* r) {
+#if defined(PYCUTE_SOFT_TCGEN05)
+  pycute_soft_tcgen05_ldst(0, pycute_ldst_16x128b_lane, pycute_ldst_16x128b_col, 2, 4, 8, 1, 16, 0u, 0, taddr, const_cast<unsigned*>(r));
+#else
+  asm volatile("tcgen05.ld.sync.aligned.16x128b.x8.pack::16b.b32 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15}, [%16];" : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]), "=r"(r[4]), "=r"(r[5]), "=r"(r[6]), "=r"(r[7]), "=r"(r[8]), "=r"(r[9]), "=r"(r[10]), "=r"(r[11]), "=r"(r[12]), "=r"(r[13]), "=r"(r[14]), "=r"(r[15]) : "r"(taddr) : "memory");
+#endif
+}
+__device__ __forceinline__ void pycute_tcgen05_ld_16x128b_x16(unsigned taddr, unsigned* r) {
+#if defined(PYCUTE_SOFT_TCGEN05)
+  pycute_soft_tcgen05_ldst(0, pycute_ldst_16x128b_lane, pycute_ldst_16x128b_col, 2, 4, 16, 0, 16, 0u, 0, taddr, const_cast<unsigned*>(r));
+#else
+  asm volatile("tcgen05.ld.sync.aligned.16x128b.x16.b32 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, [%32];" : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]), "=r"(r[4]), "=r"(r[5]), "=r"(r[6]), "=r"(r[7]), "=r"(r[8]), "=r"(r[9]), "=r"(r[10]), "=r"(r[11]), "=r"(r[12]), "=r"(r[13]), "=r"(r[14]), "=r"(r[15]), "=r"(r[16]), "=r"(r[17]), "=r"(r[18]), "=r"(r[19]), "=r"(r[20]), "=r"(r[21]), "=r"(r[22]), "=r"(r[23]), "=r"(r[24]), "=r"(r[25]), "=r"(r[26]), "=r"(r[27]), "=r"(r[28]), "=r"(r[29]), "=r"(r[30]), "=r"(r[31]) : "r"(taddr) : "memory");
+#endif
+}
+__device__ __forceinline__ void pycute_tcgen05_ld_16x128b_x16_pack16(unsigned taddr, unsigned* r) {
+#if defined(PYCUTE_SOFT_TCGEN05)
+  pycute_soft_tcgen05_ldst(0, pycute_ldst_16x128b_lane, pycute_ldst_16x128b_col, 2, 4, 16, 1, 16, 0u, 0, taddr, const_cast<unsigned*>(r));
+#else
+  asm volatile("tcgen05.ld.sync.aligned.16x128b.x16.pack::16b.b32 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, [%32];" : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]), "=r"(r[4]), "=r"(r[5]), "=r"(r[6]), "=r"(r[7]), "=r"(r[8]), "=r"(r[9]), "=r"(r[10]), "=r"(r[11]), "=r"(r[12]), "=r"(r[13]), "=r"(r[14]), "=r"(r[15]), "=r"(r[16]), "=r"(r[17]), "=r"(r[18]), "=r"(r[19]), "=r"(r[20]), "=r"(r[21]), "=r"(r[22]), "=r"(r[23]), "=r"(r[24]), "=r"(r[25]), "=r"(r[26]), "=r"(r[27]), "=r"(r[28]), "=r"(r[29]), "=r"(r[30]), "=r"(r[31]) : "r"(taddr) : "memory");
+#endif
+}
+__device__ __forceinline__ void pycute_tcgen05_ld_16x128b_x32(unsigned taddr, unsigned* r) {
+#if defined(PYCUTE_SOFT_TCGEN05)
+  pycute_soft_tcgen05_ldst(0, pycute_ldst_16x128b_lane, pycute_ldst_16x128b_col, 2, 4, 32, 0, 16, 0u, 0, taddr, const_cast<unsigned*>(r));
+#else
+  asm volatile("tcgen05.ld.sync.aligned.16x128b.x32.b32 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, [%64];" : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]), "=r"(r[4]), "=r"(r[5]), "=r"(r[6]), "=r"(r[7]), "=r"(r[8]), "=r"(r[9]), "=r"(r[10]), "=r"(r[11]), "=r"(r[12]), "=r"(r[13]), "=r"(r[14]), "=r"(r[15]), "=r"(r[16]), "=r"(r[17]), "=r"(r[18]), "=r"(r[19]), "=r"(r[20]), "=r"(r[21]), "=r"(r[22]), "=r"(r[23]), "=r"(r[24]), "=r"(r[25]), "=r"(r[26]), "=r"(r[27]), "=r"(r[28]), "=r"(r[29]), "=r"(r[30]), "=r"(r[31]), "=r"(r[32]), "=r"(r[33]), "=r"(r[34]), "=r"(r[35]), "=r"(r[36]), "=r"(r[37]), "=r"(r[38]), "=r"(r[39]), "=r"(r[40]), "=r"(r[41]), "=r"(r[42]), "=r"(r[43]), "=r"(r[44]), "=r"(r[45]), "=r"(r[46]), "=r"(r[47]), "=r"(r[48]), "=r"(r[49]), "=r"(r[50]), "=r"(r[51]), "=r"(r[52]), "=r"(r[53]), "=r"(r[54]), "=r"(r[55]), "=r"(r[56]), "=r"(r[57]), "=r"(r[58]), "=r"(r[59]), "=r"(r[60]), "=r"(r[61]), "=r"(r[62]), "=r"(r[63]) : "r"(taddr) : "memory");
+#endif
+}
+__device__ __forceinline__ void pycute_tcgen05_ld_16x128b_x32_pack16(unsigned taddr, unsigned* r) {
+#if defined(PYCUTE_SOFT_TCGEN05)
+  pycute_soft_tcgen05_ldst(0, pycute_ldst_16x128b_lane, pycute_ldst_16x128b_col, 2, 4, 32, 1, 16, 0u, 0, taddr, const_cast<unsigned*>(r));
+#else
+  asm volatile("tcgen05.ld.sync.aligned.16x128b.x32.pack::16b.b32 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, [%64];" : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]), "=r"(r[4]), "=r"(r[5]), "=r"(r[6]), "=r"(r[7]), "=r"(r[8]), "=r"(r[9]), "=r"(r[10]), "=r"(r[11]), "=r"(r[12]), "=r"(r[13]), "=r"(r[14]), "=r"(r[15]), "=r"(r[16]), "=r"(r[17]), "=r"(r[18]), "=r"(r[19]), "=r"(r[20]), "=r"(r[21]), "=r"(r[22]), "=r"(r[23]), "=r"(r[24]), "=r"(r[25]), "=r"(r[26]), "=r"(r[27]), "=r"(r[28]), "=r"(r[29]), "=r"(r[30]), "=r"(r[31]), "=r"(r[32]), "=r"(r[33]), "=r"(r[34]), "=r"(r[35]), "=r"(r[36]), "=r"(r[37]), "=r"(r[38]), "=r"(r[39]), "=r"(r[40]), "=r"(r[41]), "=r"(r[42]), "=r"(r[43]), "=r"(r[44]), "=r"(r[45]), "=r"(r[46]), "=r"(r[47]), "=r"(r[48]), "=r"(r[49]), "=r"(r[50]), "=r"(r[51]), "=r"(r[52]), "=r"(r[53]), "=r"(r[54]), "=r"(r[55]), "=r"(r[56]), "=r"(r[57]), "=r"(r[58]), "=r"(r[59]), "=r"(r[60]), "=r"(r[61]), "=r"(r[62]), "=r"(r[63]) : "r"(taddr) : "memory");
+#endif
+}
+__device__ __forceinline__ void pycute_tcgen05_ld_16x128b_x64(unsigned taddr, unsigned* r) {
+#if defined(PYCUTE_SOFT_TCGEN05)
+  pycute_soft_tcgen05_ldst(0, pycute_ldst_16x128b_lane, pycute_ldst_16x128b_col, 2, 4, 64, 0, 16, 0u, 0, taddr, const_cast<unsigned*>(r));
+#else
+  asm volatile("tcgen05.ld.sync.aligned.16x128b.x64.b32 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, %112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127}, [%128];" : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]), "=r"(r[4]), "=r"(r[5]), "=r"(r[6]), "=r"(r[7]), "=r"(r[8]), "=r"(r[9]), "=r"(r[10]), "=r"(r[11]), "=r"(r[12]), "=r"(r[13]), "=r"(r[14]), "=r"(r[15]), "=r"(r[16]), "=r"(r[17]), "=r"(r[18]), "=r"(r[19]), "=r"(r[20]), "=r"(r[21]), "=r"(r[22]), "=r"(r[23]), "=r"(r[24]), "=r"(r[25]), "=r"(r[26]), "=r"(r[27]), "=r"(r[28]), "=r"(r[29]), "=r"(r[30]), "=r"(r[31]), "=r"(r[32]), "=r"(r[33]), "=r"(r[34]), "=r"(r[35]), "=r"(r[36]), "=r"(r[37]), "=r"(r[38]), "=r"(r[39]), "=r"(r[40]), "=r"(r[41]), "=r"(r[42]), "=r"(r[43]), "=r"(r[44]), "=r"(r[45]), "=r"(r[46]), "=r"(r[47]), "=r"(r[48]), "=r"(r[49]), "=r"(r[50]), "=r"(r[51]), "=r"(r[52]), "=r"(r[53]), "=r"(r[54]), "=r"(r[55]), "=r"(r[56]), "=r"(r[57]), "=r"(r[58]), "=r"(r[59]), "=r"(r[60]), "=r"(r[61]), "=r"(r[62]), "=r"(r[63]), "=r"(r[64]), "=r"(r[65]), "=r"(r[66]), "=r"(r[67]), "=r"(r[68]), "=r"(r[69]), "=r"(r[70]), "=r"(r[71]), "=r"(r[72]), "=r"(r[73]), "=r"(r[74]), "=r"(r[75]), "=r"(r[76]), "=r"(r[77]), "=r"(r[78]), "=r"(r[79]), "=r"(r[80]), "=r"(r[81]), "=r"(r[82]), "=r"(r[83]), "=r"(r[84]), "=r"(r[85]), "=r"(r[86]), "=r"(r[87]), "=r"(r[88]), "=r"(r[89]), "=r"(r[90]), "=r"(r[91]), "=r"(r[92]), "=r"(r[93]), "=r"(r[94]), "=r"(r[95]), "=r"(r[96]), "=r"(r[97]), "=r"(r[98]), "=r"(r[99]), "=r"(r[100]), "=r"(r[101]), "=r"(r[102]), "=r"(r[103]), "=r"(r[104]), "=r"(r[105]), "=r"(r[106]), "=r"(r[107]), "=r"(r[108]), "=r"(r[109]), "=r"(r[110]), "=r"(r[111]), "=r"(r[112]), "=r"(r[113]), "=r"(r[114]), "=r"(r[115]), "=r"(r[116]), "=r"(r[117]), "=r"(r[118]), "=r"(r[119]), "=r"(r[120]), "=r"(r[121]), "=r"(r[122]), "=r"(r[123]), "=r"(r[124]), "=r"(r[125]), "=r"(r[126]), "=r"(r[127]) : "r"(taddr) : "memory");
+#endif
+}
+__device__ __forceinline__ void pycute_tcgen05_ld_16x128b_x64_pack16(unsigned taddr, unsigned* r) {
+#if defined(PYCUTE_SOFT_TCGEN05)
+  pycute_soft_tcgen05_ldst(0, pycute_ldst_16x128b_lane, pycute_ldst_16x128b_col, 2, 4, 64, 1, 16, 0u, 0, taddr, const_cast<unsigned*>(r));
+#else
+  asm volatile("tcgen05.ld.sync.aligned.16x128b.x64.pack::16b.b32 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, %112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127}, [%128];" : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]), "=r"(r[4]), "=r"(r[5]), "=r"(r[6]), "=r"(r[7]), "=r"(r[8]), "=r"(r[9]), "=r"(r[10]), "=r"(r[11]), "=r"(r[12]), "=r"(r[13]), "=r"(r[14]), "=r"(r[15]), "=r"(r[16]), "=r"(r[17]), "=r"(r[18]), "=r"(r[19]), "=r"(r[20]), "=r"(r[21]), "=r"(r[22]), "=r"(r[23]), "=r"(r[24]), "=r"(r[25]), "=r"(r[26]), "=r"(r[27]), "=r"(r[28]), "=r"(r[29]), "=r"(r[30]), "=r"(r[31]), "=r"(r[32]), "=r"(r[33]), "=r"(r[34]), "=r"(r[35]), "=r"(r[36]), "=r"(r[37]), "=r"(r[38]), "=r"(r[39]), "=r"(r[40]), "=r"(r[41]), "=r"(r[42]), "=r"(r[43]), "=r"(r[44]), "=r"(r[45]), "=r"(r[46]), "=r"(r[47]), "=r"(r[48]), "=r"(r[49]), "=r"(r[50]), "=r"(r[51]), "=r"(r[52]), "=r"(r[53]), "=r"(r[54]), "=r"(r[55]), "=r"(r[56]), "=r"(r[57]), "=r"(r[58]), "=r"(r[59]), "=r"(r[60]), "=r"(r[61]), "=r"(r[62]), "=r"(r[63]), "=r"(r[64]), "=r"(r[65]), "=r"(r[66]), "=r"(r[67]), "=r"(r[68]), "=r"(r[69]), "=r"(r[70]), "=r"(r[71]), "=r"(r[72]), "=r"(r[73]), "=r"(r[74]), "=r"(r[75]), "=r"(r[76]), "=r"(r[77]), "=r"(r[78]), "=r"(r[79]), "=r"(r[80]), "=r"(r[81]), "=r"(r[82]), "=r"(r[83]), "=r"(r[84]), "=r"(r[85]), "=r"(r[86]), "=r"(r[87]), "=r"(r[88]), "=r"(r[89]), "=r"(r[90]), "=r"(r[91]), "=r"(r[92]), "=r"(r[93]), "=r"(r[94]), "=r"(r[95]), "=r"(r[96]), "=r"(r[97]), "=r"(r[98]), "=r"(r[99]), "=r"(r[100]), "=r"(r[101]), "=r"(r[102]), "=r"(r[103]), "=r"(r[104]), "=r"(r[105]), "=r"(r[106]), "=r"(r[107]), "=r"(r[108]), "=r"(r[109]), "=r"(r[110]), "=r"(r[111]), "=r"(r[112]), "=r"(r[113]), "=r"(r[114]), "=r"(r[115]), "=r"(r[116]), "=r"(r[117]), "=r"(r[118]), "=r"(r[119]), "=r"(r[120]), "=r"(r[121]), "=r"(r[122]), "=r"(r[123]), "=r"(r[124]), "=r"(r[125]), "=r"(r[126]), "=r"(r[127]) : "r"(taddr) : "memory");
+#endif
+}
+__device__ __forceinline__ void pycute_tcgen05_ld_16x256b_x1(unsigned taddr, unsigned* r) {
+#if defined(PYCUTE_SOFT_TCGEN05)
+  pycute_soft_tcgen05_ldst(0, pycute_ldst_16x256b_lane, pycute_ldst_16x256b_col, 4, 8, 1, 0, 16, 0u, 0, taddr, const_cast<unsigned*>(r));
+#else
+  asm volatile("tcgen05.ld.sync.aligned.16x256b.x1.b32 {%0, %1, %2, %3}, [%4];" : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(taddr) : "memory");
+#endif
+}
+__device__ __forceinline__ void pycute_tcgen05_ld_16x256b_x1_pack16(unsigned taddr, unsigned* r) {
+#if defined(PYCUTE_SOFT_TCGEN05)
+  pycute_soft_tcgen05_ldst(0, pycute_ldst_16x256b_lane, pycute_ldst_16x256b_col, 4, 8, 1, 1, 16, 0u, 0, taddr, const_cast<unsigned*>(r));
+#else
+  asm volatile("tcgen05.ld.sync.aligned.16x256b.x1.pack::16b.b32 {%0, %1, %2, %3}, [%4];" : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(taddr) : "memory");
+#endif
+}
+__device__ __forceinline__ void pycute_tcgen05_ld_16x256b_x2(unsigned taddr, unsigned* r) {
+#if defined(PYCUTE_SOFT_TCGEN05)
+  pycute_soft_tcgen05_ldst(0, pycute_ldst_16x256b_lane, pycute_ldst_16x256b_col, 4, 8, 2, 0, 16, 0u, 0, taddr, const_cast<unsigned*>(r));
+#else
+  asm volatile("tcgen05.ld.sync.aligned.16x256b.x2.b32 {%0, %1, %2, %3, %4, %5, %6, %7}, [%8];" : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]), "=r"(r[4]), "=r"(r[5]), "=r"(r[6]), "=r"(r[7]) : "r"(taddr) : "memory");
+#endif
+}
+__device__ __forceinline__ void pycute_tcgen05_ld_16x256b_x2_pack16(unsigned taddr, unsigned* r) {
+#if defined(PYCUTE_SOFT_TCGEN05)
+  pycute_soft_tcgen05_ldst(0, pycute_ldst_16x256b_lane, pycute_ldst_16x256b_col, 4, 8, 2, 1, 16, 0u, 0, taddr, const_cast<unsigned*>(r));
+#else
+  asm volatile("tcgen05.ld.sync.aligned.16x256b.x2.pack::16b.b32 {%0, %1, %2, %3, %4, %5, %6, %7}, [%8];" : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]), "=r"(r[4]), "=r"(r[5]), "=r"(r[6]), "=r"(r[7]) : "r"(taddr) : "memory");
+#endif
+}
+__device__ __forceinline__ void pycute_tcgen05_ld_16x256b_x4(unsigned taddr, unsigned* r) {
+#if defined(PYCUTE_SOFT_TCGEN05)
+  pycute_soft_tcgen05_ldst(0, pycute_ldst_16x256b_lane, pycute_ldst_16x256b_col, 4, 8, 4, 0, 16, 0u, 0, taddr, const_cast<unsigned*>(r));
+#else
+  asm volatile("tcgen05.ld.sync.aligned.16x256b.x4.b32 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15}, [%16];" : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]), "=r"(r[4]), "=r"(r[5]), "=r"(r[6]), "=r"(r[7]), "=r"(r[8]), "=r"(r[9]), "=r"(r[10]), "=r"(r[11]), "=r"(r[12]), "=r"(r[13]), "=r"(r[14]), "=r"(r[15]) : "r"(taddr) : "memory");
+#endif
+}
+__device__ __forceinline__ void pycute_tcgen05_ld_16x256b_x4_pack16(unsigned taddr, unsigned* r) {
+#if defined(PYCUTE_SOFT_TCGEN05)
+  pycute_soft_tcgen05_ldst(0, pycute_ldst_16x256b_lane, pycute_ldst_16x256b_col, 4, 8, 4, 1, 16, 0u, 0, taddr, const_cast<unsigned*>(r));
+#else
+  asm volatile("tcgen05.ld.sync.aligned.16x256b.x4.pack::16b.b32 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15}, [%16];" : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]), "=r"(r[4]), "=r"(r[5]), "=r"(r[6]), "=r"(r[7]), "=r"(r[8]), "=r"(r[9]), "=r"(r[10]), "=r"(r[11]), "=r"(r[12]), "=r"(r[13]), "=r"(r[14]), "=r"(r[15]) : "r"(taddr) : "memory");
+#endif
+}
+__device__ __forceinline__ void pycute_tcgen05_ld_16x256b_x8(unsigned taddr, unsigned* r) {
+#if defined(PYCUTE_SOFT_TCGEN05)
+  pycute_soft_tcgen05_ldst(0, pycute_ldst_16x256b_lane, pycute_ldst_16x256b_col, 4, 8, 8, 0, 16, 0u, 0, taddr, const_cast<unsigned*>(r));
+#else
+  asm volatile("tcgen05.ld.sync.aligned.16x256b.x8.b32 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, [%32];" : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]), "=r"(r[4]), "=r"(r[5]), "=r"(r[6]), "=r"(r[7]), "=r"(r[8]), "=r"(r[9]), "=r"(r[10]), "=r"(r[11]), "=r"(r[12]), "=r"(r[13]), "=r"(r[14]), "=r"(r[15]), "=r"(r[16]), "=r"(r[17]), "=r"(r[18]), "=r"(r[19]), "=r"(r[20]), "=r"(r[21]), "=r"(r[22]), "=r"(r[23]), "=r"(r[24]), "=r"(r[25]), "=r"(r[26]), "=r"(r[27]), "=r"(r[28]), "=r"(r[29]), "=r"(r[30]), "=r"(r[31]) : "r"(taddr) : "memory");
+#endif
+}
+__device__ __forceinline__ void pycute_tcgen05_ld_16x256b_x8_pack16(unsigned taddr, unsigned* r) {
+#if defined(PYCUTE_SOFT_TCGEN05)
+  pycute_soft_tcgen05_ldst(0, pycute_ldst_16x256b_lane, pycute_ldst_16x256b_col, 4, 8, 8, 1, 16, 0u, 0, taddr, const_cast<unsigned*>(r));
+#else
+  asm volatile("tcgen05.ld.sync.aligned.16x256b.x8.pack::16b.b32 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, [%32];" : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]), "=r"(r[4]), "=r"(r[5]), "=r"(r[6]), "=r"(r[7]), "=r"(r[8]), "=r"(r[9]), "=r"(r[10]), "=r"(r[11]), "=r"(r[12]), "=r"(r[13]), "=r"(r[14]), "=r"(r[15]), "=r"(r[16]), "=r"(r[17]), "=r"(r[18]), "=r"(r[19]), "=r"(r[20]), "=r"(r[21]), "=r"(r[22]), "=r"(r[23]), "=r"(r[24]), "=r"(r[25]), "=r"(r[26]), "=r"(r[27]), "=r"(r[28]), "=r"(r[29]), "=r"(r[30]), "=r"(r[31]) : "r"(taddr) : "memory");
+#endif
+}
+__device__ __forceinline__ void pycute_tcgen05_ld_16x256b_x16(unsigned taddr, unsigned* r) {
+#if defined(PYCUTE_SOFT_TCGEN05)
+  pycute_soft_tcgen05_ldst(0, pycute_ldst_16x256b_lane, pycute_ldst_16x256b_col, 4, 8, 16, 0, 16, 0u, 0, taddr, const_cast<unsigned*>(r));
+#else
+  asm volatile("tcgen05.ld.sync.aligned.16x256b.x16.b32 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, [%64];" : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]), "=r"(r[4]), "=r"(r[5]), "=r"(r[6]), "=r"(r[7]), "=r"(r[8]), "=r"(r[9]), "=r"(r[10]), "=r"(r[11]), "=r"(r[12]), "=r"(r[13]), "=r"(r[14]), "=r"(r[15]), "=r"(r[16]), "=r"(r[17]), "=r"(r[18]), "=r"(r[19]), "=r"(r[20]), "=r"(r[21]), "=r"(r[22]), "=r"(r[23]), "=r"(r[24]), "=r"(r[25]), "=r"(r[26]), "=r"(r[27]), "=r"(r[28]), "=r"(r[29]), "=r"(r[30]), "=r"(r[31]), "=r"(r[32]), "=r"(r[33]), "=r"(r[34]), "=r"(r[35]), "=r"(r[36]), "=r"(r[37]), "=r"(r[38]), "=r"(r[39]), "=r"(r[40]), "=r"(r[41]), "=r"(r[42]), "=r"(r[43]), "=r"(r[44]), "=r"(r[45]), "=r"(r[46]), "=r"(r[47]), "=r"(r[48]), "=r"(r[49]), "=r"(r[50]), "=r"(r[51]), "=r"(r[52]), "=r"(r[53]), "=r"(r[54]), "=r"(r[55]), "=r"(r[56]), "=r"(r[57]), "=r"(r[58]), "=r"(r[59]), "=r"(r[60]), "=r"(r[61]), "=r"(r[62]), "=r"(r[63]) : "r"(taddr) : "memory");
+#endif
+}
+__device__ __forceinline__ void pycute_tcgen05_ld_16x256b_x16_pack16(unsigned taddr, unsigned* r) {
+#if defined(PYCUTE_SOFT_TCGEN05)
+  pycute_soft_tcgen05_ldst(0, pycute_ldst_16x256b_lane, pycute_ldst_16x256b_col, 4, 8, 16, 1, 16, 0u, 0, taddr, const_cast<unsigned*>(r));
+#else
+  asm volatile("tcgen05.ld.sync.aligned.16x256b.x16.pack::16b.b32 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, [%64];" : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]), "=r"(r[4]), "=r"(r[5]), "=r"(r[6]), "=r"(r[7]), "=r"(r[8]), "=r"(r[9]), "=r"(r[10]), "=r"(r[11]), "=r"(r[12]), "=r"(r[13]), "=r"(r[14]), "=r"(r[15]), "=r"(r[16]), "=r"(r[17]), "=r"(r[18]), "=r"(r[19]), "=r"(r[20]), "=r"(r[21]), "=r"(r[22]), "=r"(r[23]), "=r"(r[24]), "=r"(r[25]), "=r"(r[26]), "=r"(r[27]), "=r"(r[28]), "=r"(r[29]), "=r"(r[30]), "=r"(r[31]), "=r"(r[32]), "=r"(r[33]), "=r"(r[34]), "=r"(r[35]), "=r"(r[36]), "=r"(r[37]), "=r"(r[38]), "=r"(r[39]), "=r"(r[40]), "=r"(r[41]), "=r"(r[42]), "=r"(r[43]), "=r"(r[44]), "=r"(r[45]), "=r"(r[46]), "=r"(r[47]), "=r"(r[48]), "=r"(r[49]), "=r"(r[50]), "=r"(r[51]), "=r"(r[52]), "=r"(r[53]), "=r"(r[54]), "=r"(r[55]), "=r"(r[56]), "=r"(r[57]), "=r"(r[58]), "=r"(r[59]), "=r"(r[60]), "=r"(r[61]), "=r"(r[62]), "=r"(r[63]) : "r"(taddr) : "memory");
+#endif
+}
+__device__ __forceinline__ void pycute_tcgen05_ld_16x256b_x32(unsigned taddr, unsigned* r) {
+#if defined(PYCUTE_SOFT_TCGEN05)
+  pycute_soft_tcgen05_ldst(0, pycute_ldst_16x256b_lane, pycute_ldst_16x256b_col, 4, 8, 32, 0, 16, 0u, 0, taddr, const_cast<unsigned*>(r));
+#else
+  asm volatile("tcgen05.ld.sync.aligned.16x256b.x32.b32 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, %112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127}, [%128];" : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]), "=r"(r[4]), "=r"(r[5]), "=r"(r[6]), "=r"(r[7]), "=r"(r[8]), "=r"(r[9]), "=r"(r[10]), "=r"(r[11]), "=r"(r[12]), "=r"(r[13]), "=r"(r[14]), "=r"(r[15]), "=r"(r[16]), "=r"(r[17]), "=r"(r[18]), "=r"(r[19]), "=r"(r[20]), "=r"(r[21]), "=r"(r[22]), "=r"(r[23]), "=r"(r[24]), "=r"(r[25]), "=r"(r[26]), "=r"(r[27]), "=r"(r[28]), "=r"(r[29]), "=r"(r[30]), "=r"(r[31]), "=r"(r[32]), "=r"(r[33]), "=r"(r[34]), "=r"(r[35]), "=r"(r[36]), "=r"(r[37]), "=r"(r[38]), "=r"(r[39]), "=r"(r[40]), "=r"(r[41]), "=r"(r[42]), "=r"(r[43]), "=r"(r[44]), "=r"(r[45]), "=r"(r[46]), "=r"(r[47]), "=r"(r[48]), "=r"(r[49]), "=r"(r[50]), "=r"(r[51]), "=r"(r[52]), "=r"(r[53]), "=r"(r[54]), "=r"(r[55]), "=r"(r[56]), "=r"(r[57]), "=r"(r[58]), "=r"(r[59]), "=r"(r[60]), "=r"(r[61]), "=r"(r[62]), "=r"(r[63]), "=r"(r[64]), "=r"(r[65]), "=r"(r[66]), "=r"(r[67]), "=r"(r[68]), "=r"(r[69]), "=r"(r[70]), "=r"(r[71]), "=r"(r[72]), "=r"(r[73]), "=r"(r[74]), "=r"(r[75]), "=r"(r[76]), "=r"(r[77]), "=r"(r[78]), "=r"(r[79]), "=r"(r[80]), "=r"(r[81]), "=r"(r[82]), "=r"(r[83]), "=r"(r[84]), "=r"(r[85]), "=r"(r[86]), "=r"(r[87]), "=r"(r[88]), "=r"(r[89]), "=r"(r[90]), "=r"(r[91]), "=r"(r[92]), "=r"(r[93]), "=r"(r[94]), "=r"(r[95]), "=r"(r[96]), "=r"(r[97]), "=r"(r[98]), "=r"(r[99]), "=r"(r[100]), "=r"(r[101]), "=r"(r[102]), "=r"(r[103]), "=r"(r[104]), "=r"(r[105]), "=r"(r[106]), "=r"(r[107]), "=r"(r[108]), "=r"(r[109]), "=r"(r[110]), "=r"(r[111]), "=r"(r[112]), "=r"(r[113]), "=r"(r[114]), "=r"(r[115]), "=r"(r[116]), "=r"(r[117]), "=r"(r[118]), "=r"(r[119]), "=r"(r[120]), "=r"(r[121]), "=r"(r[122]), "=r"(r[123]), "=r"(r[124]), "=r"(r[125]), "=r"(r[126]), "=r"(r[127]) : "r"(taddr) : "memory");
+#endif
+}
+__device__ __forceinline__ void pycute_tcgen05_ld_16x256b_x32_pack16(unsigned taddr, unsigned* r) {
+#if defined(PYCUTE_SOFT_TCGEN05)
+  pycute_soft_tcgen05_ldst(0, pycute_ldst_16x256b_lane, pycute_ldst_16x256b_col, 4, 8, 32, 1, 16, 0u, 0, taddr, const_cast<unsigned*>(r));
+#else
+  asm volatile("tcgen05.ld.sync.aligned.16x256b.x32.pack::16b.b32 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, %112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127}, [%128];" : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]), "=r"(r[4]), "=r"(r[5]), "=r"(r[6]), "=r"(r[7]), "=r"(r[8]), "=r"(r[9]), "=r"(r[10]), "=r"(r[11]), "=r"(r[12]), "=r"(r[13]), "=r"(r[14]), "=r"(r[15]), "=r"(r[16]), "=r"(r[17]), "=r"(r[18]), "=r"(r[19]), "=r"(r[20]), "=r"(r[21]), "=r"(r[22]), "=r"(r[23]), "=r"(r[24]), "=r"(r[25]), "=r"(r[26]), "=r"(r[27]), "=r"(r[28]), "=r"(r[29]), "=r"(r[30]), "=r"(r[31]), "=r"(r[32]), "=r"(r[33]), "=r"(r[34]), "=r"(r[35]), "=r"(r[36]), "=r"(r[37]), "=r"(r[38]), "=r"(r[39]), "=r"(r[40]), "=r"(r[41]), "=r"(r[42]), "=r"(r[43]), "=r"(r[44]), "=r"(r[45]), "=r"(r[46]), "=r"(r[47]), "=r"(r[48]), "=r"(r[49]), "=r"(r[50]), "=r"(r[51]), "=r"(r[52]), "=r"(r[53]), "=r"(r[54]), "=r"(r[55]), "=r"(r[56]), "=r"(r[57]), "=r"(r[58]), "=r"(r[59]), "=r"(r[60]), "=r"(r[61]), "=r"(r[62]), "=r"(r[63]), "=r"(r[64]), "=r"(r[65]), "=r"(r[66]), "=r"(r[67]), "=r"(r[68]), "=r"(r[69]), "=r"(r[70]), "=r"(r[71]), "=r"(r[72]), "=r"(r[73]), "=r"(r[74]), "=r"(r[75]), "=r"(r[76]), "=r"(r[77]), "=r"(r[78]), "=r"(r[79]), "=r"(r[80]), "=r"(r[81]), "=r"(r[82]), "=r"(r[83]), "=r"(r[84]), "=r"(r[85]), "=r"(r[86]), "=r"(r[87]), "=r"(r[88]), "=r"(r[89]), "=r"(r[90]), "=r"(r[91]), "=r"(r[92]), "=r"(r[93]), "=r"(r[94]), "=r"(r[95]), "=r"(r[96]), "=r"(r[97]), "=r"(r[98]), "=r"(r[99]), "=r"(r[100]), "=r"(r[101]), "=r"(r[102]), "=r"(r[103]), "=r"(r[104]), "=r"(r[105]), "=r"(r[106]), "=r"(r[107]), "=r"(r[108]), "=r"(r[109]), "=r"(r[110]), "=r"(r[111]), "=r"(r[112]), "=r"(r[113]), "=r"(r[114]), "=r"(r[115]), "=r"(r[116]), "=r"(r[117]), "=r"(r[118]), "=r"(r[119]), "=r"(r[120]), "=r"(r[121]), "=r"(r[122]), "=r"(r[123]), "=r"(r[124]), "=r"(r[125]), "=r"(r[126]), "=r"(r[127]) : "r"(taddr) : "memory");
+#endif
+}
+template <unsigned HALF>
+__device__ __forceinline__ void pycute_tcgen05_ld_16x32bx2_x1(unsigned taddr, unsigned* r) {
+#if defined(PYCUTE_SOFT_TCGEN05)
+  pycute_soft_tcgen05_ldst(0, pycute_ldst_16x32bx2_lane, pycute_ldst_16x32bx2_col, 1, 1, 1, 0, 16, HALF, 1, taddr, const_cast<unsigned*>(r));
+#else
+  asm volatile("tcgen05.ld.sync.aligned.16x32bx2.x1.b32 {%0}, [%1], %2;" : "=r"(r[0]) : "r"(taddr), "n"(HALF) : "memory");
+#endif
+}
+template <unsigned HALF>
+__device__ __forceinline__ void pycute_tcgen05_ld_16x32bx2_x1_pack16(unsigned taddr, unsigned* r) {
+#if defined(PYCUTE_SOFT_TCGEN05)
+  pycute_soft_tcgen05_ldst(0, pycute_ldst_16x32bx2_lane, pycute_ldst_16x32bx2_col, 1, 1, 1, 1, 16, HALF, 1, taddr, const_cast<unsigned*>(r));
+#else
+  asm volatile("tcgen05.ld.sync.aligned.16x32bx2.x1.pack::16b.b32 {%0}, [%1], %2;" : "=r"(r[0]) : "r"(taddr), "n"(HALF) : "memory");
+#endif
+}
+template <unsigned HALF>
+__device__ __forceinline__ void pycute_tcgen05_ld_16x32bx2_x2(unsigned taddr, unsigned* r) {
+#if defined(PYCUTE_SOFT_TCGEN05)
+  pycute_soft_tcgen05_ldst(0, pycute_ldst_16x32bx2_lane, pycute_ldst_16x32bx2_col, 1, 1, 2, 0, 16, HALF, 1, taddr, const_cast<unsigned*>(r));
+#else
+  asm volatile("tcgen05.ld.sync.aligned.16x32bx2.x2.b32 {%0, %1}, [%2], %3;" : "=r"(r[0]), "=r"(r[1]) : "r"(taddr), "n"(HALF) : "memory");
+#endif
+}
+template <unsigned HALF>
+__device__ __forceinline__ void pycute_tcgen05_ld_16x32bx2_x2_pack16(unsigned taddr, unsigned* r) {
+#if defined(PYCUTE_SOFT_TCGEN05)
+  pycute_soft_tcgen05_ldst(0, pycute_ldst_16x32bx2_lane, pycute_ldst_16x32bx2_col, 1, 1, 2, 1, 16, HALF, 1, taddr, const_cast<unsigned*>(r));
+#else
+  asm volatile("tcgen05.ld.sync.aligned.16x32bx2.x2.pack::16b.b32 {%0, %1}, [%2], %3;" : "=r"(r[0]), "=r"(r[1]) : "r"(taddr), "n"(HALF) : "memory");
+#endif
+}
+template <unsigned HALF>
+__device__ __forceinline__ void pycute_tcgen05_ld_16x32bx2_x4(unsigned taddr, unsigned* r) {
+#if defined(PYCUTE_SOFT_TCGEN05)
+  pycute_soft_tcgen05_ldst(0, pycute_ldst_16x32bx2_lane, pycute_ldst_16x32bx2_col, 1, 1, 4, 0, 16, HALF, 1, taddr, const_cast<unsigned*>(r));
+#else
+  asm volatile("tcgen05.ld.sync.aligned.16x32bx2.x4.b32 {%0, %1, %2, %3}, [%4], %5;" : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(taddr), "n"(HALF) : "memory");
+#endif
+}
+template <unsigned HALF>
+__device__ __forceinline__ void pycute_tcgen05_ld_16x32bx2_x4_pack16(unsigned taddr, unsigned* r) {
+#if defined(PYCUTE_SOFT_TCGEN05)
+  pycute_soft_tcgen05_ldst(0, pycute_ldst_16x32bx2_lane, pycute_ldst_16x32bx2_col, 1, 1, 4, 1, 16, HALF, 1, taddr, const_cast<unsigned*>(r));
+#else
+  asm volatile("tcgen05.ld.sync.aligned.16x32bx2.x4.pack::16b.b32 {%0, %1, %2, %3}, [%4], %5;" : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(taddr), "n"(HALF) : "memory");
+#endif
+}
+template <unsigned HALF>
+__device__ __forceinline__ void pycute_tcgen05_ld_16x32bx2_x8(unsigned taddr, unsigned* r) {
+#if defined(PYCUTE_SOFT_TCGEN05)
+  pycute_soft_tcgen05_ldst(0, pycute_ldst_16x32bx2_lane, pycute_ldst_16x32bx2_col, 1, 1, 8, 0, 16, HALF, 1, taddr, const_cast<unsigned*>(r));
+#else
+  asm volatile("tcgen05.ld.sync.aligned.16x32bx2.x8.b32 {%0, %1, %2, %3, %4, %5, %6, %7}, [%8], %9;" : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]), "=r"(r[4]), "=r"(r[5]), "=r"(r[6]), "=r"(r[7]) : "r"(taddr), "n"(HALF) : "memory");
+#endif
+}
+template <unsigned HALF>
+__device__ __forceinline__ void pycute_tcgen05_ld_16x32bx2_x8_pack16(unsigned taddr, unsigned* r) {
+#if defined(PYCUTE_SOFT_TCGEN05)
+  pycute_soft_tcgen05_ldst(0, pycute_ldst_16x32bx2_lane, pycute_ldst_16x32bx2_col, 1, 1, 8, 1, 16, HALF, 1, taddr, const_cast<unsigned*>(r));
+#else
+  asm volatile("tcgen05.ld.sync.aligned.16x32bx2.x8.pack::16b.b32 {%0, %1, %2, %3, %4, %5, %6, %7}, [%8], %9;" : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]), "=r"(r[4]), "=r"(r[5]), "=r"(r[6]), "=r"(r[7]) : "r"(taddr), "n"(HALF) : "memory");
+#endif
+}
+template <unsigned HALF>
+__device__ __forceinline__ void pycute_tcgen05_ld_16x32bx2_x16(unsigned taddr, unsigned* r) {
+#if defined(PYCUTE_SOFT_TCGEN05)
+  pycute_soft_tcgen05_ldst(0, pycute_ldst_16x32bx2_lane, pycute_ldst_16x32bx2_col, 1, 1, 16, 0, 16, HALF, 1, taddr, const_cast<unsigned*>(r));
+#else
+  asm volatile("tcgen05.ld.sync.aligned.16x32bx2.x16.b32 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15}, [%16], %17;" : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]), "=r"(r[4]), "=r"(r[5]), "=r"(r[6]), "=r"(r[7]), "=r"(r[8]), "=r"(r[9]), "=r"(r[10]), "=r"(r[11]), "=r"(r[12]), "=r"(r[13]), "=r"(r[14]), "=r"(r[15]) : "r"(taddr), "n"(HALF) : "memory");
+#endif
+}
+template <unsigned HALF>
+__device__ __forceinline__ void pycute_tcgen05_ld_16x32bx2_x16_pack16(unsigned taddr, unsigned* r) {
+#if defined(PYCUTE_SOFT_TCGEN05)
+  pycute_soft_tcgen05_ldst(0, pycute_ldst_16x32bx2_lane, pycute_ldst_16x32bx2_col, 1, 1, 16, 1, 16, HALF, 1, taddr, const_cast<unsigned*>(r));
+#else
+  asm volatile("tcgen05.ld.sync.aligned.16x32bx2.x16.pack::16b.b32 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15}, [%16], %17;" : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]), "=r"(r[4]), "=r"(r[5]), "=r"(r[6]), "=r"(r[7]), "=r"(r[8]), "=r"(r[9]), "=r"(r[10]), "=r"(r[11]), "=r"(r[12]), "=r"(r[13]), "=r"(r[14]), "=r"(r[15]) : "r"(taddr), "n"(HALF) : "memory");
+#endif
+}
+template <unsigned HALF>
+__device__ __forceinline__ void pycute_tcgen05_ld_16x32bx2_x32(unsigned taddr, unsigned* r) {
+#if defined(PYCUTE_SOFT_TCGEN05)
+  pycute_soft_tcgen05_ldst(0, pycute_ldst_16x32bx2_lane, pycute_ldst_16x32bx2_col, 1, 1, 32, 0, 16, HALF, 1, taddr, const_cast<unsigned*>(r));
+#else
+  asm volatile("tcgen05.ld.sync.aligned.16x32bx2.x32.b32 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, [%32], %33;" : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]), "=r"(r[4]), "=r"(r[5]), "=r"(r[6]), "=r"(r[7]), "=r"(r[8]), "=r"(r[9]), "=r"(r[10]), "=r"(r[11]), "=r"(r[12]), "=r"(r[13]), "=r"(r[14]), "=r"(r[15]), "=r"(r[16]), "=r"(r[17]), "=r"(r[18]), "=r"(r[19]), "=r"(r[20]), "=r"(r[21]), "=r"(r[22]), "=r"(r[23]), "=r"(r[24]), "=r"(r[25]), "=r"(r[26]), "=r"(r[27]), "=r"(r[28]), "=r"(r[29]), "=r"(r[30]), "=r"(r[31]) : "r"(taddr), "n"(HALF) : "memory");
+#endif
+}
+template <unsigned HALF>
+__device__ __forceinline__ void pycute_tcgen05_ld_16x32bx2_x32_pack16(unsigned taddr, unsigned* r) {
+#if defined(PYCUTE_SOFT_TCGEN05)
+  pycute_soft_tcgen05_ldst(0, pycute_ldst_16x32bx2_lane, pycute_ldst_16x32bx2_col, 1, 1, 32, 1, 16, HALF, 1, taddr, const_cast<unsigned*>(r));
+#else
+  asm volatile("tcgen05.ld.sync.aligned.16x32bx2.x32.pack::16b.b32 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, [%32], %33;" : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]), "=r"(r[4]), "=r"(r[5]), "=r"(r[6]), "=r"(r[7]), "=r"(r[8]), "=r"(r[9]), "=r"(r[10]), "=r"(r[11]), "=r"(r[12]), "=r"(r[13]), "=r"(r[14]), "=r"(r[15]), "=r"(r[16]), "=r"(r[17]), "=r"(r[18]), "=r"(r[19]), "=r"(r[20]), "=r"(r[21]), "=r"(r[22]), "=r"(r[23]), "=r"(r[24]), "=r"(r[25]), "=r"(r[26]), "=r"(r[27]), "=r"(r[28]), "=r"(r[29]), "=r"(r[30]), "=r"(r[31]) : "r"(taddr), "n"(HALF) : "memory");
+#endif
+}
+template <unsigned HALF>
+__device__ __forceinline__ void pycute_tcgen05_ld_16x32bx2_x64(unsigned taddr, unsigned* r) {
+#if defined(PYCUTE_SOFT_TCGEN05)
+  pycute_soft_tcgen05_ldst(0, pycute_ldst_16x32bx2_lane, pycute_ldst_16x32bx2_col, 1, 1, 64, 0, 16, HALF, 1, taddr, const_cast<unsigned*>(r));
+#else
+  asm volatile("tcgen05.ld.sync.aligned.16x32bx2.x64.b32 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, [%64], %65;" : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]), "=r"(r[4]), "=r"(r[5]), "=r"(r[6]), "=r"(r[7]), "=r"(r[8]), "=r"(r[9]), "=r"(r[10]), "=r"(r[11]), "=r"(r[12]), "=r"(r[13]), "=r"(r[14]), "=r"(r[15]), "=r"(r[16]), "=r"(r[17]), "=r"(r[18]), "=r"(r[19]), "=r"(r[20]), "=r"(r[21]), "=r"(r[22]), "=r"(r[23]), "=r"(r[24]), "=r"(r[25]), "=r"(r[26]), "=r"(r[27]), "=r"(r[28]), "=r"(r[29]), "=r"(r[30]), "=r"(r[31]), "=r"(r[32]), "=r"(r[33]), "=r"(r[34]), "=r"(r[35]), "=r"(r[36]), "=r"(r[37]), "=r"(r[38]), "=r"(r[39]), "=r"(r[40]), "=r"(r[41]), "=r"(r[42]), "=r"(r[43]), "=r"(r[44]), "=r"(r[45]), "=r"(r[46]), "=r"(r[47]), "=r"(r[48]), "=r"(r[49]), "=r"(r[50]), "=r"(r[51]), "=r"(r[52]), "=r"(r[53]), "=r"(r[54]), "=r"(r[55]), "=r"(r[56]), "=r"(r[57]), "=r"(r[58]), "=r"(r[59]), "=r"(r[60]), "=r"(r[61]), "=r"(r[62]), "=r"(r[63]) : "r"(taddr), "n"(HALF) : "memory");
+#endif
+}
+template <unsigned HALF>
+__device__ __forceinline__ void pycute_tcgen05_ld_16x32bx2_x64_pack16(unsigned taddr, unsigned* r) {
+#if defined(PYCUTE_SOFT_TCGEN05)
+  pycute_soft_tcgen05_ldst(0, pycute_ldst_16x32bx2_lane, pycute_ldst_16x32bx2_col, 1, 1, 64, 1, 16, HALF, 1, taddr, const_cast<unsigned*>(r));
+#else
+  asm volatile("tcgen05.ld.sync.aligned.16x32bx2.x64.pack::16b.b32 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, [%64], %65;" : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]), "=r"(r[4]), "=r"(r[5]), "=r"(r[6]), "=r"(r[7]), "=r"(r[8]), "=r"(r[9]), "=r"(r[10]), "=r"(r[11]), "=r"(r[12]), "=r"(r[13]), "=r"(r[14]), "=r"(r[15]), "=r"(r[16]), "=r"(r[17]), "=r"(r[18]), "=r"(r[19]), "=r"(r[20]), "=r"(r[21]), "=r"(r[22]), "=r"(r[23]), "=r"(r[24]), "=r"(r[25]), "=r"(r[26]), "=r"(r[27]), "=r"(r[28]), "=r"(r[29]), "=r"(r[30]), "=r"(r[31]), "=r"(r[32]), "=r"(r[33]), "=r"(r[34]), "=r"(r[35]), "=r"(r[36]), "=r"(r[37]), "=r"(r[38]), "=r"(r[39]), "=r"(r[40]), "=r"(r[41]), "=r"(r[42]), "=r"(r[43]), "=r"(r[44]), "=r"(r[45]), "=r"(r[46]), "=r"(r[47]), "=r"(r[48]), "=r"(r[49]), "=r"(r[50]), "=r"(r[51]), "=r"(r[52]), "=r"(r[53]), "=r"(r[54]), "=r"(r[55]), "=r"(r[56]), "=r"(r[57]), "=r"(r[58]), "=r"(r[59]), "=r"(r[60]), "=r"(r[61]), "=r"(r[62]), "=r"(r[63]) : "r"(taddr), "n"(HALF) : "memory");
+#endif
+}
+template <unsigned HALF>
+__device__ __forceinline__ void pycute_tcgen05_ld_16x32bx2_x128(unsigned taddr, unsigned* r) {
+#if defined(PYCUTE_SOFT_TCGEN05)
+  pycute_soft_tcgen05_ldst(0, pycute_ldst_16x32bx2_lane, pycute_ldst_16x32bx2_col, 1, 1, 128, 0, 16, HALF, 1, taddr, const_cast<unsigned*>(r));
+#else
+  asm volatile("tcgen05.ld.sync.aligned.16x32bx2.x128.b32 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, %112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127}, [%128], %129;" : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]), "=r"(r[4]), "=r"(r[5]), "=r"(r[6]), "=r"(r[7]), "=r"(r[8]), "=r"(r[9]), "=r"(r[10]), "=r"(r[11]), "=r"(r[12]), "=r"(r[13]), "=r"(r[14]), "=r"(r[15]), "=r"(r[16]), "=r"(r[17]), "=r"(r[18]), "=r"(r[19]), "=r"(r[20]), "=r"(r[21]), "=r"(r[22]), "=r"(r[23]), "=r"(r[24]), "=r"(r[25]), "=r"(r[26]), "=r"(r[27]), "=r"(r[28]), "=r"(r[29]), "=r"(r[30]), "=r"(r[31]), "=r"(r[32]), "=r"(r[33]), "=r"(r[34]), "=r"(r[35]), "=r"(r[36]), "=r"(r[37]), "=r"(r[38]), "=r"(r[39]), "=r"(r[40]), "=r"(r[41]), "=r"(r[42]), "=r"(r[43]), "=r"(r[44]), "=r"(r[45]), "=r"(r[46]), "=r"(r[47]), "=r"(r[48]), "=r"(r[49]), "=r"(r[50]), "=r"(r[51]), "=r"(r[52]), "=r"(r[53]), "=r"(r[54]), "=r"(r[55]), "=r"(r[56]), "=r"(r[57]), "=r"(r[58]), "=r"(r[59]), "=r"(r[60]), "=r"(r[61]), "=r"(r[62]), "=r"(r[63]), "=r"(r[64]), "=r"(r[65]), "=r"(r[66]), "=r"(r[67]), "=r"(r[68]), "=r"(r[69]), "=r"(r[70]), "=r"(r[71]), "=r"(r[72]), "=r"(r[73]), "=r"(r[74]), "=r"(r[75]), "=r"(r[76]), "=r"(r[77]), "=r"(r[78]), "=r"(r[79]), "=r"(r[80]), "=r"(r[81]), "=r"(r[82]), "=r"(r[83]), "=r"(r[84]), "=r"(r[85]), "=r"(r[86]), "=r"(r[87]), "=r"(r[88]), "=r"(r[89]), "=r"(r[90]), "=r"(r[91]), "=r"(r[92]), "=r"(r[93]), "=r"(r[94]), "=r"(r[95]), "=r"(r[96]), "=r"(r[97]), "=r"(r[98]), "=r"(r[99]), "=r"(r[100]), "=r"(r[101]), "=r"(r[102]), "=r"(r[103]), "=r"(r[104]), "=r"(r[105]), "=r"(r[106]), "=r"(r[107]), "=r"(r[108]), "=r"(r[109]), "=r"(r[110]), "=r"(r[111]), "=r"(r[112]), "=r"(r[113]), "=r"(r[114]), "=r"(r[115]), "=r"(r[116]), "=r"(r[117]), "=r"(r[118]), "=r"(r[119]), "=r"(r[120]), "=r"(r[121]), "=r"(r[122]), "=r"(r[123]), "=r"(r[124]), "=r"(r[125]), "=r"(r[126]), "=r"(r[127]) : "r"(taddr), "n"(HALF) : "memory");
+#endif
+}
+template <unsigned HALF>
+__device__ __forceinline__ void pycute_tcgen05_ld_16x32bx2_x128_pack16(unsigned taddr, unsigned* r) {
+#if defined(PYCUTE_SOFT_TCGEN05)
+  pycute_soft_tcgen05_ldst(0, pycute_ldst_16x32bx2_lane, pycute_ldst_16x32bx2_col, 1, 1, 128, 1, 16, HALF, 1, taddr, const_cast<unsigned*>(r));
+#else
+  asm volatile("tcgen05.ld.sync.aligned.16x32bx2.x128.pack::16b.b32 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, %112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127}, [%128], %129;" : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]), "=r"(r[4]), "=r"(r[5]), "=r"(r[6]), "=r"(r[7]), "=r"(r[8]), "=r"(r[9]), "=r"(r[10]), "=r"(r[11]), "=r"(r[12]), "=r"(r[13]), "=r"(r[14]), "=r"(r[15]), "=r"(r[16]), "=r"(r[17]), "=r"(r[18]), "=r"(r[19]), "=r"(r[20]), "=r"(r[21]), "=r"(r[22]), "=r"(r[23]), "=r"(r[24]), "=r"(r[25]), "=r"(r[26]), "=r"(r[27]), "=r"(r[28]), "=r"(r[29]), "=r"(r[30]), "=r"(r[31]), "=r"(r[32]), "=r"(r[33]), "=r"(r[34]), "=r"(r[35]), "=r"(r[36]), "=r"(r[37]), "=r"(r[38]), "=r"(r[39]), "=r"(r[40]), "=r"(r[41]), "=r"(r[42]), "=r"(r[43]), "=r"(r[44]), "=r"(r[45]), "=r"(r[46]), "=r"(r[47]), "=r"(r[48]), "=r"(r[49]), "=r"(r[50]), "=r"(r[51]), "=r"(r[52]), "=r"(r[53]), "=r"(r[54]), "=r"(r[55]), "=r"(r[56]), "=r"(r[57]), "=r"(r[58]), "=r"(r[59]), "=r"(r[60]), "=r"(r[61]), "=r"(r[62]), "=r"(r[63]), "=r"(r[64]), "=r"(r[65]), "=r"(r[66]), "=r"(r[67]), "=r"(r[68]), "=r"(r[69]), "=r"(r[70]), "=r"(r[71]), "=r"(r[72]), "=r"(r[73]), "=r"(r[74]), "=r"(r[75]), "=r"(r[76]), "=r"(r[77]), "=r"(r[78]), "=r"(r[79]), "=r"(r[80]), "=r"(r[81]), "=r"(r[82]), "=r"(r[83]), "=r"(r[84]), "=r"(r[85]), "=r"(r[86]), "=r"(r[87]), "=r"(r[88]), "=r"(r[89]), "=r"(r[90]), "=r"(r[91]), "=r"(r[92]), "=r"(r[93]), "=r"(r[94]), "=r"(r[95]), "=r"(r[96]), "=r"(r[97]), "=r"(r[98]), "=r"(r[99]), "=r"(r[100]), "=r"(r[101]), "=r"(r[102]), "=r"(r[103]), "=r"(r[104]), "=r"(r[105]), "=r"(r[106]), "=r"(r[107]), "=r"(r[108]), "=r"(r[109]), "=r"(r[110]), "=r"(r[111]), "=r"(r[112]), "=r"(r[113]), "=r"(r[114]), "=r"(r[115]), "=r"(r[116]), "=r"(r[117]), "=r"(r[118]), "=r"(r[119]), "=r"(r[120]), "=r"(r[121]), "=r"(r[122]), "=r"(r[123]), "=r"(r[124]), "=r"(r[125]), "=r"(r[126]), "=r"(r[127]) : "r"(taddr), "n"(HALF) : "memory");
+#endif
+}
+__device__ __forceinline__ void pycute_tcgen05_st_32x32b_x1(unsigned taddr, const unsigned* r) {
+#if defined(PYCUTE_SOFT_TCGEN05)
+  pycute_soft_tcgen05_ldst(1, pycute_ldst_32x32b_lane, pycute_ldst_32x32b_col, 1, 1, 1, 0, 32, 0u, 0, taddr, const_cast<unsigned*>(r));
+#else
+  asm volatile("tcgen05.st.sync.aligned.32x32b.x1.b32 [%0], {%1};" : : "r"(taddr), "r"(r[0]) : "memory");
+#endif
+}
+__device__ __forceinline__ void pycute_tcgen05_st_32x32b_x1_pack16(unsigned taddr, const unsigned* r) {
+#if defined(PYCUTE_SOFT_TCGEN05)
+  pycute_soft_tcgen05_ldst(1, pycute_ldst_32x32b_lane, pycute_ldst_32x32b_col, 1, 1, 1, 1, 32, 0u, 0, taddr, const_cast<unsigned*>(r));
+#else
+  asm volatile("tcgen05.st.sync.aligned.32x32b.x1.unpack::16b.b32 [%0], {%1};" : : "r"(taddr), "r"(r[0]) : "memory");
+#endif
+}
+__device__ __forceinline__ void pycute_tcgen05_st_32x32b_x2(unsigned taddr, const unsigned* r) {
+#if defined(PYCUTE_SOFT_TCGEN05)
+  pycute_soft_tcgen05_ldst(1, pycute_ldst_32x32b_lane, pycute_ldst_32x32b_col, 1, 1, 2, 0, 32, 0u, 0, taddr, const_cast<unsigned*>(r));
+#else
+  asm volatile("tcgen05.st.sync.aligned.32x32b.x2.b32 [%0], {%1, %2};" : : "r"(taddr), "r"(r[0]), "r"(r[1]) : "memory");
+#endif
+}
+__device__ __forceinline__ void pycute_tcgen05_st_32x32b_x2_pack16(unsigned taddr, const unsigned* r) {
+#if defined(PYCUTE_SOFT_TCGEN05)
+  pycute_soft_tcgen05_ldst(1, pycute_ldst_32x32b_lane, pycute_ldst_32x32b_col, 1, 1, 2, 1, 32, 0u, 0, taddr, const_cast<unsigned*>(r));
+#else
+  asm volatile("tcgen05.st.sync.aligned.32x32b.x2.unpack::16b.b32 [%0], {%1, %2};" : : "r"(taddr), "r"(r[0]), "r"(r[1]) : "memory");
+#endif
+}
+__device__ __forceinline__ void pycute_tcgen05_st_32x32b_x4(unsigned taddr, const unsigned* r) {
+#if defined(PYCUTE_SOFT_TCGEN05)
+  pycute_soft_tcgen05_ldst(1, pycute_ldst_32x32b_lane, pycute_ldst_32x32b_col, 1, 1, 4, 0, 32, 0u, 0, taddr, const_cast<unsigned*>(r));
+#else
+  asm volatile("tcgen05.st.sync.aligned.32x32b.x4.b32 [%0], {%1, %2, %3, %4};" : : "r"(taddr), "r"(r[0]), "r"(r[1]), "r"(r[2]), "r"(r[3]) : "memory");
+#endif
+}
+__device__ __forceinline__ void pycute_tcgen05_st_32x32b_x4_pack16(unsigned taddr, const unsigned* r) {
+#if defined(PYCUTE_SOFT_TCGEN05)
+  pycute_soft_tcgen05_ldst(1, pycute_ldst_32x32b_lane, pycute_ldst_32x32b_col, 1, 1, 4, 1, 32, 0u, 0, taddr, const_cast<unsigned*>(r));
+#else
+  asm volatile("tcgen05.st.sync.aligned.32x32b.x4.unpack::16b.b32 [%0], {%1, %2, %3, %4};" : : "r"(taddr), "r"(r[0]), "r"(r[1]), "r"(r[2]), "r"(r[3]) : "memory");
+#endif
+}
+__device__ __forceinline__ void pycute_tcgen05_st_32x32b_x8(unsigned taddr, const unsigned* r) {
+#if defined(PYCUTE_SOFT_TCGEN05)
+  pycute_soft_tcgen05_ldst(1, pycute_ldst_32x32b_lane, pycute_ldst_32x32b_col, 1, 1, 8, 0, 32, 0u, 0, taddr, const_cast<unsigned*>(r));
+#else
+  asm volatile("tcgen05.st.sync.aligned.32x32b.x8.b32 [%0], {%1, %2, %3, %4, %5, %6, %7, %8};" : : "r"(taddr), "r"(r[0]), "r"(r[1]), "r"(r[2]), "r"(r[3]), "r"(r[4]), "r"(r[5]), "r"(r[6]), "r"(r[7]) : "memory");
+#endif
+}
+__device__ __forceinline__ void pycute_tcgen05_st_32x32b_x8_pack16(unsigned taddr, const unsigned* r) {
+#if defined(PYCUTE_SOFT_TCGEN05)
+  pycute_soft_tcgen05_ldst(1, pycute_ldst_32x32b_lane, pycute_ldst_32x32b_col, 1, 1, 8, 1, 32, 0u, 0, taddr, const_cast<unsigned*>(r));
+#else
+  asm volatile("tcgen05.st.sync.aligned.32x32b.x8.unpack::16b.b32 [%0], {%1, %2, %3, %4, %5, %6, %7, %8};" : : "r"(taddr), "r"(r[0]), "r"(r[1]), "r"(r[2]), "r"(r[3]), "r"(r[4]), "r"(r[5]), "r"(r[6]), "r"(r[7]) : "memory");
+#endif
+}
+__device__ __forceinline__ void pycute_tcgen05_st_32x32b_x16(unsigned taddr, const unsigned* r) {
+#if defined(PYCUTE_SOFT_TCGEN05)
+  pycute_soft_tcgen05_ldst(1, pycute_ldst_32x32b_lane, pycute_ldst_32x32b_col, 1, 1, 16, 0, 32, 0u, 0, taddr, const_cast<unsigned*>(r));
+#else
+  asm volatile("tcgen05.st.sync.aligned.32x32b.x16.b32 [%0], {%1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16};" : : "r"(taddr), "r"(r[0]), "r"(r[1]), "r"(r[2]), "r"(r[3]), "r"(r[4]), "r"(r[5]), "r"(r[6]), "r"(r[7]), "r"(r[8]), "r"(r[9]), "r"(r[10]), "r"(r[11]), "r"(r[12]), "r"(r[13]), "r"(r[14]), "r"(r[15]) : "memory");
+#endif
+}
+__device__ __forceinline__ void pycute_tcgen05_st_32x32b_x16_pack16(unsigned taddr, const unsigned* r) {
+#if defined(PYCUTE_SOFT_TCGEN05)
+  pycute_soft_tcgen05_ldst(1, pycute_ldst_32x32b_lane, pycute_ldst_32x32b_col, 1, 1, 16, 1, 32, 0u, 0, taddr, const_cast<unsigned*>(r));
+#else
+  asm volatile("tcgen05.st.sync.aligned.32x32b.x16.unpack::16b.b32 [%0], {%1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16};" : : "r"(taddr), "r"(r[0]), "r"(r[1]), "r"(r[2]), "r"(r[3]), "r"(r[4]), "r"(r[5]), "r"(r[6]), "r"(r[7]), "r"(r[8]), "r"(r[9]), "r"(r[10]), "r"(r[11]), "r"(r[12]), "r"(r[13]), "r"(r[14]), "r"(r[15]) : "memory");
+#endif
+}
+__device__ __forceinline__ void pycute_tcgen05_st_32x32b_x32(unsigned taddr, const unsigned* r) {
+#if defined(PYCUTE_SOFT_TCGEN05)
+  pycute_soft_tcgen05_ldst(1, pycute_ldst_32x32b_lane, pycute_ldst_32x32b_col, 1, 1, 32, 0, 32, 0u, 0, taddr, const_cast<unsigned*>(r));
+#else
+  asm volatile("tcgen05.st.sync.aligned.32x32b.x32.b32 [%0], {%1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32};" : : "r"(taddr), "r"(r[0]), "r"(r[1]), "r"(r[2]), "r"(r[3]), "r"(r[4]), "r"(r[5]), "r"(r[6]), "r"(r[7]), "r"(r[8]), "r"(r[9]), "r"(r[10]), "r"(r[11]), "r"(r[12]), "r"(r[13]), "r"(r[14]), "r"(r[15]), "r"(r[16]), "r"(r[17]), "r"(r[18]), "r"(r[19]), "r"(r[20]), "r"(r[21]), "r"(r[22]), "r"(r[23]), "r"(r[24]), "r"(r[25]), "r"(r[26]), "r"(r[27]), "r"(r[28]), "r"(r[29]), "r"(r[30]), "r"(r[31]) : "memory");
+#endif
+}
+__device__ __forceinline__ void pycute_tcgen05_st_32x32b_x32_pack16(unsigned taddr, const unsigned* r) {
+#if defined(PYCUTE_SOFT_TCGEN05)
+  pycute_soft_tcgen05_ldst(1, pycute_ldst_32x32b_lane, pycute_ldst_32x32b_col, 1, 1, 32, 1, 32, 0u, 0, taddr, const_cast<unsigned*>(r));
+#else
+  asm volatile("tcgen05.st.sync.aligned.32x32b.x32.unpack::16b.b32 [%0], {%1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32};" : : "r"(taddr), "r"(r[0]), "r"(r[1]), "r"(r[2]), "r"(r[3]), "r"(r[4]), "r"(r[5]), "r"(r[6]), "r"(r[7]), "r"(r[8]), "r"(r[9]), "r"(r[10]), "r"(r[11]), "r"(r[12]), "r"(r[13]), "r"(r[14]), "r"(r[15]), "r"(r[16]), "r"(r[17]), "r"(r[18]), "r"(r[19]), "r"(r[20]), "r"(r[21]), "r"(r[22]), "r"(r[23]), "r"(r[24]), "r"(r[25]), "r"(r[26]), "r"(r[27]), "r"(r[28]), "r"(r[29]), "r"(r[30]), "r"(r[31]) : "memory");
+#endif
+}
+__device__ __forceinline__ void pycute_tcgen05_st_32x32b_x64(unsigned taddr, const unsigned* r) {
+#if defined(PYCUTE_SOFT_TCGEN05)
+  pycute_soft_tcgen05_ldst(1, pycute_ldst_32x32b_lane, pycute_ldst_32x32b_col, 1, 1, 64, 0, 32, 0u, 0, taddr, const_cast<unsigned*>(r));
+#else
+  asm volatile("tcgen05.st.sync.aligned.32x32b.x64.b32 [%0], {%1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64};" : : "r"(taddr), "r"(r[0]), "r"(r[1]), "r"(r[2]), "r"(r[3]), "r"(r[4]), "r"(r[5]), "r"(r[6]), "r"(r[7]), "r"(r[8]), "r"(r[9]), "r"(r[10]), "r"(r[11]), "r"(r[12]), "r"(r[13]), "r"(r[14]), "r"(r[15]), "r"(r[16]), "r"(r[17]), "r"(r[18]), "r"(r[19]), "r"(r[20]), "r"(r[21]), "r"(r[22]), "r"(r[23]), "r"(r[24]), "r"(r[25]), "r"(r[26]), "r"(r[27]), "r"(r[28]), "r"(r[29]), "r"(r[30]), "r"(r[31]), "r"(r[32]), "r"(r[33]), "r"(r[34]), "r"(r[35]), "r"(r[36]), "r"(r[37]), "r"(r[38]), "r"(r[39]), "r"(r[40]), "r"(r[41]), "r"(r[42]), "r"(r[43]), "r"(r[44]), "r"(r[45]), "r"(r[46]), "r"(r[47]), "r"(r[48]), "r"(r[49]), "r"(r[50]), "r"(r[51]), "r"(r[52]), "r"(r[53]), "r"(r[54]), "r"(r[55]), "r"(r[56]), "r"(r[57]), "r"(r[58]), "r"(r[59]), "r"(r[60]), "r"(r[61]), "r"(r[62]), "r"(r[63]) : "memory");
+#endif
+}
+__device__ __forceinline__ void pycute_tcgen05_st_32x32b_x64_pack16(unsigned taddr, const unsigned* r) {
+#if defined(PYCUTE_SOFT_TCGEN05)
+  pycute_soft_tcgen05_ldst(1, pycute_ldst_32x32b_lane, pycute_ldst_32x32b_col, 1, 1, 64, 1, 32, 0u, 0, taddr, const_cast<unsigned*>(r));
+#else
+  asm volatile("tcgen05.st.sync.aligned.32x32b.x64.unpack::16b.b32 [%0], {%1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64};" : : "r"(taddr), "r"(r[0]), "r"(r[1]), "r"(r[2]), "r"(r[3]), "r"(r[4]), "r"(r[5]), "r"(r[6]), "r"(r[7]), "r"(r[8]), "r"(r[9]), "r"(r[10]), "r"(r[11]), "r"(r[12]), "r"(r[13]), "r"(r[14]), "r"(r[15]), "r"(r[16]), "r"(r[17]), "r"(r[18]), "r"(r[19]), "r"(r[20]), "r"(r[21]), "r"(r[22]), "r"(r[23]), "r"(r[24]), "r"(r[25]), "r"(r[26]), "r"(r[27]), "r"(r[28]), "r"(r[29]), "r"(r[30]), "r"(r[31]), "r"(r[32]), "r"(r[33]), "r"(r[34]), "r"(r[35]), "r"(r[36]), "r"(r[37]), "r"(r[38]), "r"(r[39]), "r"(r[40]), "r"(r[41]), "r"(r[42]), "r"(r[43]), "r"(r[44]), "r"(r[45]), "r"(r[46]), "r"(r[47]), "r"(r[48]), "r"(r[49]), "r"(r[50]), "r"(r[51]), "r"(r[52]), "r"(r[53]), "r"(r[54]), "r"(r[55]), "r"(r[56]), "r"(r[57]), "r"(r[58]), "r"(r[59]), "r"(r[60]), "r"(r[61]), "r"(r[62]), "r"(r[63]) : "memory");
+#endif
+}
+__device__ __forceinline__ void pycute_tcgen05_st_32x32b_x128(unsigned taddr, const unsigned* r) {
+#if defined(PYCUTE_SOFT_TCGEN05)
+  pycute_soft_tcgen05_ldst(1, pycute_ldst_32x32b_lane, pycute_ldst_32x32b_col, 1, 1, 128, 0, 32, 0u, 0, taddr, const_cast<unsigned*>(r));
+#else
+  asm volatile("tcgen05.st.sync.aligned.32x32b.x128.b32 [%0], {%1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, %112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127, %128};" : : "r"(taddr), "r"(r[0]), "r"(r[1]), "r"(r[2]), "r"(r[3]), "r"(r[4]), "r"(r[5]), "r"(r[6]), "r"(r[7]), "r"(r[8]), "r"(r[9]), "r"(r[10]), "r"(r[11]), "r"(r[12]), "r"(r[13]), "r"(r[14]), "r"(r[15]), "r"(r[16]), "r"(r[17]), "r"(r[18]), "r"(r[19]), "r"(r[20]), "r"(r[21]), "r"(r[22]), "r"(r[23]), "r"(r[24]), "r"(r[25]), "r"(r[26]), "r"(r[27]), "r"(r[28]), "r"(r[29]), "r"(r[30]), "r"(r[31]), "r"(r[32]), "r"(r[33]), "r"(r[34]), "r"(r[35]), "r"(r[36]), "r"(r[37]), "r"(r[38]), "r"(r[39]), "r"(r[40]), "r"(r[41]), "r"(r[42]), "r"(r[43]), "r"(r[44]), "r"(r[45]), "r"(r[46]), "r"(r[47]), "r"(r[48]), "r"(r[49]), "r"(r[50]), "r"(r[51]), "r"(r[52]), "r"(r[53]), "r"(r[54]), "r"(r[55]), "r"(r[56]), "r"(r[57]), "r"(r[58]), "r"(r[59]), "r"(r[60]), "r"(r[61]), "r"(r[62]), "r"(r[63]), "r"(r[64]), "r"(r[65]), "r"(r[66]), "r"(r[67]), "r"(r[68]), "r"(r[69]), "r"(r[70]), "r"(r[71]), "r"(r[72]), "r"(r[73]), "r"(r[74]), "r"(r[75]), "r"(r[76]), "r"(r[77]), "r"(r[78]), "r"(r[79]), "r"(r[80]), "r"(r[81]), "r"(r[82]), "r"(r[83]), "r"(r[84]), "r"(r[85]), "r"(r[86]), "r"(r[87]), "r"(r[88]), "r"(r[89]), "r"(r[90]), "r"(r[91]), "r"(r[92]), "r"(r[93]), "r"(r[94]), "r"(r[95]), "r"(r[96]), "r"(r[97]), "r"(r[98]), "r"(r[99]), "r"(r[100]), "r"(r[101]), "r"(r[102]), "r"(r[103]), "r"(r[104]), "r"(r[105]), "r"(r[106]), "r"(r[107]), "r"(r[108]), "r"(r[109]), "r"(r[110]), "r"(r[111]), "r"(r[112]), "r"(r[113]), "r"(r[114]), "r"(r[115]), "r"(r[116]), "r"(r[117]), "r"(r[118]), "r"(r[119]), "r"(r[120]), "r"(r[121]), "r"(r[122]), "r"(r[123]), "r"(r[124]), "r"(r[125]), "r"(r[126]), "r"(r[127]) : "memory");
+#endif
+}
+__device__ __forceinline__ void pycute_tcgen05_st_32x32b_x128_pack16(unsigned taddr, const unsigned* r) {
+#if defined(PYCUTE_SOFT_TCGEN05)
+  pycute_soft_tcgen05_ldst(1, pycute_ldst_32x32b_lane, pycute_ldst_32x32b_col, 1, 1, 128, 1, 32, 0u, 0, taddr, const_cast<unsigned*>(r));
+#else
+  asm volatile("tcgen05.st.sync.aligned.32x32b.x128.unpack::16b.b32 [%0], {%1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, %112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127, %128};" : : "r"(taddr), "r"(r[0]), "r"(r[1]), "r"(r[2]), "r"(r[3]), "r"(r[4]), "r"(r[5]), "r"(r[6]), "r"(r[7]), "r"(r[8]), "r"(r[9]), "r"(r[10]), "r"(r[11]), "r"(r[12]), "r"(r[13]), "r"(r[14]), "r"(r[15]), "r"(r[16]), "r"(r[17]), "r"(r[18]), "r"(r[19]), "r"(r[20]), "r"(r[21]), "r"(r[22]), "r"(r[23]), "r"(r[24]), "r"(r[25]), "r"(r[26]), "r"(r[27]), "r"(r[28]), "r"(r[29]), "r"(r[30]), "r"(r[31]), "r"(r[32]), "r"(r[33]), "r"(r[34]), "r"(r[35]), "r"(r[36]), "r"(r[37]), "r"(r[38]), "r"(r[39]), "r"(r[40]), "r"(r[41]), "r"(r[42]), "r"(r[43]), "r"(r[44]), "r"(r[45]), "r"(r[46]), "r"(r[47]), "r"(r[48]), "r"(r[49]), "r"(r[50]), "r"(r[51]), "r"(r[52]), "r"(r[53]), "r"(r[54]), "r"(r[55]), "r"(r[56]), "r"(r[57]), "r"(r[58]), "r"(r[59]), "r"(r[60]), "r"(r[61]), "r"(r[62]), "r"(r[63]), "r"(r[64]), "r"(r[65]), "r"(r[66]), "r"(r[67]), "r"(r[68]), "r"(r[69]), "r"(r[70]), "r"(r[71]), "r"(r[72]), "r"(r[73]), "r"(r[74]), "r"(r[75]), "r"(r[76]), "r"(r[77]), "r"(r[78]), "r"(r[79]), "r"(r[80]), "r"(r[81]), "r"(r[82]), "r"(r[83]), "r"(r[84]), "r"(r[85]), "r"(r[86]), "r"(r[87]), "r"(r[88]), "r"(r[89]), "r"(r[90]), "r"(r[91]), "r"(r[92]), "r"(r[93]), "r"(r[94]), "r"(r[95]), "r"(r[96]), "r"(r[97]), "r"(r[98]), "r"(r[99]), "r"(r[100]), "r"(r[101]), "r"(r[102]), "r"(r[103]), "r"(r[104]), "r"(r[105]), "r"(r[106]), "r"(r[107]), "r"(r[108]), "r"(r[109]), "r"(r[110]), "r"(r[111]), "r"(r[112]), "r"(r[113]), "r"(r[114]), "r"(r[115]), "r"(r[116]), "r"(r[117]), "r"(r[118]), "r"(r[119]), "r"(r[120]), "r"(r[121]), "r"(r[122]), "r"(r[123]), "r"(r[124]), "r"(r[125]), "r"(r[126]), "r"(r[127]) : "memory");
+#endif
+}
+__device__ __forceinline__ void pycute_tcgen05_st_16x64b_x1(unsigned taddr, const unsigned* r) {
+#if defined(PYCUTE_SOFT_TCGEN05)
+  pycute_soft_tcgen05_ldst(1, pycute_ldst_16x64b_lane, pycute_ldst_16x64b_col, 1, 2, 1, 0, 16, 0u, 0, taddr, const_cast<unsigned*>(r));
+#else
+  asm volatile("tcgen05.st.sync.aligned.16x64b.x1.b32 [%0], {%1};" : : "r"(taddr), "r"(r[0]) : "memory");
+#endif
+}
+__device__ __forceinline__ void pycute_tcgen05_st_16x64b_x1_pack16(unsigned taddr, const unsigned* r) {
+#if defined(PYCUTE_SOFT_TCGEN05)
+  pycute_soft_tcgen05_ldst(1, pycute_ldst_16x64b_lane, pycute_ldst_16x64b_col, 1, 2, 1, 1, 16, 0u, 0, taddr, const_cast<unsigned*>(r));
+#else
+  asm volatile("tcgen05.st.sync.aligned.16x64b.x1.unpack::16b.b32 [%0], {%1};" : : "r"(taddr), "r"(r[0]) : "memory");
+#endif
+}
+__device__ __forceinline__ void pycute_tcgen05_st_16x64b_x2(unsigned taddr, const unsigned* r) {
+#if defined(PYCUTE_SOFT_TCGEN05)
+  pycute_soft_tcgen05_ldst(1, pycute_ldst_16x64b_lane, pycute_ldst_16x64b_col, 1, 2, 2, 0, 16, 0u, 0, taddr, const_cast<unsigned*>(r));
+#else
+  asm volatile("tcgen05.st.sync.aligned.16x64b.x2.b32 [%0], {%1, %2};" : : "r"(taddr), "r"(r[0]), "r"(r[1]) : "memory");
+#endif
+}
+__device__ __forceinline__ void pycute_tcgen05_st_16x64b_x2_pack16(unsigned taddr, const unsigned* r) {
+#if defined(PYCUTE_SOFT_TCGEN05)
+  pycute_soft_tcgen05_ldst(1, pycute_ldst_16x64b_lane, pycute_ldst_16x64b_col, 1, 2, 2, 1, 16, 0u, 0, taddr, const_cast<unsigned*>(r));
+#else
+  asm volatile("tcgen05.st.sync.aligned.16x64b.x2.unpack::16b.b32 [%0], {%1, %2};" : : "r"(taddr), "r"(r[0]), "r"(r[1]) : "memory");
+#endif
+}
+__device__ __forceinline__ void pycute_tcgen05_st_16x64b_x4(unsigned taddr, const unsigned* r) {
+#if defined(PYCUTE_SOFT_TCGEN05)
+  pycute_soft_tcgen05_ldst(1, pycute_ldst_16x64b_lane, pycute_ldst_16x64b_col, 1, 2, 4, 0, 16, 0u, 0, taddr, const_cast<unsigned*>(r));
+#else
+  asm volatile("tcgen05.st.sync.aligned.16x64b.x4.b32 [%0], {%1, %2, %3, %4};" : : "r"(taddr), "r"(r[0]), "r"(r[1]), "r"(r[2]), "r"(r[3]) : "memory");
+#endif
+}
+__device__ __forceinline__ void pycute_tcgen05_st_16x64b_x4_pack16(unsigned taddr, const unsigned* r) {
+#if defined(PYCUTE_SOFT_TCGEN05)
+  pycute_soft_tcgen05_ldst(1, pycute_ldst_16x64b_lane, pycute_ldst_16x64b_col, 1, 2, 4, 1, 16, 0u, 0, taddr, const_cast<unsigned*>(r));
+#else
+  asm volatile("tcgen05.st.sync.aligned.16x64b.x4.unpack::16b.b32 [%0], {%1, %2, %3, %4};" : : "r"(taddr), "r"(r[0]), "r"(r[1]), "r"(r[2]), "r"(r[3]) : "memory");
+#endif
+}
+__device__ __forceinline__ void pycute_tcgen05_st_16x64b_x8(unsigned taddr, const unsigned* r) {
+#if defined(PYCUTE_SOFT_TCGEN05)
+  pycute_soft_tcgen05_ldst(1, pycute_ldst_16x64b_lane, pycute_ldst_16x64b_col, 1, 2, 8, 0, 16, 0u, 0, taddr, const_cast<unsigned*>(r));
+#else
+  asm volatile("tcgen05.st.sync.aligned.16x64b.x8.b32 [%0], {%1, %2, %3, %4, %5, %6, %7, %8};" : : "r"(taddr), "r"(r[0]), "r"(r[1]), "r"(r[2]), "r"(r[3]), "r"(r[4]), "r"(r[5]), "r"(r[6]), "r"(r[7]) : "memory");
+#endif
+}
+__device__ __forceinline__ void pycute_tcgen05_st_16x64b_x8_pack16(unsigned taddr, const unsigned* r) {
+#if defined(PYCUTE_SOFT_TCGEN05)
+  pycute_soft_tcgen05_ldst(1, pycute_ldst_16x64b_lane, pycute_ldst_16x64b_col, 1, 2, 8, 1, 16, 0u, 0, taddr, const_cast<unsigned*>(r));
+#else
+  asm volatile("tcgen05.st.sync.aligned.16x64b.x8.unpack::16b.b32 [%0], {%1, %2, %3, %4, %5, %6, %7, %8};" : : "r"(taddr), "r"(r[0]), "r"(r[1]), "r"(r[2]), "r"(r[3]), "r"(r[4]), "r"(r[5]), "r"(r[6]), "r"(r[7]) : "memory");
+#endif
+}
+__device__ __forceinline__ void pycute_tcgen05_st_16x64b_x16(unsigned taddr, const unsigned* r) {
+#if defined(PYCUTE_SOFT_TCGEN05)
+  pycute_soft_tcgen05_ldst(1, pycute_ldst_16x64b_lane, pycute_ldst_16x64b_col, 1, 2, 16, 0, 16, 0u, 0, taddr, const_cast<unsigned*>(r));
+#else
+  asm volatile("tcgen05.st.sync.aligned.16x64b.x16.b32 [%0], {%1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16};" : : "r"(taddr), "r"(r[0]), "r"(r[1]), "r"(r[2]), "r"(r[3]), "r"(r[4]), "r"(r[5]), "r"(r[6]), "r"(r[7]), "r"(r[8]), "r"(r[9]), "r"(r[10]), "r"(r[11]), "r"(r[12]), "r"(r[13]), "r"(r[14]), "r"(r[15]) : "memory");
+#endif
+}
+__device__ __forceinline__ void pycute_tcgen05_st_16x64b_x16_pack16(unsigned taddr, const unsigned* r) {
+#if defined(PYCUTE_SOFT_TCGEN05)
+  pycute_soft_tcgen05_ldst(1, pycute_ldst_16x64b_lane, pycute_ldst_16x64b_col, 1, 2, 16, 1, 16, 0u, 0, taddr, const_cast<unsigned*>(r));
+#else
+  asm volatile("tcgen05.st.sync.aligned.16x64b.x16.unpack::16b.b32 [%0], {%1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16};" : : "r"(taddr), "r"(r[0]), "r"(r[1]), "r"(r[2]), "r"(r[3]), "r"(r[4]), "r"(r[5]), "r"(r[6]), "r"(r[7]), "r"(r[8]), "r"(r[9]), "r"(r[10]), "r"(r[11]), "r"(r[12]), "r"(r[13]), "r"(r[14]), "r"(r[15]) : "memory");
+#endif
+}
+__device__ __forceinline__ void pycute_tcgen05_st_16x64b_x32(unsigned taddr, const unsigned* r) {
+#if defined(PYCUTE_SOFT_TCGEN05)
+  pycute_soft_tcgen05_ldst(1, pycute_ldst_16x64b_lane, pycute_ldst_16x64b_col, 1, 2, 32, 0, 16, 0u, 0, taddr, const_cast<unsigned*>(r));
+#else
+  asm volatile("tcgen05.st.sync.aligned.16x64b.x32.b32 [%0], {%1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32};" : : "r"(taddr), "r"(r[0]), "r"(r[1]), "r"(r[2]), "r"(r[3]), "r"(r[4]), "r"(r[5]), "r"(r[6]), "r"(r[7]), "r"(r[8]), "r"(r[9]), "r"(r[10]), "r"(r[11]), "r"(r[12]), "r"(r[13]), "r"(r[14]), "r"(r[15]), "r"(r[16]), "r"(r[17]), "r"(r[18]), "r"(r[19]), "r"(r[20]), "r"(r[21]), "r"(r[22]), "r"(r[23]), "r"(r[24]), "r"(r[25]), "r"(r[26]), "r"(r[27]), "r"(r[28]), "r"(r[29]), "r"(r[30]), "r"(r[31]) : "memory");
+#endif
+}
+__device__ __forceinline__ void pycute_tcgen05_st_16x64b_x32_pack16(unsigned taddr, const unsigned* r) {
+#if defined(PYCUTE_SOFT_TCGEN05)
+  pycute_soft_tcgen05_ldst(1, pycute_ldst_16x64b_lane, pycute_ldst_16x64b_col, 1, 2, 32, 1, 16, 0u, 0, taddr, const_cast<unsigned*>(r));
+#else
+  asm volatile("tcgen05.st.sync.aligned.16x64b.x32.unpack::16b.b32 [%0], {%1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32};" : : "r"(taddr), "r"(r[0]), "r"(r[1]), "r"(r[2]), "r"(r[3]), "r"(r[4]), "r"(r[5]), "r"(r[6]), "r"(r[7]), "r"(r[8]), "r"(r[9]), "r"(r[10]), "r"(r[11]), "r"(r[12]), "r"(r[13]), "r"(r[14]), "r"(r[15]), "r"(r[16]), "r"(r[17]), "r"(r[18]), "r"(r[19]), "r"(r[20]), "r"(r[21]), "r"(r[22]), "r"(r[23]), "r"(r[24]), "r"(r[25]), "r"(r[26]), "r"(r[27]), "r"(r[28]), "r"(r[29]), "r"(r[30]), "r"(r[31]) : "memory");
+#endif
+}
+__device__ __forceinline__ void pycute_tcgen05_st_16x64b_x64(unsigned taddr, const unsigned* r) {
+#if defined(PYCUTE_SOFT_TCGEN05)
+  pycute_soft_tcgen05_ldst(1, pycute_ldst_16x64b_lane, pycute_ldst_16x64b_col, 1, 2, 64, 0, 16, 0u, 0, taddr, const_cast<unsigned*>(r));
+#else
+  asm volatile("tcgen05.st.sync.aligned.16x64b.x64.b32 [%0], {%1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64};" : : "r"(taddr), "r"(r[0]), "r"(r[1]), "r"(r[2]), "r"(r[3]), "r"(r[4]), "r"(r[5]), "r"(r[6]), "r"(r[7]), "r"(r[8]), "r"(r[9]), "r"(r[10]), "r"(r[11]), "r"(r[12]), "r"(r[13]), "r"(r[14]), "r"(r[15]), "r"(r[16]), "r"(r[17]), "r"(r[18]), "r"(r[19]), "r"(r[20]), "r"(r[21]), "r"(r[22]), "r"(r[23]), "r"(r[24]), "r"(r[25]), "r"(r[26]), "r"(r[27]), "r"(r[28]), "r"(r[29]), "r"(r[30]), "r"(r[31]), "r"(r[32]), "r"(r[33]), "r"(r[34]), "r"(r[35]), "r"(r[36]), "r"(r[37]), "r"(r[38]), "r"(r[39]), "r"(r[40]), "r"(r[41]), "r"(r[42]), "r"(r[43]), "r"(r[44]), "r"(r[45]), "r"(r[46]), "r"(r[47]), "r"(r[48]), "r"(r[49]), "r"(r[50]), "r"(r[51]), "r"(r[52]), "r"(r[53]), "r"(r[54]), "r"(r[55]), "r"(r[56]), "r"(r[57]), "r"(r[58]), "r"(r[59]), "r"(r[60]), "r"(r[61]), "r"(r[62]), "r"(r[63]) : "memory");
+#endif
+}
+__device__ __forceinline__ void pycute_tcgen05_st_16x64b_x64_pack16(unsigned taddr, const unsigned* r) {
+#if defined(PYCUTE_SOFT_TCGEN05)
+  pycute_soft_tcgen05_ldst(1, pycute_ldst_16x64b_lane, pycute_ldst_16x64b_col, 1, 2, 64, 1, 16, 0u, 0, taddr, const_cast<unsigned*>(r));
+#else
+  asm volatile("tcgen05.st.sync.aligned.16x64b.x64.unpack::16b.b32 [%0], {%1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64};" : : "r"(taddr), "r"(r[0]), "r"(r[1]), "r"(r[2]), "r"(r[3]), "r"(r[4]), "r"(r[5]), "r"(r[6]), "r"(r[7]), "r"(r[8]), "r"(r[9]), "r"(r[10]), "r"(r[11]), "r"(r[12]), "r"(r[13]), "r"(r[14]), "r"(r[15]), "r"(r[16]), "r"(r[17]), "r"(r[18]), "r"(r[19]), "r"(r[20]), "r"(r[21]), "r"(r[22]), "r"(r[23]), "r"(r[24]), "r"(r[25]), "r"(r[26]), "r"(r[27]), "r"(r[28]), "r"(r[29]), "r"(r[30]), "r"(r[31]), "r"(r[32]), "r"(r[33]), "r"(r[34]), "r"(r[35]), "r"(r[36]), "r"(r[37]), "r"(r[38]), "r"(r[39]), "r"(r[40]), "r"(r[41]), "r"(r[42]), "r"(r[43]), "r"(r[44]), "r"(r[45]), "r"(r[46]), "r"(r[47]), "r"(r[48]), "r"(r[49]), "r"(r[50]), "r"(r[51]), "r"(r[52]), "r"(r[53]), "r"(r[54]), "r"(r[55]), "r"(r[56]), "r"(r[57]), "r"(r[58]), "r"(r[59]), "r"(r[60]), "r"(r[61]), "r"(r[62]), "r"(r[63]) : "memory");
+#endif
+}
+__device__ __forceinline__ void pycute_tcgen05_st_16x64b_x128(unsigned taddr, const unsigned* r) {
+#if defined(PYCUTE_SOFT_TCGEN05)
+  pycute_soft_tcgen05_ldst(1, pycute_ldst_16x64b_lane, pycute_ldst_16x64b_col, 1, 2, 128, 0, 16, 0u, 0, taddr, const_cast<unsigned*>(r));
+#else
+  asm volatile("tcgen05.st.sync.aligned.16x64b.x128.b32 [%0], {%1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, %112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127, %128};" : : "r"(taddr), "r"(r[0]), "r"(r[1]), "r"(r[2]), "r"(r[3]), "r"(r[4]), "r"(r[5]), "r"(r[6]), "r"(r[7]), "r"(r[8]), "r"(r[9]), "r"(r[10]), "r"(r[11]), "r"(r[12]), "r"(r[13]), "r"(r[14]), "r"(r[15]), "r"(r[16]), "r"(r[17]), "r"(r[18]), "r"(r[19]), "r"(r[20]), "r"(r[21]), "r"(r[22]), "r"(r[23]), "r"(r[24]), "r"(r[25]), "r"(r[26]), "r"(r[27]), "r"(r[28]), "r"(r[29]), "r"(r[30]), "r"(r[31]), "r"(r[32]), "r"(r[33]), "r"(r[34]), "r"(r[35]), "r"(r[36]), "r"(r[37]), "r"(r[38]), "r"(r[39]), "r"(r[40]), "r"(r[41]), "r"(r[42]), "r"(r[43]), "r"(r[44]), "r"(r[45]), "r"(r[46]), "r"(r[47]), "r"(r[48]), "r"(r[49]), "r"(r[50]), "r"(r[51]), "r"(r[52]), "r"(r[53]), "r"(r[54]), "r"(r[55]), "r"(r[56]), "r"(r[57]), "r"(r[58]), "r"(r[59]), "r"(r[60]), "r"(r[61]), "r"(r[62]), "r"(r[63]), "r"(r[64]), "r"(r[65]), "r"(r[66]), "r"(r[67]), "r"(r[68]), "r"(r[69]), "r"(r[70]), "r"(r[71]), "r"(r[72]), "r"(r[73]), "r"(r[74]), "r"(r[75]), "r"(r[76]), "r"(r[77]), "r"(r[78]), "r"(r[79]), "r"(r[80]), "r"(r[81]), "r"(r[82]), "r"(r[83]), "r"(r[84]), "r"(r[85]), "r"(r[86]), "r"(r[87]), "r"(r[88]), "r"(r[89]), "r"(r[90]), "r"(r[91]), "r"(r[92]), "r"(r[93]), "r"(r[94]), "r"(r[95]), "r"(r[96]), "r"(r[97]), "r"(r[98]), "r"(r[99]), "r"(r[100]), "r"(r[101]), "r"(r[102]), "r"(r[103]), "r"(r[104]), "r"(r[105]), "r"(r[106]), "r"(r[107]), "r"(r[108]), "r"(r[109]), "r"(r[110]), "r"(r[111]), "r"(r[112]), "r"(r[113]), "r"(r[114]), "r"(r[115]), "r"(r[116]), "r"(r[117]), "r"(r[118]), "r"(r[119]), "r"(r[120]), "r"(r[121]), "r"(r[122]), "r"(r[123]), "r"(r[124]), "r"(r[125]), "r"(r[126]), "r"(r[127]) : "memory");
+#endif
+}
+__device__ __forceinline__ void pycute_tcgen05_st_16x64b_x128_pack16(unsigned taddr, const unsigned* r) {
+#if defined(PYCUTE_SOFT_TCGEN05)
+  pycute_soft_tcgen05_ldst(1, pycute_ldst_16x64b_lane, pycute_ldst_16x64b_col, 1, 2, 128, 1, 16, 0u, 0, taddr, const_cast<unsigned*>(r));
+#else
+  asm volatile("tcgen05.st.sync.aligned.16x64b.x128.unpack::16b.b32 [%0], {%1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, %112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127, %128};" : : "r"(taddr), "r"(r[0]), "r"(r[1]), "r"(r[2]), "r"(r[3]), "r"(r[4]), "r"(r[5]), "r"(r[6]), "r"(r[7]), "r"(r[8]), "r"(r[9]), "r"(r[10]), "r"(r[11]), "r"(r[12]), "r"(r[13]), "r"(r[14]), "r"(r[15]), "r"(r[16]), "r"(r[17]), "r"(r[18]), "r"(r[19]), "r"(r[20]), "r"(r[21]), "r"(r[22]), "r"(r[23]), "r"(r[24]), "r"(r[25]), "r"(r[26]), "r"(r[27]), "r"(r[28]), "r"(r[29]), "r"(r[30]), "r"(r[31]), "r"(r[32]), "r"(r[33]), "r"(r[34]), "r"(r[35]), "r"(r[36]), "r"(r[37]), "r"(r[38]), "r"(r[39]), "r"(r[40]), "r"(r[41]), "r"(r[42]), "r"(r[43]), "r"(r[44]), "r"(r[45]), "r"(r[46]), "r"(r[47]), "r"(r[48]), "r"(r[49]), "r"(r[50]), "r"(r[51]), "r"(r[52]), "r"(r[53]), "r"(r[54]), "r"(r[55]), "r"(r[56]), "r"(r[57]), "r"(r[58]), "r"(r[59]), "r"(r[60]), "r"(r[61]), "r"(r[62]), "r"(r[63]), "r"(r[64]), "r"(r[65]), "r"(r[66]), "r"(r[67]), "r"(r[68]), "r"(r[69]), "r"(r[70]), "r"(r[71]), "r"(r[72]), "r"(r[73]), "r"(r[74]), "r"(r[75]), "r"(r[76]), "r"(r[77]), "r"(r[78]), "r"(r[79]), "r"(r[80]), "r"(r[81]), "r"(r[82]), "r"(r[83]), "r"(r[84]), "r"(r[85]), "r"(r[86]), "r"(r[87]), "r"(r[88]), "r"(r[89]), "r"(r[90]), "r"(r[91]), "r"(r[92]), "r"(r[93]), "r"(r[94]), "r"(r[95]), "r"(r[96]), "r"(r[97]), "r"(r[98]), "r"(r[99]), "r"(r[100]), "r"(r[101]), "r"(r[102]), "r"(r[103]), "r"(r[104]), "r"(r[105]), "r"(r[106]), "r"(r[107]), "r"(r[108]), "r"(r[109]), "r"(r[110]), "r"(r[111]), "r"(r[112]), "r"(r[113]), "r"(r[114]), "r"(r[115]), "r"(r[116]), "r"(r[117]), "r"(r[118]), "r"(r[119]), "r"(r[120]), "r"(r[121]), "r"(r[122]), "r"(r[123]), "r"(r[124]), "r"(r[125]), "r"(r[126]), "r"(r[127]) : "memory");
+#endif
+}
+__device__ __forceinline__ void pycute_tcgen05_st_16x128b_x1(unsigned taddr, const unsigned* r) {
+#if defined(PYCUTE_SOFT_TCGEN05)
+  pycute_soft_tcgen05_ldst(1, pycute_ldst_16x128b_lane, pycute_ldst_16x128b_col, 2, 4, 1, 0, 16, 0u, 0, taddr, const_cast<unsigned*>(r));
+#else
+  asm volatile("tcgen05.st.sync.aligned.16x128b.x1.b32 [%0], {%1, %2};" : : "r"(taddr), "r"(r[0]), "r"(r[1]) : "memory");
+#endif
+}
+__device__ __forceinline__ void pycute_tcgen05_st_16x128b_x1_pack16(unsigned taddr, const unsigned* r) {
+#if defined(PYCUTE_SOFT_TCGEN05)
+  pycute_soft_tcgen05_ldst(1, pycute_ldst_16x128b_lane, pycute_ldst_16x128b_col, 2, 4, 1, 1, 16, 0u, 0, taddr, const_cast<unsigned*>(r));
+#else
+  asm volatile("tcgen05.st.sync.aligned.16x128b.x1.unpack::16b.b32 [%0], {%1, %2};" : : "r"(taddr), "r"(r[0]), "r"(r[1]) : "memory");
+#endif
+}
+__device__ __forceinline__ void pycute_tcgen05_st_16x128b_x2(unsigned taddr, const unsigned* r) {
+#if defined(PYCUTE_SOFT_TCGEN05)
+  pycute_soft_tcgen05_ldst(1, pycute_ldst_16x128b_lane, pycute_ldst_16x128b_col, 2, 4, 2, 0, 16, 0u, 0, taddr, const_cast<unsigned*>(r));
+#else
+  asm volatile("tcgen05.st.sync.aligned.16x128b.x2.b32 [%0], {%1, %2, %3, %4};" : : "r"(taddr), "r"(r[0]), "r"(r[1]), "r"(r[2]), "r"(r[3]) : "memory");
+#endif
+}
+__device__ __forceinline__ void pycute_tcgen05_st_16x128b_x2_pack16(unsigned taddr, const unsigned* r) {
+#if defined(PYCUTE_SOFT_TCGEN05)
+  pycute_soft_tcgen05_ldst(1, pycute_ldst_16x128b_lane, pycute_ldst_16x128b_col, 2, 4, 2, 1, 16, 0u, 0, taddr, const_cast<unsigned*>(r));
+#else
+  asm volatile("tcgen05.st.sync.aligned.16x128b.x2.unpack::16b.b32 [%0], {%1, %2, %3, %4};" : : "r"(taddr), "r"(r[0]), "r"(r[1]), "r"(r[2]), "r"(r[3]) : "memory");
+#endif
+}
+__device__ __forceinline__ void pycute_tcgen05_st_16x128b_x4(unsigned taddr, const unsigned* r) {
+#if defined(PYCUTE_SOFT_TCGEN05)
+  pycute_soft_tcgen05_ldst(1, pycute_ldst_16x128b_lane, pycute_ldst_16x128b_col, 2, 4, 4, 0, 16, 0u, 0, taddr, const_cast<unsigned*>(r));
+#else
+  asm volatile("tcgen05.st.sync.aligned.16x128b.x4.b32 [%0], {%1, %2, %3, %4, %5, %6, %7, %8};" : : "r"(taddr), "r"(r[0]), "r"(r[1]), "r"(r[2]), "r"(r[3]), "r"(r[4]), "r"(r[5]), "r"(r[6]), "r"(r[7]) : "memory");
+#endif
+}
+__device__ __forceinline__ void pycute_tcgen05_st_16x128b_x4_pack16(unsigned taddr, const unsigned* r) {
+#if defined(PYCUTE_SOFT_TCGEN05)
+  pycute_soft_tcgen05_ldst(1, pycute_ldst_16x128b_lane, pycute_ldst_16x128b_col, 2, 4, 4, 1, 16, 0u, 0, taddr, const_cast<unsigned*>(r));
+#else
+  asm volatile("tcgen05.st.sync.aligned.16x128b.x4.unpack::16b.b32 [%0], {%1, %2, %3, %4, %5, %6, %7, %8};" : : "r"(taddr), "r"(r[0]), "r"(r[1]), "r"(r[2]), "r"(r[3]), "r"(r[4]), "r"(r[5]), "r"(r[6]), "r"(r[7]) : "memory");
+#endif
+}
+__device__ __forceinline__ void pycute_tcgen05_st_16x128b_x8(unsigned taddr, const unsigned* r) {
+#if defined(PYCUTE_SOFT_TCGEN05)
+  pycute_soft_tcgen05_ldst(1, pycute_ldst_16x128b_lane, pycute_ldst_16x128b_col, 2, 4, 8, 0, 16, 0u, 0, taddr, const_cast<unsigned*>(r));
+#else
+  asm volatile("tcgen05.st.sync.aligned.16x128b.x8.b32 [%0], {%1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16};" : : "r"(taddr), "r"(r[0]), "r"(r[1]), "r"(r[2]), "r"(r[3]), "r"(r[4]), "r"(r[5]), "r"(r[6]), "r"(r[7]), "r"(r[8]), "r"(r[9]), "r"(r[10]), "r"(r[11]), "r"(r[12]), "r"(r[13]), "r"(r[14]), "r"(r[15]) : "memory");
+#endif
+}
+__device__ __forceinline__ void pycute_tcgen05_st_16x128b_x8_pack16(unsigned taddr, const unsigned* r) {
+#if defined(PYCUTE_SOFT_TCGEN05)
+  pycute_soft_tcgen05_ldst(1, pycute_ldst_16x128b_lane, pycute_ldst_16x128b_col, 2, 4, 8, 1, 16, 0u, 0, taddr, const_cast<unsigned*>(r));
+#else
+  asm volatile("tcgen05.st.sync.aligned.16x128b.x8.unpack::16b.b32 [%0], {%1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16};" : : "r"(taddr), "r"(r[0]), "r"(r[1]), "r"(r[2]), "r"(r[3]), "r"(r[4]), "r"(r[5]), "r"(r[6]), "r"(r[7]), "r"(r[8]), "r"(r[9]), "r"(r[10]), "r"(r[11]), "r"(r[12]), "r"(r[13]), "r"(r[14]), "r"(r[15]) : "memory");
+#endif
+}
+__device__ __forceinline__ void pycute_tcgen05_st_16x128b_x16(unsigned taddr, const unsigned* r) {
+#if defined(PYCUTE_SOFT_TCGEN05)
+  pycute_soft_tcgen05_ldst(1, pycute_ldst_16x128b_lane, pycute_ldst_16x128b_col, 2, 4, 16, 0, 16, 0u, 0, taddr, const_cast<unsigned*>(r));
+#else
+  asm volatile("tcgen05.st.sync.aligned.16x128b.x16.b32 [%0], {%1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32};" : : "r"(taddr), "r"(r[0]), "r"(r[1]), "r"(r[2]), "r"(r[3]), "r"(r[4]), "r"(r[5]), "r"(r[6]), "r"(r[7]), "r"(r[8]), "r"(r[9]), "r"(r[10]), "r"(r[11]), "r"(r[12]), "r"(r[13]), "r"(r[14]), "r"(r[15]), "r"(r[16]), "r"(r[17]), "r"(r[18]), "r"(r[19]), "r"(r[20]), "r"(r[21]), "r"(r[22]), "r"(r[23]), "r"(r[24]), "r"(r[25]), "r"(r[26]), "r"(r[27]), "r"(r[28]), "r"(r[29]), "r"(r[30]), "r"(r[31]) : "memory");
+#endif
+}
+__device__ __forceinline__ void pycute_tcgen05_st_16x128b_x16_pack16(unsigned taddr, const unsigned* r) {
+#if defined(PYCUTE_SOFT_TCGEN05)
+  pycute_soft_tcgen05_ldst(1, pycute_ldst_16x128b_lane, pycute_ldst_16x128b_col, 2, 4, 16, 1, 16, 0u, 0, taddr, const_cast<unsigned*>(r));
+#else
+  asm volatile("tcgen05.st.sync.aligned.16x128b.x16.unpack::16b.b32 [%0], {%1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32};" : : "r"(taddr), "r"(r[0]), "r"(r[1]), "r"(r[2]), "r"(r[3]), "r"(r[4]), "r"(r[5]), "r"(r[6]), "r"(r[7]), "r"(r[8]), "r"(r[9]), "r"(r[10]), "r"(r[11]), "r"(r[12]), "r"(r[13]), "r"(r[14]), "r"(r[15]), "r"(r[16]), "r"(r[17]), "r"(r[18]), "r"(r[19]), "r"(r[20]), "r"(r[21]), "r"(r[22]), "r"(r[23]), "r"(r[24]), "r"(r[25]), "r"(r[26]), "r"(r[27]), "r"(r[28]), "r"(r[29]), "r"(r[30]), "r"(r[31]) : "memory");
+#endif
+}
+__device__ __forceinline__ void pycute_tcgen05_st_16x128b_x32(unsigned taddr, const unsigned* r) {
+#if defined(PYCUTE_SOFT_TCGEN05)
+  pycute_soft_tcgen05_ldst(1, pycute_ldst_16x128b_lane, pycute_ldst_16x128b_col, 2, 4, 32, 0, 16, 0u, 0, taddr, const_cast<unsigned*>(r));
+#else
+  asm volatile("tcgen05.st.sync.aligned.16x128b.x32.b32 [%0], {%1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64};" : : "r"(taddr), "r"(r[0]), "r"(r[1]), "r"(r[2]), "r"(r[3]), "r"(r[4]), "r"(r[5]), "r"(r[6]), "r"(r[7]), "r"(r[8]), "r"(r[9]), "r"(r[10]), "r"(r[11]), "r"(r[12]), "r"(r[13]), "r"(r[14]), "r"(r[15]), "r"(r[16]), "r"(r[17]), "r"(r[18]), "r"(r[19]), "r"(r[20]), "r"(r[21]), "r"(r[22]), "r"(r[23]), "r"(r[24]), "r"(r[25]), "r"(r[26]), "r"(r[27]), "r"(r[28]), "r"(r[29]), "r"(r[30]), "r"(r[31]), "r"(r[32]), "r"(r[33]), "r"(r[34]), "r"(r[35]), "r"(r[36]), "r"(r[37]), "r"(r[38]), "r"(r[39]), "r"(r[40]), "r"(r[41]), "r"(r[42]), "r"(r[43]), "r"(r[44]), "r"(r[45]), "r"(r[46]), "r"(r[47]), "r"(r[48]), "r"(r[49]), "r"(r[50]), "r"(r[51]), "r"(r[52]), "r"(r[53]), "r"(r[54]), "r"(r[55]), "r"(r[56]), "r"(r[57]), "r"(r[58]), "r"(r[59]), "r"(r[60]), "r"(r[61]), "r"(r[62]), "r"(r[63]) : "memory");
+#endif
+}
+__device__ __forceinline__ void pycute_tcgen05_st_16x128b_x32_pack16(unsigned taddr, const unsigned* r) {
+#if defined(PYCUTE_SOFT_TCGEN05)
+  pycute_soft_tcgen05_ldst(1, pycute_ldst_16x128b_lane, pycute_ldst_16x128b_col, 2, 4, 32, 1, 16, 0u, 0, taddr, const_cast<unsigned*>(r));
+#else
+  asm volatile("tcgen05.st.sync.aligned.16x128b.x32.unpack::16b.b32 [%0], {%1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64};" : : "r"(taddr), "r"(r[0]), "r"(r[1]), "r"(r[2]), "r"(r[3]), "r"(r[4]), "r"(r[5]), "r"(r[6]), "r"(r[7]), "r"(r[8]), "r"(r[9]), "r"(r[10]), "r"(r[11]), "r"(r[12]), "r"(r[13]), "r"(r[14]), "r"(r[15]), "r"(r[16]), "r"(r[17]), "r"(r[18]), "r"(r[19]), "r"(r[20]), "r"(r[21]), "r"(r[22]), "r"(r[23]), "r"(r[24]), "r"(r[25]), "r"(r[26]), "r"(r[27]), "r"(r[28]), "r"(r[29]), "r"(r[30]), "r"(r[31]), "r"(r[32]), "r"(r[33]), "r"(r[34]), "r"(r[35]), "r"(r[36]), "r"(r[37]), "r"(r[38]), "r"(r[39]), "r"(r[40]), "r"(r[41]), "r"(r[42]), "r"(r[43]), "r"(r[44]), "r"(r[45]), "r"(r[46]), "r"(r[47]), "r"(r[48]), "r"(r[49]), "r"(r[50]), "r"(r[51]), "r"(r[52]), "r"(r[53]), "r"(r[54]), "r"(r[55]), "r"(r[56]), "r"(r[57]), "r"(r[58]), "r"(r[59]), "r"(r[60]), "r"(r[61]), "r"(r[62]), "r"(r[63]) : "memory");
+#endif
+}
+__device__ __forceinline__ void pycute_tcgen05_st_16x128b_x64(unsigned taddr, const unsigned* r) {
+#if defined(PYCUTE_SOFT_TCGEN05)
+  pycute_soft_tcgen05_ldst(1, pycute_ldst_16x128b_lane, pycute_ldst_16x128b_col, 2, 4, 64, 0, 16, 0u, 0, taddr, const_cast<unsigned*>(r));
+#else
+  asm volatile("tcgen05.st.sync.aligned.16x128b.x64.b32 [%0], {%1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, %112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127, %128};" : : "r"(taddr), "r"(r[0]), "r"(r[1]), "r"(r[2]), "r"(r[3]), "r"(r[4]), "r"(r[5]), "r"(r[6]), "r"(r[7]), "r"(r[8]), "r"(r[9]), "r"(r[10]), "r"(r[11]), "r"(r[12]), "r"(r[13]), "r"(r[14]), "r"(r[15]), "r"(r[16]), "r"(r[17]), "r"(r[18]), "r"(r[19]), "r"(r[20]), "r"(r[21]), "r"(r[22]), "r"(r[23]), "r"(r[24]), "r"(r[25]), "r"(r[26]), "r"(r[27]), "r"(r[28]), "r"(r[29]), "r"(r[30]), "r"(r[31]), "r"(r[32]), "r"(r[33]), "r"(r[34]), "r"(r[35]), "r"(r[36]), "r"(r[37]), "r"(r[38]), "r"(r[39]), "r"(r[40]), "r"(r[41]), "r"(r[42]), "r"(r[43]), "r"(r[44]), "r"(r[45]), "r"(r[46]), "r"(r[47]), "r"(r[48]), "r"(r[49]), "r"(r[50]), "r"(r[51]), "r"(r[52]), "r"(r[53]), "r"(r[54]), "r"(r[55]), "r"(r[56]), "r"(r[57]), "r"(r[58]), "r"(r[59]), "r"(r[60]), "r"(r[61]), "r"(r[62]), "r"(r[63]), "r"(r[64]), "r"(r[65]), "r"(r[66]), "r"(r[67]), "r"(r[68]), "r"(r[69]), "r"(r[70]), "r"(r[71]), "r"(r[72]), "r"(r[73]), "r"(r[74]), "r"(r[75]), "r"(r[76]), "r"(r[77]), "r"(r[78]), "r"(r[79]), "r"(r[80]), "r"(r[81]), "r"(r[82]), "r"(r[83]), "r"(r[84]), "r"(r[85]), "r"(r[86]), "r"(r[87]), "r"(r[88]), "r"(r[89]), "r"(r[90]), "r"(r[91]), "r"(r[92]), "r"(r[93]), "r"(r[94]), "r"(r[95]), "r"(r[96]), "r"(r[97]), "r"(r[98]), "r"(r[99]), "r"(r[100]), "r"(r[101]), "r"(r[102]), "r"(r[103]), "r"(r[104]), "r"(r[105]), "r"(r[106]), "r"(r[107]), "r"(r[108]), "r"(r[109]), "r"(r[110]), "r"(r[111]), "r"(r[112]), "r"(r[113]), "r"(r[114]), "r"(r[115]), "r"(r[116]), "r"(r[117]), "r"(r[118]), "r"(r[119]), "r"(r[120]), "r"(r[121]), "r"(r[122]), "r"(r[123]), "r"(r[124]), "r"(r[125]), "r"(r[126]), "r"(r[127]) : "memory");
+#endif
+}
+__device__ __forceinline__ void pycute_tcgen05_st_16x128b_x64_pack16(unsigned taddr, const unsigned* r) {
+#if defined(PYCUTE_SOFT_TCGEN05)
+  pycute_soft_tcgen05_ldst(1, pycute_ldst_16x128b_lane, pycute_ldst_16x128b_col, 2, 4, 64, 1, 16, 0u, 0, taddr, const_cast<unsigned*>(r));
+#else
+  asm volatile("tcgen05.st.sync.aligned.16x128b.x64.unpack::16b.b32 [%0], {%1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, %112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127, %128};" : : "r"(taddr), "r"(r[0]), "r"(r[1]), "r"(r[2]), "r"(r[3]), "r"(r[4]), "r"(r[5]), "r"(r[6]), "r"(r[7]), "r"(r[8]), "r"(r[9]), "r"(r[10]), "r"(r[11]), "r"(r[12]), "r"(r[13]), "r"(r[14]), "r"(r[15]), "r"(r[16]), "r"(r[17]), "r"(r[18]), "r"(r[19]), "r"(r[20]), "r"(r[21]), "r"(r[22]), "r"(r[23]), "r"(r[24]), "r"(r[25]), "r"(r[26]), "r"(r[27]), "r"(r[28]), "r"(r[29]), "r"(r[30]), "r"(r[31]), "r"(r[32]), "r"(r[33]), "r"(r[34]), "r"(r[35]), "r"(r[36]), "r"(r[37]), "r"(r[38]), "r"(r[39]), "r"(r[40]), "r"(r[41]), "r"(r[42]), "r"(r[43]), "r"(r[44]), "r"(r[45]), "r"(r[46]), "r"(r[47]), "r"(r[48]), "r"(r[49]), "r"(r[50]), "r"(r[51]), "r"(r[52]), "r"(r[53]), "r"(r[54]), "r"(r[55]), "r"(r[56]), "r"(r[57]), "r"(r[58]), "r"(r[59]), "r"(r[60]), "r"(r[61]), "r"(r[62]), "r"(r[63]), "r"(r[64]), "r"(r[65]), "r"(r[66]), "r"(r[67]), "r"(r[68]), "r"(r[69]), "r"(r[70]), "r"(r[71]), "r"(r[72]), "r"(r[73]), "r"(r[74]), "r"(r[75]), "r"(r[76]), "r"(r[77]), "r"(r[78]), "r"(r[79]), "r"(r[80]), "r"(r[81]), "r"(r[82]), "r"(r[83]), "r"(r[84]), "r"(r[85]), "r"(r[86]), "r"(r[87]), "r"(r[88]), "r"(r[89]), "r"(r[90]), "r"(r[91]), "r"(r[92]), "r"(r[93]), "r"(r[94]), "r"(r[95]), "r"(r[96]), "r"(r[97]), "r"(r[98]), "r"(r[99]), "r"(r[100]), "r"(r[101]), "r"(r[102]), "r"(r[103]), "r"(r[104]), "r"(r[105]), "r"(r[106]), "r"(r[107]), "r"(r[108]), "r"(r[109]), "r"(r[110]), "r"(r[111]), "r"(r[112]), "r"(r[113]), "r"(r[114]), "r"(r[115]), "r"(r[116]), "r"(r[117]), "r"(r[118]), "r"(r[119]), "r"(r[120]), "r"(r[121]), "r"(r[122]), "r"(r[123]), "r"(r[124]), "r"(r[125]), "r"(r[126]), "r"(r[127]) : "memory");
+#endif
+}
+__device__ __forceinline__ void pycute_tcgen05_st_16x256b_x1(unsigned taddr, const unsigned* r) {
+#if defined(PYCUTE_SOFT_TCGEN05)
+  pycute_soft_tcgen05_ldst(1, pycute_ldst_16x256b_lane, pycute_ldst_16x256b_col, 4, 8, 1, 0, 16, 0u, 0, taddr, const_cast<unsigned*>(r));
+#else
+  asm volatile("tcgen05.st.sync.aligned.16x256b.x1.b32 [%0], {%1, %2, %3, %4};" : : "r"(taddr), "r"(r[0]), "r"(r[1]), "r"(r[2]), "r"(r[3]) : "memory");
+#endif
+}
+__device__ __forceinline__ void pycute_tcgen05_st_16x256b_x1_pack16(unsigned taddr, const unsigned* r) {
+#if defined(PYCUTE_SOFT_TCGEN05)
+  pycute_soft_tcgen05_ldst(1, pycute_ldst_16x256b_lane, pycute_ldst_16x256b_col, 4, 8, 1, 1, 16, 0u, 0, taddr, const_cast<unsigned*>(r));
+#else
+  asm volatile("tcgen05.st.sync.aligned.16x256b.x1.unpack::16b.b32 [%0], {%1, %2, %3, %4};" : : "r"(taddr), "r"(r[0]), "r"(r[1]), "r"(r[2]), "r"(r[3]) : "memory");
+#endif
+}
+__device__ __forceinline__ void pycute_tcgen05_st_16x256b_x2(unsigned taddr, const unsigned* r) {
+#if defined(PYCUTE_SOFT_TCGEN05)
+  pycute_soft_tcgen05_ldst(1, pycute_ldst_16x256b_lane, pycute_ldst_16x256b_col, 4, 8, 2, 0, 16, 0u, 0, taddr, const_cast<unsigned*>(r));
+#else
+  asm volatile("tcgen05.st.sync.aligned.16x256b.x2.b32 [%0], {%1, %2, %3, %4, %5, %6, %7, %8};" : : "r"(taddr), "r"(r[0]), "r"(r[1]), "r"(r[2]), "r"(r[3]), "r"(r[4]), "r"(r[5]), "r"(r[6]), "r"(r[7]) : "memory");
+#endif
+}
+__device__ __forceinline__ void pycute_tcgen05_st_16x256b_x2_pack16(unsigned taddr, const unsigned* r) {
+#if defined(PYCUTE_SOFT_TCGEN05)
+  pycute_soft_tcgen05_ldst(1, pycute_ldst_16x256b_lane, pycute_ldst_16x256b_col, 4, 8, 2, 1, 16, 0u, 0, taddr, const_cast<unsigned*>(r));
+#else
+  asm volatile("tcgen05.st.sync.aligned.16x256b.x2.unpack::16b.b32 [%0], {%1, %2, %3, %4, %5, %6, %7, %8};" : : "r"(taddr), "r"(r[0]), "r"(r[1]), "r"(r[2]), "r"(r[3]), "r"(r[4]), "r"(r[5]), "r"(r[6]), "r"(r[7]) : "memory");
+#endif
+}
+__device__ __forceinline__ void pycute_tcgen05_st_16x256b_x4(unsigned taddr, const unsigned* r) {
+#if defined(PYCUTE_SOFT_TCGEN05)
+  pycute_soft_tcgen05_ldst(1, pycute_ldst_16x256b_lane, pycute_ldst_16x256b_col, 4, 8, 4, 0, 16, 0u, 0, taddr, const_cast<unsigned*>(r));
+#else
+  asm volatile("tcgen05.st.sync.aligned.16x256b.x4.b32 [%0], {%1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16};" : : "r"(taddr), "r"(r[0]), "r"(r[1]), "r"(r[2]), "r"(r[3]), "r"(r[4]), "r"(r[5]), "r"(r[6]), "r"(r[7]), "r"(r[8]), "r"(r[9]), "r"(r[10]), "r"(r[11]), "r"(r[12]), "r"(r[13]), "r"(r[14]), "r"(r[15]) : "memory");
+#endif
+}
+__device__ __forceinline__ void pycute_tcgen05_st_16x256b_x4_pack16(unsigned taddr, const unsigned* r) {
+#if defined(PYCUTE_SOFT_TCGEN05)
+  pycute_soft_tcgen05_ldst(1, pycute_ldst_16x256b_lane, pycute_ldst_16x256b_col, 4, 8, 4, 1, 16, 0u, 0, taddr, const_cast<unsigned*>(r));
+#else
+  asm volatile("tcgen05.st.sync.aligned.16x256b.x4.unpack::16b.b32 [%0], {%1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16};" : : "r"(taddr), "r"(r[0]), "r"(r[1]), "r"(r[2]), "r"(r[3]), "r"(r[4]), "r"(r[5]), "r"(r[6]), "r"(r[7]), "r"(r[8]), "r"(r[9]), "r"(r[10]), "r"(r[11]), "r"(r[12]), "r"(r[13]), "r"(r[14]), "r"(r[15]) : "memory");
+#endif
+}
+__device__ __forceinline__ void pycute_tcgen05_st_16x256b_x8(unsigned taddr, const unsigned* r) {
+#if defined(PYCUTE_SOFT_TCGEN05)
+  pycute_soft_tcgen05_ldst(1, pycute_ldst_16x256b_lane, pycute_ldst_16x256b_col, 4, 8, 8, 0, 16, 0u, 0, taddr, const_cast<unsigned*>(r));
+#else
+  asm volatile("tcgen05.st.sync.aligned.16x256b.x8.b32 [%0], {%1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32};" : : "r"(taddr), "r"(r[0]), "r"(r[1]), "r"(r[2]), "r"(r[3]), "r"(r[4]), "r"(r[5]), "r"(r[6]), "r"(r[7]), "r"(r[8]), "r"(r[9]), "r"(r[10]), "r"(r[11]), "r"(r[12]), "r"(r[13]), "r"(r[14]), "r"(r[15]), "r"(r[16]), "r"(r[17]), "r"(r[18]), "r"(r[19]), "r"(r[20]), "r"(r[21]), "r"(r[22]), "r"(r[23]), "r"(r[24]), "r"(r[25]), "r"(r[26]), "r"(r[27]), "r"(r[28]), "r"(r[29]), "r"(r[30]), "r"(r[31]) : "memory");
+#endif
+}
+__device__ __forceinline__ void pycute_tcgen05_st_16x256b_x8_pack16(unsigned taddr, const unsigned* r) {
+#if defined(PYCUTE_SOFT_TCGEN05)
+  pycute_soft_tcgen05_ldst(1, pycute_ldst_16x256b_lane, pycute_ldst_16x256b_col, 4, 8, 8, 1, 16, 0u, 0, taddr, const_cast<unsigned*>(r));
+#else
+  asm volatile("tcgen05.st.sync.aligned.16x256b.x8.unpack::16b.b32 [%0], {%1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32};" : : "r"(taddr), "r"(r[0]), "r"(r[1]), "r"(r[2]), "r"(r[3]), "r"(r[4]), "r"(r[5]), "r"(r[6]), "r"(r[7]), "r"(r[8]), "r"(r[9]), "r"(r[10]), "r"(r[11]), "r"(r[12]), "r"(r[13]), "r"(r[14]), "r"(r[15]), "r"(r[16]), "r"(r[17]), "r"(r[18]), "r"(r[19]), "r"(r[20]), "r"(r[21]), "r"(r[22]), "r"(r[23]), "r"(r[24]), "r"(r[25]), "r"(r[26]), "r"(r[27]), "r"(r[28]), "r"(r[29]), "r"(r[30]), "r"(r[31]) : "memory");
+#endif
+}
+__device__ __forceinline__ void pycute_tcgen05_st_16x256b_x16(unsigned taddr, const unsigned* r) {
+#if defined(PYCUTE_SOFT_TCGEN05)
+  pycute_soft_tcgen05_ldst(1, pycute_ldst_16x256b_lane, pycute_ldst_16x256b_col, 4, 8, 16, 0, 16, 0u, 0, taddr, const_cast<unsigned*>(r));
+#else
+  asm volatile("tcgen05.st.sync.aligned.16x256b.x16.b32 [%0], {%1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64};" : : "r"(taddr), "r"(r[0]), "r"(r[1]), "r"(r[2]), "r"(r[3]), "r"(r[4]), "r"(r[5]), "r"(r[6]), "r"(r[7]), "r"(r[8]), "r"(r[9]), "r"(r[10]), "r"(r[11]), "r"(r[12]), "r"(r[13]), "r"(r[14]), "r"(r[15]), "r"(r[16]), "r"(r[17]), "r"(r[18]), "r"(r[19]), "r"(r[20]), "r"(r[21]), "r"(r[22]), "r"(r[23]), "r"(r[24]), "r"(r[25]), "r"(r[26]), "r"(r[27]), "r"(r[28]), "r"(r[29]), "r"(r[30]), "r"(r[31]), "r"(r[32]), "r"(r[33]), "r"(r[34]), "r"(r[35]), "r"(r[36]), "r"(r[37]), "r"(r[38]), "r"(r[39]), "r"(r[40]), "r"(r[41]), "r"(r[42]), "r"(r[43]), "r"(r[44]), "r"(r[45]), "r"(r[46]), "r"(r[47]), "r"(r[48]), "r"(r[49]), "r"(r[50]), "r"(r[51]), "r"(r[52]), "r"(r[53]), "r"(r[54]), "r"(r[55]), "r"(r[56]), "r"(r[57]), "r"(r[58]), "r"(r[59]), "r"(r[60]), "r"(r[61]), "r"(r[62]), "r"(r[63]) : "memory");
+#endif
+}
+__device__ __forceinline__ void pycute_tcgen05_st_16x256b_x16_pack16(unsigned taddr, const unsigned* r) {
+#if defined(PYCUTE_SOFT_TCGEN05)
+  pycute_soft_tcgen05_ldst(1, pycute_ldst_16x256b_lane, pycute_ldst_16x256b_col, 4, 8, 16, 1, 16, 0u, 0, taddr, const_cast<unsigned*>(r));
+#else
+  asm volatile("tcgen05.st.sync.aligned.16x256b.x16.unpack::16b.b32 [%0], {%1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64};" : : "r"(taddr), "r"(r[0]), "r"(r[1]), "r"(r[2]), "r"(r[3]), "r"(r[4]), "r"(r[5]), "r"(r[6]), "r"(r[7]), "r"(r[8]), "r"(r[9]), "r"(r[10]), "r"(r[11]), "r"(r[12]), "r"(r[13]), "r"(r[14]), "r"(r[15]), "r"(r[16]), "r"(r[17]), "r"(r[18]), "r"(r[19]), "r"(r[20]), "r"(r[21]), "r"(r[22]), "r"(r[23]), "r"(r[24]), "r"(r[25]), "r"(r[26]), "r"(r[27]), "r"(r[28]), "r"(r[29]), "r"(r[30]), "r"(r[31]), "r"(r[32]), "r"(r[33]), "r"(r[34]), "r"(r[35]), "r"(r[36]), "r"(r[37]), "r"(r[38]), "r"(r[39]), "r"(r[40]), "r"(r[41]), "r"(r[42]), "r"(r[43]), "r"(r[44]), "r"(r[45]), "r"(r[46]), "r"(r[47]), "r"(r[48]), "r"(r[49]), "r"(r[50]), "r"(r[51]), "r"(r[52]), "r"(r[53]), "r"(r[54]), "r"(r[55]), "r"(r[56]), "r"(r[57]), "r"(r[58]), "r"(r[59]), "r"(r[60]), "r"(r[61]), "r"(r[62]), "r"(r[63]) : "memory");
+#endif
+}
+__device__ __forceinline__ void pycute_tcgen05_st_16x256b_x32(unsigned taddr, const unsigned* r) {
+#if defined(PYCUTE_SOFT_TCGEN05)
+  pycute_soft_tcgen05_ldst(1, pycute_ldst_16x256b_lane, pycute_ldst_16x256b_col, 4, 8, 32, 0, 16, 0u, 0, taddr, const_cast<unsigned*>(r));
+#else
+  asm volatile("tcgen05.st.sync.aligned.16x256b.x32.b32 [%0], {%1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, %112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127, %128};" : : "r"(taddr), "r"(r[0]), "r"(r[1]), "r"(r[2]), "r"(r[3]), "r"(r[4]), "r"(r[5]), "r"(r[6]), "r"(r[7]), "r"(r[8]), "r"(r[9]), "r"(r[10]), "r"(r[11]), "r"(r[12]), "r"(r[13]), "r"(r[14]), "r"(r[15]), "r"(r[16]), "r"(r[17]), "r"(r[18]), "r"(r[19]), "r"(r[20]), "r"(r[21]), "r"(r[22]), "r"(r[23]), "r"(r[24]), "r"(r[25]), "r"(r[26]), "r"(r[27]), "r"(r[28]), "r"(r[29]), "r"(r[30]), "r"(r[31]), "r"(r[32]), "r"(r[33]), "r"(r[34]), "r"(r[35]), "r"(r[36]), "r"(r[37]), "r"(r[38]), "r"(r[39]), "r"(r[40]), "r"(r[41]), "r"(r[42]), "r"(r[43]), "r"(r[44]), "r"(r[45]), "r"(r[46]), "r"(r[47]), "r"(r[48]), "r"(r[49]), "r"(r[50]), "r"(r[51]), "r"(r[52]), "r"(r[53]), "r"(r[54]), "r"(r[55]), "r"(r[56]), "r"(r[57]), "r"(r[58]), "r"(r[59]), "r"(r[60]), "r"(r[61]), "r"(r[62]), "r"(r[63]), "r"(r[64]), "r"(r[65]), "r"(r[66]), "r"(r[67]), "r"(r[68]), "r"(r[69]), "r"(r[70]), "r"(r[71]), "r"(r[72]), "r"(r[73]), "r"(r[74]), "r"(r[75]), "r"(r[76]), "r"(r[77]), "r"(r[78]), "r"(r[79]), "r"(r[80]), "r"(r[81]), "r"(r[82]), "r"(r[83]), "r"(r[84]), "r"(r[85]), "r"(r[86]), "r"(r[87]), "r"(r[88]), "r"(r[89]), "r"(r[90]), "r"(r[91]), "r"(r[92]), "r"(r[93]), "r"(r[94]), "r"(r[95]), "r"(r[96]), "r"(r[97]), "r"(r[98]), "r"(r[99]), "r"(r[100]), "r"(r[101]), "r"(r[102]), "r"(r[103]), "r"(r[104]), "r"(r[105]), "r"(r[106]), "r"(r[107]), "r"(r[108]), "r"(r[109]), "r"(r[110]), "r"(r[111]), "r"(r[112]), "r"(r[113]), "r"(r[114]), "r"(r[115]), "r"(r[116]), "r"(r[117]), "r"(r[118]), "r"(r[119]), "r"(r[120]), "r"(r[121]), "r"(r[122]), "r"(r[123]), "r"(r[124]), "r"(r[125]), "r"(r[126]), "r"(r[127]) : "memory");
+#endif
+}
+__device__ __forceinline__ void pycute_tcgen05_st_16x256b_x32_pack16(unsigned taddr, const unsigned* r) {
+#if defined(PYCUTE_SOFT_TCGEN05)
+  pycute_soft_tcgen05_ldst(1, pycute_ldst_16x256b_lane, pycute_ldst_16x256b_col, 4, 8, 32, 1, 16, 0u, 0, taddr, const_cast<unsigned*>(r));
+#else
+  asm volatile("tcgen05.st.sync.aligned.16x256b.x32.unpack::16b.b32 [%0], {%1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, %112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127, %128};" : : "r"(taddr), "r"(r[0]), "r"(r[1]), "r"(r[2]), "r"(r[3]), "r"(r[4]), "r"(r[5]), "r"(r[6]), "r"(r[7]), "r"(r[8]), "r"(r[9]), "r"(r[10]), "r"(r[11]), "r"(r[12]), "r"(r[13]), "r"(r[14]), "r"(r[15]), "r"(r[16]), "r"(r[17]), "r"(r[18]), "r"(r[19]), "r"(r[20]), "r"(r[21]), "r"(r[22]), "r"(r[23]), "r"(r[24]), "r"(r[25]), "r"(r[26]), "r"(r[27]), "r"(r[28]), "r"(r[29]), "r"(r[30]), "r"(r[31]), "r"(r[32]), "r"(r[33]), "r"(r[34]), "r"(r[35]), "r"(r[36]), "r"(r[37]), "r"(r[38]), "r"(r[39]), "r"(r[40]), "r"(r[41]), "r"(r[42]), "r"(r[43]), "r"(r[44]), "r"(r[45]), "r"(r[46]), "r"(r[47]), "r"(r[48]), "r"(r[49]), "r"(r[50]), "r"(r[51]), "r"(r[52]), "r"(r[53]), "r"(r[54]), "r"(r[55]), "r"(r[56]), "r"(r[57]), "r"(r[58]), "r"(r[59]), "r"(r[60]), "r"(r[61]), "r"(r[62]), "r"(r[63]), "r"(r[64]), "r"(r[65]), "r"(r[66]), "r"(r[67]), "r"(r[68]), "r"(r[69]), "r"(r[70]), "r"(r[71]), "r"(r[72]), "r"(r[73]), "r"(r[74]), "r"(r[75]), "r"(r[76]), "r"(r[77]), "r"(r[78]), "r"(r[79]), "r"(r[80]), "r"(r[81]), "r"(r[82]), "r"(r[83]), "r"(r[84]), "r"(r[85]), "r"(r[86]), "r"(r[87]), "r"(r[88]), "r"(r[89]), "r"(r[90]), "r"(r[91]), "r"(r[92]), "r"(r[93]), "r"(r[94]), "r"(r[95]), "r"(r[96]), "r"(r[97]), "r"(r[98]), "r"(r[99]), "r"(r[100]), "r"(r[101]), "r"(r[102]), "r"(r[103]), "r"(r[104]), "r"(r[105]), "r"(r[106]), "r"(r[107]), "r"(r[108]), "r"(r[109]), "r"(r[110]), "r"(r[111]), "r"(r[112]), "r"(r[113]), "r"(r[114]), "r"(r[115]), "r"(r[116]), "r"(r[117]), "r"(r[118]), "r"(r[119]), "r"(r[120]), "r"(r[121]), "r"(r[122]), "r"(r[123]), "r"(r[124]), "r"(r[125]), "r"(r[126]), "r"(r[127]) : "memory");
+#endif
+}
+template <unsigned HALF>
+__device__ __forceinline__ void pycute_tcgen05_st_16x32bx2_x1(unsigned taddr, const unsigned* r) {
+#if defined(PYCUTE_SOFT_TCGEN05)
+  pycute_soft_tcgen05_ldst(1, pycute_ldst_16x32bx2_lane, pycute_ldst_16x32bx2_col, 1, 1, 1, 0, 16, HALF, 1, taddr, const_cast<unsigned*>(r));
+#else
+  asm volatile("tcgen05.st.sync.aligned.16x32bx2.x1.b32 [%0], %1, {%2};" : : "r"(taddr), "n"(HALF), "r"(r[0]) : "memory");
+#endif
+}
+template <unsigned HALF>
+__device__ __forceinline__ void pycute_tcgen05_st_16x32bx2_x1_pack16(unsigned taddr, const unsigned* r) {
+#if defined(PYCUTE_SOFT_TCGEN05)
+  pycute_soft_tcgen05_ldst(1, pycute_ldst_16x32bx2_lane, pycute_ldst_16x32bx2_col, 1, 1, 1, 1, 16, HALF, 1, taddr, const_cast<unsigned*>(r));
+#else
+  asm volatile("tcgen05.st.sync.aligned.16x32bx2.x1.unpack::16b.b32 [%0], %1, {%2};" : : "r"(taddr), "n"(HALF), "r"(r[0]) : "memory");
+#endif
+}
+template <unsigned HALF>
+__device__ __forceinline__ void pycute_tcgen05_st_16x32bx2_x2(unsigned taddr, const unsigned* r) {
+#if defined(PYCUTE_SOFT_TCGEN05)
+  pycute_soft_tcgen05_ldst(1, pycute_ldst_16x32bx2_lane, pycute_ldst_16x32bx2_col, 1, 1, 2, 0, 16, HALF, 1, taddr, const_cast<unsigned*>(r));
+#else
+  asm volatile("tcgen05.st.sync.aligned.16x32bx2.x2.b32 [%0], %1, {%2, %3};" : : "r"(taddr), "n"(HALF), "r"(r[0]), "r"(r[1]) : "memory");
+#endif
+}
+template <unsigned HALF>
+__device__ __forceinline__ void pycute_tcgen05_st_16x32bx2_x2_pack16(unsigned taddr, const unsigned* r) {
+#if defined(PYCUTE_SOFT_TCGEN05)
+  pycute_soft_tcgen05_ldst(1, pycute_ldst_16x32bx2_lane, pycute_ldst_16x32bx2_col, 1, 1, 2, 1, 16, HALF, 1, taddr, const_cast<unsigned*>(r));
+#else
+  asm volatile("tcgen05.st.sync.aligned.16x32bx2.x2.unpack::16b.b32 [%0], %1, {%2, %3};" : : "r"(taddr), "n"(HALF), "r"(r[0]), "r"(r[1]) : "memory");
+#endif
+}
+template <unsigned HALF>
+__device__ __forceinline__ void pycute_tcgen05_st_16x32bx2_x4(unsigned taddr, const unsigned* r) {
+#if defined(PYCUTE_SOFT_TCGEN05)
+  pycute_soft_tcgen05_ldst(1, pycute_ldst_16x32bx2_lane, pycute_ldst_16x32bx2_col, 1, 1, 4, 0, 16, HALF, 1, taddr, const_cast<unsigned*>(r));
+#else
+  asm volatile("tcgen05.st.sync.aligned.16x32bx2.x4.b32 [%0], %1, {%2, %3, %4, %5};" : : "r"(taddr), "n"(HALF), "r"(r[0]), "r"(r[1]), "r"(r[2]), "r"(r[3]) : "memory");
+#endif
+}
+template <unsigned HALF>
+__device__ __forceinline__ void pycute_tcgen05_st_16x32bx2_x4_pack16(unsigned taddr, const unsigned* r) {
+#if defined(PYCUTE_SOFT_TCGEN05)
+  pycute_soft_tcgen05_ldst(1, pycute_ldst_16x32bx2_lane, pycute_ldst_16x32bx2_col, 1, 1, 4, 1, 16, HALF, 1, taddr, const_cast<unsigned*>(r));
+#else
+  asm volatile("tcgen05.st.sync.aligned.16x32bx2.x4.unpack::16b.b32 [%0], %1, {%2, %3, %4, %5};" : : "r"(taddr), "n"(HALF), "r"(r[0]), "r"(r[1]), "r"(r[2]), "r"(r[3]) : "memory");
+#endif
+}
+template <unsigned HALF>
+__device__ __forceinline__ void pycute_tcgen05_st_16x32bx2_x8(unsigned taddr, const unsigned* r) {
+#if defined(PYCUTE_SOFT_TCGEN05)
+  pycute_soft_tcgen05_ldst(1, pycute_ldst_16x32bx2_lane, pycute_ldst_16x32bx2_col, 1, 1, 8, 0, 16, HALF, 1, taddr, const_cast<unsigned*>(r));
+#else
+  asm volatile("tcgen05.st.sync.aligned.16x32bx2.x8.b32 [%0], %1, {%2, %3, %4, %5, %6, %7, %8, %9};" : : "r"(taddr), "n"(HALF), "r"(r[0]), "r"(r[1]), "r"(r[2]), "r"(r[3]), "r"(r[4]), "r"(r[5]), "r"(r[6]), "r"(r[7]) : "memory");
+#endif
+}
+template <unsigned HALF>
+__device__ __forceinline__ void pycute_tcgen05_st_16x32bx2_x8_pack16(unsigned taddr, const unsigned* r) {
+#if defined(PYCUTE_SOFT_TCGEN05)
+  pycute_soft_tcgen05_ldst(1, pycute_ldst_16x32bx2_lane, pycute_ldst_16x32bx2_col, 1, 1, 8, 1, 16, HALF, 1, taddr, const_cast<unsigned*>(r));
+#else
+  asm volatile("tcgen05.st.sync.aligned.16x32bx2.x8.unpack::16b.b32 [%0], %1, {%2, %3, %4, %5, %6, %7, %8, %9};" : : "r"(taddr), "n"(HALF), "r"(r[0]), "r"(r[1]), "r"(r[2]), "r"(r[3]), "r"(r[4]), "r"(r[5]), "r"(r[6]), "r"(r[7]) : "memory");
+#endif
+}
+template <unsigned HALF>
+__device__ __forceinline__ void pycute_tcgen05_st_16x32bx2_x16(unsigned taddr, const unsigned* r) {
+#if defined(PYCUTE_SOFT_TCGEN05)
+  pycute_soft_tcgen05_ldst(1, pycute_ldst_16x32bx2_lane, pycute_ldst_16x32bx2_col, 1, 1, 16, 0, 16, HALF, 1, taddr, const_cast<unsigned*>(r));
+#else
+  asm volatile("tcgen05.st.sync.aligned.16x32bx2.x16.b32 [%0], %1, {%2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17};" : : "r"(taddr), "n"(HALF), "r"(r[0]), "r"(r[1]), "r"(r[2]), "r"(r[3]), "r"(r[4]), "r"(r[5]), "r"(r[6]), "r"(r[7]), "r"(r[8]), "r"(r[9]), "r"(r[10]), "r"(r[11]), "r"(r[12]), "r"(r[13]), "r"(r[14]), "r"(r[15]) : "memory");
+#endif
+}
+template <unsigned HALF>
+__device__ __forceinline__ void pycute_tcgen05_st_16x32bx2_x16_pack16(unsigned taddr, const unsigned* r) {
+#if defined(PYCUTE_SOFT_TCGEN05)
+  pycute_soft_tcgen05_ldst(1, pycute_ldst_16x32bx2_lane, pycute_ldst_16x32bx2_col, 1, 1, 16, 1, 16, HALF, 1, taddr, const_cast<unsigned*>(r));
+#else
+  asm volatile("tcgen05.st.sync.aligned.16x32bx2.x16.unpack::16b.b32 [%0], %1, {%2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17};" : : "r"(taddr), "n"(HALF), "r"(r[0]), "r"(r[1]), "r"(r[2]), "r"(r[3]), "r"(r[4]), "r"(r[5]), "r"(r[6]), "r"(r[7]), "r"(r[8]), "r"(r[9]), "r"(r[10]), "r"(r[11]), "r"(r[12]), "r"(r[13]), "r"(r[14]), "r"(r[15]) : "memory");
+#endif
+}
+template <unsigned HALF>
+__device__ __forceinline__ void pycute_tcgen05_st_16x32bx2_x32(unsigned taddr, const unsigned* r) {
+#if defined(PYCUTE_SOFT_TCGEN05)
+  pycute_soft_tcgen05_ldst(1, pycute_ldst_16x32bx2_lane, pycute_ldst_16x32bx2_col, 1, 1, 32, 0, 16, HALF, 1, taddr, const_cast<unsigned*>(r));
+#else
+  asm volatile("tcgen05.st.sync.aligned.16x32bx2.x32.b32 [%0], %1, {%2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33};" : : "r"(taddr), "n"(HALF), "r"(r[0]), "r"(r[1]), "r"(r[2]), "r"(r[3]), "r"(r[4]), "r"(r[5]), "r"(r[6]), "r"(r[7]), "r"(r[8]), "r"(r[9]), "r"(r[10]), "r"(r[11]), "r"(r[12]), "r"(r[13]), "r"(r[14]), "r"(r[15]), "r"(r[16]), "r"(r[17]), "r"(r[18]), "r"(r[19]), "r"(r[20]), "r"(r[21]), "r"(r[22]), "r"(r[23]), "r"(r[24]), "r"(r[25]), "r"(r[26]), "r"(r[27]), "r"(r[28]), "r"(r[29]), "r"(r[30]), "r"(r[31]) : "memory");
+#endif
+}
+template <unsigned HALF>
+__device__ __forceinline__ void pycute_tcgen05_st_16x32bx2_x32_pack16(unsigned taddr, const unsigned* r) {
+#if defined(PYCUTE_SOFT_TCGEN05)
+  pycute_soft_tcgen05_ldst(1, pycute_ldst_16x32bx2_lane, pycute_ldst_16x32bx2_col, 1, 1, 32, 1, 16, HALF, 1, taddr, const_cast<unsigned*>(r));
+#else
+  asm volatile("tcgen05.st.sync.aligned.16x32bx2.x32.unpack::16b.b32 [%0], %1, {%2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33};" : : "r"(taddr), "n"(HALF), "r"(r[0]), "r"(r[1]), "r"(r[2]), "r"(r[3]), "r"(r[4]), "r"(r[5]), "r"(r[6]), "r"(r[7]), "r"(r[8]), "r"(r[9]), "r"(r[10]), "r"(r[11]), "r"(r[12]), "r"(r[13]), "r"(r[14]), "r"(r[15]), "r"(r[16]), "r"(r[17]), "r"(r[18]), "r"(r[19]), "r"(r[20]), "r"(r[21]), "r"(r[22]), "r"(r[23]), "r"(r[24]), "r"(r[25]), "r"(r[26]), "r"(r[27]), "r"(r[28]), "r"(r[29]), "r"(r[30]), "r"(r[31]) : "memory");
+#endif
+}
+template <unsigned HALF>
+__device__ __forceinline__ void pycute_tcgen05_st_16x32bx2_x64(unsigned taddr, const unsigned* r) {
+#if defined(PYCUTE_SOFT_TCGEN05)
+  pycute_soft_tcgen05_ldst(1, pycute_ldst_16x32bx2_lane, pycute_ldst_16x32bx2_col, 1, 1, 64, 0, 16, HALF, 1, taddr, const_cast<unsigned*>(r));
+#else
+  asm volatile("tcgen05.st.sync.aligned.16x32bx2.x64.b32 [%0], %1, {%2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65};" : : "r"(taddr), "n"(HALF), "r"(r[0]), "r"(r[1]), "r"(r[2]), "r"(r[3]), "r"(r[4]), "r"(r[5]), "r"(r[6]), "r"(r[7]), "r"(r[8]), "r"(r[9]), "r"(r[10]), "r"(r[11]), "r"(r[12]), "r"(r[13]), "r"(r[14]), "r"(r[15]), "r"(r[16]), "r"(r[17]), "r"(r[18]), "r"(r[19]), "r"(r[20]), "r"(r[21]), "r"(r[22]), "r"(r[23]), "r"(r[24]), "r"(r[25]), "r"(r[26]), "r"(r[27]), "r"(r[28]), "r"(r[29]), "r"(r[30]), "r"(r[31]), "r"(r[32]), "r"(r[33]), "r"(r[34]), "r"(r[35]), "r"(r[36]), "r"(r[37]), "r"(r[38]), "r"(r[39]), "r"(r[40]), "r"(r[41]), "r"(r[42]), "r"(r[43]), "r"(r[44]), "r"(r[45]), "r"(r[46]), "r"(r[47]), "r"(r[48]), "r"(r[49]), "r"(r[50]), "r"(r[51]), "r"(r[52]), "r"(r[53]), "r"(r[54]), "r"(r[55]), "r"(r[56]), "r"(r[57]), "r"(r[58]), "r"(r[59]), "r"(r[60]), "r"(r[61]), "r"(r[62]), "r"(r[63]) : "memory");
+#endif
+}
+template <unsigned HALF>
+__device__ __forceinline__ void pycute_tcgen05_st_16x32bx2_x64_pack16(unsigned taddr, const unsigned* r) {
+#if defined(PYCUTE_SOFT_TCGEN05)
+  pycute_soft_tcgen05_ldst(1, pycute_ldst_16x32bx2_lane, pycute_ldst_16x32bx2_col, 1, 1, 64, 1, 16, HALF, 1, taddr, const_cast<unsigned*>(r));
+#else
+  asm volatile("tcgen05.st.sync.aligned.16x32bx2.x64.unpack::16b.b32 [%0], %1, {%2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65};" : : "r"(taddr), "n"(HALF), "r"(r[0]), "r"(r[1]), "r"(r[2]), "r"(r[3]), "r"(r[4]), "r"(r[5]), "r"(r[6]), "r"(r[7]), "r"(r[8]), "r"(r[9]), "r"(r[10]), "r"(r[11]), "r"(r[12]), "r"(r[13]), "r"(r[14]), "r"(r[15]), "r"(r[16]), "r"(r[17]), "r"(r[18]), "r"(r[19]), "r"(r[20]), "r"(r[21]), "r"(r[22]), "r"(r[23]), "r"(r[24]), "r"(r[25]), "r"(r[26]), "r"(r[27]), "r"(r[28]), "r"(r[29]), "r"(r[30]), "r"(r[31]), "r"(r[32]), "r"(r[33]), "r"(r[34]), "r"(r[35]), "r"(r[36]), "r"(r[37]), "r"(r[38]), "r"(r[39]), "r"(r[40]), "r"(r[41]), "r"(r[42]), "r"(r[43]), "r"(r[44]), "r"(r[45]), "r"(r[46]), "r"(r[47]), "r"(r[48]), "r"(r[49]), "r"(r[50]), "r"(r[51]), "r"(r[52]), "r"(r[53]), "r"(r[54]), "r"(r[55]), "r"(r[56]), "r"(r[57]), "r"(r[58]), "r"(r[59]), "r"(r[60]), "r"(r[61]), "r"(r[62]), "r"(r[63]) : "memory");
+#endif
+}
+template <unsigned HALF>
+__device__ __forceinline__ void pycute_tcgen05_st_16x32bx2_x128(unsigned taddr, const unsigned* r) {
+#if defined(PYCUTE_SOFT_TCGEN05)
+  pycute_soft_tcgen05_ldst(1, pycute_ldst_16x32bx2_lane, pycute_ldst_16x32bx2_col, 1, 1, 128, 0, 16, HALF, 1, taddr, const_cast<unsigned*>(r));
+#else
+  asm volatile("tcgen05.st.sync.aligned.16x32bx2.x128.b32 [%0], %1, {%2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, %112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127, %128, %129};" : : "r"(taddr), "n"(HALF), "r"(r[0]), "r"(r[1]), "r"(r[2]), "r"(r[3]), "r"(r[4]), "r"(r[5]), "r"(r[6]), "r"(r[7]), "r"(r[8]), "r"(r[9]), "r"(r[10]), "r"(r[11]), "r"(r[12]), "r"(r[13]), "r"(r[14]), "r"(r[15]), "r"(r[16]), "r"(r[17]), "r"(r[18]), "r"(r[19]), "r"(r[20]), "r"(r[21]), "r"(r[22]), "r"(r[23]), "r"(r[24]), "r"(r[25]), "r"(r[26]), "r"(r[27]), "r"(r[28]), "r"(r[29]), "r"(r[30]), "r"(r[31]), "r"(r[32]), "r"(r[33]), "r"(r[34]), "r"(r[35]), "r"(r[36]), "r"(r[37]), "r"(r[38]), "r"(r[39]), "r"(r[40]), "r"(r[41]), "r"(r[42]), "r"(r[43]), "r"(r[44]), "r"(r[45]), "r"(r[46]), "r"(r[47]), "r"(r[48]), "r"(r[49]), "r"(r[50]), "r"(r[51]), "r"(r[52]), "r"(r[53]), "r"(r[54]), "r"(r[55]), "r"(r[56]), "r"(r[57]), "r"(r[58]), "r"(r[59]), "r"(r[60]), "r"(r[61]), "r"(r[62]), "r"(r[63]), "r"(r[64]), "r"(r[65]), "r"(r[66]), "r"(r[67]), "r"(r[68]), "r"(r[69]), "r"(r[70]), "r"(r[71]), "r"(r[72]), "r"(r[73]), "r"(r[74]), "r"(r[75]), "r"(r[76]), "r"(r[77]), "r"(r[78]), "r"(r[79]), "r"(r[80]), "r"(r[81]), "r"(r[82]), "r"(r[83]), "r"(r[84]), "r"(r[85]), "r"(r[86]), "r"(r[87]), "r"(r[88]), "r"(r[89]), "r"(r[90]), "r"(r[91]), "r"(r[92]), "r"(r[93]), "r"(r[94]), "r"(r[95]), "r"(r[96]), "r"(r[97]), "r"(r[98]), "r"(r[99]), "r"(r[100]), "r"(r[101]), "r"(r[102]), "r"(r[103]), "r"(r[104]), "r"(r[105]), "r"(r[106]), "r"(r[107]), "r"(r[108]), "r"(r[109]), "r"(r[110]), "r"(r[111]), "r"(r[112]), "r"(r[113]), "r"(r[114]), "r"(r[115]), "r"(r[116]), "r"(r[117]), "r"(r[118]), "r"(r[119]), "r"(r[120]), "r"(r[121]), "r"(r[122]), "r"(r[123]), "r"(r[124]), "r"(r[125]), "r"(r[126]), "r"(r[127]) : "memory");
+#endif
+}
+template <unsigned HALF>
+__device__ __forceinline__ void pycute_tcgen05_st_16x32bx2_x128_pack16(unsigned taddr, const unsigned* r) {
+#if defined(PYCUTE_SOFT_TCGEN05)
+  pycute_soft_tcgen05_ldst(1, pycute_ldst_16x32bx2_lane, pycute_ldst_16x32bx2_col, 1, 1, 128, 1, 16, HALF, 1, taddr, const_cast<unsigned*>(r));
+#else
+  asm volatile("tcgen05.st.sync.aligned.16x32bx2.x128.unpack::16b.b32 [%0], %1, {%2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, %112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127, %128, %129};" : : "r"(taddr), "n"(HALF), "r"(r[0]), "r"(r[1]), "r"(r[2]), "r"(r[3]), "r"(r[4]), "r"(r[5]), "r"(r[6]), "r"(r[7]), "r"(r[8]), "r"(r[9]), "r"(r[10]), "r"(r[11]), "r"(r[12]), "r"(r[13]), "r"(r[14]), "r"(r[15]), "r"(r[16]), "r"(r[17]), "r"(r[18]), "r"(r[19]), "r"(r[20]), "r"(r[21]), "r"(r[22]), "r"(r[23]), "r"(r[24]), "r"(r[25]), "r"(r[26]), "r"(r[27]), "r"(r[28]), "r"(r[29]), "r"(r[30]), "r"(r[31]), "r"(r[32]), "r"(r[33]), "r"(r[34]), "r"(r[35]), "r"(r[36]), "r"(r[37]), "r"(r[38]), "r"(r[39]), "r"(r[40]), "r"(r[41]), "r"(r[42]), "r"(r[43]), "r"(r[44]), "r"(r[45]), "r"(r[46]), "r"(r[47]), "r"(r[48]), "r"(r[49]), "r"(r[50]), "r"(r[51]), "r"(r[52]), "r"(r[53]), "r"(r[54]), "r"(r[55]), "r"(r[56]), "r"(r[57]), "r"(r[58]), "r"(r[59]), "r"(r[60]), "r"(r[61]), "r"(r[62]), "r"(r[63]), "r"(r[64]), "r"(r[65]), "r"(r[66]), "r"(r[67]), "r"(r[68]), "r"(r[69]), "r"(r[70]), "r"(r[71]), "r"(r[72]), "r"(r[73]), "r"(r[74]), "r"(r[75]), "r"(r[76]), "r"(r[77]), "r"(r[78]), "r"(r[79]), "r"(r[80]), "r"(r[81]), "r"(r[82]), "r"(r[83]), "r"(r[84]), "r"(r[85]), "r"(r[86]), "r"(r[87]), "r"(r[88]), "r"(r[89]), "r"(r[90]), "r"(r[91]), "r"(r[92]), "r"(r[93]), "r"(r[94]), "r"(r[95]), "r"(r[96]), "r"(r[97]), "r"(r[98]), "r"(r[99]), "r"(r[100]), "r"(r[101]), "r"(r[102]), "r"(r[103]), "r"(r[104]), "r"(r[105]), "r"(r[106]), "r"(r[107]), "r"(r[108]), "r"(r[109]), "r"(r[110]), "r"(r[111]), "r"(r[112]), "r"(r[113]), "r"(r[114]), "r"(r[115]), "r"(r[116]), "r"(r[117]), "r"(r[118]), "r"(r[119]), "r"(r[120]), "r"(r[121]), "r"(r[122]), "r"(r[123]), "r"(r[124]), "r"(r[125]), "r"(r[126]), "r"(r[127]) : "memory");
 #endif
 }
 

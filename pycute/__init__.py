@@ -25,11 +25,11 @@ from .tiling import (blocked_product, flat_divide, flat_product, hier_unzip, log
 from .swizzle import ComposedLayout, Swizzle, shiftl, shiftr
 from .parse import parse_layout
 from .arch.sm100 import SmemDescriptor, SwizzleMode, TCol, TLane
-from .copy import (CopyPlan, TmemAllocation, TmemTensor, SmemTensor, dynamic, expected_tmem, make_smem_tensor,
-                   make_tiled_copy, make_tmem_tensor)
+from .copy import (CopyPlan, SmemTensor, TmemAllocation, TmemCopyPlan, TmemTensor, dynamic, expected_tmem,
+                   make_smem_tensor, make_tiled_copy, make_tmem_copy, make_tmem_tensor, mma_accumulator)
 from . import compile  # pycute.compile (NVRTC, cache, SASS), reachable as pc.compile
 from . import codegen  # registers plan.cuda()
-from .sim import verify_plan
+from .sim import verify_plan, verify_tmem_copy
 from .viz import draw_layout, draw_plan, draw_smem, layout_grid, print_layout
 
 __version__ = "0.1.0"
@@ -54,6 +54,8 @@ __all__ = [
     # copies
     "make_smem_tensor", "make_tmem_tensor", "make_tiled_copy", "verify_plan", "expected_tmem", "compile",
     "dynamic", "TmemAllocation", "TmemTensor", "SmemTensor",
+    # TMEM <-> registers
+    "make_tmem_copy", "TmemCopyPlan", "mma_accumulator", "verify_tmem_copy",
     # pictures
     "print_layout", "layout_grid", "draw_layout", "draw_smem", "draw_plan",
 ]

@@ -34,7 +34,7 @@ from .emit import emit_device_function
 from .header import ldst_helper
 from .templates import render
 
-__all__ = ["probe_source", "no_call_probe_source", "roundtrip_source", "RoundTrip", "Timing", "PROBE_SHARED_SYMBOL", "probe_entry"]
+__all__ = ["probe_source", "ldst_probe_source", "no_call_probe_source", "roundtrip_source", "RoundTrip", "Timing", "PROBE_SHARED_SYMBOL", "probe_entry"]
 
 PROBE_SHARED_SYMBOL = "pycute_probe_smem"
 _CHUNK = 8      # the readback and the zeroing move 8 columns per tcgen05.ld / st (32x32b.x8)
@@ -52,6 +52,18 @@ def probe_source(plan: CopyPlan, name: str = "pycute_copy") -> str:
     return render("probe.cu", function=emit_device_function(plan, name), name=name,
                   shared_symbol=PROBE_SHARED_SYMBOL, params="".join(f", unsigned {n}" for n in names),
                   call=f"{name}({', '.join([PROBE_SHARED_SYMBOL, 'tmem_base', *names])});")
+
+
+def ldst_probe_source(plan, name: str = "pycute_ldst") -> str:
+    """A tcgen05.ld/st plan's function and a kernel ``<name>_probe(unsigned tmem_base, unsigned* data)`` whose
+    threads call it: an ld's registers are stored to ``data`` (ptxas deletes a tcgen05.ld whose result is unused),
+    an st's come from it."""
+    n = plan.registers
+    move = (f"  {name}(tmem_base, regs);\n  for (unsigned i = 0; i < {n}u; ++i) data[threadIdx.x * {n}u + i] = regs[i];"
+            if plan.op == "ld" else
+            f"  for (unsigned i = 0; i < {n}u; ++i) regs[i] = data[threadIdx.x * {n}u + i];\n  {name}(tmem_base, regs);")
+    return (plan.cuda(name) + f"\nextern \"C\" __global__ void __launch_bounds__({32 * plan.warps}, 1) "
+            f"{probe_entry(name)}(unsigned tmem_base, unsigned* data) {{\n  unsigned regs[{n}];\n{move}\n}}\n")
 
 
 def no_call_probe_source(name: str = "pycute_no_call") -> str:

@@ -64,39 +64,43 @@ def _split(units: int, per_x1: int, cap: int, max_num: int, num: int | None) -> 
 
 @attrs.frozen
 class _Layout:
-    """How one shape covers a warp's block: lane passes ``(lane base, half offset)``, the columns one ``.x1``
-    covers, whether the halves sit side by side (``pair``), and the ``.num`` of each instruction of a pass."""
+    """How one shape covers a warp's block: the lane bases of its passes, the columns one ``.x1`` covers, the
+    ``.num`` of each instruction of a pass, and ``.16x32bx2``'s half offset (the same for every instruction, so
+    that the fragment stays a layout)."""
 
     shape: str
-    passes: tuple
+    lanes: tuple
     span: int
-    pair: bool
     nums: tuple
+    half: int | None = None
 
     @property
     def count(self) -> int:
-        return len(self.passes) * len(self.nums)
+        return len(self.lanes) * len(self.nums)
 
 
 def _layout(shape: str, block: QuadrantBlock, width: int, pack: bool, cap: int, num: int | None) -> _Layout:
     """How ``shape`` covers ``width`` columns of the block, or ``_Reject`` naming why it cannot."""
     form = LDST_SHAPES[shape]
-    cols_x1 = form.columns * (2 if pack else 1)
-    pair = False
+    span = form.columns * (2 if pack else 1)               # columns one .x1 covers (per half)
+    half, cover = None, width
     if shape == "32x32b":
         if block.lanes != QUADRANT_LANES:
             raise _Reject("32x32b reaches all 32 lanes of the quadrant; the tensor holds 16 of them")
-        passes = ((0, None),)
-    elif block.lanes == QUADRANT_LANES and shape == HALF_SPLIT_SHAPE:
-        passes = ((0, 16 << LANE_SHIFT),)                  # threads 16-31 take lanes 16-31 of the same columns
+        lanes = (0,)
+    elif shape == HALF_SPLIT_SHAPE and block.lanes == QUADRANT_LANES:
+        lanes, half = (0,), 16 << LANE_SHIFT               # threads 16-31 take lanes 16-31 of the same columns
+    elif shape == HALF_SPLIT_SHAPE:
+        if width % 2:
+            raise _Reject(f"{width} columns do not split into the two halves .16x32bx2 moves")
+        lanes, half, cover = (block.lane,), width // 2, width // 2   # threads 16-31 take the right half
     elif block.lanes == QUADRANT_LANES:
-        passes = ((0, None), (16, None))                   # a 16-lane shape at both lane bases
+        lanes = (0, 16)                                    # a 16-lane shape at both lane bases
     else:
-        passes, pair = ((block.lane, None),), shape == HALF_SPLIT_SHAPE
-    span = cols_x1 * (2 if pair else 1)                    # columns one .x1 covers
-    if width % span:
-        raise _Reject(f"{width} columns are not a multiple of the {span} one .x1 covers")
-    return _Layout(shape, passes, span, pair, tuple(_split(width // span, form.registers, cap, form.max_num, num)))
+        lanes = (block.lane,)
+    if cover % span:
+        raise _Reject(f"{cover} columns are not a multiple of the {span} one .x1 covers")
+    return _Layout(shape, lanes, span, tuple(_split(cover // span, form.registers, cap, form.max_num, num)), half)
 
 
 @functools.lru_cache(maxsize=None)
@@ -106,14 +110,12 @@ def _atom(op: str, shape: str, num: int, pack: bool):
 
 def _instructions(op: str, cover: _Layout, pack: bool) -> tuple:
     """One warp's instructions (quadrant-local lanes, columns from the block's first)."""
-    cols_x1 = LDST_SHAPES[cover.shape].columns * (2 if pack else 1)
     out, reg = [], 0
-    for lane, imm in cover.passes:
+    for lane in cover.lanes:
         column = 0
         for n in cover.nums:
             atom = _atom(op, cover.shape, n, pack)
-            half = (n * cols_x1) if cover.pair else imm    # CUTLASS's convention: the halves side by side
-            out.append(TmemLdStInstruction(atom, lane, column, reg, half))
+            out.append(TmemLdStInstruction(atom, lane, column, reg, cover.half))
             reg += atom.registers
             column += n * cover.span
     return tuple(out)

@@ -17,7 +17,7 @@ import re
 from ..codegen.kernels import PROBE_SHARED_SYMBOL, probe_entry
 from ..errors import CompileError
 
-__all__ = ["run_entry", "trace_entry", "probe_stream", "GENERIC_SHARED_WINDOW"]
+__all__ = ["run_entry", "trace_entry", "probe_stream", "ldst_stream", "GENERIC_SHARED_WINDOW"]
 
 #: Where this model places the shared window in the generic address space (cvta.shared adds it).
 GENERIC_SHARED_WINDOW = 0x7F00_0000_0000
@@ -30,7 +30,6 @@ _ENTRY_DIRECTIVE = re.compile(r"\.(?:maxntid|reqntid|minnctapersm|maxnctapersm|r
 # Statements that order or signal but write no register of the thread.
 _SYNC_OPS = ("bar", "barrier", "fence", "membar")
 _SYNC_TCGEN05 = ("commit", "fence::before_thread_sync", "fence::after_thread_sync", "wait::ld", "wait::st")
-_PARAM = re.compile(r"\.param\s+\.\w+\s+(\w+)")
 _SKIP = re.compile(r"^(?:\.reg|\.local|\.shared|\.pragma|\.loc|\.maxntid|\.reqntid|\.minnctapersm|//|\{|\})")
 _LABEL = re.compile(r"^([\w$]+):$")
 
@@ -72,7 +71,8 @@ def _parse_entry(ptx: str, name: str | None):
                 labels[label.group(1)] = len(program)
             else:
                 program.append(stmt)
-    return _PARAM.findall(m.group(2) or ""), program, labels
+    params = [re.findall(r"\w+", decl)[-1] for decl in (m.group(2) or "").split(",") if decl.strip()]
+    return params, program, labels
 
 
 def _split_args(rest: str):
@@ -114,16 +114,20 @@ _ALU_OPS = set(_BINARY) | {"mul", "div", "rem", "mov", "not", "neg", "mad", "cvt
 class _Thread:
     """One thread's registers while it runs an entry's statements; ``issued`` collects its ``tcgen05.cp``."""
 
-    def __init__(self, params: dict, symbols: dict, lane: int):
+    def __init__(self, params: dict, symbols: dict, lane: int, tid: int):
         self.params, self.symbols, self.lane = params, symbols, lane
+        self.specials = {"%tid.x": tid, "%tid.y": 0, "%tid.z": 0, "%laneid": lane}
         self.regs: dict[str, int] = {}
         self.issued: list = []
+        self.ldst: list = []
         self.trace: list = []
 
     def value(self, tok: str, bits: int = 64) -> int:
         tok = tok.strip()
         if tok in self.regs:
             return self.regs[tok]
+        if tok in self.specials:
+            return self.specials[tok]
         if tok.startswith("%"):
             if tok not in self.regs:
                 raise CompileError(f"PTX reads register {tok} before writing it")
@@ -139,6 +143,25 @@ class _Thread:
         if re.fullmatch(r"-?\d+[U]?", tok):
             return int(tok.rstrip("U")) & _MASK[bits]
         raise CompileError(f"PTX operand {tok!r} is not a register, symbol or integer")
+
+    def _address(self, operand: str) -> int:
+        m = re.fullmatch(r"\[(%\w+)(?:\s*\+\s*(-?\w+))?\]", operand)
+        if not m:
+            raise CompileError(f"TMEM address operand {operand!r} is not [reg] or [reg+imm]")
+        return (self.value(m.group(1)) + (self.value(m.group(2)) if m.group(2) else 0)) & _MASK[32]
+
+    def _tmem_ldst(self, op: str, parts: list, args: list) -> None:
+        """``tcgen05.ld`` / ``st``: ``(op, taddr, immHalfSplitoff or None, registers)`` into ``ldst``."""
+        regs = next(a for a in args if a.startswith("{")).strip("{}").split(",")
+        addr = next(a for a in args if a.startswith("["))
+        rest = [a for a in args if not a.startswith(("{", "["))]
+        imm = self.value(rest[0], 32) if rest else None
+        record = (op, self._address(addr), imm, len(regs))
+        self.ldst.append(record)
+        self.trace.append(record)
+        if parts[1] == "ld":
+            for reg in regs:
+                self.regs[reg.strip()] = 0
 
     def guard_passes(self, pred: str) -> bool:
         p = self.regs.get(pred.lstrip("@!"))
@@ -158,6 +181,17 @@ class _Thread:
             self.trace.append((op, [self.value(a.strip("[]")) if a.strip("[]") in self.regs else a for a in args]))
         elif base == "mbarrier" and parts[1] in ("try_wait", "test_wait"):
             self.regs[args[0]] = 1                           # the phase has completed (no asynchrony here)
+        elif base == "tcgen05" and parts[1] in ("ld", "st"):
+            self._tmem_ldst(op, parts, args)
+        elif base == "shfl":
+            # The one thread modelled stands for its warp: shfl.sync returns its own value, which is the source
+            # lane's for warp-uniform operands (what pycute_warp_index() shuffles).
+            self.regs[args[0].split("|")[0].strip()] = self.value(args[1], 32)
+        elif base in ("ld", "st") and "param" not in parts:
+            if base == "ld":                                 # data from memory this model does not hold
+                for reg in args[0].strip("{}").split(","):
+                    self.regs[reg.strip()] = 0
+            self.trace.append((op, args))
         elif base == "tcgen05" and parts[1] == "cp":
             m = re.fullmatch(r"\[(%\w+)(?:\s*\+\s*(-?\w+))?\]", args[0])
             if not m:
@@ -223,12 +257,13 @@ def run_entry(ptx: str, params: dict, symbols: dict, entry: str | None = None, m
 
 
 def trace_entry(ptx: str, params: dict, symbols: dict, entry: str | None = None, max_steps: int = 100_000,
-                lane: int = 0):
-    """As ``run_entry``, returning the thread: ``.issued`` (the ``tcgen05.cp`` stream) and ``.trace`` (every cp,
-    commit, fence, barrier and mbarrier statement in program order, with its operands)."""
+                lane: int = 0, tid: int | None = None):
+    """As ``run_entry`` for thread ``tid`` (``%tid.x``; default ``lane``), returning the thread: ``.issued`` (the
+    ``tcgen05.cp`` stream), ``.ldst`` (``(op, taddr, immHalfSplitoff, registers)`` per ``tcgen05.ld/st``) and
+    ``.trace`` (every cp, ld/st, commit, fence, barrier, mbarrier and memory statement in program order)."""
     names, program, labels = _parse_entry(ptx, entry)
     values = {n: params[k] if k in params else params[n] for k, n in enumerate(names) if k in params or n in params}
-    thread = _Thread(values, symbols, lane)
+    thread = _Thread(values, symbols, lane, lane if tid is None else tid)
     pc = steps = 0
     while pc < len(program):
         steps += 1
@@ -252,6 +287,12 @@ def trace_entry(ptx: str, params: dict, symbols: dict, entry: str | None = None,
             continue
         thread.execute(op, args, stmt)
     return thread
+
+
+def ldst_stream(ptx: str, name: str, tmem_base: int, warp: int) -> list:
+    """``(op, taddr, immHalfSplitoff, registers)`` that warp ``warp`` issues in the compiled ld/st probe kernel of
+    ``name`` (``pycute.codegen.kernels.ldst_probe_source``) for the allocation at ``tmem_base``."""
+    return trace_entry(ptx, {0: tmem_base, 1: 0}, {}, probe_entry(name), tid=32 * warp).ldst
 
 
 def probe_stream(ptx: str, name: str, smem_base: int, tmem_base: int, lane: int = 0, **values) -> list:

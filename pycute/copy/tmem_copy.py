@@ -16,7 +16,7 @@ import functools
 
 import attrs
 
-from ..arch.sm100.ldst_shapes import HALF_SPLIT_SHAPE, LDST_SHAPES, MAX_REGISTERS, PACK_BITS
+from ..arch.sm100.ldst_shapes import HALF_SPLIT_SHAPE, LDST_NUMS, LDST_SHAPES, MAX_REGISTERS, PACK_BITS
 from ..arch.sm100.tmem import LANE_SHIFT, QUADRANT_LANES
 from ..atoms.tcgen05_ld import TmemLoadAtom, TmemStoreAtom
 from ..errors import PlanError
@@ -137,6 +137,8 @@ def _check_request(tensor, op, warps, max_registers, shape, num, pack):
         raise PlanError(f"make_tmem_copy: unknown shape {shape!r}; one of {', '.join(LDST_SHAPES)}")
     if num is not None:
         num = as_int(num, "make_tmem_copy: num")
+        if num not in LDST_NUMS:
+            raise PlanError(f"make_tmem_copy: num={num} is not a legal .num: a power of two from 1 to 128 (PTX Table 49)")
     if pack is not None and not isinstance(pack, bool):
         raise TypeError(f"make_tmem_copy: pack must be True, False or None, got {pack!r}")
     if tensor.dynamic:

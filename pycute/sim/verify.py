@@ -10,7 +10,7 @@ from ..errors import EmulationError
 from ..copy.reference import expected_tmem, fill_pattern, smem_bytes_needed
 from .emulator import Sm100Emulator
 
-__all__ = ["verify_plan", "verify_tmem_copy"]
+__all__ = ["verify_plan", "verify_tmem_copy", "run_tmem_copy"]
 
 
 def verify_plan(plan: CopyPlan, seed: int = 0, smem_base: int = 0, stream=None, **values) -> None:
@@ -57,6 +57,21 @@ def _element_cells(tensor):
     return by_quadrant
 
 
+def run_tmem_copy(emu: Sm100Emulator, plan, tmem_base: int, registers=None, cta: int = 0):
+    """Issue every warp's instructions of a ``TmemCopyPlan`` in ``emu``: an ld returns ``(32 * warps,
+    registers)`` uint32; an st stores ``registers`` (the same shape)."""
+    out = np.zeros((32 * plan.warps, plan.registers), dtype=np.uint32)
+    for k, inst in enumerate(plan.instructions):
+        atom = plan.per_warp[k % len(plan.per_warp)].atom
+        rows, cols = slice(32 * inst.warp, 32 * inst.warp + 32), slice(inst.registers.start, inst.registers.stop)
+        if plan.op == "ld":
+            out[rows, cols] = emu.ld(atom, inst.warp, tmem_base + inst.tmem_offset, cta, inst.half_offset)
+        else:
+            emu.st(atom, inst.warp, tmem_base + inst.tmem_offset, np.asarray(registers)[rows, cols], cta,
+                   inst.half_offset)
+    return out if plan.op == "ld" else None
+
+
 def verify_tmem_copy(plan, seed: int = 0) -> None:
     """Emulate a ``TmemCopyPlan`` and check every register value against the TMEM tensor through the plan's
     fragment: for ld, each value is the element the tensor's layout puts at its coordinate; for st, each element of
@@ -73,20 +88,10 @@ def verify_tmem_copy(plan, seed: int = 0) -> None:
     table, vpr = plan.table, plan.values_per_register
     vbits = 16 if plan.pack else (plan.tensor.bits if plan.per_cell > 1 else 32 if plan.tensor.bits == 32 else 16)
     vmask = (1 << min(vbits, plan.tensor.bits)) - 1
-    by_warp = {}
-    for inst in plan.instructions:
-        by_warp.setdefault(inst.warp, []).append(inst)
-    regs_of = {}
-    for w, insts in by_warp.items():
-        regs = rng.integers(0, 1 << 32, (32, plan.registers), dtype=np.uint64).astype(np.uint32)
-        for inst, spec in zip(insts, plan.per_warp):
-            if plan.op == "ld":
-                regs[:, inst.registers.start:inst.registers.stop] = emu.ld(spec.atom, w, inst.tmem_offset,
-                                                                           half_offset=inst.half_offset)
-            else:
-                emu.st(spec.atom, w, inst.tmem_offset, regs[:, inst.registers.start:inst.registers.stop],
-                       half_offset=inst.half_offset)
-        regs_of[w] = regs
+    registers = rng.integers(0, 1 << 32, (32 * plan.warps, plan.registers), dtype=np.uint64).astype(np.uint32)
+    loaded = run_tmem_copy(emu, plan, 0, registers)
+    registers = registers if loaded is None else loaded
+    regs_of = {w: registers[32 * w:32 * w + 32] for w in range(plan.warps)}
     after = emu.tmem_image()
     touched = np.zeros((LANES, COLUMNS), dtype=bool)
     for w, regs in regs_of.items():

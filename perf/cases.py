@@ -122,3 +122,24 @@ def staged_copies():
     out.append(("SFA 2 stages in shared memory and TMEM", pc.make_tiled_copy(both[1], both[0]),
                 pc.make_tiled_copy(both[1].at(stage=0), both[0].at(stage=0))))
     return out
+
+
+def ldst_plans():
+    """``[(label, TmemCopyPlan)]``: epilogue loads of every accumulator layout, the 24- and 160-wide splits,
+    16-bit packed loads, stores, a tight register cap and a forced .16x32bx2."""
+    out = []
+    for m, g, ws, n in ((128, 1, False, 256), (64, 1, False, 64), (256, 2, False, 256)):
+        acc = pc.mma_accumulator(pc.f32, m, n, cta_group=g, ws=ws)
+        out.append((f"ld f32 M{m} cg{g} N{n}, 32-column slice", pc.make_tmem_copy(acc[:, 0:32])))
+    for m, g, ws, n in ((128, 2, False, 64), (64, 1, True, 64)):     # column halves folded over lanes +64
+        out.append((f"ld f32 M{m} cg{g}{' ws' if ws else ''} N{n}, whole",
+                    pc.make_tmem_copy(pc.mma_accumulator(pc.f32, m, n, cta_group=g, ws=ws))))
+    d = pc.mma_accumulator(pc.f32, 128, 256)
+    out += [("ld f32 M128 width 24", pc.make_tmem_copy(d[:, 0:24])),
+            ("ld f32 M128 width 160", pc.make_tmem_copy(d[:, 0:160])),
+            ("ld f16 M128 width 64, pack", pc.make_tmem_copy(pc.mma_accumulator(pc.f16, 128, 64))),
+            ("st f32 M128 width 32", pc.make_tmem_copy(d[:, 0:32], op="st")),
+            ("ld f32 M128 width 32, cap 8", pc.make_tmem_copy(d[:, 0:32], max_registers=8)),
+            ("ld f32 M64 width 32, 16x32bx2", pc.make_tmem_copy(pc.mma_accumulator(pc.f32, 64, 32),
+                                                               shape="16x32bx2"))]
+    return out

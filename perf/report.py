@@ -21,12 +21,11 @@ from pycute.copy.planner import _plan
 from pycute.demo import demo_copies
 from pycute.codegen.kernels import RoundTrip, probe_source
 from pycute.layout import clear_caches
-from pycute.cost import ISSUE_FLOOR, copy_cost, issue_costs, median_per_copy, stage_costs
+from pycute.cost import ISSUE_FLOOR, copy_cost, issue_costs, ldst_costs, median_per_copy, stage_costs
 
 from .algebra_cases import cases, median_us
 from .cases import (ATOMS, CUTE_DSL_ISSUE_COST, atom_copy, compile_overhead, cute_comparison_copies, demo_copy,
-                    staged_copies,
-                    failing_plan, issue_matrix)
+                    failing_plan, issue_matrix, ldst_plans, staged_copies)
 from .cutlass_reference import VERSION as CUTLASS_VERSION, load_cutlass_pycute
 from .test_bench_algebra import PYCUTE_ONLY
 
@@ -203,6 +202,27 @@ def issue(results, out):
           "; then one add per further copy.", file=out)
 
 
+TMEM_PLAN_TARGET_US = 100
+
+
+def tmem_copies(results, out):
+    acc = pc.mma_accumulator(pc.f32, 128, 256)
+    cold = median_us(lambda: pc.make_tmem_copy(acc), setup=clear_caches)
+    results["ldst.plan_128x256_f32.cold_us"] = cold
+    rows = []
+    for c in ldst_costs(ldst_plans()):
+        rows.append((c.label, c.instructions, c.lower_bound, f"{c.sass_ops} / {c.planned_ops}",
+                     f"{c.other_per_instruction:.2f}", "ok" if c.instructions == c.lower_bound and
+                     c.sass_ops == c.planned_ops else "WORSE"))
+        results[f"ldst.{c.label}"] = {"instructions": c.instructions, "lower_bound": c.lower_bound,
+                                      "sass_ops": c.sass_ops, "other_per_instruction": c.other_per_instruction}
+    table("tcgen05.ld/st plans (sm_100a SASS): instructions per warp vs the lower bound for 32 registers per "
+          "instruction (powers of two), LDTM/STTM in the SASS vs planned, other SASS per instruction",
+          ("plan", "per warp", "bound", "SASS / planned", "other/instr", ""), rows, out)
+    print(f"  planning a 128x256 f32 accumulator load, cold: {cold:.1f} us (target <= {TMEM_PLAN_TARGET_US}: "
+          f"{verdict(cold, TMEM_PLAN_TARGET_US)})", file=out)
+
+
 STAGE_EXTRA_TARGET = 2
 
 
@@ -242,7 +262,7 @@ def main(argv=None) -> int:
     print(f"pycute performance report — {platform.machine()}, Python {platform.python_version()}, "
           f"no claims about hardware that was not present", file=out)
     results: dict = {}
-    for section in (algebra, planning, compiling, emulator, gpu, issue, stages, costs):
+    for section in (algebra, planning, compiling, emulator, gpu, issue, stages, tmem_copies, costs):
         section(results, out)
     results["report_seconds"] = time.perf_counter() - t0
     print(f"\nreport took {results['report_seconds']:.1f} s", file=out)

@@ -44,3 +44,9 @@ def test_atom_explicit_cold(benchmark, name, middle):
 def test_failing_plan_time_to_error(benchmark):
     benchmark.group = "plan"
     benchmark(cold(failing_plan()))
+
+
+def test_tmem_load_of_a_128x256_f32_accumulator_cold(benchmark):
+    acc = pc.mma_accumulator(pc.f32, 128, 256)
+    benchmark.group = "plan ld/st"
+    benchmark(cold(lambda: pc.make_tmem_copy(acc)))

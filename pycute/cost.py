@@ -22,7 +22,7 @@ import statistics
 import attrs
 
 from .atoms.tcgen05_cp import cp_candidates
-from .codegen.kernels import RoundTrip, no_call_probe_source, probe_entry, probe_source
+from .codegen.kernels import RoundTrip, ldst_probe_source, no_call_probe_source, probe_entry, probe_source
 from .compile.elf import kernel_resources
 from .compile.nvrtc import compile_cuda
 from .compile.sass import disassemble, function_instructions, utccp_instructions
@@ -30,7 +30,8 @@ from .copy.planner import make_tiled_copy
 from .errors import PlanError
 
 __all__ = ["IssueCost", "issue_costs", "issue_floor", "ISSUE_FLOOR", "CopyCost", "copy_cost", "widest_legal_atom",
-           "median_per_copy", "SMEM_BYTES_PER_CLOCK", "ASSUMED_CLOCK_GHZ"]
+           "median_per_copy", "SMEM_BYTES_PER_CLOCK", "ASSUMED_CLOCK_GHZ", "StageCost", "stage_costs", "LdStCost",
+           "ldst_costs"]
 
 SMEM_BYTES_PER_CLOCK = 128     # B200 shared-memory read bandwidth per SM (inferred, not an NVIDIA specification)
 ASSUMED_CLOCK_GHZ = 1.9        # for the nanosecond column only
@@ -113,6 +114,50 @@ def stage_costs(cases, arch: str = "sm_100a") -> list[StageCost]:
     costs = issue_costs(flat, arch)
     n = len(cases)
     return [StageCost(label, costs[k].other, costs[n + k].other) for k, (label, _, _) in enumerate(cases)]
+
+
+@attrs.frozen
+class LdStCost:
+    """A tcgen05.ld/st plan's SASS: its LDTM/STTM ops against the argued lower bound, and the other instructions
+    its call adds per tcgen05 instruction (a probe kernel minus the same kernel whose registers come from, or go
+    to, an empty asm; global loads and stores of the registers are left out of both)."""
+
+    label: str
+    instructions: int       # planned per warp
+    lower_bound: int
+    sass_ops: int           # LDTM / STTM in the SASS
+    planned_ops: int        # LDTM / STTM the plan predicts (two per .16x32bx2)
+    other: int
+
+    @property
+    def other_per_instruction(self) -> float:
+        return self.other / self.instructions
+
+
+def _ldst_baseline(plan, name: str) -> str:
+    n = plan.registers
+    fake = (f'  for (unsigned i = 0; i < {n}u; ++i) asm volatile("" : "=r"(regs[i]));\n'
+            f"  for (unsigned i = 0; i < {n}u; ++i) data[threadIdx.x * {n}u + i] = regs[i];" if plan.op == "ld" else
+            f"  for (unsigned i = 0; i < {n}u; ++i) regs[i] = data[threadIdx.x * {n}u + i];\n"
+            f'  for (unsigned i = 0; i < {n}u; ++i) asm volatile("" :: "r"(regs[i]));')
+    return (f'extern "C" __global__ void __launch_bounds__({32 * plan.warps}, 1) {probe_entry(name)}(unsigned tmem_base, '
+            f"unsigned* data) {{\n  unsigned regs[{n}];\n{fake}\n}}\n")
+
+
+def ldst_costs(labeled_plans, arch: str = "sm_100a") -> list[LdStCost]:
+    """The SASS cost of every ``(label, TmemCopyPlan)``, compiled as one translation unit."""
+    source = "".join(ldst_probe_source(plan, f"l{k}") + _ldst_baseline(plan, f"b{k}")
+                     for k, (_, plan) in enumerate(labeled_plans))
+    functions = function_instructions(disassemble(compile_cuda(source, arch=arch).cubin))
+    out = []
+    for k, (label, plan) in enumerate(labeled_plans):
+        # the harness's global loads (st) and stores (ld) are the registers' source and sink, not the call's cost
+        probe, base = ([i for i in _counted(functions[probe_entry(f"{p}{k}")]) if not i.startswith(("LDG", "STG"))]
+                       for p in "lb")
+        ops = sum(1 for i in probe if i.startswith(("LDTM", "STTM")))
+        planned = sum(len(i.atom.sass_ops) for i in plan.per_warp)
+        out.append(LdStCost(label, len(plan.per_warp), plan.lower_bound, ops, planned, len(probe) - len(base) - ops))
+    return out
 
 
 def median_per_copy(costs) -> float:

@@ -128,6 +128,11 @@ def _tuplify(x):
     return x
 
 
+def register_clear(clear) -> None:
+    """Have ``clear_caches`` call ``clear`` too (for caches kept outside the memo tables)."""
+    _CLEARS.append(clear)
+
+
 def clear_caches() -> None:
     """Forget every memoised result (for cold-path benchmarks, or to release memory)."""
     for clear in _CLEARS:

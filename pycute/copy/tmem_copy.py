@@ -22,6 +22,7 @@ from ..atoms.tcgen05_ld import TmemLoadAtom, TmemStoreAtom
 from ..errors import PlanError
 from ..int_tuple import as_int
 from ..layout import Layout
+from ..memo import register_clear
 from .tensor import TmemTensor
 from .tmem_cells import QuadrantBlock, TensorCells, tensor_cells
 from .tmem_plan import TmemCopyPlan, TmemLdStInstruction
@@ -106,6 +107,9 @@ def _layout(shape: str, block: QuadrantBlock, width: int, pack: bool, cap: int, 
 @functools.lru_cache(maxsize=None)
 def _atom(op: str, shape: str, num: int, pack: bool):
     return (TmemLoadAtom if op == "ld" else TmemStoreAtom)(shape, num, pack)
+
+
+register_clear(_atom.cache_clear)
 
 
 def _instructions(op: str, cover: _Layout, pack: bool) -> tuple:

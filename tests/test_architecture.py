@@ -120,7 +120,7 @@ FACTS = {
     "TMEM lane shift": (r"LANE_SHIFT =", ["arch/sm100/tmem.py"]),
     "the multicast list": (r"warpx2::0\d_\d\d|\bwarpx4\b", ["arch/sm100/cp_forms.py"]),
     # demo.py declares the article's TMEM tensor (a warpx4 replica) as a user writes it
-    "row -> lane maps": (r"\* (pc \. )?TLane", ["arch/sm100/cp_forms.py", "demo.py"]),
+    "row -> lane maps": (r"\* (pc \. )?TLane", ["arch/sm100/cp_forms.py", "arch/sm100/datapath.py", "demo.py"]),
     # demo.py prints the algebra of Sw<3,4,3> (a layout example, not the descriptor's modes)
     "swizzle modes": (r"Swizzle \( \d , \d , \d \)", ["arch/sm100/swizzle_modes.py", "demo.py"]),
 }

@@ -193,6 +193,8 @@ BAD = {
     "tmem copy half offset past the tensor": (lambda: pc.make_tmem_copy(pc.make_tmem_tensor(
         pc.f32, Layout(((16, 4), 7), ((TLane, 32 * TLane), TCol)), columns=32), shape="16x32bx2"), P,
         "do not split into the two halves"),
+    "tmem copy past the allocation": (lambda: pc.make_tmem_copy(pc.make_tmem_tensor(
+        pc.f32, Layout((128, 48), (TLane, TCol)), columns=32)), P, "run past its 32-column allocation"),
     "tmem copy lane base 8": (lambda: pc.make_tmem_copy(pc.make_tmem_tensor(
         pc.f32, Layout((32, 8), (TLane, TCol)), columns=32)[8:24, :], warps=1), P, "undefined in the PTX text"),
     "tmem copy fragment not a layout": (lambda: pc.make_tmem_copy(pc.mma_accumulator(pc.f32, 128, 32),

@@ -13,7 +13,7 @@ from ..arch.sm100.descriptor import LBO, SBO, START_ADDRESS, SWIZZLE
 from ..arch.sm100.smem import SMEM_MAX_BYTES
 from ..arch.sm100.swizzle_modes import UNIT_BYTES, SwizzleMode
 from ..arch.sm100.tmem import ALLOC_COLUMNS, CELL_BITS, COLUMNS, LANE_SHIFT, LANES, QUADRANT_LANES
-from ..arch.sm100.ldst_shapes import LDST_SHAPES
+from ..arch.sm100.ldst_shapes import LDST_SHAPES, PACK_BITS
 from ..atoms.tcgen05_ld import tmem_ldst_atoms
 from ..compile.nvrtc import include_dir
 from .constants import field_get, swizzle_tables
@@ -84,7 +84,7 @@ def sm100_header() -> str:
         desc_lbo=field_get(LBO, "desc"), desc_sbo=field_get(SBO, "desc"), desc_swizzle=field_get(SWIZZLE, "desc"),
         column_mask=f"0x{(1 << LANE_SHIFT) - 1:X}", window_mask=f"0x{START_ADDRESS.limit - 1:X}",
         code_none=SwizzleMode.NONE.code, unit_bytes=UNIT_BYTES, unit_words=UNIT_BYTES * 8 // CELL_BITS,
-        commit_1=commit_ptx(1), commit_2=commit_ptx(2),
+        commit_1=commit_ptx(1), commit_2=commit_ptx(2), pack_bits=PACK_BITS, pack_mask=f"0x{(1 << PACK_BITS) - 1:X}",
         ldst_tables=_ldst_tables(),
         ldst_functions="\n".join(_ldst(a) for op in ("ld", "st") for a in tmem_ldst_atoms(op)))
 

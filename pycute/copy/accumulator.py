@@ -3,12 +3,12 @@ MMA's own layout (``arch.sm100.datapath``)."""
 from __future__ import annotations
 
 from ..arch.sm100.datapath import DATA_PATHS, data_path
-from ..arch.sm100.tmem import CELL_BITS, TCol, TLane
+from ..arch.sm100.tmem import CELL_BITS, alloc_columns_for
 from ..atoms.tcgen05_cp import check_cta_group
 from ..dtypes import dtype as as_dtype
 from ..errors import PlanError
 from ..int_tuple import as_int
-from ..layout import Layout, make_layout
+from ..layout import Layout
 from .tensor import TmemTensor, make_tmem_tensor
 
 __all__ = ["mma_accumulator", "accumulator_layout"]
@@ -26,16 +26,9 @@ def accumulator_layout(bits: int, m: int, n: int, cta_group: int = 1, ws: bool =
     if path.row_modes is None:
         raise PlanError(f"the accumulator of {path.mma} is Layout {path.letter}, whose lane/column map the sources do "
                         f"not pin down ({path.grade}); pycute refuses it rather than guess")
-    per_cell = CELL_BITS // bits       # a 16-bit value sits alone in its 32-bit cell: 2 elements per column
-    rows = Layout(tuple(e for e, _ in path.row_modes), tuple(s * TLane for _, s in path.row_modes)) \
-        if len(path.row_modes) > 1 else Layout(path.row_modes[0][0], path.row_modes[0][1] * TLane)
-    if path.column_halves:
-        if n % 2:
-            raise PlanError(f"Layout {path.letter} folds N in halves over lanes +64; N={n} is odd")
-        cols = Layout((n // 2, 2), (per_cell * TCol, 64 * TLane))
-    else:
-        cols = Layout(n, per_cell * TCol)
-    return make_layout(rows, cols)
+    if path.column_halves and n % 2:
+        raise PlanError(f"Layout {path.letter} folds N in halves over lanes +64; N={n} is odd")
+    return path.layout(n, CELL_BITS // bits)   # a 16-bit value sits alone in its 32-bit cell: 2 per column
 
 
 def mma_accumulator(dtype, m: int, n: int, cta_group: int = 1, ws: bool = False, columns: int | None = None
@@ -55,6 +48,5 @@ def mma_accumulator(dtype, m: int, n: int, cta_group: int = 1, ws: bool = False,
         raise PlanError(f"N={n} is not an MMA width for cta_group::{cta_group}: {step} to 256 in steps of {step} "
                         f"(docs/tcgen05-mma-operands.md section 7)")
     layout = accumulator_layout(dt.bits, m, n, cta_group, ws)
-    from ..arch.sm100.tmem import alloc_columns_for
     width = (n // 2 if data_path(m, cta_group, ws).column_halves else n)
     return make_tmem_tensor(dt, layout, columns=alloc_columns_for(width) if columns is None else columns)

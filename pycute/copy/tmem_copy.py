@@ -200,6 +200,9 @@ def make_tmem_copy(tensor, op: str = "ld", warps: int = 4, max_registers: int = 
     cells = tensor_cells(tensor, f"make_tmem_copy({op})")
     packed = _pack(cells, pack, op)
     block, groups = _warp_blocks(cells, warps)
+    if tensor.columns is not None and block.column + block.width > tensor.columns:
+        raise PlanError(f"the tensor's columns {block.column}..{block.column + block.width - 1} run past its "
+                        f"{tensor.columns}-column allocation")
     width = block.width // groups
     if fragment is not None:
         from .tmem_match import match_fragment

@@ -16,6 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..arch.sm100.descriptor import START_ADDRESS, SmemDescriptor
+from ..arch.sm100.ldst_shapes import PACK_BITS
 from ..arch.sm100.swizzle_modes import UNIT_BITS, UNIT_BYTES, SwizzleMode
 from ..arch.sm100.tmem import CELL_BITS, COLUMNS, LANES, QUADRANT_LANES, check_alloc_columns, lane_quadrant, split_address
 from ..atoms.tcgen05_cp import Tcgen05CpAtom, parse_cp_ptx
@@ -274,7 +275,8 @@ class Sm100Emulator:
         cells = self._ldst_cells(c, atom, warp, taddr, half_offset)
         words = c.tmem[cells[..., 0], cells[..., 1]].astype(np.uint64)
         if atom.pack:
-            return ((words[..., 0] & 0xFFFF) | ((words[..., 1] & 0xFFFF) << 16)).astype(np.uint32)
+            half = np.uint64((1 << PACK_BITS) - 1)
+            return ((words[..., 0] & half) | ((words[..., 1] & half) << np.uint64(PACK_BITS))).astype(np.uint32)
         return words[..., 0].astype(np.uint32)
 
     def st(self, atom, warp: int, taddr: int, registers, cta: int = 0, half_offset: int | None = None) -> None:
@@ -286,8 +288,9 @@ class Sm100Emulator:
             raise EmulationError(f"{atom.ptx}: {regs.shape} registers given, (32, {atom.registers}) expected")
         cells = self._ldst_cells(c, atom, warp, taddr, half_offset)
         if atom.pack:
-            c.tmem[cells[..., 0, 0], cells[..., 0, 1]] = (regs & 0xFFFF).astype(np.uint32)
-            c.tmem[cells[..., 1, 0], cells[..., 1, 1]] = (regs >> 16).astype(np.uint32)
+            half = np.uint64((1 << PACK_BITS) - 1)
+            c.tmem[cells[..., 0, 0], cells[..., 0, 1]] = (regs & half).astype(np.uint32)
+            c.tmem[cells[..., 1, 0], cells[..., 1, 1]] = (regs >> np.uint64(PACK_BITS)).astype(np.uint32)
         else:
             c.tmem[cells[..., 0, 0], cells[..., 0, 1]] = regs.astype(np.uint32)
 

@@ -6,7 +6,7 @@ import pytest
 import pycute as pc
 from pycute.atoms import TmemLoadAtom, TmemStoreAtom
 from pycute.codegen import include_dir
-from pycute.codegen.header import LDST_NUMS, header_path, ldst_helper, sm100_header
+from pycute.codegen.header import header_path, ldst_helper, sm100_header
 from pycute.compile import compile_cuda
 
 USER = """#include "pycute/sm100.cuh"
@@ -52,8 +52,8 @@ def test_the_real_build_refuses_sm_90a():
         compile_cuda(USER, arch="sm_90a")
 
 
-@pytest.mark.parametrize("num", LDST_NUMS)
-def test_each_ld_st_helper_assembles_to_its_sass(num):
+@pytest.mark.parametrize("num", [1, 2, 4, 8, 16, 32])
+def test_each_32x32b_helper_assembles_to_its_sass(num):
     src = f"""#include "pycute/sm100.cuh"
 extern "C" __global__ void k(unsigned taddr, unsigned* out) {{
   unsigned v[{num}];

@@ -10,7 +10,12 @@ from __future__ import annotations
 
 import attrs
 
-__all__ = ["DataPath", "DATA_PATHS", "data_path"]
+from ...layout import Layout, make_layout
+from .tmem import TCol, TLane
+
+__all__ = ["DataPath", "DATA_PATHS", "data_path", "FOLD_LANES"]
+
+FOLD_LANES = 64       # Layouts B and E put the second half of the columns 64 lanes further
 
 
 @attrs.frozen
@@ -21,6 +26,15 @@ class DataPath:
     grade: str                    # how the map is known
     row_modes: tuple | None       # ((extent, lane stride), ...) of r
     column_halves: bool = False   # columns fold in halves over lanes +64 (Layouts B, E)
+
+    def layout(self, n: int, per_cell: int) -> Layout:
+        """``(rows, N)`` on TLane / TCol, TCol in elements of which ``per_cell`` fill one 32-bit column (a 16-bit
+        accumulator value sits alone in its cell: 2)."""
+        rows = [(e, s * TLane) for e, s in self.row_modes]
+        row = Layout(*rows[0]) if len(rows) == 1 else Layout(tuple(e for e, _ in rows), tuple(d for _, d in rows))
+        cols = Layout((n // 2, 2), (per_cell * TCol, FOLD_LANES * TLane)) if self.column_halves \
+            else Layout(n, per_cell * TCol)
+        return make_layout(row, cols)
 
 
 #: (M, cta_group, ws) -> its data path.

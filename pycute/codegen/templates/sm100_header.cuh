@@ -255,7 +255,8 @@ __device__ void pycute_soft_tcgen05_ldst(int is_st, const unsigned char* lane_ta
     } else {
       unsigned* lo = pycute_soft_cell(img, lane, col0 + 2u * col, what);
       unsigned* hi = pycute_soft_cell(img, lane, col0 + 2u * col + 1u, what);
-      if (is_st) { *lo = r[reg] & 0xFFFFu; *hi = r[reg] >> 16; } else r[reg] = (*lo & 0xFFFFu) | (*hi << 16);
+      if (is_st) { *lo = r[reg] & ${pack_mask}u; *hi = r[reg] >> ${pack_bits}; }
+      else r[reg] = (*lo & ${pack_mask}u) | (*hi << ${pack_bits});
     }
   }
 }

@@ -7,7 +7,7 @@ from .errors import PlanError
 from .int_tuple import as_int
 
 __all__ = ["DType", "u8", "i8", "f8e4m3", "f8e5m2", "bf16", "f16", "f32", "tf32", "u16", "i16", "u32", "i32",
-           "f4e2m1", "f6e2m3", "f6e3m2", "DTYPES", "dtype"]
+           "f4e2m1", "f6e2m3", "f6e3m2", "ue8m0", "ue4m3", "DTYPES", "dtype"]
 
 
 @attrs.frozen(repr=False)
@@ -34,9 +34,11 @@ bf16, f16, u16, i16 = DType("bf16", 16), DType("f16", 16), DType("u16", 16), DTy
 f32, tf32, u32, i32 = DType("f32", 32), DType("tf32", 32), DType("u32", 32), DType("i32", 32)
 # Packed narrow types: the sources of tcgen05.cp's decompression forms (.b4x16_p64, .b6x16_p32).
 f4e2m1, f6e2m3, f6e3m2 = DType("f4e2m1", 4), DType("f6e2m3", 6), DType("f6e3m2", 6)
+# Block-scale factors of tcgen05.mma ... block_scale: an 8-bit exponent, and an unsigned e4m3 (PTX #tcgen05-block-scaling).
+ue8m0, ue4m3 = DType("ue8m0", 8), DType("ue4m3", 8)
 
 DTYPES = {t.name: t for t in (u8, i8, f8e4m3, f8e5m2, bf16, f16, u16, i16, f32, tf32, u32, i32,
-                              f4e2m1, f6e2m3, f6e3m2)}
+                              f4e2m1, f6e2m3, f6e3m2, ue8m0, ue4m3)}
 _ALIASES = {"uint8": u8, "int8": i8, "float8_e4m3fn": f8e4m3, "float8_e5m2": f8e5m2, "bfloat16": bf16,
             "float16": f16, "half": f16, "float32": f32, "float": f32, "uint16": u16, "int16": i16,
             "uint32": u32, "int32": i32}

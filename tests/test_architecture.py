@@ -24,7 +24,7 @@ LAYERS = [
     {"swizzle", "parse"},
     {"arch"},
     {"atoms"},
-    {"copy"},
+    {"copy", "mma"},
     {"codegen"},
     {"sim"},
     {"cost", "viz"},

@@ -1,0 +1,4 @@
+"""Feeding tcgen05.mma: operand descriptors from layouts (``make_umma_desc``), the instruction descriptor
+(``make_instr_desc``), and block-scale factors where the MMA reads them (``scale_factor_tensor``)."""
+from .instr import InstrDescriptor, make_instr_desc
+from .operand import UmmaDescriptor, make_umma_desc

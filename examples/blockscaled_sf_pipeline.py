@@ -1,7 +1,10 @@
-"""The scale-factor path of an MXF8 block-scaled GEMM, composed from pycute: no hand-written tcgen05 PTX.
+"""The scale-factor path of a block-scaled GEMM (MXF8, or NVFP4), composed from pycute: no hand-written tcgen05 PTX.
 
 * One TMEM allocation holds the accumulator (128 lanes x 256 f32 columns), SFA (128 rows) and SFB (256 rows), each
-  SF tensor replicated to all four lane quadrants as ``tcgen05.mma ... block_scale`` reads them.
+  SF tensor placed where ``tcgen05.mma ... block_scale`` reads it (``pycute.mma.scale_factor_tensor``: replicated
+  to all four lane quadrants, a column per 32 rows, the SF id as the byte) and every copy checked against that
+  placement (``check_scale_factor_copy``). A k-block stage is 4 MMAs of kind::mxf8f6f4 (scale_vec::1X, SF ids
+  0-3) or one of kind::mxf4nvf4 (scale_vec::4X, SF id 0).
 * SFA and SFB sit in a 4-stage shared-memory pipeline (128 rows x 4 UE8M0 per k-block; DeepGEMM's layout: the 16
   bytes of row ``r`` hold the SF words of rows ``r, r+32, r+64, r+96``).
 * Every k-block the MMA warp copies stage ``kb % 4`` with the generated functions, which take ``stage`` at run
@@ -20,6 +23,7 @@ import numpy as np
 import pycute as pc
 from pycute import Layout, TCol, TLane
 from pycute.codegen.header import ldst_helper
+from pycute.mma import check_scale_factor_copy, scale_factor_tensor
 
 STAGES = 4
 K_BLOCKS = 8          # two passes over the pipeline
@@ -33,23 +37,27 @@ def sf_smem(rows: int):
     return pc.make_smem_tensor(pc.u8, layout)[:, :, pc.dynamic("stage")]
 
 
-def sf_tmem_layout(rows: int):
-    """Row r, SF j -> lane r % 32, byte 4*(r//32) + j (one 32-bit column per 32 rows)."""
-    return Layout(((32, 4, rows // 128), SF_PER_ROW), ((TLane, 4 * TCol, 16 * TCol), TCol))
+#: kind -> (MMAs per k-block stage, scale_vec): 4 UE8M0 bytes a row either way.
+KINDS = {"mxf8f6f4": (4, 1), "mxf4nvf4": (1, 4)}
 
 
 class SfPipeline:
-    """The example for ``cta_group`` 1 or 2: its allocation, plans, CUDA source and expected readback."""
+    """The example for ``cta_group`` 1 or 2 and a block-scaled ``kind``: its allocation, plans (checked where the
+    MMA reads the SFs), CUDA source and expected readback."""
 
-    def __init__(self, cta_group: int = 2):
-        self.cta_group = cta_group
+    def __init__(self, cta_group: int = 2, kind: str = "mxf8f6f4"):
+        self.cta_group, self.kind = cta_group, kind
+        mmas, scale_vec = KINDS[kind]
         self.alloc = pc.TmemAllocation(cta_group=cta_group)
         self.acc = self.alloc.add(pc.f32, Layout((128, 256), (TLane, TCol)), name="accumulator")
-        quadrants = Layout(4, 32 * TLane)
-        self.sfa = self.alloc.add(pc.u8, sf_tmem_layout(128), replica=quadrants, name="sfa")
-        self.sfb = self.alloc.add(pc.u8, sf_tmem_layout(256), replica=quadrants, name="sfb")
+        self.sf = {rows: scale_factor_tensor(kind, rows, mmas=mmas, scale_vec=scale_vec) for rows in (128, 256)}
+        self.sfa = self.alloc.add(pc.u8, self.sf[128].tensor.layout, replica=self.sf[128].tensor.replica, name="sfa")
+        self.sfb = self.alloc.add(pc.u8, self.sf[256].tensor.layout, replica=self.sf[256].tensor.replica, name="sfb")
         self.sfa_plan = pc.make_tiled_copy(self.sfa, sf_smem(128), cta_group=cta_group)
         self.sfb_plan = pc.make_tiled_copy(self.sfb, sf_smem(256), cta_group=cta_group)
+        for plan, rows in ((self.sfa_plan, 128), (self.sfb_plan, 256)):
+            for stage in range(STAGES):
+                check_scale_factor_copy(plan.at(stage=stage), self.sf[rows])
 
     @property
     def ctas(self) -> int:

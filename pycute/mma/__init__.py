@@ -2,3 +2,4 @@
 (``make_instr_desc``), and block-scale factors where the MMA reads them (``scale_factor_tensor``)."""
 from .instr import InstrDescriptor, make_instr_desc
 from .operand import UmmaDescriptor, make_umma_desc
+from .scale import ScaleFactorTensor, check_scale_factor_copy, scale_factor_tensor

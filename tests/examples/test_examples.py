@@ -42,6 +42,27 @@ def test_every_stage_of_the_sf_pipeline_emulates_bit_exactly(cta_group):
             pc.verify_plan(plan, seed=stage, stage=stage)
 
 
+@pytest.mark.parametrize("kind", ["mxf8f6f4", "mxf4nvf4"])
+@pytest.mark.parametrize("cta_group", [1, 2])
+def test_the_sf_copies_land_where_the_block_scaled_mma_reads_them(kind, cta_group):
+    example = SfPipeline(cta_group, kind)            # checks every stage of SFA and SFB on construction
+    assert example.sf[128].scale_vec == (1 if kind == "mxf8f6f4" else 4)
+    assert [example.sf[128].sf_id(i) for i in range(example.sf[128].mmas)] == \
+        ([0, 1, 2, 3] if kind == "mxf8f6f4" else [0])
+
+
+def test_a_wrong_sf_placement_is_refused_naming_the_row_slot_and_byte():
+    import pycute as pc
+    from pycute.mma import check_scale_factor_copy, scale_factor_tensor
+    # the four SF bytes of a row in four consecutive columns instead of one cell
+    dst = pc.make_tmem_tensor(pc.u8, pc.Layout(((32, 4), 4), ((pc.TLane, pc.TCol), 4 * pc.TCol)),
+                              replica=pc.Layout(4, 32 * pc.TLane), columns=32)
+    plan = pc.make_tiled_copy(dst, pc.make_smem_tensor(pc.u8, pc.Layout(((32, 4), 4), ((16, 1), 4))))
+    with pytest.raises(pc.PlanError, match="row 32, k-block slot 0: the copy writes lane 0 column 0 byte 1, but "
+                                           "kind::mxf8f6f4 reads it at lane 0 column 1 byte 0"):
+        check_scale_factor_copy(plan, scale_factor_tensor("mxf8f6f4", 128, mmas=4))
+
+
 def test_the_q_tile_holds_four_128x256b_copies_and_one_commit():
     example = QTile()
     h = example.compile("sm_100a").histogram()

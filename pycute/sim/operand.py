@@ -12,6 +12,7 @@ import numpy as np
 
 from ..arch.sm100.descriptor import SmemDescriptor
 from ..arch.sm100.swizzle_modes import SwizzleMode
+from ..copy.reference import smem_element_offsets
 from ..errors import EmulationError
 from ..mma.operand import UmmaDescriptor, canonical_offsets
 
@@ -54,14 +55,13 @@ def verify_operand(udesc: UmmaDescriptor, seed: int = 0, smem_base: int = 0) -> 
     t = udesc.tensor
     if smem_base % max(udesc.descriptor.swizzle.period, 16) and udesc.descriptor.swizzle is not SwizzleMode.NONE:
         raise EmulationError(f"smem_base {smem_base:#x} is not aligned to the swizzle period")
-    size = udesc.start_offset + int(np.max(t.layout[0].cosize() + t.layout[1].cosize())) * t.bits // 8 + 4096
+    size = (int(smem_element_offsets(t).max()) + 1) * t.bits // 8 + 4096
     image = np.random.default_rng(seed).integers(0, 256, -(-size // 1024) * 1024, dtype=np.uint8)
     mn, kmma = udesc.mn, udesc.k_per_mma
+    elements = smem_element_offsets(t).reshape(udesc.k, mn).T      # (m, k) -> swizzled element offset
     for j in range(udesc.k_blocks):
         got = mma_operand(udesc.encode(smem_base, j), udesc.major, mn, kmma, t.bits, image, smem_base)
-        m, k = np.meshgrid(np.arange(mn), np.arange(kmma) + j * kmma, indexing="ij")
-        elem = np.vectorize(lambda a, b: t.element_offset(int(a), int(b)))(m, k)
-        want = _read_bits(image, elem * t.bits, t.bits)
+        want = _read_bits(image, elements[:, j * kmma:(j + 1) * kmma] * t.bits, t.bits)
         bad = np.argwhere(got != want)
         if bad.size:
             a, b = (int(x) for x in bad[0])

@@ -29,7 +29,10 @@ from .copy import (CopyPlan, SmemTensor, TmemAllocation, TmemCopyPlan, TmemTenso
                    make_smem_tensor, make_tiled_copy, make_tmem_copy, make_tmem_tensor, mma_accumulator)
 from . import compile  # pycute.compile (NVRTC, cache, SASS), reachable as pc.compile
 from . import codegen  # registers plan.cuda()
+from .mma import (InstrDescriptor, ScaleFactorTensor, UmmaDescriptor, check_scale_factor_copy, make_instr_desc,
+                  make_umma_desc, scale_factor_tensor)
 from .sim import verify_plan, verify_tmem_copy
+from .sim.operand import reference_mma, verify_operand
 from .viz import draw_layout, draw_plan, draw_smem, layout_grid, print_layout
 
 __version__ = "0.1.0"
@@ -56,6 +59,9 @@ __all__ = [
     "dynamic", "TmemAllocation", "TmemTensor", "SmemTensor",
     # TMEM <-> registers
     "make_tmem_copy", "TmemCopyPlan", "mma_accumulator", "verify_tmem_copy",
+    # feeding tcgen05.mma
+    "make_umma_desc", "UmmaDescriptor", "make_instr_desc", "InstrDescriptor", "scale_factor_tensor",
+    "ScaleFactorTensor", "check_scale_factor_copy", "verify_operand", "reference_mma",
     # pictures
     "print_layout", "layout_grid", "draw_layout", "draw_smem", "draw_plan",
 ]

@@ -54,21 +54,25 @@ ISSUE_MODES = {
 }
 
 
-def helper_name(atom) -> str:
-    """``pycute_tcgen05_cp_64x128b_warpx2_02_13_cg1``: the wrapper for one PTX form."""
-    return "pycute_tcgen05_cp_" + re.sub(r"[^0-9A-Za-z]+", "_", atom.name) + f"_cg{atom.cta_group}"
+def helper_name(atom, decompress: str | None = None) -> str:
+    """``pycute_tcgen05_cp_64x128b_warpx2_02_13_cg1``: the wrapper for one PTX form (``_b4x16_p64`` with
+    decompression)."""
+    fmt = "_" + decompress.split(".")[-1] if decompress else ""
+    return "pycute_tcgen05_cp_" + re.sub(r"[^0-9A-Za-z]+", "_", atom.name) + f"_cg{atom.cta_group}" + fmt
 
 
-def helper_guard(atom) -> str:
+def helper_guard(atom, decompress: str | None = None) -> str:
     """The include guard of ``helper_name(atom)``; defining it first lets a test kernel supply its own wrapper."""
-    return helper_name(atom).upper()
+    return helper_name(atom, decompress).upper()
 
 
-def emit_helpers(atoms) -> str:
+def emit_helpers(atoms, decompress: str | None = None) -> str:
     """One wrapper per form, each behind an include guard (the shared helpers are in ``pycute/sm100.cuh``)."""
-    return "\n".join(render("cp_wrapper.cuh", guard=helper_guard(atom), helper=helper_name(atom), ptx=atom.ptx,
-                            rows=atom.rows, bits=atom.bits, units=atom.units, replicas=atom.replicas,
-                            cta_group=atom.cta_group, lane_table=lane_table(atom)).rstrip("\n")
+    return "\n".join(render("cp_wrapper.cuh", guard=helper_guard(atom, decompress),
+                            helper=helper_name(atom, decompress),
+                            ptx=atom.ptx + (f".{decompress}" if decompress else ""), rows=atom.rows, bits=atom.bits,
+                            units=atom.units, replicas=atom.replicas, cta_group=atom.cta_group,
+                            lane_table=lane_table(atom), fp4=int(decompress is not None)).rstrip("\n")
                      for atom in sorted(set(atoms), key=lambda a: (a.cta_group, a.name)))
 
 
@@ -96,7 +100,8 @@ def _summary(plan: CopyPlan, explain: bool) -> str:
     if explain:
         return "\n".join("// " + line if line else "//" for line in plan.explain().splitlines())
     a, d, n = plan.atom, plan.descriptor, len(plan.instructions)
-    lines = [f"// {n} x {a.ptx} ({a.bytes} B each; lower bound over all forms {plan.lower_bound})",
+    ptx = a.ptx + (f".{plan.decompress}" if plan.decompress else "")
+    lines = [f"// {n} x {ptx} ({a.bytes} B each; lower bound over all forms {plan.lower_bound})",
              f"// descriptor: swizzle {d.swizzle.name}, LBO {d.lbo} B, SBO {d.sbo} B, template {d.encode():#018x}",
              f"// src {plan.src!r}", f"// dst {plan.dst!r}"]
     for c in plan.dynamic:
@@ -106,7 +111,7 @@ def _summary(plan: CopyPlan, explain: bool) -> str:
 
 
 def _copies(plan: CopyPlan, taddr: str) -> str:
-    n, helper, unit = len(plan.instructions), helper_name(plan.atom), START_ADDRESS.unit
+    n, helper, unit = len(plan.instructions), helper_name(plan.atom, plan.decompress), START_ADDRESS.unit
     first = plan.instructions[0].smem_offset
     out = []
     for k, inst in enumerate(plan.instructions):
@@ -158,7 +163,7 @@ def emit_device_function(plan: CopyPlan, name: str = "pycute_tcgen05_cp", issue:
     if moving:
         taddr = f"  const unsigned taddr = tmem_base + {_scaled_sum(0, moving)};   // the run-time TMEM step\n"
     params = "".join(f", unsigned {c.name}" for c in plan.dynamic)
-    return render("device_function.cuh", helpers=emit_helpers([atom]), name=name, abi=ABI_VERSION,
+    return render("device_function.cuh", helpers=emit_helpers([atom], plan.decompress), name=name, abi=ABI_VERSION,
                   summary=_summary(plan, explain), convention=convention,
                   commit=_commit_comment(atom.cta_group, guard), prologue=prologue, params=params,
                   swizzle=desc.swizzle.name, lbo=desc.lbo, sbo=desc.sbo, template=f"{desc.encode():016X}",

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..arch.sm100.cp_forms import PAIR_CTA_MASK, commit_ptx
+from ..arch.sm100.cp_forms import FP4_CONTAINER_SHIFT, PAIR_CTA_MASK, commit_ptx
 from ..arch.sm100.descriptor import LBO, SBO, START_ADDRESS, SWIZZLE
 from ..arch.sm100.smem import SMEM_MAX_BYTES
 from ..arch.sm100.swizzle_modes import UNIT_BYTES, SwizzleMode
@@ -84,7 +84,8 @@ def sm100_header() -> str:
         desc_lbo=field_get(LBO, "desc"), desc_sbo=field_get(SBO, "desc"), desc_swizzle=field_get(SWIZZLE, "desc"),
         column_mask=f"0x{(1 << LANE_SHIFT) - 1:X}", window_mask=f"0x{START_ADDRESS.limit - 1:X}",
         code_none=SwizzleMode.NONE.code, unit_bytes=UNIT_BYTES, unit_words=UNIT_BYTES * 8 // CELL_BITS,
-        commit_1=commit_ptx(1), commit_2=commit_ptx(2), pack_bits=PACK_BITS, pack_mask=f"0x{(1 << PACK_BITS) - 1:X}",
+        commit_1=commit_ptx(1), commit_2=commit_ptx(2), fp4_shift=FP4_CONTAINER_SHIFT, fp4_high=FP4_CONTAINER_SHIFT + 3,
+        pack_bits=PACK_BITS, pack_mask=f"0x{(1 << PACK_BITS) - 1:X}",
         ldst_tables=_ldst_tables(),
         ldst_functions="\n".join(_ldst(a) for op in ("ld", "st") for a in tmem_ldst_atoms(op)))
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import attrs
 
+from ..arch.sm100.cp_forms import FP6_REFUSAL
 from ..arch.sm100.descriptor import START_ADDRESS
 from ..arch.sm100.smem import SMEM_MAX_BYTES
 from ..arch.sm100.swizzle_modes import UNIT_BITS, SwizzleMode
@@ -55,9 +56,7 @@ def where(src, dst) -> str:
 
 
 def decompress_refusal(what: str) -> PlanError:
-    return PlanError(f"tcgen05.cp planner does not support decompress ({what}): the container bit placement of "
-                     f".b8x16.b6x16_p32 / .b8x16.b4x16_p64 is not pinned down (the PTX figures are images, and the "
-                     f"public sources disagree)")
+    return PlanError(f"tcgen05.cp does not copy {what} this way: 6-bit sources need .b8x16.b6x16_p32, and {FP6_REFUSAL}")
 
 
 def _flat_coalesced(layout: Layout) -> list:

@@ -87,6 +87,7 @@ class CopyPlan:
     # a reason is any object whose str() is the rule it broke (formatted lazily by the planner)
     dynamic: tuple = ()        # DynamicCoord per run-time coordinate; instructions are those of value 0
     smem_start: int = 0        # the first shared-memory byte the copy reads (of any run-time value)
+    decompress: str | None = None   # the .dst_fmt.src_fmt pair (cp_forms.FP4_DECOMPRESSION) or None
 
     def memo_weight(self) -> int:
         """What a plan holds, for the bounded plan cache: its instructions and partition layouts."""
@@ -142,7 +143,8 @@ class CopyPlan:
             raise PlanError(f"the plan's run-time coordinates need values: {', '.join(missing)}")
         src = self.src.at(**{k: v for k, v in values.items() if k in src_names})
         dst = self.dst.at(**{k: v for k, v in values.items() if k in dst_names})
-        return make_tiled_copy(dst, src, self.cta_group, shape=self.atom.shape, multicast=self.atom.multicast or None)
+        return make_tiled_copy(dst, src, self.cta_group, shape=self.atom.shape, multicast=self.atom.multicast or None,
+                               decompress=self.decompress)
 
     def descriptor_for(self, smem_address: int) -> int:
         """The 64-bit descriptor of an instruction whose start is at shared-window byte ``smem_address`` (a multiple
@@ -212,6 +214,9 @@ class CopyPlan:
             f"  col         {self.col!r}",
             f"  middle      {self.middle!r}",
         ]
+        if self.decompress:
+            lines.append(f"  decompress  .{self.decompress}: each 4-bit element of a 16-byte unit (16 elements, then 8 "
+                         f"bytes of padding) becomes TMEM byte bits [5:2]")
         for d in self.dynamic:
             lines.append(f"  run-time    {d.name} in [0, {d.extent}): +{d.smem_step} B shared memory, "
                          f"+{d.tmem_step:#x} TMEM address per unit (every value planned and checked)")
@@ -227,7 +232,8 @@ class CopyPlan:
         return "\n".join(lines)
 
     def __repr__(self) -> str:
-        head = (f"CopyPlan({self.atom.ptx}, {len(self.instructions)} instr, swizzle {self.descriptor.swizzle.name}, "
+        ptx = self.atom.ptx + (f".{self.decompress}" if self.decompress else "")
+        head = (f"CopyPlan({ptx}, {len(self.instructions)} instr, swizzle {self.descriptor.swizzle.name}, "
                 f"LBO {self.descriptor.lbo} B, SBO {self.descriptor.sbo} B)")
         rows = [f"  {'#':>3}  {'tmem lane':>9}  {'tmem col':>8}  {'smem +B':>8}"]
         rows += [f"  {k:>3}  {i.lane:>9}  {i.column:>8}  {i.smem_offset:>8}" for k, i in enumerate(self.instructions)]

@@ -13,6 +13,7 @@ import itertools
 
 import attrs
 
+from ..arch.sm100.cp_forms import FP4_DECOMPRESSION, FP6_DECOMPRESSION, FP6_REFUSAL
 from ..arch.sm100.descriptor import SmemDescriptor
 from ..arch.sm100.tmem import CELL_BITS, LANE_SHIFT
 from ..atoms.tcgen05_cp import Tcgen05CpAtom, check_cta_group, cp_candidates
@@ -21,6 +22,7 @@ from ..errors import PlanError
 from ..layout import Layout, _mk
 from ..memo import memo
 from . import rules
+from .decompress import unpadded_source
 from .joint import Prepared, decompress_refusal, prepare, where
 from .plan import CopyPlan, DynamicCoord
 from .tensor import SmemTensor, TmemTensor
@@ -78,9 +80,17 @@ def _check_kinds(dst, src) -> None:
         raise TypeError(f"make_tiled_copy: dst must be a TMEM tensor (make_tmem_tensor), got {dst!r}")
 
 
-def _check_envelope(dst: TmemTensor, src: SmemTensor) -> None:
-    if src.bits != dst.bits:
-        if src.bits in (4, 6) and dst.bits == 8:
+def _check_envelope(dst: TmemTensor, src: SmemTensor, decompress: str | None) -> None:
+    if decompress == FP4_DECOMPRESSION:
+        if src.bits != 4 or dst.bits != 8:
+            raise PlanError(f".b8x16.b4x16_p64 expands 4-bit elements into 8-bit TMEM bytes; the copy is "
+                            f"{src.dtype.name} -> {dst.dtype.name}{where(src, dst)}")
+    elif src.bits != dst.bits:
+        if src.bits == 4 and dst.bits == 8:
+            raise PlanError(f"element widths differ: {src.dtype.name} -> {dst.dtype.name}; to expand each 4-bit "
+                            f"element into a TMEM byte pass decompress='b4x16_p64' (the source then holds 16 elements "
+                            f"and 8 bytes of padding per 16-byte unit){where(src, dst)}")
+        if src.bits == 6 and dst.bits == 8:
             raise PlanError(f"{decompress_refusal(f'{src.dtype.name} -> {dst.dtype.name}')}{where(src, dst)}")
         raise PlanError(f"element widths differ: src {src.dtype.name} ({src.bits} bits) vs dst {dst.dtype.name} "
                         f"({dst.bits} bits); only same-width reinterpretation is allowed{where(src, dst)}")
@@ -90,10 +100,10 @@ def _check_envelope(dst: TmemTensor, src: SmemTensor) -> None:
 
 
 @memo
-def _plan(dst, src, cta_group, shape, multicast):
+def _plan(dst, src, cta_group, shape, multicast, decompress=None):
     candidates = cp_candidates(cta_group, shape, multicast)
-    _check_envelope(dst, src)
-    prepared = prepare(src, dst)
+    _check_envelope(dst, src, decompress)
+    prepared = prepare(unpadded_source(src, "tcgen05.cp .b8x16.b4x16_p64") if decompress else src, dst)
     rejected = []
     for atom in candidates:
         try:
@@ -101,6 +111,9 @@ def _plan(dst, src, cta_group, shape, multicast):
         except rules.Reject as why:
             rejected.append((atom.name, why))
             continue
+        if decompress:
+            plan = attrs.evolve(plan, src=src, decompress=decompress, instructions=tuple(
+                attrs.evolve(i, ptx=f"{i.ptx}.{decompress}") for i in plan.instructions))
         return attrs.evolve(plan, rejected=tuple(rejected))
     if len(candidates) == 1:
         raise PlanError(f"{candidates[0].ptx}: {rejected[0][1]}{where(src, dst)}")
@@ -145,7 +158,7 @@ def _shifted(base: CopyPlan, other: CopyPlan, smem: int, tmem: int) -> bool:
 
 
 @memo
-def _plan_dynamic(dst, src, cta_group, shape, multicast):
+def _plan_dynamic(dst, src, cta_group, shape, multicast, decompress=None):
     """A plan whose run-time coordinates take every value of their extents: each value is planned statically and must
     be value 0's plan shifted by the coordinate's steps (one device function serves them all)."""
     coords = _coordinates(dst, src)
@@ -165,7 +178,8 @@ def _plan_dynamic(dst, src, cta_group, shape, multicast):
         label = ", ".join(f"{n}={v}" for n, v in at.items())
         try:
             plan = _plan(dst.at(**{k: v for k, v in at.items() if k in dst_names}),
-                         src.at(**{k: v for k, v in at.items() if k in src_names}), cta_group, shape, multicast)
+                         src.at(**{k: v for k, v in at.items() if k in src_names}), cta_group, shape, multicast,
+                         decompress)
         except PlanError as e:
             raise PlanError(f"at {label}: {e}") from None
         if base is None:
@@ -184,16 +198,31 @@ def _plan_dynamic(dst, src, cta_group, shape, multicast):
     return attrs.evolve(base, src=src, dst=dst, dynamic=dynamic, smem_start=smem_start, smem_end=smem_end)
 
 
+def _decompression(decompress) -> str | None:
+    """The .dst_fmt.src_fmt pair of ``decompress`` (``"b4x16_p64"`` or its full name), None for none."""
+    if decompress is None:
+        return None
+    if not isinstance(decompress, str):
+        raise TypeError(f"make_tiled_copy: decompress must be a string or None, got {decompress!r}")
+    full = decompress if decompress.startswith("b8x16.") else f"b8x16.{decompress}"
+    if full == FP4_DECOMPRESSION:
+        return full
+    if full == FP6_DECOMPRESSION:
+        raise PlanError(f"decompress={decompress!r}: {FP6_REFUSAL}")
+    raise PlanError(f"decompress={decompress!r}: tcgen05.cp decompresses {FP4_DECOMPRESSION.split('.')[1]} "
+                    f"(and, refused, {FP6_DECOMPRESSION.split('.')[1]})")
+
+
 def make_tiled_copy(dst, src, cta_group: int = 1, shape: str | None = None, multicast: str | None = None,
                     decompress: str | None = None) -> CopyPlan:
     """Plan ``src`` (shared memory) -> ``dst`` (TMEM) with the fewest ``tcgen05.cp`` instructions.
 
     Without ``shape``, forms are tried widest first and the first that fits wins; ``multicast`` alone filters the
-    candidates. Raises ``PlanError`` naming the broken rule, the values and both tensors. Repeated requests are
+    candidates. ``decompress="b4x16_p64"`` expands each 4-bit element of a padded source (16 elements, then 8
+    bytes of padding, per 16-byte unit) into a TMEM byte (``.b8x16.b4x16_p64``). Raises ``PlanError`` naming the broken rule, the values and both tensors. Repeated requests are
     served from a cache.
     """
-    if decompress is not None:
-        raise decompress_refusal(repr(decompress))
+    decompress = _decompression(decompress)
     cta_group = check_cta_group(cta_group)
     for name, value in (("shape", shape), ("multicast", multicast)):
         if value is not None and not isinstance(value, str):
@@ -204,5 +233,5 @@ def make_tiled_copy(dst, src, cta_group: int = 1, shape: str | None = None, mult
                         f"allocation, but the copy is cta_group::{cta_group} (all tcgen05 instructions of a kernel "
                         f"use one cta_group){where(src, dst)}")
     if src.dynamic or dst.dynamic:
-        return _plan_dynamic(dst, src, cta_group, shape, multicast)
-    return _plan(dst, src, cta_group, shape, multicast)
+        return _plan_dynamic(dst, src, cta_group, shape, multicast, decompress)
+    return _plan(dst, src, cta_group, shape, multicast, decompress)

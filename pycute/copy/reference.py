@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..arch.sm100.cp_forms import FP4_CONTAINER_SHIFT, FP4_DECOMPRESSION
 from ..arch.sm100.tmem import CELL_BITS
+from ..errors import PlanError
 from ..basis import basis_get
 from ..int_tuple import flatten
 from ..layout import Layout
@@ -31,6 +33,8 @@ def layout_values(layout: Layout, axis=None) -> np.ndarray:
 
 def smem_element_offsets(src: SmemTensor) -> np.ndarray:
     """The (swizzled) element offset from the buffer base of every element of the region, in logical order."""
+    if src.dynamic:
+        raise PlanError("the tensor has run-time coordinates; give a value (tensor.at(...))")
     linear = src.offset + layout_values(src.layout)
     return src.swizzle(linear) if src.swizzle is not None else linear
 
@@ -42,11 +46,15 @@ def smem_bytes_needed(src: SmemTensor) -> int:
     return -(-nbytes // 1024) * 1024
 
 
-def expected_tmem(src: SmemTensor, dst: TmemTensor, smem: np.ndarray, tmem: np.ndarray, tmem_base_col: int):
+def expected_tmem(src: SmemTensor, dst: TmemTensor, smem: np.ndarray, tmem: np.ndarray, tmem_base_col: int,
+                  decompress: str | None = None):
     """Write into ``tmem`` (lanes x 512 uint32) what copying ``src`` to ``dst`` must leave there.
 
-    ``smem`` is the buffer's bytes from its base; ``tmem_base_col`` is the allocation's first column.
+    ``smem`` is the buffer's bytes from its base; ``tmem_base_col`` is the allocation's first column. With
+    ``decompress`` (``.b8x16.b4x16_p64``) each 4-bit element becomes the TMEM byte ``code << 2``.
     """
+    if src.dynamic or dst.dynamic:
+        raise PlanError("expected_tmem: the tensors have run-time coordinates; give a value (tensor.at(...))")
     bits = src.bits
     elem = smem_element_offsets(src)
     bit = elem * bits
@@ -55,6 +63,8 @@ def expected_tmem(src: SmemTensor, dst: TmemTensor, smem: np.ndarray, tmem: np.n
         word |= smem[bit // 8 + k].astype(np.uint64) << np.uint64(8 * k)
     if bits < 8:
         word = (word >> (bit % 8).astype(np.uint64)) & np.uint64((1 << bits) - 1)
+    if decompress == FP4_DECOMPRESSION:
+        word, bits = word << np.uint64(FP4_CONTAINER_SHIFT), dst.bits
     lanes = dst.lane_offset + layout_values(dst.layout, "TLane")
     cols = dst.col_offset + layout_values(dst.layout, "TCol")
     col32 = tmem_base_col + cols * bits // CELL_BITS

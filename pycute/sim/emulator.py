@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..arch.sm100.cp_forms import (DECOMPRESS_ELEMENTS, FP4_CONTAINER_SHIFT, FP4_DECOMPRESSION, FP6_DECOMPRESSION,
+                                   FP6_REFUSAL)
 from ..arch.sm100.descriptor import START_ADDRESS, SmemDescriptor
 from ..arch.sm100.ldst_shapes import PACK_BITS
 from ..arch.sm100.swizzle_modes import UNIT_BITS, UNIT_BYTES, SwizzleMode
@@ -24,7 +26,7 @@ from ..atoms.tcgen05_ld import TmemLoadAtom
 from ..errors import EmulationError, PlanError
 from ..int_tuple import as_int
 
-__all__ = ["Sm100Emulator", "CtaState", "source_units"]
+__all__ = ["Sm100Emulator", "CtaState", "source_units", "expand_fp4"]
 
 _SMEM_WINDOW = START_ADDRESS.limit   # the descriptor's start field addresses 18 bits of the shared window
 
@@ -51,6 +53,15 @@ def source_units(atom: Tcgen05CpAtom, d: SmemDescriptor, ptx: str = "tcgen05.cp"
     if lin.max() + UNIT_BYTES > _SMEM_WINDOW:
         raise EmulationError(f"{ptx}: source reaches {int(lin.max()) + UNIT_BYTES:#x}, past the 18-bit address field")
     return lin
+
+
+def expand_fp4(rows: np.ndarray) -> np.ndarray:
+    """``.b8x16.b4x16_p64`` on whole 16-byte units: byte i of each unit is element i (bits [4i+3:4i] of bytes 0-7)
+    moved to bits [5:2]; bytes 8-15 are ignored (docs/tcgen05-cp-decompression.md sections 2-3)."""
+    units = rows.reshape(rows.shape[0], -1, UNIT_BYTES)
+    data = units[:, :, :UNIT_BYTES // 2]
+    codes = np.stack([data & 0xF, data >> 4], axis=-1).reshape(units.shape[0], units.shape[1], DECOMPRESS_ELEMENTS)
+    return (codes << FP4_CONTAINER_SHIFT).astype(np.uint8).reshape(rows.shape)
 
 
 class CtaState:
@@ -156,9 +167,8 @@ class Sm100Emulator:
             atom, fmt = parse_cp_ptx(ptx)
         except PlanError as e:
             raise EmulationError(str(e)) from None
-        if fmt is not None:
-            raise EmulationError(f"{ptx}: decompression is not modelled; the container bit position of "
-                                 f".{fmt} is unresolved (ptx-tcgen05.md section 15.3)")
+        if fmt == FP6_DECOMPRESSION:
+            raise EmulationError(f"{ptx}: {FP6_REFUSAL}")
         self._group(atom.cta_group)
         d = SmemDescriptor.decode(desc)
         if d.base_offset != 0:
@@ -178,9 +188,10 @@ class Sm100Emulator:
         else:
             targets = [cta]
         for t in targets:
-            self._cp_one(self.ctas[t], atom, taddr, d, ptx)
+            self._cp_one(self.ctas[t], atom, taddr, d, ptx, fmt)
 
-    def _cp_one(self, c: CtaState, atom: Tcgen05CpAtom, taddr: int, d: SmemDescriptor, ptx: str) -> None:
+    def _cp_one(self, c: CtaState, atom: Tcgen05CpAtom, taddr: int, d: SmemDescriptor, ptx: str,
+                fmt: str | None = None) -> None:
         lane0, col0 = split_address(taddr)
         rows, ncols = atom.rows, atom.columns
         if (col0 * CELL_BITS) % UNIT_BITS:
@@ -195,6 +206,8 @@ class Sm100Emulator:
             raise EmulationError(f"{ptx}: lane field {lane0} puts rows at lane {int(lanes.max())}, past the "
                                  f"{LANES}-lane TMEM")
         data = self._read_rows(c, atom, d, ptx)                       # rows x (16*units) bytes
+        if fmt == FP4_DECOMPRESSION:
+            data = expand_fp4(data)
         words = data.view("<u4").reshape(rows, ncols)
         reps = pattern.shape[1]
         c.pending.append((lanes.reshape(-1), col0, np.repeat(words, reps, axis=0), ptx))

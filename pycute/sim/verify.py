@@ -33,7 +33,8 @@ def verify_plan(plan: CopyPlan, seed: int = 0, smem_base: int = 0, stream=None, 
     base_col = emu.alloc(dst.columns, cta_group=ctas)
     emu.run(plan.stream(smem_base, base_col) if stream is None else stream(smem_base, base_col))
     for c in range(ctas):
-        want = expected_tmem(src, dst, images[c], np.full((LANES, COLUMNS), marker, dtype=np.uint32), base_col)
+        want = expected_tmem(src, dst, images[c], np.full((LANES, COLUMNS), marker, dtype=np.uint32), base_col,
+                             plan.decompress)
         got = emu.tmem_image(c)
         if not np.array_equal(got, want):
             diff = np.argwhere(got != want)[:5]

@@ -209,11 +209,16 @@ def test_lane_offset_that_overflows_the_lane_space():
     assert "lane offset 32" in msg and "src: smem<u8>" in msg and "dst: tmem<u8>" in msg
 
 
-def test_decompression_is_refused():
-    refuses("does not support decompress", *demo(), decompress="b8x16.b4x16_p64")
+def test_fp4_decompression_needs_4_bit_elements_into_bytes_and_fp6_is_refused_with_the_reason():
+    refuses(r"\.b8x16\.b4x16_p64 expands 4-bit elements into 8-bit TMEM bytes; the copy is u8 -> u8", *demo(),
+            decompress="b8x16.b4x16_p64")
     src = make_smem_tensor(pc.f4e2m1, Layout((32, 32), (32, 1)))
     dst = make_tmem_tensor(pc.u8, Layout((32, 32), (TLane, TCol)), replica=Layout(4, 32 * TLane), columns=32)
-    refuses("does not support decompress", dst, src)
+    refuses("pass decompress='b4x16_p64'", dst, src)
+    refuses(r"6-bit container placement -- bits \[5:0\] or \[6:1\]", dst, src, decompress="b6x16_p32")
+    six = make_smem_tensor(pc.f6e2m3, Layout((32, 16), (16, 1)))
+    refuses("6-bit sources need .b8x16.b6x16_p32", make_tmem_tensor(pc.u8, Layout((32, 16), (TLane, TCol)),
+                                                                     replica=Layout(4, 32 * TLane), columns=32), six)
 
 
 def test_core_group_stride_must_be_16b_aligned():

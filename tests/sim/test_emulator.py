@@ -202,10 +202,20 @@ def test_reading_outside_shared_memory_is_refused():
         emu.cp("tcgen05.cp.cta_group::1.128x256b", col, SmemDescriptor(sbo=8192, lbo=16).encode())
 
 
-def test_decompression_is_refused():
+def test_fp6_decompression_is_refused_with_the_reason():
     emu, col = emu_with_alloc()
-    with pytest.raises(EmulationError, match="decompression is not modelled"):
-        emu.cp("tcgen05.cp.cta_group::1.128x256b.b8x16.b4x16_p64", col, SmemDescriptor(sbo=128).encode())
+    with pytest.raises(EmulationError, match="6-bit container placement"):
+        emu.cp("tcgen05.cp.cta_group::1.128x256b.b8x16.b6x16_p32", col, SmemDescriptor(sbo=128).encode())
+
+
+def test_fp4_decompression_puts_element_i_of_bytes_0_7_in_bits_5_2_of_byte_i():
+    emu, col = emu_with_alloc()
+    unit = bytes(range(0x10, 0x18)) + bytes([0xEE] * 8)          # bytes 8-15 are padding
+    emu.write_smem(0, unit * 128)
+    emu.run([("tcgen05.cp.cta_group::1.128x128b.b8x16.b4x16_p64", col, SmemDescriptor(sbo=128).encode())])
+    got = emu.tmem_image()[5, col:col + 4].view(np.uint8)
+    codes = [n for b in unit[:8] for n in (b & 0xF, b >> 4)]   # low nibble first
+    assert list(got) == [c << 2 for c in codes]
 
 
 def test_illegal_form_is_refused():
@@ -264,3 +274,12 @@ def test_multicast_copy_writes_every_lane_exactly_once(atom):
     img = emu.tmem_image()
     assert (img[:, col:col + 4] != 0xDEADBEEF).all() and (img[:, col + 4:] == 0xDEADBEEF).all()
     check(emu, oracle(smem, 0, atom.name, 0, col, 0, 0, 128, 0))
+
+
+def test_fp4_decompression_reproduces_the_published_gb300_measurement():
+    """docs/tcgen05-cp-decompression.md section 2 (PROBE): source bytes 00 01 .. 0f gave these raw TMEM bytes."""
+    emu, col = emu_with_alloc()
+    emu.write_smem(0, bytes(range(16)) * 128)
+    emu.run([("tcgen05.cp.cta_group::1.128x128b.b8x16.b4x16_p64", col, SmemDescriptor(sbo=128).encode())])
+    measured = bytes.fromhex("00 00 04 00 08 00 0c 00 10 00 14 00 18 00 1c 00")
+    assert emu.tmem_image()[0, col:col + 4].tobytes() == measured

@@ -22,11 +22,30 @@ from ...layout import Layout
 from .tmem import TLane
 
 __all__ = ["CpForm", "CP_FORMS", "CTA_GROUPS", "LEGAL_MULTICASTS", "DECOMPRESSIONS", "PAIR_CTA_MASK",
-           "parse_cp_opcode", "commit_ptx"]
+           "parse_cp_opcode", "commit_ptx", "FP4_DECOMPRESSION", "FP6_DECOMPRESSION", "DECOMPRESS_ELEMENTS",
+           "FP4_CONTAINER_SHIFT", "FP6_REFUSAL", "decompression_sass"]
 
 CTA_GROUPS = (1, 2)
 PAIR_CTA_MASK = 0b11      # cta_group::2 commits signal the mbarrier of both CTAs of the pair
-DECOMPRESSIONS = ("b8x16.b6x16_p32", "b8x16.b4x16_p64")   # .dst_fmt.src_fmt pairs [V-PTX]; pycute refuses them
+DECOMPRESSIONS = ("b8x16.b6x16_p32", "b8x16.b4x16_p64")   # .dst_fmt.src_fmt pairs [V-PTX]
+# Decompression (PTX #tcgen05-optional-decompression; docs/tcgen05-cp-decompression.md sections 2-3): a 16-byte
+# source unit holds 16 elements, then padding; each element becomes one TMEM byte. For .b4x16_p64 element i is bits
+# [4i+3:4i] of bytes 0-7 (bytes 8-15 are ignored) and lands in bits [5:2] of its byte, the others zero: measured on
+# GB300 for codes 0-7 and stated by CUTLASS; that the sign bit (code bit 3) lands at bit 5 is inferred.
+FP4_DECOMPRESSION = "b8x16.b4x16_p64"
+FP6_DECOMPRESSION = "b8x16.b6x16_p32"
+DECOMPRESS_ELEMENTS = 16
+FP4_CONTAINER_SHIFT = 2
+FP6_REFUSAL = ("the 6-bit container placement -- bits [5:0] or [6:1] of the TMEM byte -- is not pinned by any public "
+               "source (the PTX figures are images; CUTLASS's docstring and the indirect evidence disagree: "
+               "docs/tcgen05-cp-decompression.md section 3.2), so pycute refuses .b8x16.b6x16_p32 rather than guess; "
+               "tests/gpu/test_decompression_probe.py settles it on an sm_100 machine")
+_DECOMPRESSION_SASS = {FP4_DECOMPRESSION: ".U4x16P64", FP6_DECOMPRESSION: ".U6x16P32"}
+
+
+def decompression_sass(fmt: str | None) -> str:
+    """The UTCCP suffix ptxas gives a decompressing copy (toolchain notes: ``.U4x16P64`` / ``.U6x16P32``)."""
+    return _DECOMPRESSION_SASS[fmt] if fmt else ""
 
 
 @attrs.frozen

@@ -186,11 +186,12 @@ __device__ unsigned pycute_soft_mapa(unsigned addr, unsigned rank) {
   return r;
 }
 
-// tcgen05.cp (ptx-tcgen05 notes in docs/: the K-major canonical walk of 8-row core groups, the swizzle on absolute
-// address bits, each row written to the lanes its form's table lists, `lanes` rows x replicas, row-major);
-// cta_group 2 copies each CTA's shared memory into its own TMEM image.
+// tcgen05.cp (docs/: the K-major canonical walk of 8-row core groups, the swizzle on absolute address bits, each
+// row written to the lanes its form's table lists, `lanes` rows x replicas, row-major); cta_group 2 copies each
+// CTA's shared memory into its own TMEM image. `fp4`: .b8x16.b4x16_p64, element i of a unit (bits [4i+3:4i] of
+// bytes 0-7) becomes byte i, shifted to bits [${fp4_high}:${fp4_shift}], bytes 8-15 ignored.
 __device__ void pycute_soft_tcgen05_cp(int rows, int units, int replicas, const unsigned char* lanes, int cta_group,
-                                       unsigned taddr, unsigned long long desc) {
+                                       unsigned taddr, unsigned long long desc, int fp4) {
   const unsigned start = ${desc_start};
   const unsigned lbo = ${desc_lbo};
   const unsigned sbo = ${desc_sbo};
@@ -207,13 +208,22 @@ __device__ void pycute_soft_tcgen05_cp(int rows, int units, int replicas, const 
       for (unsigned u = 0; u < unsigned(units); ++u) {
         const unsigned lin = start + (r % 8) * pitch + (r / 8) * sbo + u * (sw == ${code_none} ? lbo : ${unit_bytes}u);
         const unsigned phys = lin ^ (shift >= 0 ? (lin & mask) >> shift : (lin & mask) << -shift);
-        for (unsigned k = 0; k < ${unit_words}u; ++k) {      // the 16-byte unit's 32-bit words, in column order
-          unsigned word;
-          asm volatile("ld.shared::cluster.u32 %0, [%1];" : "=r"(word)
+        unsigned words[${unit_words}];                        // the 16-byte unit's 32-bit words, in column order
+        for (unsigned k = 0; k < ${unit_words}u; ++k)
+          asm volatile("ld.shared::cluster.u32 %0, [%1];" : "=r"(words[k])
                        : "r"(pycute_soft_mapa(window_hi | (phys + 4u * k), cta)) : "memory");
-          for (int l = 0; l < replicas; ++l)
-            *pycute_soft_cell(img, lane0 + lanes[r * replicas + l], col0 + ${unit_words}u * u + k, "tcgen05.cp") = word;
+        if (fp4) {
+          const unsigned long long data = words[0] | (static_cast<unsigned long long>(words[1]) << 32);
+          for (unsigned k = 0; k < ${unit_words}u; ++k) {
+            unsigned out = 0;
+            for (unsigned b = 0; b < 4u; ++b)
+              out |= unsigned((data >> (4u * (4u * k + b))) & 0xFull) << (${fp4_shift}u + 8u * b);
+            words[k] = out;
+          }
         }
+        for (unsigned k = 0; k < ${unit_words}u; ++k)
+          for (int l = 0; l < replicas; ++l)
+            *pycute_soft_cell(img, lane0 + lanes[r * replicas + l], col0 + ${unit_words}u * u + k, "tcgen05.cp") = words[k];
       }
     }
   }

@@ -109,7 +109,7 @@ def _scale(k: MmaKind, scale_type, scale_vec, sfa_id: int, sfb_id: int) -> tuple
     scale_type = (next(iter(k.scale_types)) if len(k.scale_types) == 1 else "ue4m3") if scale_type is None \
         else _name(scale_type, "scale_type")
     if scale_type not in k.scale_types:
-        raise DescriptorError(f"kind::{k.name} scales with {', '.join(k.scale_types)}, not {scale_type!r}")
+        raise DescriptorError(f"kind::{k.name} scales with {', '.join(k.scale_types)}, not {scale_type}")
     if scale_vec is None:
         scale_vec = 4 if scale_type == "ue4m3" else k.scale_vecs[0]
     if scale_vec not in k.scale_vecs or (scale_type == "ue4m3" and scale_vec != 4):

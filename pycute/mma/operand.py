@@ -156,9 +156,11 @@ def _check_dtype(major: str, mode: SwizzleMode, name: str, bits: int, kind) -> N
 def _check_alignment(tensor: SmemTensor, mode: SwizzleMode) -> None:
     if mode is SwizzleMode.NONE:
         return
-    period = mode.period if mode is not SwizzleMode.B128_BASE32B else 1024
+    period = mode.period
     start = tensor.offset * tensor.bits // 8
-    if tensor.base_align % period or start % period:
+    # The atoms' rows must start on the pattern; an offset inside the first row (a K slice) is the k-block
+    # advance's own mechanism (the XOR anchors on absolute address bits, base offset 0).
+    if tensor.base_align % period or start % period >= mode.row_pitch:
         raise DescriptorError(f"make_umma_desc: the tile starts {start} B into a buffer aligned to "
                               f"{tensor.base_align} B; its {mode.label} atoms must start on the {period} B swizzle "
                               f"pattern (base offset 0 is the only one pycute writes: its other values are "
@@ -214,8 +216,10 @@ def make_umma_desc(smem_tensor, major: str | None = None, kind: str | None = Non
                                   f"descriptor cannot read it")
         if start % (UNIT_BYTES * 8):
             raise DescriptorError(f"make_umma_desc: k-block {j} starts at bit {start}, not on a 16-byte unit")
-        if maj == "K" and mode is not SwizzleMode.NONE and (start // 8) % mode.row_pitch + K_BYTES > mode.row_pitch:
-            raise DescriptorError(f"make_umma_desc: k-block {j} starts {start // 8} B into the tile and would cross "
-                                  f"a {mode.row_pitch} B swizzle row")
+        begin = t.offset * bits // 8 + start // 8          # from the buffer base
+        if maj == "K" and mode is not SwizzleMode.NONE and begin % mode.row_pitch + K_BYTES > mode.row_pitch:
+            raise DescriptorError(f"make_umma_desc: k-block {j} starts at byte {begin} of the buffer, "
+                                  f"{begin % mode.row_pitch} B into a {mode.row_pitch} B swizzle row, and its "
+                                  f"{K_BYTES} B would cross it")
         offsets.append(start // 8)
     return UmmaDescriptor(SmemDescriptor(0, lbo, sbo, mode), maj, t, kmma, tuple(offsets))

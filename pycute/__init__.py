@@ -35,7 +35,7 @@ from .sim import verify_plan, verify_tmem_copy
 from .sim.operand import reference_mma, verify_operand
 from .viz import draw_layout, draw_plan, draw_smem, layout_grid, print_layout
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 __all__ = [
     # values and errors

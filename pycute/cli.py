@@ -63,7 +63,7 @@ def _load_spec(path: str) -> dict:
     except OSError as e:
         raise PycuteError(f"cannot read the copy description {path!r}: {e.strerror or e}") from None
     try:
-        text = data.decode("utf-8")
+        text = data.decode("utf-8-sig")        # a byte-order mark is no part of the description
     except UnicodeDecodeError as e:
         raise PycuteError(f"{path}: not UTF-8 text ({e.reason} at byte {e.start})") from None
     try:

@@ -12,7 +12,7 @@ ptxas forms from the CTA id and an offset: 3; the TMEM base parameter: 1), the d
 constant high word: 1; its low word, derived from the address: at least 1), and for each further copy one add,
 since no tcgen05.cp form takes a descriptor offset (copies with the same start address could share one).
 
-Copy times are a MODEL (shared-memory bandwidth of 128 B per clock per SM on B200, ptx-tcgen05.md section 12),
+Copy times are a MODEL (shared-memory bandwidth of 128 B per clock per SM on B200, docs/ptx-tcgen05.md section 12),
 not measurements: no sm_100 GPU has run them.
 """
 from __future__ import annotations

@@ -37,6 +37,8 @@ def tuplify(x):
 def flatten(t) -> tuple:
     """The leaves of ``t`` in order: ``flatten(((1,2),3)) == (1,2,3)``; an int flattens to a 1-tuple."""
     if type(t) is not tuple:
+        if isinstance(t, (str, bytes, float, bool)):
+            raise TypeError(f"flatten: {t!r} is not an IntTuple (an integer or a tuple of them)")
         return (t,)
     for e in t:
         if type(e) is tuple:
@@ -73,7 +75,7 @@ def product(a):
         for e in a:
             r *= product(e)
         return r
-    return a
+    return a if type(a) is int else _leaf_int(a, "product", "a leaf")
 
 
 def product_each(a) -> tuple:
@@ -85,7 +87,7 @@ def tuple_max(a):
     """The largest leaf of ``a``."""
     if type(a) is tuple:
         return max(tuple_max(e) for e in a)
-    return a
+    return a if type(a) is int else _leaf_int(a, "tuple_max", "a leaf")
 
 
 def inner_product(a, b):
@@ -113,6 +115,8 @@ def prefix_product(a, init=1):
         return tuple(out)
     if type(init) is tuple:
         raise LayoutError(f"prefix_product: int {a} with tuple init {init}")
+    if type(a) is not int:
+        _leaf_int(a, "prefix_product", "a leaf")
     return init
 
 

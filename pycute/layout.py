@@ -20,7 +20,7 @@ from .errors import LayoutError
 from .memo import clear_caches, last_call, memo
 from .views import svg_of
 from .normalize import _canonical, _canonical_shape, _canonicalize, fmt
-from .int_tuple import compact_col_major, crd2idx, flatten, has_none, product, tuplify
+from .int_tuple import as_int, compact_col_major, crd2idx, flatten, has_none, product, tuplify
 
 __all__ = ["Layout", "ComposedBase", "make_layout", "size", "cosize", "rank", "depth", "coalesce", "filter",
            "slice_and_offset", "append", "is_layout", "clear_caches", "lifted", "by_mode"]
@@ -87,8 +87,10 @@ class Layout:
 
     def __getitem__(self, i) -> "Layout":
         """Mode ``i`` as a layout (a rank-1 layout is its own mode 0)."""
+        if type(i) is not int:
+            i = as_int(i, f"{self!r}: a mode index")
         if isinstance(self.shape, tuple):
-            if type(i) is not int or not -len(self.shape) <= i < len(self.shape):
+            if not -len(self.shape) <= i < len(self.shape):
                 raise LayoutError(f"{self!r} has no mode {i!r} (rank {len(self.shape)})")
             return _mk(self.shape[i], self.stride[i])
         if i not in (0, -1):

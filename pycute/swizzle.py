@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import attrs
 
+from .basis import ScaledBasis
 from .errors import LayoutError
 from .int_tuple import as_int, has_none, tuplify
 from .layout import ComposedBase, Layout, _as_layout, slice_and_offset
@@ -94,6 +95,8 @@ class ComposedLayout(ComposedBase):
     def __attrs_post_init__(self):
         if not isinstance(self.inner, Layout):
             object.__setattr__(self, "inner", _as_layout(self.inner, "ComposedLayout"))
+        if type(self.offset) is not int and not isinstance(self.offset, ScaledBasis):
+            object.__setattr__(self, "offset", as_int(self.offset, "ComposedLayout: the offset"))
         if not callable(self.outer):
             raise LayoutError(f"ComposedLayout: outer {self.outer!r} is not a function")
 

@@ -120,7 +120,8 @@ FACTS = {
     "TMEM lane shift": (r"LANE_SHIFT =", ["arch/sm100/tmem.py"]),
     "the multicast list": (r"warpx2::0\d_\d\d|\bwarpx4\b", ["arch/sm100/cp_forms.py"]),
     # demo.py declares the article's TMEM tensor (a warpx4 replica) as a user writes it
-    "row -> lane maps": (r"\* (pc \. )?TLane", ["arch/sm100/cp_forms.py", "arch/sm100/datapath.py", "demo.py"]),
+    "row -> lane maps": (r"\* (pc \. )?TLane", ["arch/sm100/cp_forms.py", "arch/sm100/datapath.py", "arch/sm100/mma.py",
+                                               "demo.py"]),
     # demo.py prints the algebra of Sw<3,4,3> (a layout example, not the descriptor's modes)
     "swizzle modes": (r"Swizzle \( \d , \d , \d \)", ["arch/sm100/swizzle_modes.py", "demo.py"]),
 }
@@ -141,3 +142,21 @@ def test_modules_and_functions_stay_small_enough_to_read(path):
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             lines = node.end_lineno - node.lineno + 1
             assert lines <= 60, f"{path.name}:{node.name} has {lines} lines: split it"
+
+
+DOC_REF = re.compile(r"(?<![\w/.-])((?:docs/)?[\w-]+\.md)\b")
+REPO = PACKAGE.parent
+
+
+def cited_files():
+    for path in sorted(list(PACKAGE.rglob("*")) + [REPO / "README.md", REPO / "CHANGELOG.md"]):
+        if path.suffix in (".py", ".cu", ".cuh", ".md") and path.is_file():
+            for name in DOC_REF.findall(path.read_text(encoding="utf-8")):
+                yield path, name
+
+
+def test_every_cited_note_is_in_the_repository():
+    missing = sorted({f"{p.relative_to(REPO)} cites {n}" for p, n in cited_files()
+                      if not (REPO / n).is_file() and n not in ("README.md", "CHANGELOG.md")})
+    assert not missing, missing
+    assert {n for _, n in cited_files()} >= {"docs/ptx-tcgen05.md", "docs/tcgen05-ld-st.md"}

@@ -44,7 +44,7 @@ BAD = {
     "Layout not congruent": (lambda: Layout((4, 8), (1,)), L, "are not congruent"),
     "Layout nested 400 deep": (lambda: Layout(nested(400)), L, "nested deeper than 32"),
     "Layout mode out of range": (lambda: Layout((4, 8))[2], L, "has no mode 2"),
-    "Layout mode index text": (lambda: Layout((4, 8))["a"], L, "has no mode 'a'"),
+    "Layout mode index text": (lambda: Layout((4, 8))["a"], T, "a mode index must be an integer, got 'a'"),
     "evaluate text": (lambda: Layout(4, 2)("ab"), T, "coordinate must be an integer, got 'ab'"),
     "evaluate float": (lambda: Layout(4, 2)(1.5), T, "coordinate must be an integer, got 1.5"),
     "evaluate wrong rank": (lambda: A((1, 2, 3)), L, "does not match shape"),
@@ -120,7 +120,7 @@ BAD = {
     "descriptor bool base_offset": (lambda: pc.SmemDescriptor(base_offset=True), T, "base_offset must be an integer"),
     "descriptor lbo 8": (lambda: pc.SmemDescriptor(lbo=8), D, "is not 16-byte aligned"),
     "descriptor lbo too big": (lambda: pc.SmemDescriptor(lbo=1 << 18), D, "is outside"),
-    "descriptor decode text": (lambda: pc.SmemDescriptor.decode("x"), D, "is not a 64-bit unsigned value"),
+    "descriptor decode text": (lambda: pc.SmemDescriptor.decode("x"), T, "the descriptor must be an integer"),
     "descriptor_for 8": (lambda: plan().descriptor_for(8), D, "not 16-byte aligned"),
     "descriptor_for 1 MiB": (lambda: plan().descriptor_for(1 << 20), D, "is outside"),
     "descriptor_for float": (lambda: plan().descriptor_for(16.0), T, "must be an integer"),
@@ -238,6 +238,23 @@ BAD = {
     "decompress not a string": (lambda: pc.make_tiled_copy(*demo_tensors(), decompress=4), T,
                                 "decompress must be a string"),
     "verify_operand of a plan": (lambda: pc.verify_operand(plan()), T, "expected a UmmaDescriptor"),
+    # -- the issue 19 probe's edges ---------------------------------------------------------------------------
+    "product of a string": (lambda: pc.product("x"), T, "product: a leaf must be an integer, got 'x'"),
+    "prefix_product of a string": (lambda: pc.prefix_product("x"), T, "a leaf must be an integer"),
+    "tuple_max of strings": (lambda: pc.tuple_max(("x",)), T, "a leaf must be an integer"),
+    "flatten of a string": (lambda: pc.flatten("ab"), T, "'ab' is not an IntTuple"),
+    "ComposedLayout string offset": (lambda: pc.ComposedLayout(pc.Swizzle(3, 3, 3), "x", Layout(8)), T,
+                                     "the offset must be an integer"),
+    "ComposedLayout float offset": (lambda: pc.ComposedLayout(pc.Swizzle(3, 3, 3), 1.5, Layout(8)), T,
+                                    "the offset must be an integer"),
+    "Layout mode a float": (lambda: Layout((4, 8))[1.0], T, "a mode index must be an integer"),
+    "RoundTrip of None": (lambda: __import__("pycute.codegen.kernels", fromlist=["RoundTrip"]).RoundTrip(None), T,
+                          "RoundTrip: expected a CopyPlan"),
+    "emulator cp opcode None": (lambda: Sm100Emulator().cp(None, 0, 0), T, "the opcode must be a string"),
+    "PTX interpreter malformed statement": (lambda: __import__("pycute.sim.ptx", fromlist=["run_entry"]).run_entry(
+        ".visible .entry k(){\n\tadd.u32 ;\n}", {}, {}), C, "is malformed for the interpreter"),
+    "PTX interpreter not text": (lambda: __import__("pycute.sim.ptx", fromlist=["run_entry"]).run_entry(
+        None, {}, {}), T, "the PTX must be text"),
 }
 
 
@@ -270,6 +287,11 @@ SAME = {
     "cta_group": (lambda: pc.make_tiled_copy(*demo_tensors(), cta_group=I(1)),
                   lambda: pc.make_tiled_copy(*demo_tensors(), cta_group=1)),
     "descriptor_for": (lambda: plan().descriptor_for(I(1024)), lambda: plan().descriptor_for(1024)),
+    "Layout mode": (lambda: Layout((4, 8), (1, 4))[I(1)], lambda: Layout((4, 8), (1, 4))[1]),
+    "ComposedLayout offset": (lambda: pc.ComposedLayout(pc.Swizzle(3, 3, 3), I(8), Layout(8)),
+                              lambda: pc.ComposedLayout(pc.Swizzle(3, 3, 3), 8, Layout(8))),
+    "SmemDescriptor.decode": (lambda: pc.SmemDescriptor.decode(np.uint64(pc.SmemDescriptor(sbo=128).encode())),
+                              lambda: pc.SmemDescriptor.decode(pc.SmemDescriptor(sbo=128).encode())),
 }
 
 

@@ -154,3 +154,10 @@ def test_show_explain_and_demo_write_pictures(tmp_path):
 def test_a_picture_that_cannot_be_written_is_an_error_line(tmp_path, capsys):
     rc, _ = run("show", "(4,8):(1,4)", "--svg", str(tmp_path / "missing" / "x.svg"))
     assert rc == 2 and capsys.readouterr().err.startswith("error: cannot write")
+
+
+def test_a_json_file_with_a_byte_order_mark_is_read(tmp_path, capsys):
+    path = tmp_path / "bom.json"
+    path.write_bytes(b"\xef\xbb\xbf" + json.dumps(GOOD).encode())
+    assert main(["explain", str(path)]) == 0
+    assert "32x128b.warpx4" in capsys.readouterr().out

@@ -117,11 +117,16 @@ class Timing:
     launch_ms: float
 
 
+def _check_plan(plan) -> None:
+    if not isinstance(plan, CopyPlan):
+        raise TypeError(f"RoundTrip: expected a CopyPlan (make_tiled_copy), got {type(plan).__name__}")
+
+
 @attrs.frozen
 class RoundTrip:
     """A round-trip kernel for ``plan``: its source, launch shape, inputs and the expected output."""
 
-    plan: CopyPlan
+    plan: CopyPlan = attrs.field(validator=lambda _, __, v: _check_plan(v))
     name: str = "pycute_copy"
 
     @property

@@ -2,7 +2,7 @@
 memory, CUDA events), with ``cuda.bindings.driver`` for the few calls cuda.core leaves to it.
 
 Nothing here touches the driver unless ``driver_available()`` found libcuda first: on a machine without a driver
-the driver bindings raise, and some cuda.core calls can hang a process (toolchain-cpu-only.md section 7).
+the driver bindings raise, and some cuda.core calls can hang a process (docs/toolchain-cpu-only.md section 7).
 """
 from __future__ import annotations
 

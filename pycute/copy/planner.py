@@ -99,6 +99,15 @@ def _check_envelope(dst: TmemTensor, src: SmemTensor, decompress: str | None) ->
                         f"make_tmem_tensor{where(src, dst)}")
 
 
+def _deciding(rejected: list) -> str:
+    """The rule that decided: the first reason of a form whose replica matched (a replica mismatch only says the
+    copy is for another form)."""
+    for _, why in rejected:
+        if not str(why).startswith("replica mismatch"):
+            return str(why)
+    return str(rejected[0][1])
+
+
 @memo
 def _plan(dst, src, cta_group, shape, multicast, decompress=None):
     candidates = cp_candidates(cta_group, shape, multicast)
@@ -118,7 +127,7 @@ def _plan(dst, src, cta_group, shape, multicast, decompress=None):
     if len(candidates) == 1:
         raise PlanError(f"{candidates[0].ptx}: {rejected[0][1]}{where(src, dst)}")
     reasons = "\n".join(f"  {name:<22} {why}" for name, why in rejected)
-    raise PlanError(f"no tcgen05.cp form fits this copy:\n{reasons}{where(src, dst)}")
+    raise PlanError(f"no tcgen05.cp form fits this copy: {_deciding(rejected)}\n{reasons}{where(src, dst)}")
 
 
 #: The most value combinations of run-time coordinates the planner checks one by one.

@@ -132,6 +132,11 @@ def row_units(p: Prepared, atom: Tcgen05CpAtom) -> RowUnits:
     bits = p.bits
     per_row, unit = atom.bits // bits, UNIT_BITS // bits
     taken, rest = _take_columns(p.col_modes, per_row)
+    first = taken[0][1] if taken else 1
+    if first != 1:
+        raise Reject("tcgen05.cp does not transpose: consecutive elements of a row are {first} elements apart in "
+                     "shared memory, not 1; the source must be K-major (each row's elements contiguous in 16-byte "
+                     "units)", first=first)
     units = coalesce(_mk(tuple(n for n, _ in taken), tuple(s for _, s in taken)))
     whole_row = _mk(per_row, 1)
     if atom.units == 1 or units == whole_row:

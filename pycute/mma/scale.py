@@ -14,19 +14,18 @@ from __future__ import annotations
 import attrs
 import numpy as np
 
-from ..arch.sm100.mma import MMA_KINDS
-from ..arch.sm100.tmem import CELL_BITS, QUADRANT_LANES, LANES, TCol, TLane
+from ..arch.sm100.mma import MMA_KINDS, SF_CELL_BYTES, SF_REPLICA, scale_factor_layout
+from ..arch.sm100.tmem import QUADRANT_LANES
 from ..copy.plan import CopyPlan
 from ..copy.reference import layout_values
 from ..copy.tensor import TmemTensor, make_tmem_tensor
 from ..dtypes import u8
 from ..errors import PlanError
 from ..int_tuple import as_int, idx2crd
-from ..layout import Layout, make_layout
 
 __all__ = ["scale_factor_tensor", "check_scale_factor_copy", "ScaleFactorTensor"]
 
-_BYTES = CELL_BITS // 8
+_BYTES = SF_CELL_BYTES
 
 
 @attrs.frozen(repr=False)
@@ -71,13 +70,9 @@ def scale_factor_tensor(kind: str, rows: int, mmas: int = 1, scale_vec: int | No
     if mmas < 1 or (slots > _BYTES and slots % _BYTES):
         raise PlanError(f"{mmas} MMA(s) of scale_vec::{vs}X fill {slots} SF bytes a row; more than one cell takes "
                         f"whole cells of 4")
-    groups = rows // QUADRANT_LANES
-    row = Layout((QUADRANT_LANES, groups), (TLane, _BYTES * TCol))
-    slot = Layout(slots, TCol) if slots <= _BYTES else Layout((_BYTES, slots // _BYTES), (TCol, _BYTES * groups * TCol))
-    width = groups * -(-slots // _BYTES)
+    width = rows // QUADRANT_LANES * -(-slots // _BYTES)
     cols = columns if columns is not None else max(32, 1 << (width - 1).bit_length())
-    tensor = make_tmem_tensor(u8, make_layout(row, slot), replica=Layout(LANES // QUADRANT_LANES,
-                                                                         QUADRANT_LANES * TLane), columns=cols)
+    tensor = make_tmem_tensor(u8, scale_factor_layout(rows, slots), replica=SF_REPLICA, columns=cols)
     return ScaleFactorTensor(tensor, kind, rows, vs, mmas)
 
 

@@ -1,6 +1,6 @@
 """A bit-exact, strict functional model of ``tcgen05.cp`` and the TMEM instructions around it.
 
-Written from the PTX ISA (facts and their tags in ptx-tcgen05.md). Shared memory is a byte array at an explicit
+Written from the PTX ISA (facts and their tags in docs/ptx-tcgen05.md). Shared memory is a byte array at an explicit
 absolute shared-window address, because swizzles XOR absolute address bits (section 6.4). TMEM is 128 lanes x 512
 columns of 32-bit cells per CTA; a second CTA models the cta_group::2 pair. What the hardware is not known to
 accept, the model refuses with an ``EmulationError`` (or ``DescriptorError`` for a malformed descriptor).
@@ -161,6 +161,8 @@ class Sm100Emulator:
     # -- tcgen05.cp ---------------------------------------------------------------------------------------------
     def cp(self, ptx: str, taddr: int, desc: int, cta: int = 0) -> None:
         """Issue one ``tcgen05.cp`` from ``cta``; its writes land at the next ``commit``."""
+        if not isinstance(ptx, str):
+            raise TypeError(f"tcgen05.cp: the opcode must be a string, got {ptx!r}")
         cta = self._cta(cta)
         taddr, desc = as_int(taddr, "tcgen05.cp taddr"), as_int(desc, "tcgen05.cp descriptor")
         try:

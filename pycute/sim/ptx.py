@@ -261,6 +261,8 @@ def trace_entry(ptx: str, params: dict, symbols: dict, entry: str | None = None,
     """As ``run_entry`` for thread ``tid`` (``%tid.x``; default ``lane``), returning the thread: ``.issued`` (the
     ``tcgen05.cp`` stream), ``.ldst`` (``(op, taddr, immHalfSplitoff, registers)`` per ``tcgen05.ld/st``) and
     ``.trace`` (every cp, ld/st, commit, fence, barrier, mbarrier and memory statement in program order)."""
+    if not isinstance(ptx, str):
+        raise TypeError(f"run_entry: the PTX must be text, got {type(ptx).__name__}")
     names, program, labels = _parse_entry(ptx, entry)
     values = {n: params[k] if k in params else params[n] for k, n in enumerate(names) if k in params or n in params}
     thread = _Thread(values, symbols, lane, lane if tid is None else tid)
@@ -285,7 +287,13 @@ def trace_entry(ptx: str, params: dict, symbols: dict, entry: str | None = None,
                 raise CompileError(f"PTX branch to unknown label {args[0]!r}")
             pc = labels[args[0]]
             continue
-        thread.execute(op, args, stmt)
+        try:
+            thread.execute(op, args, stmt)
+        except (IndexError, KeyError, ValueError) as e:
+            if isinstance(e, CompileError):
+                raise
+            raise CompileError(f"PTX statement {stmt!r} is malformed for the interpreter ({type(e).__name__}: {e})") \
+                from None
     return thread
 
 

@@ -108,7 +108,7 @@ def test_cta_group_2_comment_shows_the_multicast_commit_and_the_even_cta():
 def test_the_real_build_issues_the_ptx_and_the_soft_build_calls_the_headers_model():
     code = live(emit_device_function(sw128_plan(), "copy_q"))
     real = code.index('asm volatile("tcgen05.cp.cta_group::1.128x256b [%0], %1;"')
-    soft = code.index("pycute_soft_tcgen05_cp(128, 2, 1, pycute_tcgen05_cp_128x256b_cg1_lanes, 1, taddr, desc);")
+    soft = code.index("pycute_soft_tcgen05_cp(128, 2, 1, pycute_tcgen05_cp_128x256b_cg1_lanes, 1, taddr, desc, 0);")
     assert code.index("#if defined(PYCUTE_SOFT_TCGEN05)") < soft < code.index("#else") < real
 
 

@@ -1,5 +1,5 @@
 """Plans for the copies users make, checked against descriptor values derived independently in the spec note
-(ptx-tcgen05.md section 6.4, worked examples A-C) rather than against pycute's own output."""
+(docs/ptx-tcgen05.md section 6.4, worked examples A-C) rather than against pycute's own output."""
 import pycute as pc
 from pycute import ComposedLayout, Layout, Swizzle, TCol, TLane, make_smem_tensor, make_tmem_tensor
 from pycute.copy.canonical import kmajor_smem_tensor

@@ -2,7 +2,7 @@
 
 Each form is a shape ``<rows>x<bits>b`` with the multicast qualifier PTX requires of it, the map from a source
 row to its TMEM lane(s), and the SASS variant ptxas assembles it to. Row -> lane maps follow the PTX multicast
-definitions, CUTLASS's ``SM100_UTCCP_*`` traits and TVM's B200 round trips (ptx-tcgen05.md section 4):
+definitions, CUTLASS's ``SM100_UTCCP_*`` traits and TVM's B200 round trips (docs/ptx-tcgen05.md section 4):
 
 * ``lane_pattern`` (a layout on ``TLane``) maps a row index to its lane offset;
 * ``replica`` maps a multicast copy index to an added lane offset (None for forms without multicast).
@@ -77,7 +77,7 @@ class CpForm:
         return f"tcgen05.cp.cta_group::{cta_group}.{self.name}"
 
     def sass(self, cta_group: int) -> str:
-        """The SASS opcode, e.g. ``UTCCP.T.S.2CTA.4x32dp128bit`` (toolchain-cpu-only.md section 3)."""
+        """The SASS opcode, e.g. ``UTCCP.T.S.2CTA.4x32dp128bit`` (docs/toolchain-cpu-only.md section 3)."""
         return "UTCCP.T.S" + (".2CTA" if cta_group == 2 else "") + self.sass_variant
 
     @property

@@ -98,7 +98,8 @@ class SmemDescriptor:
     @classmethod
     def decode(cls, value: int) -> "SmemDescriptor":
         """Inverse of ``encode``; rejects reserved bits, a wrong fixed field and invalid swizzle codes."""
-        if not isinstance(value, int) or not 0 <= value < 1 << 64:
+        value = as_int(value, "SmemDescriptor.decode: the descriptor")
+        if not 0 <= value < 1 << 64:
             raise DescriptorError(f"descriptor {value!r} is not a 64-bit unsigned value")
         if VERSION.get(value) != BLACKWELL_VERSION:
             raise DescriptorError(f"descriptor {value:#018x}: bits 46-48 are {VERSION.get(value):#05b}, must be "

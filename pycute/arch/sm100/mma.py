@@ -10,8 +10,11 @@ from __future__ import annotations
 
 import attrs
 
+from ...layout import Layout, make_layout
+from .tmem import LANES, QUADRANT_LANES, TCol, TLane
+
 __all__ = ["IdescField", "DENSE_FIELDS", "BLOCK_SCALED_FIELDS", "MmaKind", "MMA_KINDS", "WS_SHAPES",
-           "MAX_SHIFTS", "K_BYTES", "TRANSPOSABLE"]
+           "MAX_SHIFTS", "K_BYTES", "TRANSPOSABLE", "SF_CELL_BYTES", "scale_factor_layout", "SF_REPLICA"]
 
 
 @attrs.frozen
@@ -99,3 +102,20 @@ MMA_KINDS = {k.name: k for k in (
 
 #: ``.ws`` (cta_group::1 only): M -> legal N.
 WS_SHAPES = {32: (64, 128, 256), 64: (64, 128, 256), 128: (64, 128, 256)}
+
+
+# Where block_scale reads scale factors (PTX #tcgen05-block-scaling: "duplicated to all 32 lane partitions"; the
+# lane/column figures are images, so the map follows CuTe's tmem_sf_frg, TVM's sf_tmem_layout and DeepGEMM, which
+# agree; docs/tcgen05-mma-operands.md section 8): SF slot s (= MMA i * scale_vec + j) of row r at lane r % 32 of
+# every quadrant, column r // 32, byte s % 4; past a cell's 4 bytes, the next rows / 32 columns.
+SF_CELL_BYTES = 4
+SF_REPLICA = Layout(LANES // QUADRANT_LANES, QUADRANT_LANES * TLane)
+
+
+def scale_factor_layout(rows: int, slots: int) -> Layout:
+    """``(rows, slots)`` -> (TLane, TCol in bytes) of one quadrant's SFs (``SF_REPLICA`` copies it to the others)."""
+    groups = rows // QUADRANT_LANES
+    row = Layout((QUADRANT_LANES, groups), (TLane, SF_CELL_BYTES * TCol))
+    slot = Layout(slots, TCol) if slots <= SF_CELL_BYTES else \
+        Layout((SF_CELL_BYTES, slots // SF_CELL_BYTES), (TCol, SF_CELL_BYTES * groups * TCol))
+    return make_layout(row, slot)

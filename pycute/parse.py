@@ -1,7 +1,11 @@
-"""Parse layouts written in cuTe's notation, as pycute prints them.
+"""Parse layouts written in CuTe's notation: as pycute prints them, as CuTe C++ prints them and as the CuTe DSL
+prints them.
 
 ``parse_layout("(32,16):(1@TLane,1@TCol)")``, ``parse_layout("Sw<3,3,3> o 0 o (8,64):(64,1)")``; the round trip
-``parse_layout(repr(L)) == L`` holds for layouts, scaled-basis strides and swizzled (composed) layouts.
+``parse_layout(repr(L)) == L`` holds for layouts, scaled-basis strides and swizzled (composed) layouts. CuTe's
+forms read as CuTe means them: static integers ``_8``, the DSL's ``S<3,4,3>``, offsets ``o _0 o``, and a pointer
+``smem_ptr[16b](unset)`` -- whose swizzle CuTe applies to *byte* addresses, so on 16-bit elements
+``Sw<3,4,3> o smem_ptr[16b]`` is pycute's ``Sw<3,3,3>`` (element offsets: ``M - log2(bytes)``).
 """
 from __future__ import annotations
 
@@ -15,8 +19,10 @@ from .swizzle import ComposedLayout, Swizzle
 
 __all__ = ["parse_layout"]
 
-_TOKEN = re.compile(r"\s*(?:(\d+)@(\w+)|(-?\d+)|([(),:]))")
-_SWIZZLE = re.compile(r"^\s*Sw<\s*(\d+)\s*,\s*(\d+)\s*,\s*(-?\d+)\s*>\s*o\s*(?:(-?\d+)\s*o\s*)?(.*)$", re.S)
+_TOKEN = re.compile(r"\s*(?:_?(\d+)@_?(\w+)|_?(-?\d+)|([(),:]))")
+_SWIZZLE = re.compile(r"^\s*S(?:w)?<\s*(\d+)\s*,\s*(\d+)\s*,\s*(-?\d+)\s*>\s*o\s*(.*)$", re.S)
+_POINTER = re.compile(r"^\s*(?:smem|gmem|rmem)_ptr\[(\d+)b\]\([^)]*\)\s*o\s*(.*)$", re.S)
+_OFFSET = re.compile(r"^\s*_?(-?\d+)\s*o\s*(.*)$", re.S)
 
 
 def _tokens(text: str):
@@ -27,7 +33,8 @@ def _tokens(text: str):
         if not m:
             raise LayoutError(f"cannot parse layout {text!r} at {text[pos:pos + 12]!r}")
         if m.group(1):
-            out.append(int(m.group(1)) * E(m.group(2)))
+            axis = m.group(2)
+            out.append(int(m.group(1)) * E(int(axis) if axis.isdigit() else axis))
         elif m.group(3):
             out.append(int(m.group(3)))
         else:
@@ -59,6 +66,19 @@ def _tree(tokens, i, text, depth=0):
     return t, i + 1
 
 
+def _element_base(text: str, bits: int, base: int, shift: int, pointer_bits: int) -> int:
+    """The element-offset ``M`` of a swizzle CuTe states on the byte addresses of ``pointer_bits``-wide elements."""
+    if pointer_bits % 8 or pointer_bits & (pointer_bits - 1):
+        raise LayoutError(f"layout {text!r}: a {pointer_bits}-bit pointer's byte-address swizzle has no element form "
+                          f"pycute writes")
+    log_bytes = (pointer_bits // 8).bit_length() - 1
+    if base - log_bytes < 0:
+        raise LayoutError(f"layout {text!r}: Sw<{bits},{base},{shift}> on the byte addresses of {pointer_bits}-bit "
+                          f"elements moves bits inside an element; on element offsets it would be "
+                          f"Sw<{bits},{base}-{log_bytes},{shift}>, which is not a swizzle")
+    return base - log_bytes
+
+
 def parse_layout(text: str):
     """A Layout (or ComposedLayout with a swizzle) from cuTe notation ``shape:stride`` (or a shape alone, with
     compact column-major strides). Text that is not exactly one layout is a LayoutError."""
@@ -66,12 +86,24 @@ def parse_layout(text: str):
         raise TypeError(f"parse_layout: expected text, got {type(text).__name__}")
     m = _SWIZZLE.match(text)
     if m:
-        inner = parse_layout(m.group(5))
+        bits, base, shift = int(m.group(1)), int(m.group(2)), int(m.group(3))
+        rest = m.group(4)
+        pointer = _POINTER.match(rest)
+        if pointer:                          # CuTe C++: the swizzle acts on the pointer's byte addresses
+            base = _element_base(text, bits, base, shift, int(pointer.group(1)))
+            rest = pointer.group(2)
+        offset, m_off = 0, _OFFSET.match(rest)
+        if m_off:
+            offset, rest = int(m_off.group(1)), m_off.group(2)
+        inner = parse_layout(rest)
         try:
-            sw = Swizzle(int(m.group(1)), int(m.group(2)), int(m.group(3)))
+            sw = Swizzle(bits, base, shift)
         except TypeError as e:
             raise LayoutError(f"layout {text!r}: {e}") from None
-        return ComposedLayout(sw, int(m.group(4) or 0), inner)
+        return ComposedLayout(sw, offset, inner)
+    pointer = _POINTER.match(text)
+    if pointer:
+        return parse_layout(pointer.group(2))
     tokens = _tokens(text)
     shape, i = _tree(tokens, 0, text)
     stride = None

@@ -87,8 +87,13 @@ class SwizzleMode(enum.Enum):
         for mode in _KMAJOR[1:]:
             if swizzle == mode.element_swizzle(dtype.bits):
                 return mode
+        hint = ""
+        if swizzle.base == 4 and dtype.bits > 8 and swizzle.shift == 3:
+            hint = (f"; {swizzle!r} is the byte-address form CuTe prints on a {dtype.bits}-bit pointer "
+                    f"(Sw<b,4,3> o smem_ptr[{dtype.bits}b]): on {dtype.name} element offsets write "
+                    f"Sw<{swizzle.bits},{m},3>, or parse CuTe's text with the pointer")
         raise DescriptorError(f"swizzle family mismatch: {swizzle!r} on {dtype.name} element offsets; tcgen05 "
-                              f"descriptors swizzle as Sw<b,{m},3> for b = 1, 2, 3 (32B, 64B, 128B)")
+                              f"descriptors swizzle as Sw<b,{m},3> for b = 1, 2, 3 (32B, 64B, 128B){hint}")
 
     def __repr__(self) -> str:
         return f"SwizzleMode.{self.name}"

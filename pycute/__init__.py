@@ -14,10 +14,13 @@ from .basis import E, ScaledBasis
 from .dtypes import (DType, bf16, dtype, f4e2m1, f6e2m3, f6e3m2, f8e4m3, f8e5m2, f16, f32, i8, i16, i32, tf32, u8,
                      u16, u32)
 from .errors import CompileError, DescriptorError, EmulationError, LayoutError, PlanError, PycuteError
-from .int_tuple import (congruent, crd2crd, crd2idx, elem_scale, flatten, has_none, idx2crd, inner_product, is_int,
-                        is_tuple, prefix_product, product, shape_div, signum, slice_, tuple_max, weakly_congruent)
+from .int_tuple import (ceil_div, congruent, crd2crd, crd2idx, elem_scale, flatten, has_none, idx2crd, inner_product,
+                        is_int, is_tuple, prefix_product, product, product_each, shape_div, signum, slice_, tuple_max,
+                        weakly_congruent)
 from .memo import clear_caches
-from .layout import Layout, coalesce, cosize, depth, filter, is_layout, make_layout, rank, size, slice_and_offset
+from .layout import (Layout, LayoutBase, LayoutLeft, LayoutRight, coalesce, cosize, depth, filter, is_layout,
+                     make_layout, rank, size, slice_and_offset)
+from .modes import append, get, group, latex as print_latex, make_identity_layout, prepend, select, take
 from .composition import complement, composition, left_inverse, max_common_layout, max_common_vector, right_inverse
 from .recast import downcast, make_ordered_layout, recast, upcast
 from .tiling import (blocked_product, flat_divide, flat_product, hier_unzip, logical_divide, logical_product,
@@ -49,7 +52,9 @@ __all__ = [
     "is_int", "is_tuple", "flatten", "product", "inner_product", "prefix_product", "shape_div", "elem_scale",
     "congruent", "weakly_congruent", "crd2idx", "idx2crd", "crd2crd", "slice_", "has_none", "signum", "tuple_max",
     # layout algebra
-    "make_layout", "size", "cosize", "rank", "depth", "coalesce", "filter", "composition", "complement",
+    "make_layout", "LayoutLeft", "LayoutRight", "LayoutBase", "append", "prepend", "group", "select", "take", "get",
+    "make_identity_layout", "print_latex", "ceil_div", "product_each",
+    "size", "cosize", "rank", "depth", "coalesce", "filter", "composition", "complement",
     "right_inverse", "left_inverse", "logical_divide", "zipped_divide", "tiled_divide", "flat_divide",
     "logical_product", "zipped_product", "tiled_product", "flat_product", "blocked_product", "raked_product",
     "hier_unzip", "max_common_vector", "max_common_layout", "upcast", "downcast", "recast", "make_ordered_layout",

@@ -20,10 +20,10 @@ from .errors import LayoutError
 from .memo import clear_caches, last_call, memo
 from .views import svg_of
 from .normalize import _canonical, _canonical_shape, _canonicalize, fmt
-from .int_tuple import as_int, compact_col_major, crd2idx, flatten, has_none, product, tuplify
+from .int_tuple import as_int, compact_col_major, crd2idx, flatten, has_none, product, tuplify, unflatten
 
 __all__ = ["Layout", "ComposedBase", "make_layout", "size", "cosize", "rank", "depth", "coalesce", "filter",
-           "slice_and_offset", "append", "is_layout", "clear_caches", "lifted", "by_mode"]
+           "slice_and_offset", "is_layout", "LayoutBase", "LayoutLeft", "LayoutRight", "clear_caches", "lifted", "by_mode"]
 
 _memo = memo
 
@@ -146,6 +146,15 @@ class ComposedBase(abc.ABC):
         return svg_of(self)
 
 
+class LayoutBase(abc.ABC):
+    """What CUTLASS's ``pycute`` calls every layout: ``isinstance(x, LayoutBase)`` for a Layout and a
+    ComposedLayout."""
+
+
+LayoutBase.register(Layout)
+LayoutBase.register(ComposedBase)
+
+
 def is_layout(x) -> bool:
     return isinstance(x, (Layout, ComposedBase))
 
@@ -163,12 +172,40 @@ def _as_layout(x, op) -> Layout:
     raise TypeError(f"{op}: expected a Layout, a positive int or a shape, got {x!r} ({type(x).__name__})")
 
 
+def _compact_row_major(shape, current=1):
+    """Row-major strides of ``shape`` (its last leaf fastest) starting at ``current``; a size-1 mode gets stride 0,
+    as CuTe's compact strides do."""
+    leaves = flatten(shape)
+    strides, acc = [0] * len(leaves), current
+    for k in range(len(leaves) - 1, -1, -1):
+        strides[k] = 0 if leaves[k] == 1 else acc
+        acc *= leaves[k]
+    return unflatten(tuple(strides), shape)
+
+
+class _Major:
+    """``make_layout(shape, LayoutLeft)`` (compact column-major) or ``(shape, LayoutRight)`` (row-major)."""
+
+    def __init__(self, name: str):
+        self.name = name
+
+    def __repr__(self) -> str:
+        return self.name
+
+
+LayoutLeft, LayoutRight = _Major("LayoutLeft"), _Major("LayoutRight")
+
+
 def make_layout(*args) -> Layout:
     """Either concatenate layouts (each becomes one mode) or build one from ``(shape[, stride])``.
 
     ``make_layout(A, B)`` has modes A and B (one layout gives a rank-1 layout of one mode);
-    ``make_layout((4,8))`` is ``(4,8):(1,4)`` (column-major, a size-1 mode gets stride 0).
+    ``make_layout((4,8))`` is ``(4,8):(1,4)`` (column-major, a size-1 mode gets stride 0);
+    ``make_layout((4,8), LayoutRight)`` is ``(4,8):(8,1)``.
     """
+    if len(args) == 2 and isinstance(args[1], _Major):
+        shape = Layout(args[0]).shape
+        return Layout(shape) if args[1] is LayoutLeft else Layout(shape, _compact_row_major(shape))
     for a in args:
         if type(a) is not Layout:
             break
@@ -219,16 +256,6 @@ def depth(x) -> int:
     if isinstance(shape, tuple):
         return 1 + max((depth(e) for e in shape), default=0)
     return 0
-
-
-def append(layout: Layout, r: int) -> Layout:
-    """``layout`` padded with ``1:0`` modes to rank ``r``."""
-    n = layout.rank()
-    if n >= r:
-        return layout
-    shape = layout.shape if isinstance(layout.shape, tuple) else (layout.shape,)
-    stride = layout.stride if isinstance(layout.stride, tuple) else (layout.stride,)
-    return _mk(shape + (1,) * (r - n), stride + (0,) * (r - n))
 
 
 @last_call

@@ -11,7 +11,8 @@ import numbers
 
 from .errors import LayoutError
 from .int_tuple import ceil_div, flatten, product_each
-from .layout import Layout, _as_layout, _canonical_shape, _memo, _mk, append, coalesce, cosize, lifted, make_layout, merge_modes
+from .layout import Layout, _as_layout, _canonical_shape, _memo, _mk, coalesce, cosize, lifted, make_layout, merge_modes
+from .modes import append
 from .composition import _compose_layouts, complement
 from .recast import make_ordered_layout
 

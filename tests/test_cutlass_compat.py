@@ -91,3 +91,23 @@ def test_composition_refuses_instead_of_truncating():
     # CUTLASS pycute would floor-divide 6 by 4 here and return a layout of the wrong size.
     with pytest.raises(pc.LayoutError, match="shape divisibility fails"):
         pc.composition(Layout((4, 3), (2, 100)), Layout(6, 1))
+
+
+def test_cutlass_typing_names():
+    import numpy as np
+    from pycute.typing import Integer
+    assert isinstance(3, Integer) and isinstance(np.int16(3), Integer)
+    assert not isinstance(True, Integer) and not isinstance(3.0, Integer)
+    assert isinstance(pc.Layout(4), pc.LayoutBase) and isinstance(
+        pc.ComposedLayout(pc.Swizzle(1, 1, 1), 0, pc.Layout(4)), pc.LayoutBase)
+
+
+def test_append_keeps_cutlass_pycute_s_pad_to_rank():
+    assert pc.append(pc.Layout(4, 1), 3) == pc.Layout((4, 1, 1), (1, 0, 0))
+    assert pc.append(pc.Layout(4, 1), pc.Layout(2, 8)) == pc.Layout((4, 2), (1, 8))
+
+
+def test_print_latex_is_a_standalone_table_of_the_values():
+    text = pc.print_latex(pc.Layout((2, 3), (3, 1)))
+    assert text.startswith("\\documentclass") and "% (2,3):(3,1)" in text
+    assert "1 & \\cellcolor{orange!20}3 & \\cellcolor{cyan!20}4 & \\cellcolor{magenta!20}5 \\\\" in text

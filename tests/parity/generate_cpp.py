@@ -1,6 +1,9 @@
 """Generate the parity data the CuTe DSL cannot give: CuTe C++'s own answers for ``crd2crd``, ``upcast`` and
 ``downcast``, written to ``tests/parity/cpp_*.json`` in the format of ``generate.py``.
 
+It also records CuTe's mode vocabulary (``append``, ``prepend``, ``group``, ``take``, ``select``, ``get``,
+``make_layout(shape, LayoutRight{})`` and ``make_identity_layout``) for ``cpp_<op>.json``.
+
 The CuTe headers are header-only and run on a host compiler. They ship in NVIDIA's ``nvidia-cutlass`` wheel (under
 NVIDIA's licence, so neither installed nor vendored here: download and unpack it apart), and include the CUDA runtime
 API and libcu++ headers (from a CUDA toolkit, or PyPI's ``nvidia-cuda-runtime``/``nvidia-cuda-cccl`` wheels):
@@ -115,8 +118,47 @@ def statement(op, args):
     if op == "crd2crd":
         crd, src, dst = args
         return f"print(crd2crd({cxx(crd, False)}, {cxx(src, False)}, {cxx(dst, False)}));"
+    if op in VOCABULARY:
+        return VOCABULARY[op](args)
     n, layout = args
     return f"print({op}<{n}>({cxx_layout(layout)}));"
+
+
+# CuTe's mode vocabulary: (layout, b, e) for group / take, (layout, i, j) for select, (a, b) for append / prepend,
+# (layout, path) for get, (shape,) for make_layout(shape, LayoutRight{}) and make_identity_layout.
+VOCABULARY = {
+    "append": lambda a: f"print(append({cxx_layout(a[0])}, {cxx_layout(a[1])}));",
+    "prepend": lambda a: f"print(prepend({cxx_layout(a[0])}, {cxx_layout(a[1])}));",
+    "group": lambda a: f"print(group<{a[1]},{a[2]}>({cxx_layout(a[0])}));",
+    "take": lambda a: f"print(take<{a[1]},{a[2]}>({cxx_layout(a[0])}));",
+    "select": lambda a: f"print(select<{','.join(map(str, a[1]))}>({cxx_layout(a[0])}));",
+    "get": lambda a: f"print(get<{','.join(map(str, a[1]))}>({cxx_layout(a[0])}));",
+    "layout_right": lambda a: f"print(make_layout({cxx(a[0], True)}, LayoutRight{{}}));",
+    "make_identity_layout": lambda a: f"print(make_identity_layout({cxx(a[0], True)}));",
+}
+
+
+def vocabulary_cases(rng, count):
+    """Random operands of each vocabulary op; ranks of at least 2 for the mode ranges."""
+    out = {op: [] for op in VOCABULARY}
+    for _ in range(count):
+        a, b = rand_layout(rng), rand_layout(rng)
+        out["append"].append([a, b])
+        out["prepend"].append([b, a])
+        shape = tuple(rand_shape(rng, None, 1) for _ in range(rng.choice([2, 3, 4])))
+        strides = like(shape, [rng.choice([0, 1, 2, 3, 4, 8]) for _ in leaves(shape)])
+        r = len(shape)
+        lo = rng.randrange(r)
+        hi = rng.randrange(lo + 1, r + 1)
+        out["group"].append([(shape, strides), lo, hi])
+        out["take"].append([(shape, strides), lo, hi])
+        out["select"].append([(shape, strides), rng.sample(range(r), rng.randrange(1, r + 1))])
+        nested = rng.randrange(r)
+        path = [nested] + ([0] if type(shape[nested]) is tuple else [])
+        out["get"].append([(shape, strides), path])
+        out["layout_right"].append([rand_shape(rng)])
+        out["make_identity_layout"].append([tuple(rng.choice([1, 2, 3, 4, 8]) for _ in range(rng.choice([1, 2, 3])))])
+    return out
 
 
 def compile_and_run(include, statements):
@@ -162,6 +204,8 @@ def parse(text):
     """CuTe's printout (``(_4,_8):(_1,_4)``, ``(1,(2,0))``, ``7``) as JSON values."""
     def value(t):
         return json.loads(t.replace("_", "").replace("(", "[").replace(")", "]"))
+    if "@" in text:                     # scaled-basis strides: CuTe's text, without its static-integer marks
+        return {"text": text.replace("_", "")}
     if ":" in text:
         shape, stride = text.split(":")
         return {"L": [value(shape), value(stride)]}
@@ -174,12 +218,23 @@ def enc(x):
     return x
 
 
+def vocabulary_args(op, args):
+    if op in ("append", "prepend"):
+        return [{"L": [enc(x[0]), enc(x[1])]} for x in args]
+    if op in ("layout_right", "make_identity_layout"):
+        return [enc(args[0])]
+    (shape, stride), *rest = args
+    return [{"L": [enc(shape), enc(stride)]}] + [enc(tuple(x)) if isinstance(x, list) else x for x in rest]
+
+
 def generate(include, op, cases):
     printed, failed = compile_and_run(include, [statement(op, args) for args in cases])
     rows = []
     for i, args in enumerate(cases):
         if op == "crd2crd":
             row = {"args": enc(args)}
+        elif op in VOCABULARY:
+            row = {"args": vocabulary_args(op, args)}
         else:
             n, (shape, stride) = args
             row = {"args": [{"L": [enc(shape), enc(stride)]}, n]}
@@ -209,6 +264,8 @@ def main(argv):
     generate(argv, "crd2crd", CORNERS["crd2crd"] + crd2crd_cases(rng, 600))
     for op in ("upcast", "downcast"):
         generate(argv, op, CORNERS[op] + cast_cases(rng, 400))
+    for op, cases in vocabulary_cases(rng, 150).items():
+        generate(argv, op, cases)
 
 
 if __name__ == "__main__":

@@ -61,6 +61,11 @@ CALLS = {
     # generate_cpp.py: CuTe C++'s crd2crd(coord, src_shape, dst_shape), upcast<n>(layout), downcast<n>(layout)
     "cpp_crd2crd": lambda crd, src, dst: pc.crd2crd(crd, dst, src), "cpp_upcast": pc.upcast,
     "cpp_downcast": pc.downcast,
+    # generate_cpp.py: CuTe C++'s mode vocabulary
+    "cpp_append": pc.append, "cpp_prepend": pc.prepend, "cpp_group": pc.group, "cpp_take": pc.take,
+    "cpp_select": lambda a, modes: pc.select(a, *modes), "cpp_get": lambda a, path: pc.get(a, *path),
+    "cpp_layout_right": lambda shape: pc.make_layout(shape, pc.LayoutRight),
+    "cpp_make_identity_layout": lambda shape: {"text": repr(pc.make_identity_layout(shape))},
 }
 
 
@@ -127,7 +132,7 @@ def wrong_rank_product(raked, block, tiler, r):
     and the repeat offsets taken jointly, ``sum_i rest_i(c_i)``, must be ``complement(block, ...) o tiler`` at the
     coordinate ``c`` (both operands padded to a common rank)."""
     rank = max(block.rank(), tiler.rank())
-    a, t = pc.layout.append(block, rank), pc.layout.append(tiler, rank)
+    a, t = pc.modes.append(block, rank), pc.modes.append(tiler, rank)
     c = pc.complement(a, a.size() * t.cosize())
     rests = []
     for i in range(rank):
@@ -152,7 +157,7 @@ def refused_product_is_wrong(op, a, t, r):
         return wrong_rank_product(op == "raked_product", a, t, r)
     if op == "tile_to_shape":
         target, order = t
-        padded = pc.layout.append(a, len(target))
+        padded = pc.modes.append(a, len(target))
         reps = tuple(x // y for x, y in zip(product_each(target), product_each(padded.shape)))
         return wrong_rank_product(False, padded, pc.make_ordered_layout(reps, order), r)
     if isinstance(t, tuple):                                  # mode i of the logical product is (a_i, rest_i)

@@ -110,4 +110,5 @@ def test_append_keeps_cutlass_pycute_s_pad_to_rank():
 def test_print_latex_is_a_standalone_table_of_the_values():
     text = pc.print_latex(pc.Layout((2, 3), (3, 1)))
     assert text.startswith("\\documentclass") and "% (2,3):(3,1)" in text
-    assert "1 & \\cellcolor{orange!20}3 & \\cellcolor{cyan!20}4 & \\cellcolor{magenta!20}5 \\\\" in text
+    # row 1 holds 3, 4, 5: colours 3, 4, 5 of the eight (red, blue, green, yellow, orange, cyan, ...)
+    assert "1 & \\cellcolor{yellow!20}3 & \\cellcolor{orange!20}4 & \\cellcolor{cyan!20}5 \\\\" in text

@@ -77,14 +77,15 @@ def draw_layout(layout, color_by="index", bits: int = 16, title: str | None = No
     values = [[cell_value(layout, m, n) for n in range(cols)] for m in range(rows)]
     tmem = is_tmem(v for row in values for v in row)
     for m in range(rows):
+        svg.group(0, top + m * cell, row=m)
         for n in range(cols):
             v = values[m][n]
             label = _label(v, tmem)
-            svg.rect(left + n * cell, top + m * cell, cell, cell, fill=color(_stable(_key(color_by, v, m, n, bits))),
-                     row=m, col=n, value=label)
+            svg.rect(left + n * cell, None, cell, cell, fill=color(_stable(_key(color_by, v, m, n, bits))),
+                     sized=True, value=label)
             if labelled:
-                svg.text(left + n * cell + cell / 2, top + m * cell + cell / 2, label,
-                         size=7 if len(label) > 3 else 8)
+                svg.text(left + n * cell + cell / 2, cell / 2, label, size=7 if len(label) > 3 else 8)
+        svg.end()
     return svg
 
 
@@ -115,7 +116,7 @@ def _chunk_panel(chunks: dict, first_row: int, nrows: int, heading: str) -> Svg:
             chunk = (first_row + r) * per_row + u
             where = chunks.get(chunk)
             fill = color(where[0]) if where else "#f4f4f4"
-            panel.rect(56 + u * w, 40 + r * h, w, h, fill=fill, chunk=chunk,
+            panel.rect(56 + u * w, 40 + r * h, w, h, fill=fill, sized=True, chunk=chunk,
                        element=f"{where[0]},{where[1]}" if where else "")
             if where:
                 panel.text(56 + u * w + w / 2, 40 + r * h + h / 2, f"{where[0]},{where[1]}", size=7)

@@ -17,6 +17,17 @@ MAX_SMEM_ROWS = 128          # shared-memory rows drawn at most; the rest are el
 MAX_LEGEND = 16
 
 
+def _lane_runs(lanes, replica) -> list:
+    """``(first, last, replica)`` runs of consecutive lanes of one replica: one rect each, not one per lane."""
+    runs = []
+    for lane, rep in sorted(zip(lanes, (int(r > 0) for r in replica))):
+        if runs and runs[-1][2] == rep and runs[-1][1] == lane - 1:
+            runs[-1][1] = lane
+        else:
+            runs.append([lane, lane, rep])
+    return [tuple(r) for r in runs]
+
+
 def _tmem_panel(plan: CopyPlan, cells: list, cta: int) -> Svg:
     cols = plan.dst.columns
     w = max(2, min(12, 768 // cols))
@@ -27,12 +38,12 @@ def _tmem_panel(plan: CopyPlan, cells: list, cta: int) -> Svg:
     panel.rect(left, top, cols * w, LANES * LANE_PX, fill="#f4f4f4", stroke="#999")
     hatch = panel.hatch()
     for c in cells:
-        for lane, rep in zip(c.lanes, c.replica):
-            panel.rect(left + c.col0 * w, top + lane * LANE_PX, c.columns * w, LANE_PX, fill=color(c.index),
-                       stroke="none", instr=c.index, cta=cta, lane=lane, col0=c.col0, ncols=c.columns, replica=rep)
+        for lo, hi, rep in _lane_runs(c.lanes, c.replica):
+            y, h = top + lo * LANE_PX, (hi - lo + 1) * LANE_PX
+            panel.rect(left + c.col0 * w, y, c.columns * w, h, fill=color(c.index), stroke="none", instr=c.index,
+                       cta=cta, lanes=f"{lo}-{hi}", col0=c.col0, ncols=c.columns, replica=rep)
             if rep:
-                panel.rect(left + c.col0 * w, top + lane * LANE_PX, c.columns * w, LANE_PX, fill=hatch,
-                           stroke="none")
+                panel.rect(left + c.col0 * w, y, c.columns * w, h, fill=hatch, stroke="none")
         first = min(lane for lane, rep in zip(c.lanes, c.replica) if rep == 0)
         if c.columns * w >= 10:
             panel.text(left + (c.col0 + c.columns / 2) * w, top + first * LANE_PX + 6, c.index, size=8)
@@ -73,7 +84,7 @@ def _smem_panel(plan: CopyPlan, cells: list) -> Svg:
         panel.text(62, y + h / 2, r * ROW_BYTES, size=8, anchor="end")
         for u in range(per_row):
             k = units.get(r * per_row + u)
-            panel.rect(66 + u * w, y, w, h, fill=color(k) if k is not None else "#f4f4f4",
+            panel.rect(66 + u * w, y, w, h, fill=color(k) if k is not None else "#f4f4f4", sized=True,
                        chunk=r * per_row + u, instr="" if k is None else k)
             if k is not None:
                 panel.text(66 + u * w + w / 2, y + h / 2, k, size=7)

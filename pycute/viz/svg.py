@@ -1,11 +1,16 @@
 """A small SVG writer: rectangles, text and lines, written by pycute (no drawing dependency).
 
 Cells carry ``data-*`` attributes (their coordinates, their value, the instruction that writes them) so that a
-test, or a reader with a browser's inspector, can check a picture against the layouts and the emulator.
+test, or a reader with a browser's inspector, can check a picture against the layouts and the emulator. Styles are
+classes in one ``<style>`` (short names in order of first use, renamed when a picture is placed in another), not
+attributes repeated on every cell; a cell of uniform size takes its width and height from its class (SVG 2 geometry
+properties), and a grid row is one translated ``<g>`` carrying the row's data, its cells in column order: a 128x64
+grid is a third of the bytes.
 """
 from __future__ import annotations
 
 import colorsys
+import re
 from pathlib import Path
 from xml.sax.saxutils import escape, quoteattr
 
@@ -13,6 +18,7 @@ __all__ = ["Svg", "color", "text_width", "CELL", "FONT"]
 
 CELL = 22           # a labelled cell's side, px
 FONT = "ui-monospace, SFMono-Regular, Menlo, Consolas, monospace"
+_CLASS = re.compile(r'class="(c[0-9a-f]+)"')
 
 
 def color(key: int) -> str:
@@ -43,12 +49,40 @@ class Svg:
         self.width, self.height, self.title = width, height, title
         self.defs: list[str] = []
         self.items: list[str] = []
+        self.styles: dict[str, str] = {}          # class name -> CSS declarations
+        self._names: dict[str, str] = {}          # CSS declarations -> class name
 
-    def rect(self, x, y, w, h, fill="none", stroke="#555", stroke_width=0.5, **data) -> None:
-        self.items.append(f"<rect {_attrs(x=_n(x), y=_n(y), width=_n(w), height=_n(h), fill=fill, stroke=stroke, stroke_width=stroke_width, **_data(data))}/>")
+    def style(self, rule: str) -> str:
+        """The class of the CSS declarations ``rule`` (one short name per distinct rule)."""
+        name = self._names.get(rule)
+        if name is None:
+            name = self._names[rule] = f"c{len(self._names):x}"
+            self.styles[name] = rule
+        return name
+
+    def rect(self, x, y, w, h, fill="none", stroke="#555", stroke_width=0.5, sized=False, **data) -> None:
+        """A rectangle; ``sized`` puts its width and height in its class (for the many equal cells of a grid), and
+        a ``y`` of None leaves it to the enclosing group."""
+        rule = f"fill:{fill};stroke:{stroke};stroke-width:{stroke_width}"
+        if sized:
+            cls = self.style(f"{rule};width:{_n(w)}px;height:{_n(h)}px")
+            geometry = dict(x=_n(x), y=None if y is None else _n(y))
+        else:
+            cls = self.style(rule)
+            geometry = dict(x=_n(x), y=None if y is None else _n(y), width=_n(w), height=_n(h))
+        self.items.append(f"<rect {_attrs(**geometry, class_=cls, **_data(data))}/>")
+
+    def group(self, x: float = 0, y: float = 0, **data) -> None:
+        """Open a group translated by (x, y) whose ``data-*`` its children inherit; ``end`` closes it."""
+        self.items.append(f'<g {_attrs(transform=f"translate({_n(x)},{_n(y)})", **_data(data))}>')
+
+    def end(self) -> None:
+        self.items.append("</g>")
 
     def text(self, x, y, s, size=9, anchor="middle", weight=None, fill="#222") -> None:
-        self.items.append(f"<text {_attrs(x=_n(x), y=_n(y), font_size=size, text_anchor=anchor, font_weight=weight, fill=fill, dominant_baseline='central', font_family=FONT)}>{escape(str(s))}</text>")
+        cls = self.style(f"font-size:{size}px;text-anchor:{anchor};fill:{fill}"
+                         + (f";font-weight:{weight}" if weight else ""))
+        self.items.append(f"<text {_attrs(x=_n(x), y=_n(y), class_=cls)}>{escape(str(s))}</text>")
 
     def line(self, x1, y1, x2, y2, stroke="#222", stroke_width=1.0, dash=None) -> None:
         self.items.append(f"<line {_attrs(x1=_n(x1), y1=_n(y1), x2=_n(x2), y2=_n(y2), stroke=stroke, stroke_width=stroke_width, stroke_dasharray=dash)}/>")
@@ -63,15 +97,19 @@ class Svg:
     def place(self, other: "Svg", x: float, y: float) -> None:
         """Draw ``other`` with its origin at ``(x, y)``."""
         self.defs.extend(d for d in other.defs if d not in self.defs)
+        rename = {name: self.style(rule) for name, rule in other.styles.items()}
         self.items.append(f'<g transform="translate({_n(x)},{_n(y)})">')
-        self.items.extend(other.items)
+        self.items.extend(_CLASS.sub(lambda m: f'class="{rename[m.group(1)]}"', item) for item in other.items)
         self.items.append("</g>")
 
     def __str__(self) -> str:
         head = (f'<svg xmlns="http://www.w3.org/2000/svg" width="{_n(self.width)}" height="{_n(self.height)}" '
                 f'viewBox="0 0 {_n(self.width)} {_n(self.height)}">')
         title = [f"<title>{escape(self.title)}</title>"] if self.title else []
+        css = [f"text{{dominant-baseline:central;font-family:{FONT}}}"]
+        css += [f".{name}{{{rule}}}" for name, rule in sorted(self.styles.items())]
         defs = [f"<defs>{''.join(self.defs)}</defs>"] if self.defs else []
+        defs.append("<style>" + "\n".join(css) + "</style>")
         body = ['<rect width="100%" height="100%" fill="white"/>']
         return "\n".join([head] + title + defs + body + self.items + ["</svg>"]) + "\n"
 

@@ -28,10 +28,16 @@ from .tiling import (blocked_product, flat_divide, flat_product, hier_unzip, log
 from .swizzle import ComposedLayout, Swizzle, shiftl, shiftr
 from .parse import parse_layout
 from .arch.sm100 import SmemDescriptor, SwizzleMode, TCol, TLane
+from .arch.sm100.tmem import alloc_columns_for
+from .atoms import CopyAtom, Tcgen05CpAtom, TmemLoadAtom, TmemStoreAtom
 from .copy import (CopyPlan, SmemTensor, TmemAllocation, TmemCopyPlan, TmemTensor, dynamic, expected_tmem,
                    make_smem_tensor, make_tiled_copy, make_tmem_copy, make_tmem_tensor, mma_accumulator)
+from .copy.canonical import atom_tmem_tensor, kmajor_smem_tensor
 from . import compile  # pycute.compile (NVRTC, cache, SASS), reachable as pc.compile
 from . import codegen  # registers plan.cuda()
+from .codegen import header_path, include_dir
+from .codegen.emit import commit_asm
+from .codegen.kernels import probe_source
 from .mma import (InstrDescriptor, ScaleFactorTensor, UmmaDescriptor, check_scale_factor_copy, make_instr_desc,
                   make_umma_desc, scale_factor_tensor)
 from .sim import verify_plan, verify_tmem_copy
@@ -49,8 +55,8 @@ __all__ = [
     "dtype", "u8", "i8", "f8e4m3", "f8e5m2", "bf16", "f16", "f32", "tf32", "u16", "i16", "u32", "i32", "f4e2m1",
     "f6e2m3", "f6e3m2",
     # int tuples
-    "is_int", "is_tuple", "flatten", "product", "inner_product", "prefix_product", "shape_div", "elem_scale",
-    "congruent", "weakly_congruent", "crd2idx", "idx2crd", "crd2crd", "slice_", "has_none", "signum", "tuple_max",
+    "flatten", "product", "inner_product", "prefix_product", "shape_div", "elem_scale", "congruent",
+    "weakly_congruent", "crd2idx", "idx2crd", "crd2crd",
     # layout algebra
     "make_layout", "LayoutLeft", "LayoutRight", "LayoutBase", "append", "prepend", "group", "select", "take", "get",
     "make_identity_layout", "print_latex", "ceil_div", "product_each",
@@ -59,9 +65,12 @@ __all__ = [
     "logical_product", "zipped_product", "tiled_product", "flat_product", "blocked_product", "raked_product",
     "hier_unzip", "max_common_vector", "max_common_layout", "upcast", "downcast", "recast", "make_ordered_layout",
     "tile_to_shape", "slice_and_offset", "is_layout", "shiftl", "shiftr", "parse_layout", "clear_caches",
-    # copies
-    "make_smem_tensor", "make_tmem_tensor", "make_tiled_copy", "verify_plan", "expected_tmem", "compile",
-    "dynamic", "TmemAllocation", "TmemTensor", "SmemTensor",
+    # copies: tensors (the canonical K-major tiles by swizzle name), atoms, plans, TMEM placement
+    "make_smem_tensor", "make_tmem_tensor", "kmajor_smem_tensor", "atom_tmem_tensor", "make_tiled_copy",
+    "verify_plan", "expected_tmem", "dynamic", "TmemAllocation", "alloc_columns_for", "TmemTensor", "SmemTensor",
+    "CopyAtom", "Tcgen05CpAtom", "TmemLoadAtom", "TmemStoreAtom",
+    # composing into a kernel: the protocol header, the completion signal, a standalone probe kernel, NVRTC
+    "include_dir", "header_path", "commit_asm", "probe_source", "compile",
     # TMEM <-> registers
     "make_tmem_copy", "TmemCopyPlan", "mma_accumulator", "verify_tmem_copy",
     # feeding tcgen05.mma
@@ -70,3 +79,7 @@ __all__ = [
     # pictures
     "print_layout", "layout_grid", "draw_layout", "draw_smem", "draw_plan",
 ]
+
+#: Importable from ``pycute`` for code written against CUTLASS's pure-Python pycute (whose ``from pycute import *``
+#: brings them), but helpers rather than the tour: ``from pycute.compat import *`` gives CUTLASS's namespace.
+COMPAT_NAMES = ("is_int", "is_tuple", "slice_", "has_none", "signum", "tuple_max")

@@ -110,7 +110,7 @@ class Layout:
     def __repr__(self) -> str:
         return f"{fmt(self.shape)}:{fmt(self.stride)}"
 
-    def _repr_svg_(self):
+    def _repr_svg_(self) -> str | None:
         """The layout's grid as a picture, in Jupyter (``pycute.draw_layout``)."""
         return svg_of(self)
 
@@ -141,7 +141,7 @@ class ComposedBase(abc.ABC):
     def with_inner(self, inner, extra_offset=0):
         """The same composition around another inner layout (and an added offset)."""
 
-    def _repr_svg_(self):
+    def _repr_svg_(self) -> str | None:
         """The composed layout's grid as a picture, in Jupyter (``pycute.draw_layout``)."""
         return svg_of(self)
 

@@ -7,9 +7,19 @@ values flow upward into code generation and drawing while no module imports a la
 """
 from __future__ import annotations
 
-from typing import Callable
+import os
+from pathlib import Path
+from typing import Callable, Protocol
 
-__all__ = ["provides", "view", "has_view", "svg_of"]
+__all__ = ["Picture", "provides", "view", "has_view", "svg_of"]
+
+
+class Picture(Protocol):
+    """What a drawing view returns (``pycute.viz.svg.Svg``): SVG text by ``str()``, written by ``save``."""
+
+    def save(self, path: str | os.PathLike[str]) -> Path: ...
+
+    def _repr_svg_(self) -> str: ...
 
 _VIEWS: dict[tuple[str, type], Callable] = {}
 

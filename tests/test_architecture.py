@@ -28,7 +28,7 @@ LAYERS = [
     {"codegen"},
     {"sim"},
     {"cost", "viz"},
-    {"demo", "cli", "__main__", "__init__"},
+    {"demo", "cli", "__main__", "__init__", "compat"},
 ]
 RANK = {name: k for k, names in enumerate(LAYERS) for name in names}
 

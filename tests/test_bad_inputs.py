@@ -255,6 +255,17 @@ BAD = {
         ".visible .entry k(){\n\tadd.u32 ;\n}", {}, {}), C, "is malformed for the interpreter"),
     "PTX interpreter not text": (lambda: __import__("pycute.sim.ptx", fromlist=["run_entry"]).run_entry(
         None, {}, {}), T, "the PTX must be text"),
+    # -- the kernel author's surface, now at the top level ------------------------------------------------------
+    "commit_asm cta_group 3": (lambda: pc.commit_asm(3, "bar"), P, "cta_group must be 1 or 2, not 3"),
+    "commit_asm mbarrier an int": (lambda: pc.commit_asm(1, 5), T, "mbarrier must be a C expression string"),
+    "probe_source of None": (lambda: pc.probe_source(None), T, "probe_source: expected a CopyPlan"),
+    "atom_tmem_tensor of None": (lambda: pc.atom_tmem_tensor(pc.bf16, None, 64), T, "expected a tcgen05.cp atom"),
+    "atom_tmem_tensor of an ld atom class": (lambda: pc.atom_tmem_tensor(pc.bf16, pc.TmemLoadAtom, 64), T,
+                                             "expected a tcgen05.cp atom"),
+    "kmajor_smem_tensor unknown swizzle": (lambda: pc.kmajor_smem_tensor(pc.bf16, 128, 64, "99B"), P,
+                                           "unknown swizzle '99B'"),
+    "kmajor_smem_tensor partial core group": (lambda: pc.kmajor_smem_tensor(pc.bf16, 100, 64), P,
+                                              "whole 8-row core groups; 100 rows given"),
 }
 
 

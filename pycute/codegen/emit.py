@@ -21,7 +21,7 @@ import re
 from ..arch.sm100.cp_forms import PAIR_CTA_MASK, commit_ptx
 from ..arch.sm100.descriptor import START_ADDRESS
 from ..copy.plan import CopyPlan
-from ..errors import CompileError
+from ..errors import CompileError, PlanError
 from ..views import provides
 from .constants import lane_table
 from .header import ABI_VERSION
@@ -79,6 +79,10 @@ def emit_helpers(atoms, decompress: str | None = None) -> str:
 def commit_asm(cta_group: int, mbarrier: str) -> str:
     """The ``asm`` statement committing the issuing thread's copies to the mbarrier at shared address
     ``mbarrier`` (a C expression); for cta_group 2 it signals both CTAs of the pair."""
+    if not isinstance(mbarrier, str):
+        raise TypeError(f"commit_asm: mbarrier must be a C expression string, not {type(mbarrier).__name__}")
+    if cta_group not in (1, 2):
+        raise PlanError(f"commit_asm: cta_group must be 1 or 2, not {cta_group!r} (PTX ISA tcgen05.commit)")
     if cta_group == 1:
         return f'asm volatile("{commit_ptx(1)} [%0];" :: "r"({mbarrier}) : "memory");'
     return (f'asm volatile("{commit_ptx(2)} [%0], %1;" :: "r"({mbarrier}), '

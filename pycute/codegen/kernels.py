@@ -48,6 +48,8 @@ def probe_entry(name: str) -> str:
 def probe_source(plan: CopyPlan, name: str = "pycute_copy") -> str:
     """The device function and a kernel that only calls it: what SASS and PTX checks compile. The kernel takes
     ``tmem_base`` and then each run-time coordinate, and passes them on."""
+    if not isinstance(plan, CopyPlan):
+        raise TypeError(f"probe_source: expected a CopyPlan (pycute.make_tiled_copy), got {type(plan).__name__}")
     names = [c.name for c in plan.dynamic]
     return render("probe.cu", function=emit_device_function(plan, name), name=name,
                   shared_symbol=PROBE_SHARED_SYMBOL, params="".join(f", unsigned {n}" for n in names),

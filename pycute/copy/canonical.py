@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from ..arch.sm100.swizzle_modes import SwizzleMode
 from ..arch.sm100.tmem import TCol
+from ..atoms.tcgen05_cp import Tcgen05CpAtom
 from ..dtypes import dtype as as_dtype
 from ..errors import DescriptorError, PlanError
 from ..layout import Layout, make_layout
@@ -40,5 +41,7 @@ def kmajor_smem_tensor(dtype, rows: int, k: int, swizzle: str = "128B") -> SmemT
 def atom_tmem_tensor(dtype, atom, k: int, columns: int = 64) -> TmemTensor:
     """A TMEM tensor whose rows follow ``atom``'s lane pattern (and replica) and whose ``k`` elements per row sit in
     consecutive columns."""
+    if not isinstance(atom, Tcgen05CpAtom):
+        raise TypeError(f"atom_tmem_tensor: expected a tcgen05.cp atom (a Tcgen05CpAtom instance), got {atom!r}")
     return make_tmem_tensor(dtype, make_layout(atom.lane_pattern, Layout(k, TCol)), replica=atom.replica,
                             columns=columns)

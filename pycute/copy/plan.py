@@ -12,7 +12,7 @@ from ..arch.sm100.tmem import ALLOC_COLUMNS, COLUMNS, split_address
 from ..errors import DescriptorError, PlanError
 from ..atoms.tcgen05_cp import Tcgen05CpAtom
 from ..layout import Layout
-from ..views import svg_of, view
+from ..views import Picture, svg_of, view
 from .tensor import SmemTensor, TmemTensor
 
 __all__ = ["CpInstruction", "CopyPlan", "DynamicCoord"]
@@ -186,13 +186,13 @@ class CopyPlan:
         The function carries a short header comment; ``explain=True`` adds the whole ``explain()``."""
         return view("cuda", self, name, issue=issue, explain=explain)
 
-    def draw(self, **values):
+    def draw(self, **values: int) -> Picture:
         """The plan as a picture (``pycute.draw_plan``): TMEM cells coloured by the instruction that writes them,
         beside the shared memory each instruction reads. ``.save(path)`` writes the SVG. A plan with run-time
         coordinates is drawn at the given values."""
         return view("svg", self.at(**values))
 
-    def _repr_svg_(self):
+    def _repr_svg_(self) -> str | None:
         return svg_of(self)
 
     def explain(self) -> str:

@@ -174,7 +174,7 @@ class _Region:
     def bits(self) -> int:
         return self.dtype.bits
 
-    def _repr_svg_(self):
+    def _repr_svg_(self) -> str | None:
         """The tensor as a picture, in Jupyter (``pycute.draw_smem`` / ``draw_layout``)."""
         return svg_of(self)
 

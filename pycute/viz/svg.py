@@ -10,6 +10,7 @@ grid is a third of the bytes.
 from __future__ import annotations
 
 import colorsys
+import os
 import re
 from pathlib import Path
 from xml.sax.saxutils import escape, quoteattr
@@ -116,7 +117,7 @@ class Svg:
     def _repr_svg_(self) -> str:
         return str(self)
 
-    def save(self, path) -> Path:
+    def save(self, path: str | os.PathLike[str]) -> Path:
         """Write the document to ``path`` (``.svg``); returns the path."""
         path = Path(path)
         path.write_text(str(self), encoding="utf-8")

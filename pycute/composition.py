@@ -104,7 +104,7 @@ def _compose_layouts(A: Layout, B: Layout) -> Layout:
     ls, ld = merge_modes(shapes, strides)
     if type(ls) is not tuple:
         return _mk(B.shape, _scaled(B.stride, ld))
-    loads = {}
+    loads: dict = {}
     shape, stride = _compose(ls, ld, B.shape, B.stride, loads, A, B)
     _check_carries(ls, loads, A, B)
     return _mk(shape, stride)

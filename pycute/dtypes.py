@@ -1,6 +1,8 @@
 """Element types by name and width in bits; the planner needs only widths, codegen needs names."""
 from __future__ import annotations
 
+from typing import Union
+
 import attrs
 
 from .errors import PlanError
@@ -44,7 +46,11 @@ _ALIASES = {"uint8": u8, "int8": i8, "float8_e4m3fn": f8e4m3, "float8_e5m2": f8e
             "uint32": u32, "int32": i32}
 
 
-def dtype(x) -> DType:
+#: A DType or its name, as every dtype parameter takes it.
+DTypeLike = Union[DType, str]
+
+
+def dtype(x: DTypeLike) -> DType:
     """A DType from itself or a name (``"bf16"``, ``"bfloat16"``, ``"uint8"``...)."""
     if isinstance(x, DType):
         return x

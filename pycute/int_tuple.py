@@ -45,7 +45,7 @@ def flatten(t) -> tuple:
             break
     else:
         return t
-    out = []
+    out: list = []
     for e in t:
         if type(e) is tuple:
             out.extend(flatten(e))

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import abc
 import functools
+from typing import Any
 import numbers
 
 import attrs
@@ -32,8 +33,8 @@ _memo = memo
 class Layout:
     """A map from coordinates to offsets: ``L(c) = sum(c_i * stride_i)``; prints as cuTe does, ``(4,8):(8,1)``."""
 
-    shape: object
-    stride: object
+    shape: Any    # IntTuples (pycute.typing.IntTuple) the algebra narrows by rank; stride leaves may be ScaledBasis
+    stride: Any
     # The hash, set on first use: operands are hashed on every memoised call, results mostly never.
     _hash: int = attrs.field(init=False, repr=False)
 
@@ -118,7 +119,8 @@ class Layout:
 
 
 # The slots' own setters: a frozen class refuses setattr, and these are what its __init__ may use.
-_set_shape, _set_stride, _set_hash = Layout.shape.__set__, Layout.stride.__set__, Layout._hash.__set__
+_set_shape, _set_stride = Layout.shape.__set__, Layout.stride.__set__
+_set_hash = Layout._hash.__set__  # type: ignore[attr-defined]  # (an attrs slot, which mypy sees as an int)
 _new = object.__new__
 
 
@@ -138,8 +140,19 @@ class ComposedBase(abc.ABC):
     inner: Layout
 
     @abc.abstractmethod
-    def with_inner(self, inner, extra_offset=0):
+    def with_inner(self, inner: Layout, extra_offset: Any = 0) -> "ComposedBase":
         """The same composition around another inner layout (and an added offset)."""
+
+    # What size(), rank() and depth() ask of any layout; a composition is shaped like its inner layout.
+    @property
+    def shape(self) -> Any:
+        return self.inner.shape
+
+    def size(self) -> int:
+        return self.inner.size()
+
+    def rank(self) -> int:
+        return self.inner.rank()
 
     def _repr_svg_(self) -> str | None:
         """The composed layout's grid as a picture, in Jupyter (``pycute.draw_layout``)."""
@@ -152,7 +165,7 @@ class LayoutBase(abc.ABC):
 
 
 LayoutBase.register(Layout)
-LayoutBase.register(ComposedBase)
+LayoutBase.register(ComposedBase)  # type: ignore[type-abstract]  # (an ABC registering an ABC)
 
 
 def is_layout(x) -> bool:
@@ -342,7 +355,8 @@ def merge_modes(shapes, strides) -> tuple:
     """CuTe's coalesce of the flat modes ``(shapes, strides)``: size-1 modes vanish and a mode that continues the
     one before it (``shape * stride`` of that one equals its stride) merges into it. Returns ``(shape, stride)``,
     ``(1, 0)`` when nothing of size > 1 remains."""
-    rs, rd = [], []
+    rs: list = []
+    rd: list = []
     for s, d in zip(shapes, strides):
         if s == 1:
             continue

@@ -1,6 +1,14 @@
 """cuTe swizzle functors and composed layouts (``cute/swizzle.hpp``, ``cute/layout_composed.hpp``)."""
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any, TypeVar
+
+if TYPE_CHECKING:
+    import numpy as np
+
+#: A swizzle maps an offset, or numpy's arrays of them elementwise, to the same kind.
+Offsets = TypeVar("Offsets", int, "np.ndarray")
+
 import attrs
 
 from .basis import ScaledBasis
@@ -13,12 +21,12 @@ __all__ = ["Swizzle", "ComposedLayout", "shiftl", "shiftr"]
 MAX_SWIZZLE_BITS = 64     # B + M + |S|: the highest address bit a swizzle reads or writes
 
 
-def shiftr(a: int, s: int) -> int:
+def shiftr(a: Offsets, s: int) -> Offsets:
     """``a >> s``, or ``a << -s`` for negative ``s``."""
     return a >> s if s >= 0 else a << -s
 
 
-def shiftl(a: int, s: int) -> int:
+def shiftl(a: Offsets, s: int) -> Offsets:
     """``a << s``, or ``a >> -s`` for negative ``s``."""
     return a << s if s >= 0 else a >> -s
 
@@ -63,7 +71,7 @@ class Swizzle:
     yyy_msk = yyy_mask      # CUTLASS pycute's names
     zzz_msk = zzz_mask
 
-    def __call__(self, offset: int) -> int:
+    def __call__(self, offset: Offsets) -> Offsets:
         return offset ^ shiftr(offset & self.yyy_mask, self.shift)
 
     def size(self) -> int:
@@ -88,8 +96,8 @@ class Swizzle:
 class ComposedLayout(ComposedBase):
     """``outer o offset o inner``: ``CL(c) == outer(offset + inner(c))``; shaped like ``inner``."""
 
-    outer: object
-    offset: int
+    outer: "Swizzle | Layout"   # a swizzle, or a layout (CuTe composes either)
+    offset: Any                 # an integer, or a ScaledBasis offset
     inner: Layout
 
     def __attrs_post_init__(self):
@@ -111,22 +119,12 @@ class ComposedLayout(ComposedBase):
         return self.inner
 
     @property
-    def shape(self):
-        return self.inner.shape
-
-    @property
-    def stride(self):
+    def stride(self) -> Any:
         return self.inner.stride
-
-    def size(self) -> int:
-        return self.inner.size()
 
     def cosize(self) -> int:
         """The codomain's extent: that of ``outer`` (a swizzle's domain, or a layout's cosize)."""
         return self.outer.cosize()
-
-    def rank(self) -> int:
-        return self.inner.rank()
 
     def __len__(self) -> int:
         return self.inner.rank()

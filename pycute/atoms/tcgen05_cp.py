@@ -155,7 +155,7 @@ def _class_name(form: CpForm) -> str:
     return "Cp" + form.shape + mc[:1].upper() + mc[1:]
 
 
-def _atom_class(form: CpForm) -> type:
+def _atom_class(form: CpForm) -> type[Tcgen05CpAtom]:
     cls = type(_class_name(form), (Tcgen05CpAtom,), {
         "__doc__": f"``tcgen05.cp.cta_group::N.{form.name}``", "__module__": __name__, "FORM": form})
     return attrs.frozen(repr=False)(cls)
@@ -197,7 +197,7 @@ def cp_candidates(cta_group: int, shape: str | None = None, multicast: str | Non
                             f"{' or '.join(repr(m) for m in LEGAL_MULTICASTS[shape])}")
         if multicast is None and shape in LEGAL_MULTICASTS:
             multicast = LEGAL_MULTICASTS[shape][0]
-        return (find_cp_atom(shape, multicast, cta_group),)
+        return (find_cp_atom(shape, "" if multicast is None else multicast, cta_group),)
     atoms = tuple(a for a in TCGEN05_CP_ATOMS if a.cta_group == cta_group)
     if multicast is not None:
         known = {f.multicast for f in CP_FORMS}

@@ -102,7 +102,7 @@ def roundtrip_source(plan: CopyPlan, name: str = "pycute_copy") -> str:
                            f"elements; {plan.src.dtype.name} has {plan.src.bits}")
     g = plan.cta_group
     return render(
-        "roundtrip.cu", smem_bytes=smem_bytes_needed(plan.src), tmem_cols=plan.dst.columns,
+        "roundtrip.cu", smem_bytes=smem_bytes_needed(plan.src), tmem_cols=plan.dst.alloc_columns,
         elements=plan.src.layout.size(), element_bytes=plan.src.bits // 8, function=emit_device_function(plan, name),
         src_offset=_src_offset_function(plan), threads=128 * g, cluster=" __cluster_dims__(2, 1, 1)" if g == 2 else "",
         name=name, cta_group=g, ctas=g, chunk=_CHUNK, st=ldst_helper("st", _CHUNK), ld=ldst_helper("ld", _CHUNK),
@@ -162,7 +162,7 @@ class RoundTrip:
         (ctas, 128, columns) uint32 arrays, plus a ``Timing`` when ``timed``."""
         values = self.values(seed)
         compiled = self.compile(arch, soft, timed)
-        cols = self.plan.dst.columns
+        cols = self.plan.dst.alloc_columns
         words = self.ctas * 128 * cols
         out = gpu.run(compiled.cubin, self.entry, grid=self.ctas, block=128, dynamic_smem=self.dynamic_smem(soft),
                       inputs=values, out_words=words + (2 * self.ctas if timed else 0), events=timed)
@@ -194,5 +194,5 @@ class RoundTrip:
             image = np.zeros(self.smem_bytes, dtype=np.uint8)
             image[index] = vals
             tmem = expected_tmem(src, dst, image, np.zeros((128, 512), dtype=np.uint32), 0)
-            result.append(tmem[:, :dst.columns])
+            result.append(tmem[:, :dst.alloc_columns])
         return np.stack(result)

@@ -71,6 +71,7 @@ class LdStRoundTrip:
                     f"  pycute_mbarrier_wait_parity(mbar, 0);\n  pycute_tcgen05_fence_after_thread_sync();\n")
             what = f"{self.cp.atom.ptx} then {self.ld.per_warp[0].ptx}"
         else:
+            assert self.st is not None                 # __attrs_post_init__: exactly one of cp and st
             functions.insert(0, self.st.cuda("rt_st"))
             body = (f"  for (unsigned i = 0; i < {self.st.registers}u; ++i) regs[i] = regs_in[(cta * blockDim.x + tid) * "
                     f"{self.st.registers}u + i];\n  rt_st(taddr, regs);\n  pycute_tcgen05_fence_before_thread_sync();\n"
@@ -99,6 +100,7 @@ class LdStRoundTrip:
             for k in range(src.bits // 8):
                 coords |= images[:, elem + k].astype(np.uint64) << np.uint64(8 * k)
             return images, np.zeros((ctas, self.threads, 1), np.uint32), coords
+        assert self.st is not None                     # __attrs_post_init__: exactly one of cp and st
         vbits = _value_bits(self.st)
         coords = rng.integers(0, 1 << vbits, (ctas, size), dtype=np.uint64)
         regs = np.stack([_registers(self.st, c) for c in coords])

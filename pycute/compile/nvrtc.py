@@ -215,7 +215,7 @@ def compile_cuda(source: str, arch: str = "sm_100a", options=(), name: str = "py
                            f"sm_100f, sm_103a/f or sm_110a/f target; sm_90a is for the no-tcgen05 runtime check)")
     options = tuple(_DEFAULT_OPTIONS) + tuple(options) + _include_options(include_dirs)
     store = _store(cache)
-    key = cache_key(source, arch, options) if store is not None else None
+    key = cache_key(source, arch, options)
     if store is not None:
         sections = store.get(key)
         if sections is not None and set(sections) == {"cubin", "ptx", "log"} \

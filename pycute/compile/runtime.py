@@ -165,10 +165,12 @@ class Gpu:
             start, stop = (self.device.create_event(_timing_options(EventOptions)) for _ in range(2))
             self.stream.record(start)
         launch(self.stream, config, kernel, *args)
-        if events:
+        if start is not None and stop is not None:
             self.stream.record(stop)
+            self.stream.sync()
+            return stop - start
         self.stream.sync()
-        return (stop - start) if events else None
+        return None
 
     def _allow_smem(self, kernel, nbytes: int) -> None:
         """Opt a kernel into more than 48 KiB of dynamic shared memory."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 from ..arch.sm100.datapath import DATA_PATHS, data_path
 from ..arch.sm100.tmem import CELL_BITS, alloc_columns_for
 from ..atoms.tcgen05_cp import check_cta_group
-from ..dtypes import dtype as as_dtype
+from ..dtypes import DTypeLike, dtype as as_dtype
 from ..errors import PlanError
 from ..int_tuple import as_int
 from ..layout import Layout
@@ -31,7 +31,7 @@ def accumulator_layout(bits: int, m: int, n: int, cta_group: int = 1, ws: bool =
     return path.layout(n, CELL_BITS // bits)   # a 16-bit value sits alone in its 32-bit cell: 2 per column
 
 
-def mma_accumulator(dtype, m: int, n: int, cta_group: int = 1, ws: bool = False, columns: int | None = None
+def mma_accumulator(dtype: DTypeLike, m: int, n: int, cta_group: int = 1, ws: bool = False, columns: int | None = None
                     ) -> TmemTensor:
     """The TMEM tensor ``(rows per CTA, N)`` where ``tcgen05.mma`` (M, N, cta_group, ``.ws``) writes D: element
     (r, c) of this CTA's rows at the lane and column its data-path layout says. ``columns`` is the allocation
@@ -47,6 +47,7 @@ def mma_accumulator(dtype, m: int, n: int, cta_group: int = 1, ws: bool = False,
     if not (step <= n <= 256 and n % step == 0):
         raise PlanError(f"N={n} is not an MMA width for cta_group::{cta_group}: {step} to 256 in steps of {step} "
                         f"(docs/tcgen05-mma-operands.md section 7)")
-    layout = accumulator_layout(dt.bits, m, n, cta_group, ws)
-    width = (n // 2 if data_path(m, cta_group, ws).column_halves else n)
+    layout = accumulator_layout(dt.bits, m, n, cta_group, ws)     # refuses an unknown data path
+    path = data_path(m, cta_group, ws)
+    width = n // 2 if path is not None and path.column_halves else n
     return make_tmem_tensor(dt, layout, columns=alloc_columns_for(width) if columns is None else columns)

@@ -15,6 +15,8 @@ from ..arch.sm100.tmem import CELL_BITS, COLUMNS, LANES, TCol, alloc_columns_for
 from ..atoms.tcgen05_cp import check_cta_group
 from ..errors import PlanError
 from ..int_tuple import as_int
+from ..dtypes import DTypeLike
+from ..layout import Layout
 from .reference import layout_values
 from .tensor import TmemPlacement, TmemTensor, make_tmem_tensor
 
@@ -40,25 +42,26 @@ class TmemAllocation:
     def __init__(self, cta_group: int = 1):
         self.cta_group = check_cta_group(cta_group)
         self.tensors: list[TmemTensor] = []
+        self.placements: list[TmemPlacement] = []   # tensors[i].placement, typed as never None
 
     @property
     def columns(self) -> int:
         """The ``tcgen05.alloc`` operand: the smallest legal size (32 to 512, a power of two) holding every tensor."""
-        end = max((t.placement.end for t in self.tensors), default=1)
+        end = max((q.end for q in self.placements), default=1)
         return alloc_columns_for(end)
 
     @property
     def used(self) -> int:
         """One past the last column any placed tensor occupies."""
-        return max((t.placement.end for t in self.tensors), default=0)
+        return max((q.end for q in self.placements), default=0)
 
-    def add(self, dtype, layout, replica=None, column: int | None = None, name: str | None = None) -> TmemTensor:
+    def add(self, dtype: DTypeLike, layout: Layout, replica: Layout | None = None, column: int | None = None, name: str | None = None) -> TmemTensor:
         """Place a tensor (``layout`` on TLane/TCol elements, optional multicast ``replica``) at 32-bit ``column``
         or, without one, at the first free column that is a multiple of 4; returns the placed ``TmemTensor``."""
         name = f"tensor{len(self.tensors)}" if name is None else name
         if not isinstance(name, str):
             raise TypeError(f"TmemAllocation.add: name must be a string, got {name!r}")
-        if any(t.placement.name == name for t in self.tensors):
+        if any(q.name == name for q in self.placements):
             raise PlanError(f"TmemAllocation: a tensor named {name!r} is already placed")
         probe = make_tmem_tensor(dtype, layout, replica=replica)
         lo, hi, lane_lo, lane_hi = _footprint(probe)
@@ -72,11 +75,10 @@ class TmemAllocation:
             column = self._check_column(column, name)
         end = column + width
         if end > COLUMNS:
-            placed = ", ".join(repr(t.placement) for t in self.tensors) or "nothing else"
+            placed = ", ".join(repr(q) for q in self.placements) or "nothing else"
             raise PlanError(f"TmemAllocation: {name!r} ({width} columns at column {column}) ends at column {end}, "
                             f"past TMEM's {COLUMNS} columns (placed: {placed})")
-        for t in self.tensors:
-            q = t.placement
+        for q in self.placements:
             if column < q.end and q.column < end and lane_lo < q.lanes[1] and q.lanes[0] < lane_hi:
                 raise PlanError(f"TmemAllocation: {name!r} at columns [{column}, {end}), lanes [{lane_lo}, {lane_hi}) "
                                 f"overlaps {q.name!r} at columns [{q.column}, {q.end}), lanes "
@@ -86,6 +88,7 @@ class TmemAllocation:
         tensor = TmemTensor(probe.dtype, probe.layout, probe.replica, alloc_columns_for(end),
                             TCol * elements if elements else 0, (), placement)
         self.tensors.append(tensor)
+        self.placements.append(placement)
         return tensor
 
     def _check_column(self, column, name: str) -> int:
@@ -100,8 +103,8 @@ class TmemAllocation:
     def _first_fit(self, width: int, lanes: tuple) -> int:
         for column in range(0, COLUMNS, PLACEMENT_ALIGN):
             end = column + width
-            if all(not (column < t.placement.end and t.placement.column < end and lanes[0] < t.placement.lanes[1]
-                        and t.placement.lanes[0] < lanes[1]) for t in self.tensors):
+            if all(not (column < q.end and q.column < end and lanes[0] < q.lanes[1] and q.lanes[0] < lanes[1])
+                   for q in self.placements):
                 return column
         return COLUMNS      # no room: add refuses it naming the tensors placed
 
@@ -109,8 +112,8 @@ class TmemAllocation:
         return iter(self.tensors)
 
     def __getitem__(self, name: str) -> TmemTensor:
-        for t in self.tensors:
-            if t.placement.name == name:
+        for t, q in zip(self.tensors, self.placements):
+            if q.name == name:
                 return t
         raise KeyError(name)
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 from ..arch.sm100.swizzle_modes import SwizzleMode
 from ..arch.sm100.tmem import TCol
 from ..atoms.tcgen05_cp import Tcgen05CpAtom
-from ..dtypes import dtype as as_dtype
+from ..dtypes import DTypeLike, dtype as as_dtype
 from ..errors import DescriptorError, PlanError
 from ..layout import Layout, make_layout
 from ..swizzle import ComposedLayout
@@ -16,7 +16,7 @@ __all__ = ["kmajor_smem_tensor", "atom_tmem_tensor", "SWIZZLE_PITCH"]
 SWIZZLE_PITCH = {m.label: m.row_pitch for m in (SwizzleMode.NONE, SwizzleMode.B32, SwizzleMode.B64, SwizzleMode.B128)}
 
 
-def kmajor_smem_tensor(dtype, rows: int, k: int, swizzle: str = "128B") -> SmemTensor:
+def kmajor_smem_tensor(dtype: DTypeLike, rows: int, k: int, swizzle: str = "128B") -> SmemTensor:
     """A K-major ``rows`` x ``k`` tile: 8-row core groups at the swizzle's row pitch, row groups stacked first,
     then K blocks of one swizzle row each (cuTe's ``tile_to_shape`` of the swizzle atom, column-major).
 
@@ -38,7 +38,7 @@ def kmajor_smem_tensor(dtype, rows: int, k: int, swizzle: str = "128B") -> SmemT
     return make_smem_tensor(dt, inner if sw is None else ComposedLayout(sw, 0, inner))
 
 
-def atom_tmem_tensor(dtype, atom, k: int, columns: int = 64) -> TmemTensor:
+def atom_tmem_tensor(dtype: DTypeLike, atom: Tcgen05CpAtom, k: int, columns: int = 64) -> TmemTensor:
     """A TMEM tensor whose rows follow ``atom``'s lane pattern (and replica) and whose ``k`` elements per row sit in
     consecutive columns."""
     if not isinstance(atom, Tcgen05CpAtom):

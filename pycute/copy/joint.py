@@ -83,7 +83,8 @@ def _cut(modes: list, bounds: list) -> list:
 def _joint_modes(src: SmemTensor, dst: TmemTensor):
     """``[((extent, smem stride), (extent, TMEM stride))]``: both layouts cut at the union of their extents."""
     fs, ft = _flat_coalesced(src.layout), _flat_coalesced(dst.layout)
-    cum_s, cum_t = [], []
+    cum_s: list[int] = []
+    cum_t: list[int] = []
     for modes, cum in ((fs, cum_s), (ft, cum_t)):
         acc = 1
         for n, _ in modes:
@@ -101,7 +102,7 @@ def _joint_modes(src: SmemTensor, dst: TmemTensor):
 
 def _merge(modes: list) -> tuple:
     """Jointly coalesce JointModes sorted by step: merge where both sides continue contiguously."""
-    out = []
+    out: list = []
     for m in modes:
         if out:
             p = out[-1]
@@ -118,7 +119,8 @@ def _mode_sizes(layout: Layout) -> tuple:
 
 def _split_axes(src: SmemTensor, dst: TmemTensor) -> tuple[list, list]:
     """The joint modes as (lane modes, column modes); broadcasts dropped or refused."""
-    lane_modes, col_modes = [], []
+    lane_modes: list = []
+    col_modes: list = []
     for (n, s), (_, t) in _joint_modes(src, dst):
         lane, col = basis_get(t, "TLane"), basis_get(t, "TCol")
         if lane == 0 and col == 0:

@@ -123,7 +123,7 @@ class CopyPlan:
             lo, hi = min(lo, lo + reach), max(hi, hi + reach)
         return lo, hi
 
-    def at(self, **values) -> "CopyPlan":
+    def at(self, **values: int) -> "CopyPlan":
         """The static plan of one value of each run-time coordinate (``plan.at(stage=2)``); a static plan is its own
         value. The planner proved every value legal and laid out as value 0 shifted."""
         if not self.dynamic:
@@ -151,7 +151,7 @@ class CopyPlan:
         of 16 below 256 KiB, the reach of the start-address field; else DescriptorError)."""
         return self.descriptor.encode(start_address=_address(smem_address, "descriptor_for"))
 
-    def stream(self, smem_base: int, tmem_base: int, **values) -> list[tuple[str, int, int]]:
+    def stream(self, smem_base: int, tmem_base: int, **values: int) -> list[tuple[str, int, int]]:
         """``(ptx, taddr, descriptor)`` per instruction for a buffer at ``smem_base`` and TMEM at ``tmem_base``, at
         the given values of the run-time coordinates (``stream(0, 0, stage=2)``).
 
@@ -171,10 +171,10 @@ class CopyPlan:
                             f"an sm_100 CTA can have")
         tmem_base = _address(tmem_base, "stream: tmem_base", PlanError, align=1)
         lane, column = split_address(tmem_base)
-        if lane or column % ALLOC_COLUMNS[0] or column + self.dst.columns > COLUMNS:
+        if lane or column % ALLOC_COLUMNS[0] or column + self.dst.alloc_columns > COLUMNS:
             raise PlanError(f"stream: tmem_base {tmem_base:#x} (lane {lane}, column {column}) is not the base of a "
-                            f"{self.dst.columns}-column tcgen05.alloc: lane 0, a column that is a multiple of "
-                            f"{ALLOC_COLUMNS[0]}, and {self.dst.columns} columns inside {COLUMNS}")
+                            f"{self.dst.alloc_columns}-column tcgen05.alloc: lane 0, a column that is a multiple of "
+                            f"{ALLOC_COLUMNS[0]}, and {self.dst.alloc_columns} columns inside {COLUMNS}")
         template = self.descriptor.encode()
         return [(i.ptx, tmem_base + i.tmem_offset, patch_start_address(template, smem_base + i.smem_offset))
                 for i in self.instructions]

@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 import itertools
+from typing import Any
 
 import attrs
 
@@ -144,7 +145,7 @@ def _coordinates(dst: TmemTensor, src: SmemTensor) -> list:
     return list(coords.items())
 
 
-def _step(tensor, name: str) -> object:
+def _step(tensor: SmemTensor | TmemTensor, name: str) -> Any:
     return next((d.stride for d in tensor.dynamic if d.name == name), 0)
 
 
@@ -222,7 +223,7 @@ def _decompression(decompress) -> str | None:
                     f"(and, refused, {FP6_DECOMPRESSION.split('.')[1]})")
 
 
-def make_tiled_copy(dst, src, cta_group: int = 1, shape: str | None = None, multicast: str | None = None,
+def make_tiled_copy(dst: TmemTensor, src: SmemTensor, cta_group: int = 1, shape: str | None = None, multicast: str | None = None,
                     decompress: str | None = None) -> CopyPlan:
     """Plan ``src`` (shared memory) -> ``dst`` (TMEM) with the fewest ``tcgen05.cp`` instructions.
 

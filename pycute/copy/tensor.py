@@ -12,12 +12,13 @@ generated code takes as an argument. ``t.at(stage=2)`` is the static tensor of o
 from __future__ import annotations
 
 import re
+from typing import Any
 
 import attrs
 
 from ..arch.sm100.tmem import check_alloc_columns
 from ..basis import ScaledBasis, basis_get
-from ..dtypes import DType, dtype as as_dtype
+from ..dtypes import DType, DTypeLike, dtype as as_dtype
 from ..errors import LayoutError, PlanError
 from ..int_tuple import as_int, flatten, is_int
 from ..composition import composition
@@ -165,9 +166,14 @@ class _Region:
     """What both tensor kinds share: a dtype, a region layout with its offset, and slicing into sub-regions."""
 
     KIND = ""
+    # The fields both attrs subclasses declare.
+    dtype: DType
+    layout: Layout
+    offset: Any
+    dynamic: tuple
 
     @property
-    def shape(self):
+    def shape(self) -> Any:
         return self.layout.shape
 
     @property
@@ -221,7 +227,7 @@ class SmemTensor(_Region):
 
     KIND = "shared-memory tensor"
 
-    def element_offset(self, *crd) -> int:
+    def element_offset(self, *crd: int) -> int:
         """The (swizzled) element offset of a coordinate from the buffer base."""
         linear = self.offset + self.layout(*crd)
         return self.swizzle(linear) if self.swizzle is not None else linear
@@ -245,6 +251,13 @@ class TmemTensor(_Region):
     placement: "TmemPlacement | None" = None  # where a TmemAllocation placed it
 
     KIND = "TMEM tensor"
+
+    @property
+    def alloc_columns(self) -> int:
+        """``columns``, which every plan's destination has (the planner refuses a tensor without one)."""
+        if self.columns is None:
+            raise PlanError(f"{self!r} has no allocation: pass columns= (the tcgen05.alloc size) to make_tmem_tensor")
+        return self.columns
 
     @property
     def lane_offset(self) -> int:
@@ -281,7 +294,7 @@ class TmemPlacement:
         return f"@{self.name}[columns {self.column}..{self.end - 1}, lanes {self.lanes[0]}..{self.lanes[1] - 1}]"
 
 
-def make_smem_tensor(dtype, layout, base_align: int = 1024) -> SmemTensor:
+def make_smem_tensor(dtype: DTypeLike, layout: Layout | ComposedLayout, base_align: int = 1024) -> SmemTensor:
     """A shared-memory tensor whose buffer base is aligned to ``base_align`` bytes."""
     dt = as_dtype(dtype)
     sw, inner = _swizzle_and_layout(layout)
@@ -294,7 +307,8 @@ def make_smem_tensor(dtype, layout, base_align: int = 1024) -> SmemTensor:
     return SmemTensor(dt, inner, sw, 0, base_align)
 
 
-def make_tmem_tensor(dtype, layout, replica=None, columns=None) -> TmemTensor:
+def make_tmem_tensor(dtype: DTypeLike, layout: Layout, replica: Layout | None = None, columns: int | None = None
+                     ) -> TmemTensor:
     """A TMEM tensor: ``layout`` on TLane/TCol (elements), optional multicast ``replica`` on TLane, and the
     allocation size ``columns`` (32-bit columns, a legal tcgen05.alloc size)."""
     dt = as_dtype(dtype)

@@ -85,6 +85,7 @@ def _layout(shape: str, block: QuadrantBlock, width: int, pack: bool, cap: int, 
     form = LDST_SHAPES[shape]
     span = form.columns * (2 if pack else 1)               # columns one .x1 covers (per half)
     half, cover = None, width
+    lanes: tuple[int, ...]
     if shape == "32x32b":
         if block.lanes != QUADRANT_LANES:
             raise _Reject("32x32b reaches all 32 lanes of the quadrant; the tensor holds 16 of them")
@@ -187,7 +188,7 @@ def _warp_blocks(cells: TensorCells, warps: int) -> tuple[QuadrantBlock, int]:
     return first, groups
 
 
-def make_tmem_copy(tensor, op: str = "ld", warps: int = 4, max_registers: int = 32, shape: str | None = None,
+def make_tmem_copy(tensor: TmemTensor, op: str = "ld", warps: int = 4, max_registers: int = 32, shape: str | None = None,
                    num: int | None = None, pack: bool | None = None, fragment: Layout | None = None) -> TmemCopyPlan:
     """Plan ``tcgen05.ld`` (``op="ld"``: TMEM -> registers) or ``tcgen05.st`` of a TMEM tensor by ``warps`` warps
     (warp w moves lane quadrant w % 4), each instruction moving at most ``max_registers`` registers per thread.

@@ -105,6 +105,9 @@ def match_fragment(cells: TensorCells, op: str, warps: int, cap: int, pack: bool
             if found:
                 break
         if found is None:
+            if first_miss is None:
+                raise PlanError(f"no tcgen05.{op} instruction fits {registers - r0} registers from register {r0} "
+                                f"within max_registers={cap}")
             atom, (t, j) = first_miss
             r = r0 + j if j < registers - r0 else r0
             lane, col = want[t, r]

@@ -6,6 +6,7 @@ import functools
 import attrs
 import numpy as np
 
+from ..atoms.tcgen05_ld import TmemLoadAtom, TmemStoreAtom
 from ..arch.sm100.tmem import LANE_SHIFT, QUADRANT_LANES, split_address
 from ..errors import PlanError
 from ..int_tuple import idx2crd
@@ -23,7 +24,7 @@ class TmemLdStInstruction:
     the warp's first, the first register of the thread's array it fills, and ``.16x32bx2``'s immHalfSplitoff (an
     address offset, ``lane << 16 | column``)."""
 
-    atom: object
+    atom: TmemLoadAtom | TmemStoreAtom
     lane: int
     column: int
     register: int

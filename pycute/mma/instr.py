@@ -7,7 +7,7 @@ import attrs
 from ..arch.sm100.mma import (BLOCK_SCALED_FIELDS, DENSE_FIELDS, MAX_SHIFTS, MMA_KINDS, TRANSPOSABLE, WS_SHAPES,
                               MmaKind)
 from ..atoms.tcgen05_cp import check_cta_group
-from ..dtypes import dtype as as_dtype
+from ..dtypes import DTypeLike, dtype as as_dtype
 from ..errors import DescriptorError, PlanError
 from ..int_tuple import as_int
 
@@ -123,7 +123,7 @@ def _scale(k: MmaKind, scale_type, scale_vec, sfa_id: int, sfb_id: int) -> tuple
     return k.scale_types[scale_type], scale_vec
 
 
-def make_instr_desc(kind: str, a_dtype, b_dtype, d_dtype=None, M: int = 128, N: int = 256, a_major: str = "K",
+def make_instr_desc(kind: str, a_dtype: DTypeLike, b_dtype: DTypeLike, d_dtype: DTypeLike | None = None, M: int = 128, N: int = 256, a_major: str = "K",
                     b_major: str = "K", cta_group: int = 1, negate_a: bool = False, negate_b: bool = False,
                     saturate: bool = False, scale_type: str | None = None, scale_vec: int | None = None,
                     sfa_id: int = 0, sfb_id: int = 0, ws: bool = False, max_shift: int = 0) -> InstrDescriptor:

@@ -76,8 +76,8 @@ class UmmaDescriptor:
 
 def _swizzle_mode(tensor: SmemTensor, bits: int) -> SwizzleMode:
     sw = tensor.swizzle
-    if sw is not None and sw.bits:
-        base32 = SwizzleMode.B128_BASE32B.byte_swizzle
+    base32 = SwizzleMode.B128_BASE32B.byte_swizzle
+    if sw is not None and sw.bits and base32 is not None:
         unit = (bits // 8).bit_length() - 1 if bits >= 8 else None
         if unit is not None and sw == Swizzle(base32.bits, base32.base - unit, base32.shift):
             return SwizzleMode.B128_BASE32B
@@ -167,7 +167,7 @@ def _check_alignment(tensor: SmemTensor, mode: SwizzleMode) -> None:
                               f"undocumented)")
 
 
-def make_umma_desc(smem_tensor, major: str | None = None, kind: str | None = None) -> UmmaDescriptor:
+def make_umma_desc(smem_tensor: SmemTensor, major: str | None = None, kind: str | None = None) -> UmmaDescriptor:
     """The descriptor of an ``(MN, K)`` operand tile in shared memory, for every swizzle and both majors; ``major``
     checks the inferred major-ness, ``kind`` the kind's transposition rules. Raises ``DescriptorError`` naming
     the element and mode a layout gets wrong."""

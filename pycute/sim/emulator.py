@@ -49,7 +49,9 @@ def source_units(atom: Tcgen05CpAtom, d: SmemDescriptor, ptx: str = "tcgen05.cp"
                 raise EmulationError(
                     f"{ptx}: rows {8 * g}..{8 * g + in_group - 1} starting at {g_start:#x} cross a "
                     f"{period}-byte {d.swizzle.name} swizzle period (a row must stay in its swizzle row)")
-        lin = d.swizzle.byte_swizzle(lin)
+        sw = d.swizzle.byte_swizzle
+        if sw is not None:
+            lin = sw(lin)
     if lin.max() + UNIT_BYTES > _SMEM_WINDOW:
         raise EmulationError(f"{ptx}: source reaches {int(lin.max()) + UNIT_BYTES:#x}, past the 18-bit address field")
     return lin

@@ -112,7 +112,8 @@ def decode(code, name: str) -> np.ndarray:
     raise EmulationError(f"reference_mma: no decoder for {name!r}")
 
 
-def reference_mma(a, b, a_type: str, b_type: str, sfa=None, sfb=None, sf_type: str = "ue8m0",
+def reference_mma(a: np.ndarray, b: np.ndarray, a_type: str, b_type: str, sfa: np.ndarray | None = None,
+                  sfb: np.ndarray | None = None, sf_type: str = "ue8m0",
                   block: int = 32) -> np.ndarray:
     """``D = (A * SFA) (B * SFB)^T`` in float64: ``a`` (M, K) and ``b`` (N, K) element codes; with block scaling
     ``sfa`` (M, K / block) and ``sfb`` (N, K / block) scale codes of ``sf_type`` (block 32 for mxf8 / mxf4, 16

@@ -60,7 +60,8 @@ def _parse_entry(ptx: str, name: str | None):
     directives = _ENTRY_DIRECTIVE.sub("", m.group(3)).strip()
     if directives:
         raise CompileError(f"entry {name!r}: directives outside the interpreted subset: {directives!r}")
-    program, labels = [], {}
+    program: list = []
+    labels: dict[str, int] = {}
     for raw in m.group(4).splitlines():
         line = raw.split("//")[0].strip()
         if not line or _SKIP.match(line):

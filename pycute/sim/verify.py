@@ -2,10 +2,13 @@
 two tensors' layouts alone say the copy must produce (``copy.reference.expected_tmem``)."""
 from __future__ import annotations
 
+from typing import Callable
+
 import numpy as np
 
 from ..arch.sm100.tmem import COLUMNS, LANES
 from ..copy.plan import CopyPlan
+from ..copy.tmem_plan import TmemCopyPlan
 from ..errors import EmulationError
 from ..copy.reference import expected_tmem, fill_pattern, smem_bytes_needed
 from .emulator import Sm100Emulator
@@ -13,7 +16,8 @@ from .emulator import Sm100Emulator
 __all__ = ["verify_plan", "verify_tmem_copy", "run_tmem_copy"]
 
 
-def verify_plan(plan: CopyPlan, seed: int = 0, smem_base: int = 0, stream=None, **values) -> None:
+def verify_plan(plan: CopyPlan, seed: int = 0, smem_base: int = 0,
+                stream: Callable[[int, int], list[tuple[str, int, int]]] | None = None, **values: int) -> None:
     """Emulate ``plan`` (or an explicit instruction ``stream``) and compare every CTA's TMEM with
     ``expected_tmem``; raises EmulationError with the first differing cells. A plan with run-time coordinates is
     verified at the given values (``verify_plan(plan, stage=2)``)."""
@@ -30,7 +34,7 @@ def verify_plan(plan: CopyPlan, seed: int = 0, smem_base: int = 0, stream=None, 
         img = fill_pattern(nbytes, seed * 2 + c)
         emu.write_smem(smem_base, img, cta=c)
         images.append(img)
-    base_col = emu.alloc(dst.columns, cta_group=ctas)
+    base_col = emu.alloc(dst.alloc_columns, cta_group=ctas)
     emu.run(plan.stream(smem_base, base_col) if stream is None else stream(smem_base, base_col))
     for c in range(ctas):
         want = expected_tmem(src, dst, images[c], np.full((LANES, COLUMNS), marker, dtype=np.uint32), base_col,
@@ -73,7 +77,7 @@ def run_tmem_copy(emu: Sm100Emulator, plan, tmem_base: int, registers=None, cta:
     return out if plan.op == "ld" else None
 
 
-def verify_tmem_copy(plan, seed: int = 0) -> None:
+def verify_tmem_copy(plan: TmemCopyPlan, seed: int = 0) -> None:
     """Emulate a ``TmemCopyPlan`` and check every register value against the TMEM tensor through the plan's
     fragment: for ld, each value is the element the tensor's layout puts at its coordinate; for st, each element of
     the tensor receives its register value and no other cell changes. EmulationError names the first difference."""

@@ -11,7 +11,8 @@ import zlib
 
 from ..basis import ScaledBasis
 from ..copy.tensor import SmemTensor
-from ..layout import is_layout
+from ..layout import Layout, is_layout
+from ..swizzle import ComposedLayout
 from .svg import CELL, Svg, color, text_width
 from .text import _label, cell_value, grid_shape, is_tmem
 
@@ -44,7 +45,7 @@ def _key(how, value, m, n, bits):
     return value
 
 
-def draw_layout(layout, color_by="index", bits: int = 16, title: str | None = None) -> Svg:
+def draw_layout(layout: Layout | ComposedLayout, color_by: str = "index", bits: int = 16, title: str | None = None) -> Svg:
     """The layout's grid (rank 2; other ranks grouped as ``print_layout`` groups them): row coordinates down,
     column coordinates across, each cell its value. ``color_by``: ``"index"`` (the value), ``"row"``, ``"col"``,
     ``"bank"`` / ``"chunk"`` (the 4-byte bank or 16-byte chunk of the value as an offset of ``bits``-wide
@@ -93,7 +94,7 @@ def _chunks(tensor: SmemTensor, swizzled: bool) -> dict:
     """16-byte chunk -> (row, col) of the first element (in grid order) stored in it."""
     layout = tensor.layout
     rows, cols, _ = grid_shape(layout)
-    out = {}
+    out: dict = {}
     for m in range(rows):
         for n in range(cols):
             off = tensor.offset + cell_value(layout, m, n)

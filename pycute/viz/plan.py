@@ -19,7 +19,7 @@ MAX_LEGEND = 16
 
 def _lane_runs(lanes, replica) -> list:
     """``(first, last, replica)`` runs of consecutive lanes of one replica: one rect each, not one per lane."""
-    runs = []
+    runs: list[list[int]] = []
     for lane, rep in sorted(zip(lanes, (int(r > 0) for r in replica))):
         if runs and runs[-1][2] == rep and runs[-1][1] == lane - 1:
             runs[-1][1] = lane
@@ -29,7 +29,7 @@ def _lane_runs(lanes, replica) -> list:
 
 
 def _tmem_panel(plan: CopyPlan, cells: list, cta: int) -> Svg:
-    cols = plan.dst.columns
+    cols = plan.dst.alloc_columns
     w = max(2, min(12, 768 // cols))
     left, top = 44, 30
     title = f"TMEM of CTA {cta}: {LANES} lanes x {cols} columns (cell = lane x 32-bit column)"
@@ -126,7 +126,7 @@ def draw_plan(plan: CopyPlan) -> Svg:
     height = legend.height + max([p.height for p in panels] + [smem.height]) + 10
     svg = Svg(max(width, legend.width), height, f"tcgen05.cp plan: {plan.atom.ptx}")
     svg.place(legend, 6, 6)
-    x = 6
+    x: float = 6
     for p in panels:
         svg.place(p, x, legend.height + 6)
         x += p.width + 20

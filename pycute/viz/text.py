@@ -10,9 +10,11 @@ scaled-basis points (TMEM layouts) shows each cell as ``lane,col`` (or its axes'
 from __future__ import annotations
 
 import sys
+from typing import TextIO
 
 from ..basis import ScaledBasis
-from ..layout import ComposedBase, cosize, is_layout, size
+from ..layout import ComposedBase, Layout, cosize, is_layout, size
+from ..swizzle import ComposedLayout
 
 __all__ = ["layout_grid", "print_layout", "grid_shape", "cell_value", "is_tmem"]
 
@@ -70,7 +72,7 @@ def _cosize(layout) -> int:
     return cosize(layout.inner if isinstance(layout, ComposedBase) else layout)
 
 
-def layout_grid(layout) -> str:
+def layout_grid(layout: Layout | ComposedLayout) -> str:
     """The text grid ``print_layout`` prints (ending in a newline)."""
     if not is_layout(layout):
         raise TypeError(f"layout_grid: expected a Layout or ComposedLayout, got {type(layout).__name__}")
@@ -93,6 +95,6 @@ def layout_grid(layout) -> str:
     return "".join(out)
 
 
-def print_layout(layout, file=None) -> None:
+def print_layout(layout: Layout | ComposedLayout, file: TextIO | None = None) -> None:
     """Print ``layout`` as CuTe's ``print_layout`` does: a grid of its values with coordinates on the margins."""
     print(layout_grid(layout), end="", file=file or sys.stdout)

@@ -110,7 +110,7 @@ CP_FORMS = (
 )
 
 #: Shape -> the multicast qualifiers PTX allows with it ('' = none) [V-PTX].
-LEGAL_MULTICASTS = {}
+LEGAL_MULTICASTS: dict[str, tuple[str, ...]] = {}
 for _form in CP_FORMS:
     LEGAL_MULTICASTS.setdefault(_form.shape, ())
     LEGAL_MULTICASTS[_form.shape] += (_form.multicast,)

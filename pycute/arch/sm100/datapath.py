@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import attrs
 
+from ...errors import PlanError
 from ...layout import Layout, make_layout
 from .tmem import TCol, TLane
 
@@ -30,6 +31,8 @@ class DataPath:
     def layout(self, n: int, per_cell: int) -> Layout:
         """``(rows, N)`` on TLane / TCol, TCol in elements of which ``per_cell`` fill one 32-bit column (a 16-bit
         accumulator value sits alone in its cell: 2)."""
+        if self.row_modes is None:
+            raise PlanError(f"Layout {self.letter}'s lane map is not known ({self.grade})")
         rows = [(e, s * TLane) for e, s in self.row_modes]
         row = Layout(*rows[0]) if len(rows) == 1 else Layout(tuple(e for e, _ in rows), tuple(d for _, d in rows))
         cols = Layout((n // 2, 2), (per_cell * TCol, FOLD_LANES * TLane)) if self.column_halves \

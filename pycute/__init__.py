@@ -18,9 +18,9 @@ from .int_tuple import (ceil_div, congruent, crd2crd, crd2idx, elem_scale, flatt
                         is_int, is_tuple, prefix_product, product, product_each, shape_div, signum, slice_, tuple_max,
                         weakly_congruent)
 from .memo import clear_caches
-from .layout import (Layout, LayoutBase, LayoutLeft, LayoutRight, coalesce, cosize, depth, filter, is_layout,
+from .layout import (Layout, LayoutLeft, LayoutRight, coalesce, cosize, depth, filter, is_layout,
                      make_layout, rank, size, slice_and_offset)
-from .modes import append, get, group, latex as print_latex, make_identity_layout, prepend, select, take
+from .modes import LayoutBase, append, get, group, latex as print_latex, make_identity_layout, prepend, select, take
 from .composition import complement, composition, left_inverse, max_common_layout, max_common_vector, right_inverse
 from .recast import downcast, make_ordered_layout, recast, upcast
 from .tiling import (blocked_product, flat_divide, flat_product, hier_unzip, logical_divide, logical_product,

@@ -33,7 +33,7 @@ class ScaledBasis:
     def as_dict(self) -> dict:
         return dict(self.terms)
 
-    def coeff(self, axis) -> int:
+    def coeff(self, axis: int | str) -> int:
         """The coefficient on ``axis`` (0 when absent)."""
         for a, c in self.terms:
             if a == axis:
@@ -97,7 +97,7 @@ class ScaledBasis:
     __str__ = __repr__
 
 
-def E(axis) -> ScaledBasis:
+def E(axis: int | str) -> ScaledBasis:
     """The unit basis element of ``axis`` (an int as in cuTe's ``E<i>``, or a name such as ``"TLane"``)."""
     return ScaledBasis(((axis, 1),))
 

@@ -12,8 +12,9 @@ from __future__ import annotations
 import numbers
 
 from .errors import LayoutError
+from .typing import IntTuple
 from .int_tuple import ceil_div, compact_col_major, flatten, is_int, product, shape_min, signum
-from .layout import ComposedBase, Layout, _as_layout, _memo, last_call, _mk, coalesce, merge_modes
+from .layout import ComposedBase, Layout, LayoutLike, _as_layout, _memo, last_call, _mk, coalesce, merge_modes
 
 __all__ = ["composition", "complement", "right_inverse", "left_inverse", "max_common_layout", "max_common_vector"]
 
@@ -147,7 +148,7 @@ def _right_operand(B, A):
 
 
 @_memo
-def composition(A, B):
+def composition(A: LayoutLike, B: LayoutLike):
     """``R = A o B`` with ``R(i) == A(B(i))`` for every ``i < size(B)``; ``R`` is shaped like ``B``.
 
     ``B`` may be a Layout, an int ``n`` (meaning ``n:1``), ``None`` (identity), or a tuple tiler applied to A's
@@ -178,7 +179,7 @@ def _int_strides(layout, op):
 
 
 @last_call
-def complement(layout, cotarget=None, *, max_idx=None):
+def complement(layout: LayoutLike, cotarget: IntTuple | None = None, *, max_idx: IntTuple | None = None):
     """``C`` with ``C(i) != L(j)`` for ``0 < i < size(C)`` and all ``j``, ``C`` ordered, and covering the codomain
     ``[0, cotarget)`` (an int or a shape; default ``cosize(L)``) as far as ``L`` leaves it: CuTe's complement.
 
@@ -236,7 +237,7 @@ def _cotarget(layout, modes, cotarget):
 
 
 @_memo
-def right_inverse(layout):
+def right_inverse(layout: LayoutLike):
     """``R`` with ``L(R(i)) == i`` for every ``i < size(R)``, as large as possible: the chain of modes whose strides
     follow one another from 1 (absolute values; a negative stride gives a negative step)."""
     if layout is None:
@@ -245,7 +246,7 @@ def right_inverse(layout):
     shapes, strides = merge_modes(flatten(layout.shape), flatten(layout.stride))
     if type(shapes) is not tuple:
         shapes, strides = (shapes,), (strides,)
-    at = {}                                          # |stride| -> the first mode with it
+    at: dict = {}                                    # |stride| -> the first mode with it
     rstride, prefix = [], 1                          # the coalesced layout's compact column-major strides
     for i, (s, d) in enumerate(zip(shapes, strides)):
         if type(d) is not int:
@@ -266,7 +267,7 @@ def right_inverse(layout):
 
 
 @_memo
-def left_inverse(layout):
+def left_inverse(layout: LayoutLike):
     """``R`` with ``L(R(L(i))) == L(i)`` for every ``i < size(L)`` (CuTe's quasi-inverse), so ``R(L(i)) == i`` when
     ``L`` is injective: L's modes sorted by stride, each spanning the codomain up to the next stride with L's own
     domain stride, and the offsets below the smallest stride mapped to 0."""
@@ -296,7 +297,7 @@ def left_inverse(layout):
 # common layouts
 # ---------------------------------------------------------------------------------------------------------
 @_memo
-def max_common_layout(A, B):
+def max_common_layout(A: LayoutLike, B: LayoutLike):
     """``R`` with ``A(R(i)) == i`` and ``B(R(i)) == i`` for every ``i < size(R)``, as large as possible."""
     inv_b = right_inverse(B)
     common = coalesce.raw(composition(A, inv_b))
@@ -307,7 +308,7 @@ def max_common_layout(A, B):
 
 
 @_memo
-def max_common_vector(A, B) -> int:
+def max_common_vector(A: LayoutLike, B: LayoutLike) -> int:
     """The largest ``n`` such that the first ``n`` indices map to ``0..n-1`` under both ``A`` and ``B``."""
     common = coalesce.raw(composition(A, right_inverse(B)))
     first = common[0] if common.rank() > 1 else common

@@ -6,8 +6,11 @@ and strides are column-major by default, and a compact layout gives a size-1 mod
 from __future__ import annotations
 
 import numbers
+from typing import TypeGuard
 
+from .basis import ScaledBasis
 from .errors import LayoutError
+from .typing import IntTuple
 from .memo import last_call
 
 __all__ = [
@@ -17,12 +20,12 @@ __all__ = [
 ]
 
 
-def is_int(x) -> bool:
+def is_int(x: object) -> TypeGuard[int]:
     """True for a Python integer (bool excluded)."""
     return type(x) is int or (isinstance(x, int) and not isinstance(x, bool))
 
 
-def is_tuple(x) -> bool:
+def is_tuple(x: object) -> TypeGuard[tuple]:
     """True for a tuple (a hierarchical IntTuple node)."""
     return isinstance(x, tuple)
 
@@ -34,7 +37,7 @@ def tuplify(x):
     return x
 
 
-def flatten(t) -> tuple:
+def flatten(t: IntTuple) -> tuple:
     """The leaves of ``t`` in order: ``flatten(((1,2),3)) == (1,2,3)``; an int flattens to a 1-tuple."""
     if type(t) is not tuple:
         if isinstance(t, (str, bytes, float, bool)):
@@ -68,7 +71,7 @@ def signum(a: int) -> int:
     return (a > 0) - (a < 0)
 
 
-def product(a):
+def product(a: IntTuple):
     """Product of all leaves: ``product((2,(3,4))) == 24``; ``product(()) == 1``."""
     if type(a) is tuple:
         r = 1
@@ -78,7 +81,7 @@ def product(a):
     return a if type(a) is int else _leaf_int(a, "product", "a leaf")
 
 
-def product_each(a) -> tuple:
+def product_each(a: IntTuple) -> tuple:
     """``(product(a_0), product(a_1), ...)``; an int is its own 1-tuple."""
     return tuple(product(e) for e in a) if type(a) is tuple else (a,)
 
@@ -90,18 +93,18 @@ def tuple_max(a):
     return a if type(a) is int else _leaf_int(a, "tuple_max", "a leaf")
 
 
-def inner_product(a, b):
+def inner_product(a: IntTuple, b: IntTuple):
     """Sum of leaf-wise products of congruent ``a`` and ``b``."""
-    if type(a) is tuple:
+    if isinstance(a, tuple):
         if type(b) is not tuple or len(a) != len(b):
             raise LayoutError(f"inner_product: {a} and {b} are not congruent")
         return sum((inner_product(x, y) for x, y in zip(a, b)), 0)
-    if type(b) is tuple:
+    if isinstance(b, tuple):
         raise LayoutError(f"inner_product: {a} and {b} are not congruent")
     return a * b
 
 
-def prefix_product(a, init=1):
+def prefix_product(a: IntTuple, init: IntTuple = 1):
     """Exclusive prefix product, congruent to ``a``: ``prefix_product((2,(3,4))) == (1,(2,6))``."""
     if type(a) is tuple:
         if type(init) is tuple:
@@ -128,11 +131,11 @@ def _div_away(a: int, b: int) -> int:
     return q if (a < 0) == (b < 0) else -q
 
 
-def shape_div(a, b):
+def shape_div(a: IntTuple, b: IntTuple):
     """CuTe's shape division: tuples divide element-wise, a tuple by an int folds left to right, an int by a tuple
     divides by the product; for ints one must divide the other, and ``a / b`` rounds away from zero (1 when
     ``b`` exceeds ``a``). Post-condition: ``shape_div(a, b) * b == a`` when ``b`` divides ``a``."""
-    if type(a) is tuple:
+    if isinstance(a, tuple):
         if type(b) is tuple:
             if len(a) != len(b):
                 raise LayoutError(f"shape_div: {a} and {b} have different ranks")
@@ -142,7 +145,7 @@ def shape_div(a, b):
             out.append(shape_div(e, b))
             b = shape_div(b, e)
         return tuple(out)
-    if type(b) is tuple:
+    if isinstance(b, tuple):
         return shape_div(a, product(b))
     if b == 0 or (a % b != 0 and b % a != 0):
         raise LayoutError(f"shape_div: neither of {a} and {b} divides the other")
@@ -156,10 +159,10 @@ def shape_min(a: int, b: int) -> int:
     return a if a < b else b
 
 
-def ceil_div(a, b):
+def ceil_div(a: IntTuple, b: IntTuple):
     """The smallest ``q`` with ``q * b >= a``; tuples as CuTe: element-wise (``b`` padded with 1s), or a tuple by an
     int folding left to right."""
-    if type(a) is tuple:
+    if isinstance(a, tuple):
         if type(b) is tuple:
             if len(b) > len(a):
                 raise LayoutError(f"ceil_div: {b} has more modes than {a}")
@@ -169,12 +172,12 @@ def ceil_div(a, b):
             out.append(ceil_div(e, b))
             b = ceil_div(b, e)
         return tuple(out)
-    if type(b) is tuple:
+    if isinstance(b, tuple):
         return ceil_div(a, product(b))
     return -(-a // b)
 
 
-def elem_scale(a, b):
+def elem_scale(a: IntTuple, b: IntTuple):
     """Leaf-wise scale: an int ``a`` scales by ``product(b)``; tuples scale mode by mode."""
     if type(a) is tuple:
         if type(b) is not tuple or len(a) != len(b):
@@ -183,14 +186,14 @@ def elem_scale(a, b):
     return a * product(b)
 
 
-def congruent(a, b) -> bool:
+def congruent(a: IntTuple, b: IntTuple) -> bool:
     """True when ``a`` and ``b`` have the same hierarchical profile."""
     if type(a) is tuple and type(b) is tuple:
         return len(a) == len(b) and all(congruent(x, y) for x, y in zip(a, b))
     return type(a) is not tuple and type(b) is not tuple
 
 
-def weakly_congruent(a, b) -> bool:
+def weakly_congruent(a: IntTuple, b: IntTuple) -> bool:
     """True when ``a``'s profile is a coarsening of ``b``'s (an int of ``a`` may stand for a tuple of ``b``)."""
     if type(a) is not tuple:
         return True
@@ -286,7 +289,7 @@ def _crd2idx(crd, shape, stride):
 
 
 @last_call
-def crd2idx(crd, shape, stride=None):
+def crd2idx(crd: IntTuple, shape: IntTuple, stride: IntTuple | ScaledBasis | None = None):
     """The index of coordinate ``crd`` in ``shape`` under ``stride`` (default: compact column-major).
 
     ``crd`` is an int (unfolded colexicographically) or a tuple mapped mode by mode, at any depth.
@@ -340,7 +343,7 @@ def _colex(idx: int, shape: tuple, current: int):
 
 
 @last_call
-def idx2crd(idx, shape, stride=None):
+def idx2crd(idx: IntTuple, shape: IntTuple, stride: IntTuple | ScaledBasis | None = None):
     """The coordinate of ``idx`` in ``shape`` (CuTe's inverse of ``crd2idx`` for compact strides): a tuple index
     maps mode by mode, an int index splits over every mode as ``(idx // stride) % shape``."""
     return _idx2crd(idx, shape, stride)
@@ -364,7 +367,7 @@ def _crd2crd(crd, dst_shape, src_shape):
 
 
 @last_call
-def crd2crd(crd, dst_shape, src_shape=None):
+def crd2crd(crd: IntTuple, dst_shape: IntTuple, src_shape: IntTuple | None = None):
     """``crd`` (a coordinate of ``src_shape``) as a coordinate of ``dst_shape``: mode by mode where both are
     tuples, else through the index (CuTe's ``crd2crd(coord, src, dst)``, in CUTLASS pycute's argument order;
     without ``src_shape`` an int ``crd`` is a 1-D index)."""

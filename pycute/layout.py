@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import abc
 import functools
-from typing import Any
+from typing import Any, Union
 import numbers
 
 import attrs
@@ -19,12 +19,13 @@ import attrs
 from .basis import ScaledBasis
 from .errors import LayoutError
 from .memo import clear_caches, last_call, memo
+from .typing import IntTuple
 from .views import svg_of
 from .normalize import _canonical, _canonical_shape, _canonicalize, fmt
 from .int_tuple import as_int, compact_col_major, crd2idx, flatten, has_none, product, tuplify, unflatten
 
 __all__ = ["Layout", "ComposedBase", "make_layout", "size", "cosize", "rank", "depth", "coalesce", "filter",
-           "slice_and_offset", "is_layout", "LayoutBase", "LayoutLeft", "LayoutRight", "clear_caches", "lifted", "by_mode"]
+           "slice_and_offset", "is_layout", "LayoutLike", "LayoutLeft", "LayoutRight", "clear_caches", "lifted", "by_mode"]
 
 _memo = memo
 
@@ -57,7 +58,7 @@ class Layout:
     def __reduce__(self):
         return _mk, (self.shape, self.stride)
 
-    def __init__(self, shape, stride=None):
+    def __init__(self, shape: IntTuple, stride: IntTuple | ScaledBasis | None = None):
         if stride is None:
             if not _canonical(shape, shape):             # (a valid shape is also a valid stride)
                 shape = _canonical_shape(shape, "Layout")
@@ -101,7 +102,7 @@ class Layout:
     def __iter__(self):
         return (self[i] for i in range(self.rank()))
 
-    def __call__(self, *args):
+    def __call__(self, *args: IntTuple | None):
         """The offset of a coordinate (int or hierarchical), or, with ``None`` entries, the sliced sub-layout."""
         crd = args[0] if len(args) == 1 else args
         if has_none(crd):
@@ -159,16 +160,12 @@ class ComposedBase(abc.ABC):
         return svg_of(self)
 
 
-class LayoutBase(abc.ABC):
-    """What CUTLASS's ``pycute`` calls every layout: ``isinstance(x, LayoutBase)`` for a Layout and a
-    ComposedLayout."""
+#: What the algebra's layout parameters take: a Layout, a composition (ComposedLayout), or a positive int or shape,
+#: read as the compact column-major layout of that shape (CuTe's tilers are such shapes and tuples of layouts).
+LayoutLike = Union[Layout, ComposedBase, int, tuple]
 
 
-LayoutBase.register(Layout)
-LayoutBase.register(ComposedBase)  # type: ignore[type-abstract]  # (an ABC registering an ABC)
-
-
-def is_layout(x) -> bool:
+def is_layout(x: object) -> bool:
     return isinstance(x, (Layout, ComposedBase))
 
 
@@ -181,7 +178,7 @@ def _as_layout(x, op) -> Layout:
             raise LayoutError(f"{op}: a size must be positive, got {x}")
         return _mk(int(x), 1)
     if isinstance(x, (tuple, list)):
-        return Layout(x)
+        return Layout(tuple(x) if isinstance(x, list) else x)
     raise TypeError(f"{op}: expected a Layout, a positive int or a shape, got {x!r} ({type(x).__name__})")
 
 
@@ -209,7 +206,7 @@ class _Major:
 LayoutLeft, LayoutRight = _Major("LayoutLeft"), _Major("LayoutRight")
 
 
-def make_layout(*args) -> Layout:
+def make_layout(*args: Any) -> Layout:
     """Either concatenate layouts (each becomes one mode) or build one from ``(shape[, stride])``.
 
     ``make_layout(A, B)`` has modes A and B (one layout gives a rank-1 layout of one mode);
@@ -238,14 +235,14 @@ def make_layout(*args) -> Layout:
     raise LayoutError(f"make_layout: expected layouts or (shape[, stride]), got {args!r}")
 
 
-def size(x) -> int:
+def size(x: LayoutLike) -> int:
     """Size of a layout's domain, or the product of a shape."""
     if isinstance(x, (Layout, ComposedBase)):
         return x.size()
     return product(_canonical_shape(x, "size"))
 
 
-def cosize(layout):
+def cosize(layout: LayoutLike):
     """One past the largest offset: ``cosize(L) == L(size(L)-1) + 1`` for non-negative integer strides."""
     layout = _as_layout(layout, "cosize")
     hi = 0
@@ -256,14 +253,14 @@ def cosize(layout):
     return hi + 1
 
 
-def rank(x) -> int:
+def rank(x: LayoutLike) -> int:
     """Number of top-level modes."""
     if isinstance(x, (Layout, ComposedBase)):
         return x.rank()
     return len(x) if isinstance(x, tuple) else 1
 
 
-def depth(x) -> int:
+def depth(x: LayoutLike) -> int:
     """Nesting depth of the shape: 0 for an int, 1 for a flat tuple."""
     shape = x.shape if isinstance(x, (Layout, ComposedBase)) else x
     if isinstance(shape, tuple):
@@ -272,7 +269,7 @@ def depth(x) -> int:
 
 
 @last_call
-def slice_and_offset(crd, layout):
+def slice_and_offset(crd: IntTuple | None, layout: Layout | ComposedBase) -> tuple[Any, Any]:
     """``(sub, off)`` with ``layout(c) == sub(c') + off`` where ``c`` fills ``crd``'s ``None`` entries with ``c'``.
 
     As in CuTe, ``sub`` keeps the kept modes as a tuple (one kept mode is a one-mode tuple, none is ``():()``), and
@@ -285,7 +282,8 @@ def slice_and_offset(crd, layout):
         crd = tuplify(crd)
     if crd is None:
         return layout, 0
-    shapes, strides = [], []
+    shapes: list = []
+    strides: list = []
     offset = _slice(crd, layout.shape, layout.stride, shapes, strides)
     return _mk(tuple(shapes), tuple(strides)), offset
 
@@ -371,7 +369,7 @@ def merge_modes(shapes, strides) -> tuple:
 
 
 @last_call
-def coalesce(layout, profile=None):
+def coalesce(layout: LayoutLike, profile: IntTuple | None = None):
     """The flattest layout with the same index map: ``coalesce(L)(i) == L(i)`` for all ``i < size(L)``.
 
     With a tuple ``profile``, coalesces each mode separately (by its sub-profile) and keeps the top-level rank.
@@ -389,7 +387,7 @@ def coalesce(layout, profile=None):
 
 
 @last_call
-def filter(layout, profile=None):
+def filter(layout: LayoutLike, profile: IntTuple | None = None):
     """``coalesce(L)`` with stride-0 (broadcast) modes removed: the distinct offsets of ``L``, each once."""
     layout = _as_layout(layout, "filter")
     if type(profile) is tuple:

@@ -3,20 +3,31 @@ its post-condition (``cute/layout.hpp``'s ``append``, ``prepend``, ``group``, ``
 ``make_identity_layout``), and ``print_latex``; ``LayoutLeft`` / ``LayoutRight`` live with ``make_layout``."""
 from __future__ import annotations
 
+import abc
+
 from .basis import E
 from .errors import LayoutError
 from .int_tuple import as_int, is_int
-from .layout import Layout, _as_layout, _mk, make_layout
+from .layout import ComposedBase, Layout, LayoutLike, _as_layout, _mk, make_layout
+from .typing import IntTuple
 
-__all__ = ["append", "prepend", "group", "select", "take", "get",
-           "make_identity_layout", "latex"]
+__all__ = ["LayoutBase", "append", "prepend", "group", "select", "take", "get", "make_identity_layout", "latex"]
+
+
+class LayoutBase(abc.ABC):
+    """What CUTLASS's ``pycute`` calls every layout: ``isinstance(x, LayoutBase)`` for a Layout and a
+    ComposedLayout."""
+
+
+LayoutBase.register(Layout)
+LayoutBase.register(ComposedBase)  # type: ignore[type-abstract]  # (an ABC registering an ABC)
 
 
 def _modes(layout: Layout) -> tuple[tuple, tuple]:
     return (layout.shape, layout.stride) if isinstance(layout.shape, tuple) else ((layout.shape,), (layout.stride,))
 
 
-def append(layout, x, n: int | None = None) -> Layout:
+def append(layout: LayoutLike, x: LayoutLike, n: int | None = None) -> Layout:
     """CuTe's ``append``: ``layout`` with ``x`` as a new last mode (``rank + 1``); with ``n``, padded with ``x`` to
     rank ``n``. ``append(layout, r)`` with an int is CUTLASS pycute's pad to rank ``r`` with ``1:0``."""
     layout = _as_layout(layout, "append")
@@ -30,7 +41,7 @@ def append(layout, x, n: int | None = None) -> Layout:
     return _mk(shape + (x.shape,) * count, stride + (x.stride,) * count)
 
 
-def prepend(layout, x, n: int | None = None) -> Layout:
+def prepend(layout: LayoutLike, x: LayoutLike, n: int | None = None) -> Layout:
     """CuTe's ``prepend``: ``x`` as a new first mode (with ``n``, padded at the front to rank ``n``)."""
     layout = _as_layout(layout, "prepend")
     if is_int(x) and n is None:
@@ -55,7 +66,7 @@ def _range(layout: Layout, b, e, op: str) -> tuple[int, int]:
     return b, e
 
 
-def group(layout, b: int, e: int) -> Layout:
+def group(layout: LayoutLike, b: int, e: int) -> Layout:
     """CuTe's ``group<B, E>``: modes ``[b, e)`` become one mode (a tuple, even of one); the function is
     unchanged."""
     layout = _as_layout(layout, "group")
@@ -64,7 +75,7 @@ def group(layout, b: int, e: int) -> Layout:
     return _mk(shape[:b] + (shape[b:e],) + shape[e:], stride[:b] + (stride[b:e],) + stride[e:])
 
 
-def select(layout, *modes: int) -> Layout:
+def select(layout: LayoutLike, *modes: int) -> Layout:
     """CuTe's ``select<I...>``: the layout of modes ``modes`` in that order."""
     layout = _as_layout(layout, "select")
     if not modes:
@@ -72,14 +83,14 @@ def select(layout, *modes: int) -> Layout:
     return make_layout(*(layout[as_int(i, "select: a mode")] for i in modes))   # a tuple of modes, even of one
 
 
-def take(layout, b: int, e: int) -> Layout:
+def take(layout: LayoutLike, b: int, e: int) -> Layout:
     """CuTe's ``take<B, E>``: modes ``[b, e)`` as a layout of rank ``e - b``."""
     layout = _as_layout(layout, "take")
     b, e = _range(layout, b, e, "take")
     return select(layout, *range(b, e))
 
 
-def get(layout, *path: int) -> Layout:
+def get(layout: LayoutLike, *path: int) -> Layout:
     """CuTe's ``get<I, J, ...>``: the mode at ``path`` (``get(L, 1, 0)`` is mode 0 of mode 1)."""
     out = _as_layout(layout, "get")
     for i in path:
@@ -87,7 +98,7 @@ def get(layout, *path: int) -> Layout:
     return out
 
 
-def make_identity_layout(shape) -> Layout:
+def make_identity_layout(shape: IntTuple) -> Layout:
     """CuTe's ``make_identity_layout``: ``L(c) == c`` as a scaled-basis point, mode ``i`` on axis ``E(i)``
     (column-major inside a mode). Nested modes would need CuTe's multi-index bases (``E<1,0>``): refused."""
     shape = Layout(shape).shape
@@ -99,7 +110,7 @@ def make_identity_layout(shape) -> Layout:
     return _mk(modes, strides) if isinstance(shape, tuple) else _mk(shape, strides[0])
 
 
-def latex(layout) -> str:
+def latex(layout: LayoutLike) -> str:
     """The layout as a LaTeX ``tabular`` (CuTe's ``print_latex``: rows and columns labelled by their coordinate,
     each cell its value, coloured by value modulo 8)."""
     layout = _as_layout(layout, "print_latex")

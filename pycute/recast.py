@@ -2,9 +2,11 @@
 from __future__ import annotations
 
 from .basis import ScaledBasis
+from .dtypes import DType
 from .errors import LayoutError
+from .typing import IntTuple
 from .int_tuple import as_int, compact_order, flatten, tuplify
-from .layout import ComposedBase, Layout, _as_layout, _memo, _mk
+from .layout import ComposedBase, Layout, LayoutLike, _as_layout, _memo, _mk
 
 __all__ = ["upcast", "downcast", "recast", "make_ordered_layout"]
 
@@ -16,7 +18,7 @@ def _map_leaves(shape, stride, fn):
     return fn(shape, stride)
 
 
-def _check(layout, n, op):
+def _check(layout: LayoutLike, n: int, op: str) -> Layout:
     if isinstance(layout, ComposedBase):
         raise LayoutError(f"{op}: {layout!r} is a ComposedLayout; {op} its inner layout and swizzle apart")
     layout = _as_layout(layout, op)
@@ -30,7 +32,7 @@ def _check(layout, n, op):
 
 
 @_memo
-def upcast(layout, n: int):
+def upcast(layout: LayoutLike, n: int):
     """The layout in units of ``n`` old elements: per mode, a stride ``d`` becomes ``ceil(|d| / n)`` (sign kept) and
     a mode with ``|d| < n`` packs ``n / |d|`` elements into one, its size rounded up; stride-0 modes stay. Each
     nonzero stride and ``n`` must divide one another (CuTe's static divisibility condition)."""
@@ -49,7 +51,7 @@ def upcast(layout, n: int):
 
 
 @_memo
-def downcast(layout, n: int):
+def downcast(layout: LayoutLike, n: int):
     """The layout in units of ``1/n`` old elements: each unit-stride mode (stride 1 or -1) grows ``n``-fold, other
     strides scale by ``n``. The layout needs a stride-1 mode (CuTe: "downcast requires adjacent elements"); a
     stride of -1 alone does not do: its elements' parts would be laid out backwards."""
@@ -69,7 +71,7 @@ def _bits(x, op) -> int:
     return bits
 
 
-def recast(layout, old, new):
+def recast(layout: LayoutLike, old: DType | int, new: DType | int):
     """The same bytes viewed as elements of width ``new`` instead of ``old`` (dtypes or bit counts): an upcast by
     ``new / old`` or a downcast by ``old / new`` (CuTe's ``recast_layout<old, new>``)."""
     ob, nb = _bits(old, "recast"), _bits(new, "recast")
@@ -85,7 +87,7 @@ def recast(layout, old, new):
 
 
 @_memo
-def make_ordered_layout(shape, order=None):
+def make_ordered_layout(shape: IntTuple, order: IntTuple | None = None):
     """A compact layout of ``shape`` whose strides grow in the order ``order`` (congruent to ``shape``; smallest
     first, equal orders share a stride); column-major without an order."""
     shape = tuplify(shape)

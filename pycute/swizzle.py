@@ -13,8 +13,9 @@ import attrs
 
 from .basis import ScaledBasis
 from .errors import LayoutError
+from .typing import IntTuple
 from .int_tuple import as_int, has_none, tuplify
-from .layout import ComposedBase, Layout, _as_layout, slice_and_offset
+from .layout import ComposedBase, Layout, LayoutLike, _as_layout, slice_and_offset
 
 __all__ = ["Swizzle", "ComposedLayout", "shiftl", "shiftr"]
 
@@ -82,7 +83,7 @@ class Swizzle:
         """A swizzle permutes its domain: the codomain has the same extent."""
         return self.size()
 
-    def compose(self, B):
+    def compose(self, B: LayoutLike):
         """``Swizzle o B`` as a ComposedLayout."""
         return ComposedLayout(self, 0, _as_layout(tuplify(B) if isinstance(B, list) else B, "composition"))
 
@@ -132,14 +133,14 @@ class ComposedLayout(ComposedBase):
     def __getitem__(self, i):
         return ComposedLayout(self.outer, self.offset, self.inner[i])
 
-    def with_inner(self, inner, extra_offset=0):
+    def with_inner(self, inner: Layout, extra_offset: int | ScaledBasis = 0):
         return ComposedLayout(self.outer, self.offset + extra_offset, inner)
 
-    def compose(self, B):
+    def compose(self, B: LayoutLike):
         from .composition import composition
         return self.with_inner(composition(self.inner, B))
 
-    def __call__(self, *args):
+    def __call__(self, *args: IntTuple | None):
         crd = args[0] if len(args) == 1 else args
         if has_none(crd):
             return slice_and_offset(crd, self)[0]

@@ -21,3 +21,25 @@ def test_mypy_finds_no_errors():
 def test_py_typed_marker_ships_as_package_data():
     assert (ROOT / "pycute" / "py.typed").is_file()
     assert "py.typed" in (ROOT / "pyproject.toml").read_text()
+
+
+def public_callables():
+    import inspect
+
+    import pycute as pc
+    for name in pc.__all__:
+        obj = getattr(pc, name)
+        if inspect.isfunction(obj):
+            yield name, obj
+        elif inspect.isclass(obj):
+            for attr, fn in vars(obj).items():
+                if inspect.isfunction(fn) and (not attr.startswith("_") or attr in ("__init__", "__call__")):
+                    yield f"{name}.{attr}", fn
+
+
+def test_every_public_parameter_is_annotated():
+    import inspect
+    bare = [f"{name}({p.name})" for name, fn in public_callables()
+            for p in inspect.signature(fn).parameters.values()
+            if p.name not in ("self", "cls") and p.annotation is inspect.Parameter.empty]
+    assert bare == []

@@ -97,6 +97,9 @@ def _scaled(stride, k):
 
 def _compose_layouts(A: Layout, B: Layout) -> Layout:
     """``A o B`` for layouts whose operands are already checked (B's strides are integers)."""
+    if type(A.shape) is int:                 # one mode: the stride scales B's (the mode is unbounded)
+        d = B.stride
+        return _mk(B.shape, d * A.stride if type(d) is int else _scaled(d, A.stride))
     shapes, strides = flatten(A.shape), flatten(A.stride)
     if len(shapes) == 1:                     # one mode: the stride scales B's (the mode is unbounded)
         return _mk(B.shape, _scaled(B.stride, strides[0]))
@@ -130,6 +133,8 @@ def _composition(A: Layout, B) -> Layout:
 def _right_operand(B, A):
     """B with lists as tuples, checked: Layouts with integer strides, positive ints, None, tuples of those."""
     if type(B) is Layout:
+        if type(B.stride) is int:
+            return B
         for d in flatten(B.stride):
             if type(d) is not int:
                 raise LayoutError(f"composition({A!r}, {B!r}): right operands with scaled-basis strides are not "

@@ -124,7 +124,7 @@ class Tcgen05CpAtom(CopyAtom):
     @property
     def max_lane(self) -> int:
         """The largest lane offset any row reaches (replicas included)."""
-        return max(max(lanes) for lanes in self.lane_table)
+        return self.FORM.max_lane
 
     # -- CuTe-style thread-value description ------------------------------------------------------------------
     @property

@@ -95,8 +95,18 @@ def check_replica(p: Prepared, atom: Tcgen05CpAtom) -> None:
     want, have = atom.replica, p.dst.replica
     if want != have and ((want is None) != (have is None) or coalesce(want) != coalesce(have)):
         raise Reject("replica mismatch: {name} {does}, the TMEM tensor {declares}", name=atom.name,
-                     does="does not replicate" if want is None else f"replicates at {want!r}",
-                     declares="declares no replica" if have is None else f"declares replica {have!r}")
+                     does=_Phrase("does not replicate", "replicates at {!r}", want),
+                     declares=_Phrase("declares no replica", "declares replica {!r}", have))
+
+
+class _Phrase:
+    """``none`` where ``value`` is None, else ``some`` formatted with it: built only when the message is read."""
+
+    def __init__(self, none: str, some: str, value: object):
+        self.none, self.some, self.value = none, some, value
+
+    def __format__(self, spec: str) -> str:
+        return self.none if self.value is None else self.some.format(self.value)
 
 
 # -- rule 2 ---------------------------------------------------------------------------------------------------

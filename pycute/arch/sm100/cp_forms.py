@@ -85,6 +85,16 @@ class CpForm:
         """``lane_table[row]``: the lane offsets (one per replica) source row ``row`` is written to."""
         return _lane_table(self)
 
+    @property
+    def max_lane(self) -> int:
+        """The largest lane offset any row reaches (replicas included)."""
+        return _max_lane(self)
+
+
+@functools.lru_cache(maxsize=None)
+def _max_lane(form: CpForm) -> int:
+    return max(max(lanes) for lanes in _lane_table(form))
+
 
 @functools.lru_cache(maxsize=None)
 def _lane_table(form: CpForm) -> tuple:

@@ -25,7 +25,8 @@ from .normalize import _canonical, _canonical_shape, _canonicalize, fmt
 from .int_tuple import as_int, compact_col_major, crd2idx, flatten, has_none, product, tuplify, unflatten
 
 __all__ = ["Layout", "ComposedBase", "make_layout", "size", "cosize", "rank", "depth", "coalesce", "filter",
-           "slice_and_offset", "is_layout", "LayoutLike", "LayoutLeft", "LayoutRight", "clear_caches", "lifted", "by_mode"]
+           "slice_and_offset", "is_layout", "LayoutLike", "LayoutLeft", "LayoutRight", "clear_caches", "lifted",
+           "by_mode"]
 
 _memo = memo
 

@@ -13,8 +13,8 @@ from typing import Any, Callable
 from .errors import LayoutError
 from .typing import IntTuple
 from .int_tuple import ceil_div, flatten, product_each
-from .layout import (Layout, LayoutLike, _as_layout, _canonical_shape, _memo, _mk, coalesce, cosize, lifted, make_layout,
-                     merge_modes)
+from .layout import (Layout, LayoutLike, _as_layout, _canonical_shape, _memo, _mk, coalesce, cosize, lifted,
+                     make_layout, merge_modes)
 from .modes import append
 from .composition import _compose_layouts, complement
 from .recast import make_ordered_layout

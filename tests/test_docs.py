@@ -11,9 +11,9 @@ import pytest
 import pycute as pc
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
-needs_mkdocs = pytest.mark.skipif(importlib.util.find_spec("mkdocs") is None or
-                                  importlib.util.find_spec("mkdocstrings_handlers") is None,
-                                  reason="mkdocs and mkdocstrings[python] are in the test extras: pip install '.[test]'")
+needs_mkdocs = pytest.mark.skipif(
+    importlib.util.find_spec("mkdocs") is None or importlib.util.find_spec("mkdocstrings_handlers") is None,
+    reason="mkdocs and mkdocstrings[python] are in the test extras: pip install '.[test]'")
 
 
 @pytest.fixture(scope="module")

@@ -10,7 +10,8 @@ import pytest
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 
 
-@pytest.mark.skipif(importlib.util.find_spec("mypy") is None, reason="mypy is in the test extras: pip install '.[test]'")
+@pytest.mark.skipif(importlib.util.find_spec("mypy") is None,
+                    reason="mypy is in the test extras: pip install '.[test]'")
 def test_mypy_finds_no_errors():
     run = subprocess.run([sys.executable, "-m", "mypy", "--no-incremental", "--config-file",
                           str(ROOT / "pyproject.toml")], cwd=ROOT, capture_output=True, text=True, timeout=300)

@@ -55,7 +55,8 @@ class TmemAllocation:
         """One past the last column any placed tensor occupies."""
         return max((q.end for q in self.placements), default=0)
 
-    def add(self, dtype: DTypeLike, layout: Layout, replica: Layout | None = None, column: int | None = None, name: str | None = None) -> TmemTensor:
+    def add(self, dtype: DTypeLike, layout: Layout, replica: Layout | None = None, column: int | None = None,
+            name: str | None = None) -> TmemTensor:
         """Place a tensor (``layout`` on TLane/TCol elements, optional multicast ``replica``) at 32-bit ``column``
         or, without one, at the first free column that is a multiple of 4; returns the placed ``TmemTensor``."""
         name = f"tensor{len(self.tensors)}" if name is None else name

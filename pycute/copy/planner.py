@@ -223,8 +223,8 @@ def _decompression(decompress) -> str | None:
                     f"(and, refused, {FP6_DECOMPRESSION.split('.')[1]})")
 
 
-def make_tiled_copy(dst: TmemTensor, src: SmemTensor, cta_group: int = 1, shape: str | None = None, multicast: str | None = None,
-                    decompress: str | None = None) -> CopyPlan:
+def make_tiled_copy(dst: TmemTensor, src: SmemTensor, cta_group: int = 1, shape: str | None = None,
+                    multicast: str | None = None, decompress: str | None = None) -> CopyPlan:
     """Plan ``src`` (shared memory) -> ``dst`` (TMEM) with the fewest ``tcgen05.cp`` instructions.
 
     Without ``shape``, forms are tried widest first and the first that fits wins; ``multicast`` alone filters the

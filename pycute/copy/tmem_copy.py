@@ -188,8 +188,9 @@ def _warp_blocks(cells: TensorCells, warps: int) -> tuple[QuadrantBlock, int]:
     return first, groups
 
 
-def make_tmem_copy(tensor: TmemTensor, op: str = "ld", warps: int = 4, max_registers: int = 32, shape: str | None = None,
-                   num: int | None = None, pack: bool | None = None, fragment: Layout | None = None) -> TmemCopyPlan:
+def make_tmem_copy(tensor: TmemTensor, op: str = "ld", warps: int = 4, max_registers: int = 32,
+                   shape: str | None = None, num: int | None = None, pack: bool | None = None,
+                   fragment: Layout | None = None) -> TmemCopyPlan:
     """Plan ``tcgen05.ld`` (``op="ld"``: TMEM -> registers) or ``tcgen05.st`` of a TMEM tensor by ``warps`` warps
     (warp w moves lane quadrant w % 4), each instruction moving at most ``max_registers`` registers per thread.
 

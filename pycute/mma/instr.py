@@ -123,10 +123,11 @@ def _scale(k: MmaKind, scale_type, scale_vec, sfa_id: int, sfb_id: int) -> tuple
     return k.scale_types[scale_type], scale_vec
 
 
-def make_instr_desc(kind: str, a_dtype: DTypeLike, b_dtype: DTypeLike, d_dtype: DTypeLike | None = None, M: int = 128, N: int = 256, a_major: str = "K",
-                    b_major: str = "K", cta_group: int = 1, negate_a: bool = False, negate_b: bool = False,
-                    saturate: bool = False, scale_type: str | None = None, scale_vec: int | None = None,
-                    sfa_id: int = 0, sfb_id: int = 0, ws: bool = False, max_shift: int = 0) -> InstrDescriptor:
+def make_instr_desc(kind: str, a_dtype: DTypeLike, b_dtype: DTypeLike, d_dtype: DTypeLike | None = None,
+                    M: int = 128, N: int = 256, a_major: str = "K", b_major: str = "K", cta_group: int = 1,
+                    negate_a: bool = False, negate_b: bool = False, saturate: bool = False,
+                    scale_type: str | None = None, scale_vec: int | None = None, sfa_id: int = 0, sfb_id: int = 0,
+                    ws: bool = False, max_shift: int = 0) -> InstrDescriptor:
     """The instruction descriptor of ``tcgen05.mma.cta_group::<cta_group>.kind::<kind>`` (M x N, A/B majors,
     negation, saturation (i8), ``.ws`` max shift, and for the block-scaled kinds the scale type, ``scale_vec`` and
     SF ids). Raises ``DescriptorError`` for a combination the PTX ISA forbids."""

@@ -45,7 +45,8 @@ def _key(how, value, m, n, bits):
     return value
 
 
-def draw_layout(layout: Layout | ComposedLayout, color_by: str = "index", bits: int = 16, title: str | None = None) -> Svg:
+def draw_layout(layout: Layout | ComposedLayout, color_by: str = "index", bits: int = 16,
+                title: str | None = None) -> Svg:
     """The layout's grid (rank 2; other ranks grouped as ``print_layout`` groups them): row coordinates down,
     column coordinates across, each cell its value. ``color_by``: ``"index"`` (the value), ``"row"``, ``"col"``,
     ``"bank"`` / ``"chunk"`` (the 4-byte bank or 16-byte chunk of the value as an offset of ``bits``-wide

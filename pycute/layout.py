@@ -59,7 +59,7 @@ class Layout:
     def __reduce__(self):
         return _mk, (self.shape, self.stride)
 
-    def __init__(self, shape: IntTuple, stride: IntTuple | ScaledBasis | None = None):
+    def __init__(self, shape: IntTuple | list, stride: IntTuple | list | ScaledBasis | None = None):
         if stride is None:
             if not _canonical(shape, shape):             # (a valid shape is also a valid stride)
                 shape = _canonical_shape(shape, "Layout")
@@ -179,7 +179,7 @@ def _as_layout(x, op) -> Layout:
             raise LayoutError(f"{op}: a size must be positive, got {x}")
         return _mk(int(x), 1)
     if isinstance(x, (tuple, list)):
-        return Layout(tuple(x) if isinstance(x, list) else x)
+        return Layout(x)
     raise TypeError(f"{op}: expected a Layout, a positive int or a shape, got {x!r} ({type(x).__name__})")
 
 

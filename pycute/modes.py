@@ -27,31 +27,32 @@ def _modes(layout: Layout) -> tuple[tuple, tuple]:
     return (layout.shape, layout.stride) if isinstance(layout.shape, tuple) else ((layout.shape,), (layout.stride,))
 
 
+def _pad(layout: LayoutLike, x: LayoutLike, n: int | None, op: str, front: bool) -> Layout:
+    """``layout`` with ``x`` as a new mode at the back (or ``front``), or padded with it to rank ``n``; an int ``x``
+    without ``n`` is CUTLASS pycute's pad to rank ``x`` with ``1:0``."""
+    layout = _as_layout(layout, op)
+    if is_int(x) and n is None:
+        return _pad(layout, Layout(1, 0), as_int(x, f"{op}: rank"), op, front)
+    x = _as_layout(x, op)
+    shape, stride = _modes(layout)
+    count = 1 if n is None else as_int(n, f"{op}: n") - len(shape)
+    if count <= 0:
+        return layout
+    pad_shape, pad_stride = (x.shape,) * count, (x.stride,) * count
+    if front:
+        return _mk(pad_shape + shape, pad_stride + stride)
+    return _mk(shape + pad_shape, stride + pad_stride)
+
+
 def append(layout: LayoutLike, x: LayoutLike, n: int | None = None) -> Layout:
     """CuTe's ``append``: ``layout`` with ``x`` as a new last mode (``rank + 1``); with ``n``, padded with ``x`` to
     rank ``n``. ``append(layout, r)`` with an int is CUTLASS pycute's pad to rank ``r`` with ``1:0``."""
-    layout = _as_layout(layout, "append")
-    if is_int(x) and n is None:
-        return append(layout, Layout(1, 0), as_int(x, "append: rank"))
-    x = _as_layout(x, "append")
-    shape, stride = _modes(layout)
-    count = 1 if n is None else as_int(n, "append: n") - len(shape)
-    if count <= 0:
-        return layout
-    return _mk(shape + (x.shape,) * count, stride + (x.stride,) * count)
+    return _pad(layout, x, n, "append", front=False)
 
 
 def prepend(layout: LayoutLike, x: LayoutLike, n: int | None = None) -> Layout:
     """CuTe's ``prepend``: ``x`` as a new first mode (with ``n``, padded at the front to rank ``n``)."""
-    layout = _as_layout(layout, "prepend")
-    if is_int(x) and n is None:
-        return prepend(layout, Layout(1, 0), as_int(x, "prepend: rank"))
-    x = _as_layout(x, "prepend")
-    shape, stride = _modes(layout)
-    count = 1 if n is None else as_int(n, "prepend: n") - len(shape)
-    if count <= 0:
-        return layout
-    return _mk((x.shape,) * count + shape, (x.stride,) * count + stride)
+    return _pad(layout, x, n, "prepend", front=True)
 
 
 def _range(layout: Layout, b, e, op: str) -> tuple[int, int]:

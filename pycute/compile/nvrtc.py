@@ -215,8 +215,8 @@ def compile_cuda(source: str, arch: str = "sm_100a", options=(), name: str = "py
                            f"sm_100f, sm_103a/f or sm_110a/f target; sm_90a is for the no-tcgen05 runtime check)")
     options = tuple(_DEFAULT_OPTIONS) + tuple(options) + _include_options(include_dirs)
     store = _store(cache)
-    key = cache_key(source, arch, options)
-    if store is not None:
+    key = cache_key(source, arch, options) if store is not None else None
+    if store is not None and key is not None:
         sections = store.get(key)
         if sections is not None and set(sections) == {"cubin", "ptx", "log"} \
                 and sections["cubin"].startswith(b"\x7fELF"):
@@ -229,7 +229,7 @@ def compile_cuda(source: str, arch: str = "sm_100a", options=(), name: str = "py
     t0 = time.perf_counter()
     cubin, ptx, log = _compile_uncached(source, arch, options, name)
     seconds = time.perf_counter() - t0
-    if store is not None:
+    if store is not None and key is not None:
         store.put(key, {"cubin": cubin, "ptx": ptx.encode(), "log": log.encode()})
     return Compiled(source, arch, options, cubin, ptx, log, from_cache=False, seconds=seconds)
 

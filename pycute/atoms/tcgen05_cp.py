@@ -168,6 +168,7 @@ Cp128x256b, Cp4x256b, Cp128x128b, Cp64x128bWarpx2_02_13, Cp64x128bWarpx2_01_23, 
 _BY_NAME = {cls.FORM.name: cls for cls in TCGEN05_CP_FORMS}
 #: All twelve concrete atoms: the six forms for cta_group 1, then for cta_group 2, each widest first.
 TCGEN05_CP_ATOMS = tuple(cls(cta_group=g) for g in CTA_GROUPS for cls in TCGEN05_CP_FORMS)
+_BY_GROUP = {g: tuple(a for a in TCGEN05_CP_ATOMS if a.cta_group == g) for g in CTA_GROUPS}
 
 
 def find_cp_atom(shape: str, multicast: str = "", cta_group: int = 1) -> Tcgen05CpAtom:
@@ -198,7 +199,7 @@ def cp_candidates(cta_group: int, shape: str | None = None, multicast: str | Non
         if multicast is None and shape in LEGAL_MULTICASTS:
             multicast = LEGAL_MULTICASTS[shape][0]
         return (find_cp_atom(shape, "" if multicast is None else multicast, cta_group),)
-    atoms = tuple(a for a in TCGEN05_CP_ATOMS if a.cta_group == cta_group)
+    atoms = _BY_GROUP[cta_group]
     if multicast is not None:
         known = {f.multicast for f in CP_FORMS}
         if multicast not in known:

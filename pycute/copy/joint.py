@@ -15,7 +15,7 @@ from ..arch.sm100.swizzle_modes import UNIT_BITS, SwizzleMode
 from ..arch.sm100.tmem import CELL_BITS, LANES
 from ..basis import basis_get
 from ..errors import DescriptorError, PlanError
-from ..int_tuple import flatten, product
+from ..int_tuple import flatten, product_each
 from ..layout import Layout, coalesce
 from .tensor import SmemTensor, TmemTensor
 
@@ -40,6 +40,7 @@ class Prepared:
     dst: TmemTensor
     lane_modes: tuple          # JointModes stepping TLane
     col_modes: tuple           # JointModes stepping TCol
+    replica: Layout | None     # the TMEM tensor's replica, coalesced
     buffer_mode: SwizzleMode   # the descriptor swizzle the buffer's own swizzle needs
     smem_base: int             # bytes from the buffer base
     lane_base: int
@@ -114,7 +115,7 @@ def _merge(modes: list) -> tuple:
 
 
 def _mode_sizes(layout: Layout) -> tuple:
-    return tuple(product(m.shape) for m in (layout if layout.rank() > 1 else [layout]))
+    return product_each(layout.shape)
 
 
 def _split_axes(src: SmemTensor, dst: TmemTensor) -> tuple[list, list]:
@@ -166,8 +167,9 @@ def prepare(src: SmemTensor, dst: TmemTensor) -> Prepared:
                         f"tcgen05.cp's column address must be a multiple of 4{where(src, dst)}")
     if not 0 <= dst.lane_offset < LANES:
         raise PlanError(f"TMEM lane offset {dst.lane_offset} overflows the 128-lane space{where(src, dst)}")
+    replica = coalesce(dst.replica) if dst.replica is not None else None
     return Prepared(src, dst, _merge(sorted(lane_modes, key=lambda m: m.step)),
-                    _merge(sorted(col_modes, key=lambda m: m.step)), buffer_mode, src.offset * bits // 8,
+                    _merge(sorted(col_modes, key=lambda m: m.step)), replica, buffer_mode, src.offset * bits // 8,
                     dst.lane_offset, col_bits // CELL_BITS, smem_end)
 
 

@@ -58,9 +58,9 @@ def _column_layout(taken: tuple, bits: int) -> Layout:
     return _mk(tuple(n for n, _ in modes), tuple(d for _, d in modes))
 
 
-def _plan_with(p: Prepared, atom: Tcgen05CpAtom) -> CopyPlan:
-    """The plan ``atom`` makes of the copy, or ``rules.Reject`` naming the first rule it breaks."""
-    rules.check_replica(p, atom)
+def _plan_with(p: Prepared, atom: Tcgen05CpAtom, rejected: tuple) -> CopyPlan:
+    """The plan ``atom`` makes of the copy (whose replica it matches), or ``rules.Reject`` naming the first rule
+    it breaks; ``rejected`` are the wider forms tried before it."""
     row = rules.row_units(p, atom)
     rows, lane_rest = rules.match_lanes(p, atom)
     groups = rules.core_groups(p, atom, rows)
@@ -71,7 +71,19 @@ def _plan_with(p: Prepared, atom: Tcgen05CpAtom) -> CopyPlan:
     period = groups.mode.period if groups.mode.byte_swizzle is not None else 1
     return CopyPlan(atom, SmemDescriptor(0, lbo, groups.sbo, groups.mode), instructions, _partition_layout(rows),
                     _column_layout(row.taken, p.bits), _partition_layout(middle), p.src, p.dst, p.smem_end,
-                    smem_start=p.smem_base - p.smem_base % period)
+                    rejected, smem_start=p.smem_base - p.smem_base % period)
+
+
+def _attempt(p: Prepared, atom: Tcgen05CpAtom, rejected: tuple) -> CopyPlan | rules.Reject:
+    """``atom``'s plan of the copy, or the Reject naming the first rule it breaks (the replica rule, which most
+    forms of an inference break, without raising)."""
+    mismatch = rules.replica_mismatch(p, atom)
+    if mismatch is not None:
+        return mismatch
+    try:
+        return _plan_with(p, atom, rejected)
+    except rules.Reject as why:
+        return why
 
 
 def _check_kinds(dst, src) -> None:
@@ -114,17 +126,16 @@ def _plan(dst, src, cta_group, shape, multicast, decompress=None):
     candidates = cp_candidates(cta_group, shape, multicast)
     _check_envelope(dst, src, decompress)
     prepared = prepare(unpadded_source(src, "tcgen05.cp .b8x16.b4x16_p64") if decompress else src, dst)
-    rejected = []
+    rejected: list = []
     for atom in candidates:
-        try:
-            plan = _plan_with(prepared, atom)
-        except rules.Reject as why:
-            rejected.append((atom.name, why))
+        plan = _attempt(prepared, atom, tuple(rejected))
+        if isinstance(plan, rules.Reject):
+            rejected.append((atom.name, plan))
             continue
         if decompress:
             plan = attrs.evolve(plan, src=src, decompress=decompress, instructions=tuple(
                 attrs.evolve(i, ptx=f"{i.ptx}.{decompress}") for i in plan.instructions))
-        return attrs.evolve(plan, rejected=tuple(rejected))
+        return plan
     if len(candidates) == 1:
         raise PlanError(f"{candidates[0].ptx}: {rejected[0][1]}{where(src, dst)}")
     reasons = "\n".join(f"  {name:<22} {why}" for name, why in rejected)

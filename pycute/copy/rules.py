@@ -1,6 +1,6 @@
 """The rules a candidate atom must meet, one function each, in the order the planner checks them:
 
-  1. replica: the TMEM tensor's multicast replica is the form's (``check_replica``);
+  1. replica: the TMEM tensor's multicast replica is the form's (``replica_mismatch``);
   2. row: a row's ``bits`` lie in consecutive TMEM columns and in whole 16-byte shared-memory units; the two
      units of an unswizzled 256-bit row may sit apart (that distance is the LBO) (``row_units``);
   3. lanes: the rows follow the form's row -> lane pattern (``match_lanes``);
@@ -23,14 +23,12 @@ from ..arch.sm100.swizzle_modes import UNIT_BITS, UNIT_BYTES, SwizzleMode
 from ..arch.sm100.tmem import CELL_BITS, LANES, tmem_address
 from ..atoms.tcgen05_cp import Tcgen05CpAtom
 from ..basis import basis_get
-from ..errors import LayoutError
-from ..int_tuple import is_int, product
-from ..composition import composition
+from ..int_tuple import product
 from ..layout import Layout, _mk, coalesce
 from .joint import JointMode, Prepared
 from .plan import CpInstruction
 
-__all__ = ["Reject", "Step", "RowUnits", "CoreGroups", "check_replica", "row_units", "match_lanes", "core_groups",
+__all__ = ["Reject", "Step", "RowUnits", "CoreGroups", "replica_mismatch", "row_units", "match_lanes", "core_groups",
            "leading_offset", "middle_steps", "check_bounds", "issue_order"]
 
 
@@ -82,21 +80,16 @@ def _to_bytes(elements: int, bits: int, what: str) -> int:
     return elements * bits // 8
 
 
-def _single(layout: Layout, what: str):
-    """``(extent, stride)`` of a layout that must coalesce to one mode."""
-    c = coalesce(layout)
-    if not is_int(c.shape):
-        raise Reject(f"{what} is {c!r}, not a single stride")
-    return c.shape, c.stride
-
-
 # -- rule 1 ---------------------------------------------------------------------------------------------------
-def check_replica(p: Prepared, atom: Tcgen05CpAtom) -> None:
-    want, have = atom.replica, p.dst.replica
-    if want != have and ((want is None) != (have is None) or coalesce(want) != coalesce(have)):
-        raise Reject("replica mismatch: {name} {does}, the TMEM tensor {declares}", name=atom.name,
-                     does=_Phrase("does not replicate", "replicates at {!r}", want),
-                     declares=_Phrase("declares no replica", "declares replica {!r}", have))
+def replica_mismatch(p: Prepared, atom: Tcgen05CpAtom) -> Reject | None:
+    """The rule returned rather than raised: inference tries every form, and most differ from the copy here. Forms
+    write their replica coalesced, ``prepare`` coalesces the tensor's, so equal maps compare equal."""
+    want, have = atom.replica, p.replica
+    if want == have:
+        return None
+    return Reject("replica mismatch: {name} {does}, the TMEM tensor {declares}", name=atom.name,
+                  does=_Phrase("does not replicate", "replicates at {!r}", want),
+                  declares=_Phrase("declares no replica", "declares replica {!r}", p.dst.replica))
 
 
 class _Phrase:
@@ -200,17 +193,31 @@ def match_lanes(p: Prepared, atom: Tcgen05CpAtom) -> tuple[tuple, tuple]:
 
 
 # -- rule 4 ---------------------------------------------------------------------------------------------------
+def _row_offset(rows: tuple, r: int) -> int:
+    """The shared-memory byte offset of row ``r``: the row steps are its mixed radix, first step fastest."""
+    offset = 0
+    for s in rows:
+        r, k = divmod(r, s.extent)
+        offset += k * s.smem
+    return offset
+
+
+def _spacing(rows: tuple, count: int, every: int, what: str) -> int:
+    """The one distance between rows ``0, every, 2*every, ...`` (``count`` of them), or Reject."""
+    at = [_row_offset(rows, k * every) for k in range(count)]
+    step = at[1] - at[0] if count > 1 else 0
+    if any(b - a != step for a, b in zip(at, at[1:])):
+        raise Reject(f"{what} is not a single stride: those rows start at {at} B")
+    return step
+
+
 def core_groups(p: Prepared, atom: Tcgen05CpAtom, rows: tuple) -> CoreGroups:
-    by_row = _mk(tuple(r.extent for r in rows), tuple(r.smem for r in rows))
-    try:
-        if atom.rows >= 8:
-            _, pitch = _single(composition(by_row, _mk(8, 1)), "the row spacing inside an 8-row core group")
-            _, sbo = _single(composition(by_row, _mk(atom.rows // 8, 8)), "the spacing of 8-row core groups")
-        else:
-            _, pitch = _single(composition(by_row, _mk(atom.rows, 1)), "the row spacing of the 4-row group")
-            sbo = 0
-    except LayoutError as e:
-        raise Reject(f"rows do not form 8-row core groups: {e}") from None
+    if atom.rows >= 8:
+        pitch = _spacing(rows, 8, 1, "the row spacing inside an 8-row core group")
+        sbo = _spacing(rows, atom.rows // 8, 8, "the spacing of 8-row core groups")
+    else:
+        pitch = _spacing(rows, atom.rows, 1, "the row spacing of the 4-row group")
+        sbo = 0
     if pitch not in (16, 32, 64, 128):
         raise Reject(f"rows are {pitch} B apart in shared memory; a core group needs 16 B (no swizzle) or "
                      f"32/64/128 B (the swizzled row pitch)")

@@ -18,7 +18,7 @@ import re
 import attrs
 
 from ...basis import basis_get
-from ...layout import Layout
+from ...layout import Layout, coalesce
 from .tmem import TLane
 
 __all__ = ["CpForm", "CP_FORMS", "CTA_GROUPS", "LEGAL_MULTICASTS", "DECOMPRESSIONS", "PAIR_CTA_MASK",
@@ -55,22 +55,20 @@ class CpForm:
     shape: str
     multicast: str
     lane_pattern: Layout
-    replica: Layout | None
+    replica: Layout | None       # coalesced, so that the planner compares a tensor's coalesced replica with ==
     sass_variant: str
+    rows: int = attrs.field(init=False, repr=False)
+    bits: int = attrs.field(init=False, repr=False)    # per row
+    name: str = attrs.field(init=False, repr=False)    # ``shape[.multicast]``, e.g. ``64x128b.warpx2::02_13``
 
-    @property
-    def name(self) -> str:
-        """``shape[.multicast]``, e.g. ``64x128b.warpx2::02_13``."""
-        return self.shape + (f".{self.multicast}" if self.multicast else "")
-
-    @property
-    def rows(self) -> int:
-        return int(self.shape.split("x")[0])
-
-    @property
-    def bits(self) -> int:
-        """Bits per row."""
-        return int(self.shape.split("x")[1].rstrip("b"))
+    def __attrs_post_init__(self):
+        # The geometry is read on every planner rule, so the shape name is parsed once, here.
+        rows, bits = self.shape.split("x")
+        object.__setattr__(self, "rows", int(rows))
+        object.__setattr__(self, "bits", int(bits.rstrip("b")))
+        object.__setattr__(self, "name", self.shape + (f".{self.multicast}" if self.multicast else ""))
+        if self.replica is not None and coalesce(self.replica) != self.replica:
+            raise ValueError(f"CpForm {self.name}: replica {self.replica!r} must be written coalesced")
 
     def ptx(self, cta_group: int) -> str:
         """The full opcode, e.g. ``tcgen05.cp.cta_group::1.64x128b.warpx2::02_13``."""

@@ -16,7 +16,7 @@ from ..arch.sm100.tmem import CELL_BITS, LANES
 from ..basis import basis_get
 from ..errors import DescriptorError, PlanError
 from ..int_tuple import flatten, product_each
-from ..layout import Layout, coalesce
+from ..layout import Layout, coalesce, merge_modes
 from .tensor import SmemTensor, TmemTensor
 
 __all__ = ["JointMode", "Prepared", "prepare", "where", "decompress_refusal"]
@@ -61,8 +61,9 @@ def decompress_refusal(what: str) -> PlanError:
 
 
 def _flat_coalesced(layout: Layout) -> list:
-    c = coalesce(layout)
-    return list(zip(flatten(c.shape), flatten(c.stride)))
+    """``[(extent, stride)]`` of ``coalesce(layout)``."""
+    shape, stride = merge_modes(flatten(layout.shape), flatten(layout.stride))
+    return list(zip(shape, stride)) if type(shape) is tuple else [(shape, stride)]
 
 
 def _cut(modes: list, bounds: list) -> list:

@@ -24,7 +24,7 @@ from ..arch.sm100.tmem import CELL_BITS, LANES, tmem_address
 from ..atoms.tcgen05_cp import Tcgen05CpAtom
 from ..basis import basis_get
 from ..int_tuple import product
-from ..layout import Layout, _mk, coalesce
+from ..layout import Layout, _mk, merge_modes
 from .joint import JointMode, Prepared
 from .plan import CpInstruction
 
@@ -84,22 +84,21 @@ def _to_bytes(elements: int, bits: int, what: str) -> int:
 def replica_mismatch(p: Prepared, atom: Tcgen05CpAtom) -> Reject | None:
     """The rule returned rather than raised: inference tries every form, and most differ from the copy here. Forms
     write their replica coalesced, ``prepare`` coalesces the tensor's, so equal maps compare equal."""
-    want, have = atom.replica, p.replica
-    if want == have:
-        return None
-    return Reject("replica mismatch: {name} {does}, the TMEM tensor {declares}", name=atom.name,
-                  does=_Phrase("does not replicate", "replicates at {!r}", want),
-                  declares=_Phrase("declares no replica", "declares replica {!r}", p.dst.replica))
+    return None if atom.replica == p.replica else _ReplicaMismatch(atom, p.dst.replica)
 
 
-class _Phrase:
-    """``none`` where ``value`` is None, else ``some`` formatted with it: built only when the message is read."""
+class _ReplicaMismatch(Reject):
+    """Rule 1's reason, worded only when read."""
 
-    def __init__(self, none: str, some: str, value: object):
-        self.none, self.some, self.value = none, some, value
+    def __init__(self, atom: Tcgen05CpAtom, declared: Layout | None):
+        Exception.__init__(self, atom.name)
+        self.atom, self.declared = atom, declared
 
-    def __format__(self, spec: str) -> str:
-        return self.none if self.value is None else self.some.format(self.value)
+    def __str__(self) -> str:
+        want, have = self.atom.replica, self.declared
+        does = "does not replicate" if want is None else f"replicates at {want!r}"
+        declares = "declares no replica" if have is None else f"declares replica {have!r}"
+        return f"replica mismatch: {self.atom.name} {does}, the TMEM tensor {declares}"
 
 
 # -- rule 2 ---------------------------------------------------------------------------------------------------
@@ -140,15 +139,16 @@ def row_units(p: Prepared, atom: Tcgen05CpAtom) -> RowUnits:
         raise Reject("tcgen05.cp does not transpose: consecutive elements of a row are {first} elements apart in "
                      "shared memory, not 1; the source must be K-major (each row's elements contiguous in 16-byte "
                      "units)", first=first)
-    units = coalesce(_mk(tuple(n for n, _ in taken), tuple(s for _, s in taken)))
-    whole_row = _mk(per_row, 1)
-    if atom.units == 1 or units == whole_row:
-        if units != whole_row:
-            raise Reject(f"a row's shared-memory elements {units!r} are not one contiguous 16-byte unit")
+    shape, stride = merge_modes(tuple(n for n, _ in taken), tuple(s for _, s in taken))   # the row, coalesced
+    whole_row = shape == per_row and stride == 1
+    if atom.units == 1 or whole_row:
+        if not whole_row:
+            raise Reject(f"a row's shared-memory elements {_mk(shape, stride)!r} are not one contiguous 16-byte "
+                         f"unit")
         return RowUnits(tuple(taken), tuple(rest), UNIT_BYTES)
-    if not (units.rank() == 2 and units[0] == _mk(unit, 1) and units.shape[1] == 2):
-        raise Reject(f"a row's shared-memory elements {units!r} are not whole 16-byte units")
-    gap = _to_bytes(units.stride[1], bits, "the distance between a row's 16-byte units")
+    if not (type(shape) is tuple and shape == (unit, 2) and stride[0] == 1):
+        raise Reject(f"a row's shared-memory elements {_mk(shape, stride)!r} are not whole 16-byte units")
+    gap = _to_bytes(stride[1], bits, "the distance between a row's 16-byte units")
     return RowUnits(tuple(taken), tuple(rest), gap)
 
 
@@ -160,11 +160,10 @@ def match_lanes(p: Prepared, atom: Tcgen05CpAtom) -> tuple[tuple, tuple]:
     continue one another (their shared-memory strides need not).
     """
     pool = list(p.lane_modes)
-    pattern = atom.lane_pattern
-    c = coalesce(pattern)
+    pattern = atom.lane_pattern        # written coalesced (arch.sm100.cp_forms)
     rows = []
-    for extent, stride in zip(c.shape if isinstance(c.shape, tuple) else (c.shape,),
-                              c.stride if isinstance(c.stride, tuple) else (c.stride,)):
+    for extent, stride in zip(pattern.shape if isinstance(pattern.shape, tuple) else (pattern.shape,),
+                              pattern.stride if isinstance(pattern.stride, tuple) else (pattern.stride,)):
         need, at = extent, basis_get(stride, "TLane")
         while need > 1:
             for k, m in enumerate(pool):
@@ -193,24 +192,29 @@ def match_lanes(p: Prepared, atom: Tcgen05CpAtom) -> tuple[tuple, tuple]:
 
 
 # -- rule 4 ---------------------------------------------------------------------------------------------------
-def _row_offset(rows: tuple, r: int) -> int:
-    """The shared-memory byte offset of row ``r``: the row steps are its mixed radix, first step fastest."""
-    offset = 0
-    for s in rows:
-        r, k = divmod(r, s.extent)
-        offset += k * s.smem
-    return offset
-
-
 def _spacing(rows: tuple, count: int, every: int, what: str) -> int:
-    """The one distance between rows ``0, every, 2*every, ...`` (``count`` of them), or Reject."""
-    at = [_row_offset(rows, k * every) for k in range(count)]
-    step = at[1] - at[0] if count > 1 else 0
-    if any(b - a != step for a, b in zip(at, at[1:])):
-        raise Reject(f"{what} is not a single stride: those rows start at {at} B")
-    return step
-
-
+    """The one shared-memory distance between rows ``0, every, 2*every, ...`` (``count`` of them), or Reject. The
+    row steps are the rows' mixed radix, first fastest; their extents are powers of two (``match_lanes`` cuts them
+    from the forms' power-of-two patterns), so ``every`` and ``count`` fall on step boundaries or split a step."""
+    skip, need = every, count
+    extents, strides = [], []
+    for s in rows:
+        n, d = s.extent, s.smem
+        if skip > 1:
+            if n <= skip:
+                skip //= n
+                continue
+            n, d, skip = n // skip, d * skip, 1
+        if need == 1:
+            break
+        take = min(n, need)
+        extents.append(take)
+        strides.append(d)
+        need //= take
+    shape, stride = merge_modes(extents, strides)
+    if type(shape) is tuple:
+        raise Reject(f"{what} is {_mk(shape, stride)!r} (rows -> shared-memory bytes), not a single stride")
+    return stride
 def core_groups(p: Prepared, atom: Tcgen05CpAtom, rows: tuple) -> CoreGroups:
     if atom.rows >= 8:
         pitch = _spacing(rows, 8, 1, "the row spacing inside an 8-row core group")

@@ -214,7 +214,7 @@ class _Region:
         return "".join(f"[{d!r}]" for d in self.dynamic)
 
 
-@attrs.frozen(repr=False)
+@attrs.frozen(repr=False, cache_hash=True)   # a plan-cache key: hashed on every plan request
 class SmemTensor(_Region):
     """A region of a shared-memory buffer: element ``c`` lives at element ``swizzle(offset + layout(c))``."""
 
@@ -237,7 +237,7 @@ class SmemTensor(_Region):
         return f"smem<{self.dtype.name}>[{sw}{self.offset} o {self.layout!r}]{self._dynamic_repr()}"
 
 
-@attrs.frozen(repr=False)
+@attrs.frozen(repr=False, cache_hash=True)   # a plan-cache key: hashed on every plan request
 class TmemTensor(_Region):
     """A region of TMEM: element ``c`` lives at ``offset + layout(c)`` on (TLane, TCol-in-elements), replicated at
     every lane offset of ``replica``; ``columns`` is the allocation size in 32-bit columns."""

@@ -227,6 +227,16 @@ def test_core_group_stride_must_be_16b_aligned():
     refuses(r"SBO\) 136 B is not 16B-aligned", dst, src, shape="32x128b")
 
 
+@pytest.mark.parametrize("rows, message", [
+    (((2, 16), (16, 64)), r"row spacing inside an 8-row core group is \(2,4\):\(16,64\) .* not a single stride"),
+    (((8, 2, 2), (16, 128, 512)), r"spacing of 8-row core groups is \(2,2\):\(128,512\) .* not a single stride"),
+])
+def test_rows_must_form_evenly_spaced_core_groups(rows, message):
+    src = make_smem_tensor(pc.u8, Layout((rows[0], 16), (rows[1], 1)))
+    dst = make_tmem_tensor(pc.u8, Layout((32, 16), (TLane, TCol)), replica=Layout(4, 32 * TLane), columns=32)
+    refuses(message, dst, src, shape="32x128b")
+
+
 def test_swizzle_outside_the_canonical_family():
     src = make_smem_tensor(pc.bf16, ComposedLayout(Swizzle(3, 4, 3), 0, Layout((128, 64), (64, 1))))
     dst = make_tmem_tensor(pc.bf16, Layout((128, 64), (TLane, TCol)), columns=64)

@@ -54,8 +54,8 @@ class CpForm:
 
     shape: str
     multicast: str
-    lane_pattern: Layout
-    replica: Layout | None       # coalesced, so that the planner compares a tensor's coalesced replica with ==
+    lane_pattern: Layout         # both written coalesced: the planner reads their modes and compares a tensor's
+    replica: Layout | None       # coalesced replica with ==
     sass_variant: str
     rows: int = attrs.field(init=False, repr=False)
     bits: int = attrs.field(init=False, repr=False)    # per row
@@ -67,8 +67,9 @@ class CpForm:
         object.__setattr__(self, "rows", int(rows))
         object.__setattr__(self, "bits", int(bits.rstrip("b")))
         object.__setattr__(self, "name", self.shape + (f".{self.multicast}" if self.multicast else ""))
-        if self.replica is not None and coalesce(self.replica) != self.replica:
-            raise ValueError(f"CpForm {self.name}: replica {self.replica!r} must be written coalesced")
+        for what, layout in (("lane_pattern", self.lane_pattern), ("replica", self.replica)):
+            if layout is not None and coalesce(layout) != layout:
+                raise ValueError(f"CpForm {self.name}: {what} {layout!r} must be written coalesced")
 
     def ptx(self, cta_group: int) -> str:
         """The full opcode, e.g. ``tcgen05.cp.cta_group::1.64x128b.warpx2::02_13``."""

@@ -26,16 +26,12 @@ class DescriptorField:
     lo: int
     width: int
     unit: int = 1
+    mask: int = attrs.field(init=False, repr=False)    # the field's bits in place
+    limit: int = attrs.field(init=False, repr=False)   # one past the largest value (bytes for 16-byte-unit fields)
 
-    @property
-    def mask(self) -> int:
-        """The field's bits in place."""
-        return ((1 << self.width) - 1) << self.lo
-
-    @property
-    def limit(self) -> int:
-        """One past the largest value the field holds (in bytes for 16-byte-unit fields)."""
-        return self.unit << self.width
+    def __attrs_post_init__(self):
+        object.__setattr__(self, "mask", ((1 << self.width) - 1) << self.lo)
+        object.__setattr__(self, "limit", self.unit << self.width)
 
     def get(self, desc: int) -> int:
         return ((desc >> self.lo) & ((1 << self.width) - 1)) * self.unit
@@ -78,7 +74,9 @@ class SmemDescriptor:
 
     def __attrs_post_init__(self):
         for name in ("start_address", "lbo", "sbo", "base_offset", "lbo_mode"):
-            object.__setattr__(self, name, as_int(getattr(self, name), f"SmemDescriptor: {name}"))
+            value = getattr(self, name)
+            if type(value) is not int:
+                object.__setattr__(self, name, as_int(value, f"SmemDescriptor: {name}"))
         for field in (START_ADDRESS, LBO, SBO):
             _check_bytes(field, getattr(self, field.name))
         if not isinstance(self.swizzle, SwizzleMode):

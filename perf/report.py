@@ -27,6 +27,7 @@ from .algebra_cases import cases, median_us
 from .cases import (ATOMS, CUTE_DSL_ISSUE_COST, atom_copy, compile_overhead, cute_comparison_copies, demo_copy,
                     failing_plan, issue_matrix, ldst_plans, staged_copies)
 from .cutlass_reference import VERSION as CUTLASS_VERSION, load_cutlass_pycute
+from .tvm_reference import time_tvm_demo_plan
 from .test_bench_algebra import PYCUTE_ONLY
 
 def table(title, header, rows, out):
@@ -45,6 +46,7 @@ def verdict(value, limit):
 ROUNDS = 3
 COLD_LIMIT = 0.85     # pycute's cold time over CUTLASS pycute's, for every shared operation (issue 19)
 CACHED_LIMIT_US = 1.0
+TVM_SPEEDUP = 8       # TVM's _build_plan time over pycute's cold demo plan, at least (issue 19)
 
 
 def algebra(results, out):
@@ -81,6 +83,24 @@ def algebra(results, out):
            "cold / CUTLASS", f"<= {COLD_LIMIT}"), rows, out)
 
 
+def versus_tvm(results, time_demo, demo_cold, plan) -> list:
+    """TVM's planner on the demo copy, run between two of pycute's timings; the slower of those is compared."""
+    tvm, why = time_tvm_demo_plan()
+    if tvm is None:
+        results["plan.demo.vs_tvm"] = "not measured: " + why
+        return [("TVM's planner on the demo copy", "-", "-", f"not measured: {why}")]
+    ours = max(demo_cold, time_demo())
+    speedup = tvm["median_us"] / ours
+    same = (tvm["form"], tvm["instructions"], tvm["sbo"]) == (plan.atom.name, len(plan.instructions),
+                                                             plan.descriptor.sbo)
+    results["plan.demo.vs_tvm"] = {"tvm_us": tvm["median_us"], "pycute_us": ours, "speedup": speedup,
+                                   "tvm_version": tvm["tvm_version"], "same_plan": same}
+    return [(f"TVM {tvm['tvm_version']} _build_plan, same copy: {tvm['form']}, {tvm['instructions']} instr, "
+             f"SBO {tvm['sbo']} B", f"{tvm['median_us']:.1f}", "-", "-"),
+            ("TVM / pycute demo cold (slower of two pycute runs)", f"{speedup:.1f}x", f">= {TVM_SPEEDUP}x",
+             ("ok" if speedup >= TVM_SPEEDUP else "UNDER") if same else "PLANS DIFFER")]
+
+
 def planning(results, out):
     dst, src = demo_copy()
     cold_setup = lambda: (_plan.cache_clear(), clear_caches())  # noqa: E731
@@ -90,6 +110,8 @@ def planning(results, out):
     rows = [("article demo, inferred", f"{demo_cold:.1f}", "<= 100", verdict(demo_cold, 100)),
             ("article demo, cached repeat", f"{demo_cached:.2f}", "<= 5", verdict(demo_cached, 5))]
     results["plan.demo.cold_us"], results["plan.demo.cached_us"] = demo_cold, demo_cached
+    rows += versus_tvm(results, lambda: median_us(lambda: pc.make_tiled_copy(dst, src), setup=cold_setup),
+                       demo_cold, pc.make_tiled_copy(dst, src))
     for middle in (1, 4, 48):          # 48 x 4 KiB (128x256b) is the most a CTA's shared memory holds
         worst = 0.0
         for name, atom in ATOMS.items():

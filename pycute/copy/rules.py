@@ -215,6 +215,8 @@ def _spacing(rows: tuple, count: int, every: int, what: str) -> int:
     if type(shape) is tuple:
         raise Reject(f"{what} is {_mk(shape, stride)!r} (rows -> shared-memory bytes), not a single stride")
     return stride
+
+
 def core_groups(p: Prepared, atom: Tcgen05CpAtom, rows: tuple) -> CoreGroups:
     if atom.rows >= 8:
         pitch = _spacing(rows, 8, 1, "the row spacing inside an 8-row core group")

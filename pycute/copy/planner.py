@@ -240,8 +240,8 @@ def make_tiled_copy(dst: TmemTensor, src: SmemTensor, cta_group: int = 1, shape:
 
     Without ``shape``, forms are tried widest first and the first that fits wins; ``multicast`` alone filters the
     candidates. ``decompress="b4x16_p64"`` expands each 4-bit element of a padded source (16 elements, then 8
-    bytes of padding, per 16-byte unit) into a TMEM byte (``.b8x16.b4x16_p64``). Raises ``PlanError`` naming the broken rule, the values and both tensors. Repeated requests are
-    served from a cache.
+    bytes of padding, per 16-byte unit) into a TMEM byte (``.b8x16.b4x16_p64``). Raises ``PlanError`` naming the
+    broken rule, the values and both tensors. Repeated requests are served from a cache.
     """
     decompress = _decompression(decompress)
     cta_group = check_cta_group(cta_group)

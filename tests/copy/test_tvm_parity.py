@@ -5,7 +5,7 @@ A case TVM plans must be planned by pycute with the same form, the same shared-m
 ``tcgen05.cp`` reads) and the same instructions (TMEM address offset, shared-memory byte offset). The issue order
 may differ: pycute issues in increasing TMEM column order, TVM steps its outermost column mode fastest; the copies
 are asynchronous and complete together at the commit, so only the set is the plan. A case TVM refuses must be
-refused, except where pycute is deliberately wider, listed in ``WIDER`` with the reason.
+refused, except a swizzled region starting inside the swizzle period, where pycute is deliberately wider.
 """
 from __future__ import annotations
 
@@ -21,20 +21,16 @@ DATA = json.loads((Path(__file__).resolve().parent / "tvm_plans.json").read_text
 CASES = {c["name"]: c for c in DATA["cases"]}
 DTYPES = {"u8": pc.u8, "bf16": pc.bf16, "f32": pc.f32}
 
-#: TVM refuses a swizzled region whose first byte is not on the swizzle period (its descriptor template starts on the
-#: period); pycute plans it, because tcgen05.cp swizzles by absolute address bits (docs/ptx-tcgen05.md section 6.4:
-#: TVM's own multi-copy round trips start copies 16-48 B into a period, as CUTLASS's k-block advances do), and still
-#: refuses a start whose rows would leave their swizzle period. TVM's refusal names the rule; this checks it does.
-def _window(name: str):
-    """``(dtype, k0, tcol0)`` of a ``window/<dtype>/k0=<k0>/tcol0=<t0>`` case, else None."""
-    parts = name.split("/")
-    if parts[0] != "window":
-        return None
-    return parts[1], int(parts[2].split("=")[1]), int(parts[3].split("=")[1])
-
-
-WIDER = {name: "not provably aligned to atom" for name in CASES
-         if (w := _window(name)) and w[1] != 0 and w[2] * DTYPES[w[0]].bits % 128 == 0}
+def _off_period(case: dict) -> bool:
+    """A swizzled source region whose first byte is not on the swizzle period."""
+    if not case["src"]["swizzle"]:
+        return False
+    try:
+        _, src = tensors(case)
+    except PlanError:          # the window is not a region pycute can slice: a refusal like any other
+        return False
+    period = 8 * 16 << case["src"]["swizzle"][0]          # 8 rows of the swizzle's 32/64/128-byte row
+    return src.offset * src.bits // 8 % period != 0
 
 
 def _mode(shape: list, iters: list, stride_of):
@@ -72,12 +68,15 @@ def plan(case: dict):
     return pc.make_tiled_copy(dst, src, shape=case["config"].get("shape"), multicast=case["config"].get("multicast"))
 
 
-PLANNED = [n for n, c in CASES.items() if "error" not in c["tvm"]]
-REFUSED = [n for n, c in CASES.items() if "error" in c["tvm"] and n not in WIDER]
+PLANNED = [n for n, c in CASES.items() if "form" in c["tvm"]]
+ALIGNMENT_RULE = "not provably aligned to atom"   # TVM's words for a swizzled start off the period
+OFF_PERIOD = [n for n, c in CASES.items() if ALIGNMENT_RULE in c["tvm"].get("error", "") and _off_period(c)]
+REFUSED = [n for n, c in CASES.items() if "error" in c["tvm"] and n not in OFF_PERIOD]
+UNSLICEABLE = [n for n, c in CASES.items() if "unsupported" in c["tvm"]]   # TVM's slice of the region fails
 
 
 def test_the_data_covers_every_form_inferred_and_named():
-    forms = {(c["tvm"]["form"], bool(c["config"])) for c in CASES.values() if "error" not in c["tvm"]}
+    forms = {(CASES[n]["tvm"]["form"], bool(CASES[n]["config"])) for n in PLANNED}
     assert {f for f, _ in forms} == {a.name for a in pc.atoms.cp_candidates(1)}
     assert {named for _, named in forms} == {True, False}
 
@@ -100,8 +99,21 @@ def test_pycute_refuses_what_tvm_refuses(name):
         plan(CASES[name])
 
 
-@pytest.mark.parametrize("name", sorted(WIDER))
-def test_where_pycute_is_wider_tvm_refused_by_the_named_rule_and_the_emulated_copy_is_exact(name):
-    case = CASES[name]
-    assert WIDER[name] in case["tvm"]["error"]
-    pc.verify_plan(plan(case))      # the emulator swizzles absolute addresses, and refuses rows leaving their period
+@pytest.mark.parametrize("name", OFF_PERIOD)
+def test_a_swizzled_start_inside_the_period_tvm_refuses_pycute_plans_exactly_or_refuses(name):
+    """TVM wants a swizzled region to start on the swizzle period (its descriptor template does); pycute plans any
+    16-byte start whose rows stay in their period, because tcgen05.cp swizzles by absolute address bits
+    (docs/ptx-tcgen05.md section 6.4: TVM's own multi-copy round trips start copies 16-48 B into a period, as
+    CUTLASS's k-block advances do). Where pycute plans such a copy, the emulated copy must be exact."""
+    try:
+        ours = plan(CASES[name])
+    except PlanError:
+        return
+    pc.verify_plan(ours)       # the emulator swizzles absolute addresses and refuses rows leaving their period
+
+
+@pytest.mark.parametrize("name", UNSLICEABLE)
+def test_a_window_tvm_cannot_slice_is_refused(name):
+    """K windows that cross a swizzle atom's boundary: TVM's layout slice has no answer, pycute's tensor refuses."""
+    with pytest.raises(PlanError, match="is not a shifted copy"):
+        plan(CASES[name])

@@ -9,7 +9,8 @@ under an interpreter that has it, e.g. the one ``perf.report`` installs into pyc
     <that python> tests/copy/generate_tvm.py
 
 Each case is described neutrally (flat ``(extent, stride)`` iterators grouped by the buffer's shape, TVM's notation)
-so that both sides build the same copy from it. Recorded per case: TVM's form, descriptor fields (bytes) and every
+so that both sides build the same copy from it; the K-major tiles are written out here rather than taken from
+``pycute.kmajor_smem_tensor``, because this runs where pycute is not installed. Recorded per case: TVM's form, descriptor fields (bytes) and every
 instruction's TMEM address offset (lane << 16 | 32-bit column) and shared-memory byte offset; or TVM's refusal
 (``error``); or ``unsupported`` where TVM's layout slice of the region gives no layout. Nothing of TVM's code is
 copied, only its answers.

@@ -1,10 +1,10 @@
 """tcgen05.ld/st round trips: in the emulator everywhere (so the harness's expectation is itself checked in CI), and
 on a GPU with clusters through the soft-tcgen05 build of the same kernels (the real build needs an sm_100 device)."""
-import numpy as np
 import pytest
 
 from pycute.compile import runtime
 
+from . import compare
 from .ldst_cases import CASES, emulate
 
 IDS = [name for name, _ in CASES]
@@ -13,11 +13,7 @@ SOFT_REASON = None if runtime.device_info() is not None and runtime.device_info(
 
 
 def assert_same(got, want):
-    if not np.array_equal(got, want):
-        bad = np.argwhere(got != want)[:4]
-        raise AssertionError(f"{int((got != want).sum())} registers differ, e.g. " +
-                             ", ".join(f"cta {c} thread {t} reg {r}: {got[c, t, r]:#x} != {want[c, t, r]:#x}"
-                                       for c, t, r in bad))
+    compare.assert_same(got, want, "registers", ("cta", "thread", "reg"))
 
 
 @pytest.mark.parametrize("name,rt", CASES, ids=IDS)

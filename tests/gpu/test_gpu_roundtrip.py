@@ -10,6 +10,8 @@ from pycute.compile import runtime
 from pycute.copy.canonical import atom_tmem_tensor, kmajor_smem_tensor
 from pycute.codegen.kernels import RoundTrip
 
+from . import compare
+
 REASON = runtime.skip_reason()
 
 
@@ -39,11 +41,7 @@ def gpu():
 
 
 def assert_same(got, want):
-    if not np.array_equal(got, want):
-        bad = np.argwhere(got != want)[:4]
-        raise AssertionError(f"{int((got != want).sum())} words differ, e.g. " +
-                             ", ".join(f"cta {c} lane {l} col {k}: {got[c, l, k]:#x} != {want[c, l, k]:#x}"
-                                       for c, l, k in bad))
+    compare.assert_same(got, want, "words", ("cta", "lane", "col"))
 
 
 @pytest.mark.gpu

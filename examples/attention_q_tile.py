@@ -11,9 +11,9 @@ import numpy as np
 
 import pycute as pc
 from pycute import Layout, TCol, TLane
-from pycute.codegen.header import ldst_helper
-from pycute.copy.canonical import kmajor_smem_tensor
-from pycute.copy.reference import smem_element_offsets
+from pycute.codegen.tcgen05_ldst import ldst_helper
+from pycute.tensor.canonical import kmajor_smem_tensor
+from pycute.tensor.values import smem_element_offsets
 
 ROWS, HEAD_DIM = 128, 64
 

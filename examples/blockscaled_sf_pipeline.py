@@ -22,7 +22,7 @@ import numpy as np
 
 import pycute as pc
 from pycute import Layout, TCol, TLane
-from pycute.codegen.header import ldst_helper
+from pycute.codegen.tcgen05_ldst import ldst_helper
 from pycute.mma import check_scale_factor_copy, scale_factor_tensor
 
 STAGES = 4

@@ -3,7 +3,8 @@ import pycute as pc
 from pycute.arch.sm100 import alloc_columns_for
 from pycute import Layout, TCol, TLane, make_smem_tensor, make_tmem_tensor
 from pycute.atoms import TCGEN05_CP_ATOMS
-from pycute.copy.canonical import atom_tmem_tensor, kmajor_smem_tensor
+from pycute.atoms.tcgen05_cp import atom_tmem_tensor
+from pycute.tensor.canonical import kmajor_smem_tensor
 
 
 def demo_copy():
@@ -43,7 +44,7 @@ def compile_overhead(plan, directory):
     derive the key, look the entry up and store one of about a small cubin's size."""
     from pycute.compile import CompileCache
     from pycute.compile.nvrtc import cache_key
-    from pycute.codegen.kernels import probe_source
+    from pycute.codegen.probe import probe_source
 
     def overhead():
         source = probe_source(plan, "cold")

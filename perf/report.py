@@ -17,9 +17,10 @@ import pycute as pc
 from pycute.arch.sm100 import SmemDescriptor, SwizzleMode
 from pycute.sim import Sm100Emulator
 from pycute.compile import CompileCache, compile_cuda, runtime
-from pycute.copy.planner import _plan
+from pycute.copy.tcgen05_cp.planner import _plan
 from pycute.demo import demo_copies
-from pycute.codegen.kernels import RoundTrip, probe_source
+from pycute.harness.tcgen05_cp import RoundTrip
+from pycute.codegen.probe import probe_source
 from pycute.layout import clear_caches
 from pycute.cost import ISSUE_FLOOR, copy_cost, issue_costs, ldst_costs, median_per_copy, stage_costs
 

@@ -6,7 +6,7 @@ import pytest
 
 import pycute as pc
 from pycute.compile import CompileCache, compile_cuda
-from pycute.codegen.kernels import probe_source
+from pycute.codegen.probe import probe_source
 
 from .cases import ATOMS, atom_copy, compile_overhead, demo_copy
 

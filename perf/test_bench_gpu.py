@@ -6,7 +6,7 @@ import pytest
 
 import pycute as pc
 from pycute.compile import runtime
-from pycute.codegen.kernels import RoundTrip
+from pycute.harness.tcgen05_cp import RoundTrip
 
 from .cases import ATOMS, atom_copy
 

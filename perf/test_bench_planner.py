@@ -3,7 +3,7 @@
 import pytest
 
 import pycute as pc
-from pycute.copy.planner import _plan
+from pycute.copy.tcgen05_cp.planner import _plan
 from pycute.layout import clear_caches
 
 from .cases import ATOMS, atom_copy, demo_copy, failing_plan

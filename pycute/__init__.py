@@ -1,14 +1,17 @@
-"""pycute: cuTe's layout algebra in Python, and a planner and code generator for Blackwell ``tcgen05.cp``.
+"""pycute: cuTe's layout algebra in Python, and the copy family (planned from layouts, emitted as CUDA, emulated) from
+global memory to the tensor cores.
 
 The import name is ``pycute``; the distribution is ``pycute-tcgen05`` (the PyPI name ``pycute`` belongs to an
 unrelated project, and NVIDIA's ``nvidia-cutlass`` wheel also installs a top-level ``pycute``).
 
 Layers, lowest first (a module imports only from its own layer and those below; ``compile`` imports nothing
-above ``errors``): the algebra (``int_tuple``, ``basis``, ``dtypes``, ``memo``, ``layout``, ``composition``, ``recast``,
-``tiling``, ``swizzle``, ``parse``), the
-sm100 hardware facts (``arch.sm100``), the copy atoms (``atoms``), the planner (``copy``), CUDA generation
-(``codegen``), the emulator and PTX interpreter (``sim``), and on top the cost model (``cost``), the demo and the
-command line. ``views`` lets a lower-layer value offer a view a higher layer implements (``plan.cuda()``).
+above ``errors``): the algebra (``int_tuple``, ``basis``, ``dtypes``, ``memo``, ``layout``, ``composition``,
+``recast``, ``tiling``, ``swizzle``, ``parse``), hardware facts by generation (``arch.sm90``, ``arch.sm100``),
+tensors by memory space (``tensor``), the atoms (``atoms``), the copy family's planners and ``copy_async``
+(``copy``) beside the MMA's operands (``mma``), CUDA text (``codegen``), the machine, executors and PTX interpreter
+(``sim``), and on top the round trips (``harness``), the cost model (``cost``), pictures (``viz``), the demo and the
+command line. A copy variant has the same file name in every layer (``tcgen05_cp``, ``tcgen05_ldst``). ``views``
+lets a lower-layer value offer a view a higher layer implements (``plan.cuda()``, ``plan.verify()``).
 """
 from .basis import E, ScaledBasis
 from .dtypes import (DType, bf16, dtype, f4e2m1, f6e2m3, f6e3m2, f8e4m3, f8e5m2, f16, f32, i8, i16, i32, tf32, u8,
@@ -29,18 +32,20 @@ from .swizzle import ComposedLayout, Swizzle, shiftl, shiftr
 from .parse import parse_layout
 from .arch.sm100 import SmemDescriptor, SwizzleMode, TCol, TLane
 from .arch.sm100.tmem import alloc_columns_for
-from .atoms import CopyAtom, Tcgen05CpAtom, TmemLoadAtom, TmemStoreAtom
-from .copy import (CopyPlan, SmemTensor, TmemAllocation, TmemCopyPlan, TmemTensor, dynamic, expected_tmem,
-                   make_smem_tensor, make_tiled_copy, make_tmem_copy, make_tmem_tensor, mma_accumulator)
-from .copy.canonical import atom_tmem_tensor, kmajor_smem_tensor
+from .tensor import (GlobalTensor, RegisterFragment, SmemTensor, TmemAllocation, TmemTensor, dynamic,
+                     kmajor_smem_tensor, make_fragment, make_global_tensor, make_smem_tensor, make_tmem_tensor)
+from .atoms import CopyAtom, Tcgen05CpAtom, TmemLoadAtom, TmemStoreAtom, atom_tmem_tensor
+from .copy import (CopyPlan, Plan, Tcgen05CpPlan, Tcgen05LdStPlan, TmemCopyPlan, copy_async, expected_tmem,
+                   make_tiled_copy, make_tmem_copy)
+from .mma import mma_accumulator
 from . import compile  # pycute.compile (NVRTC, cache, SASS), reachable as pc.compile
 from . import codegen  # registers plan.cuda()
 from .codegen import header_path, include_dir
-from .codegen.emit import commit_asm
-from .codegen.kernels import probe_source
+from .codegen.tcgen05_cp import commit_asm
+from .codegen.probe import probe_source
 from .mma import (InstrDescriptor, ScaleFactorTensor, UmmaDescriptor, check_scale_factor_copy, make_instr_desc,
                   make_umma_desc, scale_factor_tensor)
-from .sim import verify_plan, verify_tmem_copy
+from .sim import verify, verify_plan, verify_tmem_copy
 from .sim.operand import reference_mma, verify_operand
 from .viz import draw_layout, draw_plan, draw_smem, layout_grid, print_layout
 
@@ -49,7 +54,7 @@ __version__ = "0.2.0"
 __all__ = [
     # values and errors
     "Layout", "ComposedLayout", "Swizzle", "ScaledBasis", "E", "TLane", "TCol", "DType", "SmemDescriptor",
-    "SwizzleMode", "CopyPlan", "PycuteError", "LayoutError", "PlanError", "CompileError", "DescriptorError",
+    "SwizzleMode", "Plan", "Tcgen05CpPlan", "Tcgen05LdStPlan", "CopyPlan", "TmemCopyPlan", "PycuteError", "LayoutError", "PlanError", "CompileError", "DescriptorError",
     "EmulationError",
     # dtypes
     "dtype", "u8", "i8", "f8e4m3", "f8e5m2", "bf16", "f16", "f32", "tf32", "u16", "i16", "u32", "i32", "f4e2m1",
@@ -65,14 +70,15 @@ __all__ = [
     "logical_product", "zipped_product", "tiled_product", "flat_product", "blocked_product", "raked_product",
     "hier_unzip", "max_common_vector", "max_common_layout", "upcast", "downcast", "recast", "make_ordered_layout",
     "tile_to_shape", "slice_and_offset", "is_layout", "shiftl", "shiftr", "parse_layout", "clear_caches",
-    # copies: tensors (the canonical K-major tiles by swizzle name), atoms, plans, TMEM placement
-    "make_smem_tensor", "make_tmem_tensor", "kmajor_smem_tensor", "atom_tmem_tensor", "make_tiled_copy",
-    "verify_plan", "expected_tmem", "dynamic", "TmemAllocation", "alloc_columns_for", "TmemTensor", "SmemTensor",
+    # copies: tensors by memory space (the canonical K-major tiles by swizzle name), the family's one operator,
+    # atoms, plans, TMEM placement
+    "make_global_tensor", "make_smem_tensor", "make_tmem_tensor", "make_fragment", "GlobalTensor", "RegisterFragment",
+    "kmajor_smem_tensor", "atom_tmem_tensor", "copy_async", "verify", "make_tiled_copy", "verify_plan", "expected_tmem", "dynamic", "TmemAllocation", "alloc_columns_for", "TmemTensor", "SmemTensor",
     "CopyAtom", "Tcgen05CpAtom", "TmemLoadAtom", "TmemStoreAtom",
     # composing into a kernel: the protocol header, the completion signal, a standalone probe kernel, NVRTC
     "include_dir", "header_path", "commit_asm", "probe_source", "compile",
     # TMEM <-> registers
-    "make_tmem_copy", "TmemCopyPlan", "mma_accumulator", "verify_tmem_copy",
+    "make_tmem_copy", "mma_accumulator", "verify_tmem_copy",
     # feeding tcgen05.mma
     "make_umma_desc", "UmmaDescriptor", "make_instr_desc", "InstrDescriptor", "scale_factor_tensor",
     "ScaleFactorTensor", "check_scale_factor_copy", "verify_operand", "reference_mma",

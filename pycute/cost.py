@@ -22,11 +22,12 @@ import statistics
 import attrs
 
 from .atoms.tcgen05_cp import cp_candidates
-from .codegen.kernels import RoundTrip, ldst_probe_source, no_call_probe_source, probe_entry, probe_source
+from .harness.tcgen05_cp import RoundTrip
+from .codegen.probe import ldst_probe_source, no_call_probe_source, probe_entry, probe_source
 from .compile.elf import kernel_resources
 from .compile.nvrtc import compile_cuda
 from .compile.sass import disassemble, function_instructions, utccp_instructions
-from .copy.planner import make_tiled_copy
+from .copy.tcgen05_cp.planner import make_tiled_copy
 from .errors import PlanError
 
 __all__ = ["IssueCost", "issue_costs", "issue_floor", "ISSUE_FLOOR", "CopyCost", "copy_cost", "widest_legal_atom",
@@ -145,7 +146,7 @@ def _ldst_baseline(plan, name: str) -> str:
 
 
 def ldst_costs(labeled_plans, arch: str = "sm_100a") -> list[LdStCost]:
-    """The SASS cost of every ``(label, TmemCopyPlan)``, compiled as one translation unit."""
+    """The SASS cost of every ``(label, Tcgen05LdStPlan)``, compiled as one translation unit."""
     source = "".join(ldst_probe_source(plan, f"l{k}") + _ldst_baseline(plan, f"b{k}")
                      for k, (_, plan) in enumerate(labeled_plans))
     functions = function_instructions(disassemble(compile_cuda(source, arch=arch).cubin))

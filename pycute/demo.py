@@ -10,7 +10,8 @@ from __future__ import annotations
 import pycute as pc
 
 from .atoms import TCGEN05_CP_ATOMS
-from .copy.canonical import atom_tmem_tensor, kmajor_smem_tensor
+from .atoms.tcgen05_cp import atom_tmem_tensor
+from .tensor.canonical import kmajor_smem_tensor
 
 __all__ = ["run_demo", "demo_copies"]
 
@@ -35,7 +36,8 @@ def demo_copies():
 
 
 def _checks(plan):
-    from .codegen import RoundTrip, probe_source
+    from .harness import RoundTrip
+    from .codegen import probe_source
     from .compile import compile_cuda, utccp_instructions
     from .sim import probe_stream
     sass = utccp_instructions(RoundTrip(plan, "demo").compile("sm_100a").instructions())

@@ -37,7 +37,7 @@ def weight(x) -> int:
         return n
     shape = getattr(x, "shape", None)
     if shape is None:
-        own = getattr(x, "memo_weight", None)       # a value that knows its size (a CopyPlan)
+        own = getattr(x, "memo_weight", None)       # a value that knows its size (a Tcgen05CpPlan)
         return own() if own is not None else 1
     if type(shape) is int:
         return 2

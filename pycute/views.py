@@ -11,7 +11,7 @@ import os
 from pathlib import Path
 from typing import Callable, Protocol
 
-__all__ = ["Picture", "provides", "view", "has_view", "svg_of"]
+__all__ = ["Picture", "provides", "view", "svg_of"]
 
 
 class Picture(Protocol):
@@ -38,10 +38,6 @@ def _find(kind: str, obj) -> Callable | None:
         if fn is not None:
             return fn
     return None
-
-
-def has_view(kind: str, obj) -> bool:
-    return _find(kind, obj) is not None
 
 
 def view(kind: str, obj, *args, **kwargs):

@@ -23,10 +23,12 @@ LAYERS = [
     {"tiling"},
     {"swizzle", "parse"},
     {"arch"},
+    {"tensor"},
     {"atoms"},
     {"copy", "mma"},
     {"codegen"},
     {"sim"},
+    {"harness"},
     {"cost", "viz"},
     {"demo", "cli", "__main__", "__init__", "compat"},
 ]
@@ -79,6 +81,49 @@ def test_no_module_imports_a_higher_layer(path):
                 f"{dotted(path)} imports {name}: compile imports nothing above errors"
 
 
+def _edges(path: pathlib.Path) -> set:
+    """The pycute modules ``path`` imports, at any depth: ``from pkg import sub`` counts as importing ``pkg.sub``."""
+    known = {dotted(p) for p in modules()}
+    out = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            out.update(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            for base in imported_from(path, node):
+                subs = {f"{base}.{a.name}" for a in node.names} & known
+                out.update(subs if len(subs) == len(node.names) else subs | {base})
+    return out & known
+
+
+def imported_from(path: pathlib.Path, node: ast.ImportFrom) -> list:
+    package = dotted(path) if path.name == "__init__.py" else dotted(path).rsplit(".", 1)[0]
+    if node.level:
+        base = package.split(".")
+        base = base[:len(base) - node.level + 1]
+        return [".".join(base + ([node.module] if node.module else []))]
+    return [node.module] if node.module and node.module.startswith("pycute") else []
+
+
+def test_no_module_import_circle():
+    """Every import, function-level ones included, as a graph of modules: it has no cycle (a circle is a layering
+    the package-level test cannot see, and an import order that can break)."""
+    graph = {dotted(p): _edges(p) - {dotted(p)} for p in modules()}
+    state: dict = {}
+
+    def visit(node, stack):
+        state[node] = "open"
+        for nxt in sorted(graph.get(node, ())):
+            if state.get(nxt) == "open":
+                cycle = stack[stack.index(nxt):] + [nxt]
+                pytest.fail(f"import circle: {' -> '.join(cycle)}")
+            if nxt not in state:
+                visit(nxt, stack + [nxt])
+        state[node] = "done"
+    for node in sorted(graph):
+        if node not in state:
+            visit(node, [node])
+
+
 def test_every_module_imports_first_in_a_fresh_interpreter():
     names = sorted({dotted(p) for p in modules()} - {"pycute.__main__"})
 
@@ -118,9 +163,9 @@ FACTS = {
     "descriptor start field mask": (r"0x3FFF|16383", []),
     "TMEM address packing": (r"(<<|>>)\s*16\b|&\s*0xFFFF\b|65535", []),
     "TMEM lane shift": (r"LANE_SHIFT =", ["arch/sm100/tmem.py"]),
-    "the multicast list": (r"warpx2::0\d_\d\d|\bwarpx4\b", ["arch/sm100/cp_forms.py"]),
+    "the multicast list": (r"warpx2::0\d_\d\d|\bwarpx4\b", ["arch/sm100/tcgen05_cp.py"]),
     # demo.py declares the article's TMEM tensor (a warpx4 replica) as a user writes it
-    "row -> lane maps": (r"\* (pc \. )?TLane", ["arch/sm100/cp_forms.py", "arch/sm100/datapath.py", "arch/sm100/mma.py",
+    "row -> lane maps": (r"\* (pc \. )?TLane", ["arch/sm100/tcgen05_cp.py", "arch/sm100/datapath.py", "arch/sm100/mma.py",
                                                "demo.py"]),
     # demo.py prints the algebra of Sw<3,4,3> (a layout example, not the descriptor's modes)
     "swizzle modes": (r"Swizzle \( \d , \d , \d \)", ["arch/sm100/swizzle_modes.py", "demo.py"]),

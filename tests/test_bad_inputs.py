@@ -8,7 +8,7 @@ import pycute as pc
 from pycute import Layout, TCol, TLane
 from pycute.arch.sm100.tmem import alloc_columns_for, check_alloc_columns
 from pycute.atoms.tcgen05_cp import find_cp_atom
-from pycute.atoms.tcgen05_ld import TmemLoadAtom
+from pycute.atoms.tcgen05_ldst import TmemLoadAtom
 from pycute.compile import CompileCache, compile_cuda
 from pycute.sim import Sm100Emulator
 
@@ -144,7 +144,7 @@ BAD = {
     "emulator cta -1": (lambda: Sm100Emulator().tmem_image(cta=-1), E, "CTA -1 does not exist"),
     "emulator cta text": (lambda: Sm100Emulator().tmem_image(cta="0"), T, "cta must be an integer"),
     "emulator smem past window": (lambda: Sm100Emulator(smem_bytes=1 << 19), E, "window a descriptor can address"),
-    "verify text": (lambda: pc.verify_plan("x"), T, "expected a CopyPlan"),
+    "verify text": (lambda: pc.verify_plan("x"), T, "expected a Tcgen05CpPlan"),
     # -- composing into a kernel: run-time coordinates, placement, compile and launch options ------------------
     "dynamic name not a C parameter": (lambda: pc.dynamic("tmem_base"), P, "becomes a C parameter"),
     "dynamic name not a string": (lambda: pc.dynamic(3), T, "the name must be a string"),
@@ -248,8 +248,8 @@ BAD = {
     "ComposedLayout float offset": (lambda: pc.ComposedLayout(pc.Swizzle(3, 3, 3), 1.5, Layout(8)), T,
                                     "the offset must be an integer"),
     "Layout mode a float": (lambda: Layout((4, 8))[1.0], T, "a mode index must be an integer"),
-    "RoundTrip of None": (lambda: __import__("pycute.codegen.kernels", fromlist=["RoundTrip"]).RoundTrip(None), T,
-                          "RoundTrip: expected a CopyPlan"),
+    "RoundTrip of None": (lambda: __import__("pycute.harness", fromlist=["RoundTrip"]).RoundTrip(None), T,
+                          "RoundTrip: expected a Tcgen05CpPlan"),
     "emulator cp opcode None": (lambda: Sm100Emulator().cp(None, 0, 0), T, "the opcode must be a string"),
     "PTX interpreter malformed statement": (lambda: __import__("pycute.sim.ptx", fromlist=["run_entry"]).run_entry(
         ".visible .entry k(){\n\tadd.u32 ;\n}", {}, {}), C, "is malformed for the interpreter"),
@@ -258,7 +258,7 @@ BAD = {
     # -- the kernel author's surface, now at the top level ------------------------------------------------------
     "commit_asm cta_group 3": (lambda: pc.commit_asm(3, "bar"), P, "cta_group must be 1 or 2, not 3"),
     "commit_asm mbarrier an int": (lambda: pc.commit_asm(1, 5), T, "mbarrier must be a C expression string"),
-    "probe_source of None": (lambda: pc.probe_source(None), T, "probe_source: expected a CopyPlan"),
+    "probe_source of None": (lambda: pc.probe_source(None), T, "probe_source: expected a Tcgen05CpPlan"),
     "atom_tmem_tensor of None": (lambda: pc.atom_tmem_tensor(pc.bf16, None, 64), T, "expected a tcgen05.cp atom"),
     "atom_tmem_tensor of an ld atom class": (lambda: pc.atom_tmem_tensor(pc.bf16, pc.TmemLoadAtom, 64), T,
                                              "expected a tcgen05.cp atom"),
@@ -266,6 +266,20 @@ BAD = {
                                            "unknown swizzle '99B'"),
     "kmajor_smem_tensor partial core group": (lambda: pc.kmajor_smem_tensor(pc.bf16, 100, 64), P,
                                               "whole 8-row core groups; 100 rows given"),
+    # -- the copy family's house: tensors by memory space, copy_async, verify --------------------------------------
+    "copy_async src None": (lambda: pc.copy_async(pc.make_fragment(pc.f32, 128), None), T,
+                            "copy_async: src must be a pycute tensor"),
+    "copy_async variant an int": (lambda: pc.copy_async(pc.make_fragment(pc.f32, 128),
+                                                        pc.mma_accumulator(pc.f32, 128, 32), variant=1), T,
+                                  "variant must be a string or None, got 1"),
+    "copy_async arch an int": (lambda: pc.copy_async(pc.make_fragment(pc.f32, 128),
+                                                     pc.mma_accumulator(pc.f32, 128, 32), arch=90), T,
+                               "arch must be a string or None, got 90"),
+    "make_fragment threads a float": (lambda: pc.make_fragment(pc.f32, 32.0), T, "make_fragment: threads"),
+    "make_fragment dtype unknown": (lambda: pc.make_fragment("f7", 32), P, "f7"),
+    "make_global_tensor base_align a string": (lambda: pc.make_global_tensor(pc.f32, Layout(4), "16"), T,
+                                               "make_global_tensor: base_align"),
+    "verify of a layout": (lambda: pc.verify(Layout(4)), T, "verify: expected a copy plan"),
 }
 
 

@@ -8,9 +8,10 @@ import pytest
 import pycute as pc
 from perf.cases import ATOMS, CUTE_DSL_ISSUE_COST, atom_copy, cute_comparison_copies
 from pycute.atoms import cp_candidates
-from pycute.codegen.kernels import RoundTrip
+from pycute.harness.tcgen05_cp import RoundTrip
 from pycute.compile.elf import kernel_resources
-from pycute.copy.canonical import atom_tmem_tensor, kmajor_smem_tensor
+from pycute.atoms.tcgen05_cp import atom_tmem_tensor
+from pycute.tensor.canonical import kmajor_smem_tensor
 from pycute.cost import ISSUE_FLOOR, copy_cost, issue_costs, issue_floor
 from pycute.demo import demo_copies
 

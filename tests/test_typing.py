@@ -34,7 +34,8 @@ def public_callables():
             yield name, obj
         elif inspect.isclass(obj):
             for attr, fn in vars(obj).items():
-                if inspect.isfunction(fn) and (not attr.startswith("_") or attr in ("__init__", "__call__")):
+                if inspect.isfunction(fn) and fn.__module__.startswith("pycute") and \
+                        (not attr.startswith("_") or attr in ("__init__", "__call__")):
                     yield f"{name}.{attr}", fn
 
 

@@ -5,32 +5,35 @@ An atom carries what the planner, the emitter and the emulator read: its form's 
 """
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import ClassVar, NamedTuple
 
 import attrs
 
-from ..arch.sm100.cp_forms import CP_FORMS, CTA_GROUPS, LEGAL_MULTICASTS, CpForm, parse_cp_opcode
+from ..arch.sm100.tcgen05_cp import CP_FORMS, LEGAL_MULTICASTS, CpForm, parse_cp_opcode
 from ..arch.sm100.swizzle_modes import UNIT_BITS
-from ..arch.sm100.tmem import CELL_BITS, TCol
+from ..arch.sm100.tmem import CELL_BITS, CTA_GROUPS, TCol, check_cta_group
 from ..basis import E
 from ..errors import PlanError
-from ..int_tuple import as_int
-from ..layout import Layout
+from ..dtypes import DTypeLike
+from ..layout import Layout, make_layout
+from ..tensor.tmem import TmemTensor, make_tmem_tensor
 from .base import CopyAtom
 
 __all__ = ["Tcgen05CpAtom", "Cp128x256b", "Cp4x256b", "Cp128x128b", "Cp64x128bWarpx2_02_13",
            "Cp64x128bWarpx2_01_23", "Cp32x128bWarpx4", "TCGEN05_CP_FORMS", "TCGEN05_CP_ATOMS", "cp_candidates",
-           "find_cp_atom", "parse_cp_ptx", "LEGAL_MULTICASTS", "TBit"]
+           "find_cp_atom", "parse_cp_ptx", "LEGAL_MULTICASTS", "TBit", "atom_tmem_tensor",
+           "Tcgen05CpIssue"]
 
 TBit = E("TBit")   # the bit within a 32-bit TMEM cell (only for describing atoms bit-exactly)
 
 
-def check_cta_group(cta_group) -> int:
-    """``cta_group`` as an int if it is 1 or 2 (a bool is a TypeError), else a PlanError."""
-    cta_group = as_int(cta_group, "cta_group")
-    if cta_group not in CTA_GROUPS:
-        raise PlanError(f"cta_group must be 1 or 2, got {cta_group!r}")
-    return cta_group
+class Tcgen05CpIssue(NamedTuple):
+    """One issued ``tcgen05.cp``, as a plan streams it and as the PTX interpreter reads it back from compiled code:
+    the opcode as PTX spells it, the TMEM address (lane << 16 | column) and the 64-bit shared-memory descriptor."""
+
+    ptx: str
+    taddr: int
+    desc: int
 
 
 @attrs.frozen(repr=False)
@@ -215,3 +218,12 @@ def parse_cp_ptx(ptx: str) -> tuple[Tcgen05CpAtom, str | None]:
         raise PlanError(f"not a tcgen05.cp opcode: {ptx!r}")
     cta_group, shape, multicast, fmt = parsed
     return find_cp_atom(shape, multicast, cta_group), fmt
+
+
+def atom_tmem_tensor(dtype: DTypeLike, atom: Tcgen05CpAtom, k: int, columns: int = 64) -> TmemTensor:
+    """A TMEM tensor whose rows follow ``atom``'s lane pattern (and replica) and whose ``k`` elements per row sit in
+    consecutive columns."""
+    if not isinstance(atom, Tcgen05CpAtom):
+        raise TypeError(f"atom_tmem_tensor: expected a tcgen05.cp atom (a Tcgen05CpAtom instance), got {atom!r}")
+    return make_tmem_tensor(dtype, make_layout(atom.lane_pattern, Layout(k, TCol)), replica=atom.replica,
+                            columns=columns)

@@ -1,8 +1,8 @@
-"""CUDA C++ generation: the device function a user composes (``plan.cuda()``), the protocol header
-``pycute/sm100.cuh`` (``include_dir()``), and the probe and round-trip test kernels; the C++ itself lives in
-``templates/`` as package data."""
-from .emit import commit_asm, emit_device_function, emit_helpers, helper_name
-from .header import ABI_VERSION, header_path, include_dir, sm100_header
-from .ldst import emit_tmem_copy
-from .kernels import (PROBE_SHARED_SYMBOL, RoundTrip, Timing, no_call_probe_source, probe_entry, probe_source,
-                      roundtrip_source)
+"""CUDA C++ text, one emitter per copy variant (``tcgen05_cp``, ``tcgen05_ldst``: ``plan.cuda()``), the headers
+under ``include_dir()`` (``header``: ``pycute/sm100.cuh`` and its parts), and the probe kernels that SASS checks
+and the PTX interpreter read (``probe``). The C++ itself lives in ``templates/`` as package data."""
+from .common import ABI_VERSION, check_function_name
+from .tcgen05_cp import commit_asm, emit_device_function, emit_helpers, helper_name
+from .tcgen05_ldst import emit_tmem_copy, ldst_helper
+from .header import header_path, headers, include_dir, sm100_header
+from .probe import PROBE_SHARED_SYMBOL, ldst_probe_source, no_call_probe_source, probe_entry, probe_source

@@ -1,81 +1,49 @@
-"""``pycute/sm100.cuh``: the protocol helpers a kernel composes around generated copies, rendered from the facts of
-``arch.sm100`` and shipped as package data under ``include_dir()``.
+"""The device headers a kernel composes around generated copies, one per mechanism, rendered from the facts of
+``arch/`` and shipped as package data under ``include_dir()``:
 
-The shipped file is this module's output, checked in so that nvcc users find it in the wheel; ``tests/codegen``
-asserts it is current, and ``python -m pycute header --write`` rewrites it.
+* ``pycute/common.cuh``: warps, elect, clusters, mbarriers, proxy fences (``arch.sm90``; sm_90 and later);
+* ``pycute/tcgen05.cuh``: the shared-memory descriptor, TMEM allocation, tcgen05 fences and commit, and the soft
+  build's TMEM model with its tcgen05.cp (``arch.sm100``);
+* ``pycute/tcgen05_ldst.cuh``: tcgen05.ld / st wrappers of every shape and their software model (``arch.sm100``);
+* ``pycute/sm100.cuh``: all of them, the one include the C ABI promises.
+
+A new copy variant adds its part to ``PARTS``. The shipped files are this module's output, checked in so that nvcc
+users find them in the wheel; ``tests/codegen`` asserts they are current, and ``python -m pycute header --write``
+rewrites them.
 """
 from __future__ import annotations
 
 from pathlib import Path
 
-from ..arch.sm100.cp_forms import FP4_CONTAINER_SHIFT, PAIR_CTA_MASK, commit_ptx
+from ..arch.sm100.tcgen05_cp import FP4_CONTAINER_SHIFT, PAIR_CTA_MASK, commit_ptx
 from ..arch.sm100.descriptor import LBO, SBO, START_ADDRESS, SWIZZLE
 from ..arch.sm100.smem import SMEM_MAX_BYTES
 from ..arch.sm100.swizzle_modes import UNIT_BYTES, SwizzleMode
 from ..arch.sm100.tmem import ALLOC_COLUMNS, CELL_BITS, COLUMNS, LANE_SHIFT, LANES, QUADRANT_LANES
-from ..arch.sm100.ldst_shapes import LDST_SHAPES, PACK_BITS
-from ..atoms.tcgen05_ld import tmem_ldst_atoms
+from ..arch.sm100.tcgen05_ldst import PACK_BITS
+from ..arch.sm90.warp import FULL_WARP_MASK, WARP_THREADS
 from ..compile.nvrtc import include_dir
+from .common import ABI_VERSION
 from .constants import field_get, swizzle_tables
+from .tcgen05_ldst import ldst_header_functions, ldst_header_tables
 from .templates import render
 
-__all__ = ["ABI_VERSION", "HEADER_NAME", "sm100_header", "header_path", "include_dir", "ldst_helper", "write_header"]
+__all__ = ["ABI_VERSION", "HEADER_NAME", "PARTS", "headers", "sm100_header", "header_path", "include_dir",
+           "write_header"]
 
-#: The C ABI of generated functions and of this header (CHANGELOG.md); bumped when a name or signature changes.
-ABI_VERSION = 1
 HEADER_NAME = "pycute/sm100.cuh"
 
 
-def ldst_helper(op: str, num: int, shape: str = "32x32b", pack: bool = False) -> str:
-    """The header's wrapper of ``tcgen05.<op>.sync.aligned.<shape>.x<num>[.pack::16b|.unpack::16b].b32``."""
-    return f"pycute_tcgen05_{op}_{shape}_x{num}" + ("_pack16" if pack else "")
+def common_header() -> str:
+    """The text of ``pycute/common.cuh``."""
+    return render("header_common.cuh", abi=ABI_VERSION, warp_threads=WARP_THREADS, full_mask=f"0x{FULL_WARP_MASK:X}")
 
 
-def _ldst_tables() -> str:
-    """Per shape, the (thread, register of one .x1) -> (lane offset, column offset) maps as C arrays."""
-    out = []
-    for name, s in LDST_SHAPES.items():
-        cells = [s.cell(t, j) for t in range(32) for j in range(s.registers)]
-        for what, k in (("lane", 0), ("col", 1)):
-            out.append(f"static __device__ const unsigned char pycute_ldst_{name}_{what}[32 * {s.registers}] = "
-                       f"{{{', '.join(str(c[k]) for c in cells)}}};")
-    return "\n".join(out)
-
-
-def _ldst(atom) -> str:
-    """One atom's wrapper: the PTX, or (PYCUTE_SOFT_TCGEN05) the software model with the shape's tables."""
-    op, n, shape, form = atom.OP, atom.registers, atom.shape, atom.form
-    name = ldst_helper(op, atom.num, shape, atom.pack)
-    half = form.half_split
-    regs = ", ".join(f"%{k + (0 if op == 'ld' else (2 if half else 1))}" for k in range(n))
-    address = '"r"(taddr)' + (', "n"(HALF)' if half else "")
-    if op == "ld":
-        sig = "unsigned taddr, unsigned* r"
-        operands = f'{{{regs}}}, [%{n}]' + (f", %{n + 1}" if half else "")
-        constraints = ", ".join(f'"=r"(r[{k}])' for k in range(n)) + " : " + address
-    else:
-        sig = "unsigned taddr, const unsigned* r"
-        operands = "[%0], " + ("%1, " if half else "") + f"{{{regs}}}"
-        constraints = ": " + address + ", " + ", ".join(f'"r"(r[{k}])' for k in range(n))
-    soft = (f"pycute_soft_tcgen05_ldst({int(op == 'st')}, pycute_ldst_{shape}_lane, pycute_ldst_{shape}_col, "
-            f"{form.registers}, {form.columns}, {atom.num}, {int(atom.pack)}, {int(form.lanes)}, "
-            f"{'HALF' if half else '0u'}, {int(half)}, taddr, const_cast<unsigned*>(r));")
-    return "\n".join([
-        "template <unsigned HALF>" if half else "",
-        f"__device__ __forceinline__ void {name}({sig}) {{",
-        "#if defined(PYCUTE_SOFT_TCGEN05)",
-        f"  {soft}",
-        "#else",
-        f'  asm volatile("{atom.ptx} {operands};" : {constraints} : "memory");',
-        "#endif",
-        "}"]).lstrip("\n")
-
-
-def sm100_header() -> str:
-    """The text of ``pycute/sm100.cuh``."""
+def tcgen05_header() -> str:
+    """The text of ``pycute/tcgen05.cuh``."""
     shift = START_ADDRESS.unit.bit_length() - 1
     return render(
-        "sm100_header.cuh", abi=ABI_VERSION, lanes=LANES, columns=COLUMNS, lane_shift=LANE_SHIFT,
+        "header_tcgen05.cuh", abi=ABI_VERSION, lanes=LANES, columns=COLUMNS, lane_shift=LANE_SHIFT,
         quadrant_lanes=QUADRANT_LANES, alloc_min=ALLOC_COLUMNS[0], pair_mask=PAIR_CTA_MASK,
         pair_mask_bin=f"0b{PAIR_CTA_MASK:b}", smem_max=SMEM_MAX_BYTES, start_lo=START_ADDRESS.lo,
         start_hi=START_ADDRESS.lo + START_ADDRESS.width - 1, start_unit=START_ADDRESS.unit, start_shift=shift,
@@ -84,10 +52,35 @@ def sm100_header() -> str:
         desc_lbo=field_get(LBO, "desc"), desc_sbo=field_get(SBO, "desc"), desc_swizzle=field_get(SWIZZLE, "desc"),
         column_mask=f"0x{(1 << LANE_SHIFT) - 1:X}", window_mask=f"0x{START_ADDRESS.limit - 1:X}",
         code_none=SwizzleMode.NONE.code, unit_bytes=UNIT_BYTES, unit_words=UNIT_BYTES * 8 // CELL_BITS,
-        commit_1=commit_ptx(1), commit_2=commit_ptx(2), fp4_shift=FP4_CONTAINER_SHIFT, fp4_high=FP4_CONTAINER_SHIFT + 3,
-        pack_bits=PACK_BITS, pack_mask=f"0x{(1 << PACK_BITS) - 1:X}",
-        ldst_tables=_ldst_tables(),
-        ldst_functions="\n".join(_ldst(a) for op in ("ld", "st") for a in tmem_ldst_atoms(op)))
+        commit_1=commit_ptx(1), commit_2=commit_ptx(2), fp4_shift=FP4_CONTAINER_SHIFT, fp4_high=FP4_CONTAINER_SHIFT + 3)
+
+
+def tcgen05_ldst_header() -> str:
+    """The text of ``pycute/tcgen05_ldst.cuh``."""
+    return render("header_tcgen05_ldst.cuh", abi=ABI_VERSION, column_mask=f"0x{(1 << LANE_SHIFT) - 1:X}",
+                  pack_bits=PACK_BITS, pack_mask=f"0x{(1 << PACK_BITS) - 1:X}", ldst_tables=ldst_header_tables(),
+                  ldst_functions=ldst_header_functions())
+
+
+#: The parts of ``pycute/sm100.cuh``, in include order: (name, what it holds, its renderer).
+PARTS = (
+    ("pycute/common.cuh", "warps, elect, clusters, mbarriers, proxy fences (sm_90 and later)", common_header),
+    ("pycute/tcgen05.cuh", "shared-memory descriptor, TMEM allocation, tcgen05 fences and commit, the soft model",
+     tcgen05_header),
+    ("pycute/tcgen05_ldst.cuh", "tcgen05.ld / tcgen05.st, every shape x .num x pack", tcgen05_ldst_header),
+)
+
+
+def sm100_header() -> str:
+    """The text of ``pycute/sm100.cuh``: every part, in order."""
+    return render("header_sm100.cuh", abi=ABI_VERSION,
+                  parts="\n".join(f"//   {name:<24} {what}" for name, what, _ in PARTS),
+                  includes="\n".join(f'#include "{name}"' for name, _, _ in PARTS))
+
+
+def headers() -> dict[str, str]:
+    """Every shipped header's name (under ``include_dir()``) and text."""
+    return {**{name: render_part() for name, _, render_part in PARTS}, HEADER_NAME: sm100_header()}
 
 
 def header_path() -> Path:
@@ -96,7 +89,8 @@ def header_path() -> Path:
 
 
 def write_header() -> Path:
-    """Rewrite the shipped header from the facts (after a change to ``arch.sm100`` or the template)."""
-    path = header_path()
-    path.write_text(sm100_header(), encoding="utf-8")
-    return path
+    """Rewrite the shipped headers from the facts (after a change to ``arch/`` or a template); returns
+    ``header_path()``."""
+    for name, text in headers().items():
+        (include_dir() / name).write_text(text, encoding="utf-8")
+    return header_path()

@@ -1,10 +1,7 @@
-"""make_tiled_copy: plan shared-memory -> TMEM tcgen05.cp copies."""
-from .plan import CopyPlan, CpInstruction, DynamicCoord
-from .planner import Smem, make_tiled_copy
-from .reference import expected_tmem
-from .tensor import Dynamic, DynamicIndex, SmemTensor, TmemPlacement, TmemTensor, dynamic, make_smem_tensor, make_tmem_tensor
-from .alloc import TmemAllocation
-from .canonical import atom_tmem_tensor, kmajor_smem_tensor
-from .accumulator import accumulator_layout, mma_accumulator
-from .tmem_copy import make_tmem_copy
-from .tmem_plan import TmemCopyPlan, TmemLdStInstruction, WarpInstruction
+"""The copy family: one sub-package per variant (``tcgen05_cp``: shared memory -> TMEM; ``tcgen05_ldst``: TMEM <->
+registers), each with a ``planner`` and the ``plan`` record it returns, all following one protocol
+(``protocol.Plan``), and ``copy_async``, which picks the variant by the tensors' memory spaces."""
+from .protocol import Plan, Reject, Rejection
+from .tcgen05_cp import CopyPlan, CpInstruction, DynamicCoord, Smem, Tcgen05CpPlan, expected_tmem, make_tiled_copy
+from .tcgen05_ldst import (TmemCopyPlan, TmemLdStInstruction, Tcgen05LdStPlan, WarpInstruction, make_tmem_copy)
+from .dispatch import VARIANTS, CopyVariant, copy_async

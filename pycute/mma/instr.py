@@ -6,7 +6,7 @@ import attrs
 
 from ..arch.sm100.mma import (BLOCK_SCALED_FIELDS, DENSE_FIELDS, MAX_SHIFTS, MMA_KINDS, TRANSPOSABLE, WS_SHAPES,
                               MmaKind)
-from ..atoms.tcgen05_cp import check_cta_group
+from ..arch.sm100.tmem import check_cta_group
 from ..dtypes import DTypeLike, dtype as as_dtype
 from ..errors import DescriptorError, PlanError
 from ..int_tuple import as_int

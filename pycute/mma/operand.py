@@ -15,8 +15,8 @@ import numpy as np
 from ..arch.sm100.descriptor import LBO, SBO, SmemDescriptor
 from ..arch.sm100.mma import K_BYTES, MMA_KINDS, TRANSPOSABLE
 from ..arch.sm100.swizzle_modes import UNIT_BYTES, SwizzleMode
-from ..copy.reference import layout_values
-from ..copy.tensor import SmemTensor
+from ..tensor.values import layout_values
+from ..tensor.smem import SmemTensor
 from ..errors import DescriptorError
 from ..int_tuple import as_int
 from ..layout import Layout, make_layout

@@ -16,9 +16,9 @@ import numpy as np
 
 from ..arch.sm100.mma import MMA_KINDS, SF_CELL_BYTES, SF_REPLICA, scale_factor_layout
 from ..arch.sm100.tmem import QUADRANT_LANES
-from ..copy.plan import CopyPlan
-from ..copy.reference import layout_values
-from ..copy.tensor import TmemTensor, make_tmem_tensor
+from ..copy.tcgen05_cp.plan import Tcgen05CpPlan
+from ..tensor.values import layout_values
+from ..tensor.tmem import TmemTensor, make_tmem_tensor
 from ..dtypes import u8
 from ..errors import PlanError
 from ..int_tuple import as_int, idx2crd
@@ -84,12 +84,12 @@ def _positions(t: TmemTensor) -> np.ndarray:
     return np.stack(np.broadcast_arrays(lanes[:, None] + reps[None, :], cols[:, None] + 0 * reps[None, :]), axis=-1)
 
 
-def check_scale_factor_copy(plan: CopyPlan, sf: ScaleFactorTensor) -> None:
+def check_scale_factor_copy(plan: Tcgen05CpPlan, sf: ScaleFactorTensor) -> None:
     """Every SF the copy writes lands where ``tcgen05.mma ... block_scale`` reads it: the plan's destination, as
     placed (its offset is the SF tensor's base), is ``sf``'s placement coordinate for coordinate and replica for
     replica. Refuses naming the first (row, k-block slot, byte) the copy puts elsewhere."""
-    if not isinstance(plan, CopyPlan):
-        raise TypeError(f"check_scale_factor_copy: expected a CopyPlan, got {type(plan).__name__}")
+    if not isinstance(plan, Tcgen05CpPlan):
+        raise TypeError(f"check_scale_factor_copy: expected a Tcgen05CpPlan, got {type(plan).__name__}")
     if not isinstance(sf, ScaleFactorTensor):
         raise TypeError(f"check_scale_factor_copy: expected a ScaleFactorTensor (scale_factor_tensor), got {sf!r}")
     dst = plan.dst

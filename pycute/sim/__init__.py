@@ -1,6 +1,8 @@
-"""Execution models: the bit-exact tcgen05 emulator, the PTX interpreter for generated issue code, and the check
-of a plan (or of a compiled stream) against the layouts."""
-from .emulator import CtaState, Sm100Emulator
+"""Execution models: the machine and one executor per instruction family (``executors``), the sm_100 emulator that
+combines them, the PTX interpreter for generated issue code, and ``verify(plan)``, which holds any copy plan (or a
+compiled stream) against its tensors' layouts."""
+from .machine import CtaState, Machine
+from .emulator import Sm100Emulator
 from .footprint import InstructionCells, plan_footprint
-from .ptx import GENERIC_SHARED_WINDOW, probe_stream, run_entry
-from .verify import run_tmem_copy, verify_plan, verify_tmem_copy
+from .ptx import GENERIC_SHARED_WINDOW, ISSUE_DECODERS, probe_stream, run_entry
+from .verify import VERIFIERS, run_tmem_copy, verify, verify_plan, verify_tmem_copy

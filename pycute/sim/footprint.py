@@ -9,8 +9,8 @@ import numpy as np
 from ..arch.sm100.descriptor import SmemDescriptor
 from ..arch.sm100.tmem import split_address
 from ..atoms.tcgen05_cp import parse_cp_ptx
-from ..copy.plan import CopyPlan
-from .emulator import source_units
+from ..copy.tcgen05_cp.plan import Tcgen05CpPlan
+from .executors.tcgen05_cp import source_units
 
 __all__ = ["InstructionCells", "plan_footprint"]
 
@@ -34,11 +34,11 @@ class InstructionCells:
         return {(lane, c) for lane in self.lanes for c in range(self.col0, self.col0 + self.columns)}
 
 
-def plan_footprint(plan: CopyPlan) -> tuple:
+def plan_footprint(plan: Tcgen05CpPlan) -> tuple:
     """``InstructionCells`` for every instruction of ``plan`` and every CTA it writes (TMEM columns from the
     allocation base, shared memory from the buffer base)."""
-    if not isinstance(plan, CopyPlan):
-        raise TypeError(f"plan_footprint: expected a CopyPlan, got {type(plan).__name__}")
+    if not isinstance(plan, Tcgen05CpPlan):
+        raise TypeError(f"plan_footprint: expected a Tcgen05CpPlan, got {type(plan).__name__}")
     out = []
     for k, (ptx, taddr, desc) in enumerate(plan.stream(0, 0)):
         atom, _ = parse_cp_ptx(ptx)

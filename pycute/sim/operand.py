@@ -12,7 +12,7 @@ import numpy as np
 
 from ..arch.sm100.descriptor import SmemDescriptor
 from ..arch.sm100.swizzle_modes import SwizzleMode
-from ..copy.reference import smem_element_offsets
+from ..tensor.values import smem_element_offsets
 from ..errors import EmulationError
 from ..mma.operand import UmmaDescriptor, canonical_offsets
 

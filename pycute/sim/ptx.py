@@ -14,8 +14,12 @@ from __future__ import annotations
 
 import re
 
-from ..codegen.kernels import PROBE_SHARED_SYMBOL, probe_entry
+from ..codegen.probe import PROBE_SHARED_SYMBOL, probe_entry
 from ..errors import CompileError
+from .executors import tcgen05_cp, tcgen05_ldst
+
+#: PTX opcode prefix -> the executor's decoder of its issued instructions (pycute.sim.executors).
+ISSUE_DECODERS = {"tcgen05.cp": tcgen05_cp.decode, "tcgen05.ld": tcgen05_ldst.decode, "tcgen05.st": tcgen05_ldst.decode}
 
 __all__ = ["run_entry", "trace_entry", "probe_stream", "ldst_stream", "GENERIC_SHARED_WINDOW"]
 
@@ -145,23 +149,14 @@ class _Thread:
             return int(tok.rstrip("U")) & _MASK[bits]
         raise CompileError(f"PTX operand {tok!r} is not a register, symbol or integer")
 
-    def _address(self, operand: str) -> int:
-        m = re.fullmatch(r"\[(%\w+)(?:\s*\+\s*(-?\w+))?\]", operand)
-        if not m:
-            raise CompileError(f"TMEM address operand {operand!r} is not [reg] or [reg+imm]")
-        return (self.value(m.group(1)) + (self.value(m.group(2)) if m.group(2) else 0)) & _MASK[32]
-
-    def _tmem_ldst(self, op: str, parts: list, args: list) -> None:
-        """``tcgen05.ld`` / ``st``: ``(op, taddr, immHalfSplitoff or None, registers)`` into ``ldst``."""
-        regs = next(a for a in args if a.startswith("{")).strip("{}").split(",")
-        addr = next(a for a in args if a.startswith("["))
-        rest = [a for a in args if not a.startswith(("{", "["))]
-        imm = self.value(rest[0], 32) if rest else None
-        record = (op, self._address(addr), imm, len(regs))
-        self.ldst.append(record)
+    def _issue(self, family: str, op: str, args: list) -> None:
+        """An instruction of a family the executors model: decoded by its executor into the record a plan streams
+        (``issued`` for tcgen05.cp, ``ldst`` for tcgen05.ld/st), an ld's destination registers set."""
+        record = ISSUE_DECODERS[family](op, args, self.value)
+        (self.issued if family == "tcgen05.cp" else self.ldst).append(record)
         self.trace.append(record)
-        if parts[1] == "ld":
-            for reg in regs:
+        if family == "tcgen05.ld":
+            for reg in next(a for a in args if a.startswith("{")).strip("{}").split(","):
                 self.regs[reg.strip()] = 0
 
     def guard_passes(self, pred: str) -> bool:
@@ -182,8 +177,8 @@ class _Thread:
             self.trace.append((op, [self.value(a.strip("[]")) if a.strip("[]") in self.regs else a for a in args]))
         elif base == "mbarrier" and parts[1] in ("try_wait", "test_wait"):
             self.regs[args[0]] = 1                           # the phase has completed (no asynchrony here)
-        elif base == "tcgen05" and parts[1] in ("ld", "st"):
-            self._tmem_ldst(op, parts, args)
+        elif ".".join(parts[:2]) in ISSUE_DECODERS:
+            self._issue(".".join(parts[:2]), op, args)
         elif base == "shfl":
             # The one thread modelled stands for its warp: shfl.sync returns its own value, which is the source
             # lane's for warp-uniform operands (what pycute_warp_index() shuffles).
@@ -193,13 +188,6 @@ class _Thread:
                 for reg in args[0].strip("{}").split(","):
                     self.regs[reg.strip()] = 0
             self.trace.append((op, args))
-        elif base == "tcgen05" and parts[1] == "cp":
-            m = re.fullmatch(r"\[(%\w+)(?:\s*\+\s*(-?\w+))?\]", args[0])
-            if not m:
-                raise CompileError(f"tcgen05.cp address operand {args[0]!r} is not [reg] or [reg+imm]")
-            taddr = (self.value(m.group(1)) + (self.value(m.group(2)) if m.group(2) else 0)) & _MASK[32]
-            self.issued.append((op, taddr, self.value(args[1]) & _MASK[64]))
-            self.trace.append((op, taddr, self.issued[-1][2]))
         elif base == "elect":
             dest, pred = (t.strip() for t in args[0].split("|"))
             mask = self.value(args[1], 32)

@@ -1,5 +1,6 @@
-"""Emulate a plan (or the instruction stream its compiled code issues) and compare TMEM, bit for bit, with what the
-two tensors' layouts alone say the copy must produce (``copy.reference.expected_tmem``)."""
+"""Emulate a plan (or the instruction stream its compiled code issues) and compare, bit for bit, with what the
+tensors' layouts alone say the copy must produce (``copy.reference.expected_tmem`` for tcgen05.cp, the fragment
+against the TMEM layout for tcgen05.ld/st). ``verify(plan)`` serves every variant through ``VERIFIERS``."""
 from __future__ import annotations
 
 from typing import Callable
@@ -7,22 +8,25 @@ from typing import Callable
 import numpy as np
 
 from ..arch.sm100.tmem import COLUMNS, LANES
-from ..copy.plan import CopyPlan
-from ..copy.tmem_plan import TmemCopyPlan
+from ..copy.tcgen05_cp.plan import Tcgen05CpPlan
+from ..copy.tcgen05_ldst.plan import Tcgen05LdStPlan
 from ..errors import EmulationError
-from ..copy.reference import expected_tmem, fill_pattern, smem_bytes_needed
+from ..copy.tcgen05_cp.reference import expected_tmem, fill_pattern
+from ..tensor.values import smem_bytes_needed, layout_values
+from ..views import provides
+from ..copy.protocol import Plan
 from .emulator import Sm100Emulator
 
-__all__ = ["verify_plan", "verify_tmem_copy", "run_tmem_copy"]
+__all__ = ["verify", "verify_plan", "verify_tmem_copy", "run_tmem_copy", "VERIFIERS"]
 
 
-def verify_plan(plan: CopyPlan, seed: int = 0, smem_base: int = 0,
+def verify_plan(plan: Tcgen05CpPlan, seed: int = 0, smem_base: int = 0,
                 stream: Callable[[int, int], list[tuple[str, int, int]]] | None = None, **values: int) -> None:
     """Emulate ``plan`` (or an explicit instruction ``stream``) and compare every CTA's TMEM with
     ``expected_tmem``; raises EmulationError with the first differing cells. A plan with run-time coordinates is
     verified at the given values (``verify_plan(plan, stage=2)``)."""
-    if not isinstance(plan, CopyPlan):
-        raise TypeError(f"verify_plan: expected a CopyPlan (make_tiled_copy), got {type(plan).__name__}")
+    if not isinstance(plan, Tcgen05CpPlan):
+        raise TypeError(f"verify_plan: expected a Tcgen05CpPlan (make_tiled_copy), got {type(plan).__name__}")
     plan = plan.at(**values)
     src, dst = plan.src, plan.dst
     ctas = plan.cta_group
@@ -49,7 +53,6 @@ def verify_plan(plan: CopyPlan, seed: int = 0, smem_base: int = 0,
 
 def _element_cells(tensor):
     """Per coordinate and quadrant: the (lane, column, bit shift) holding it in that quadrant's replica."""
-    from ..copy.reference import layout_values
     bits = tensor.bits
     lanes = tensor.lane_offset + layout_values(tensor.layout, "TLane")
     cols = tensor.col_offset + layout_values(tensor.layout, "TCol")
@@ -63,7 +66,7 @@ def _element_cells(tensor):
 
 
 def run_tmem_copy(emu: Sm100Emulator, plan, tmem_base: int, registers=None, cta: int = 0):
-    """Issue every warp's instructions of a ``TmemCopyPlan`` in ``emu``: an ld returns ``(32 * warps,
+    """Issue every warp's instructions of a ``Tcgen05LdStPlan`` in ``emu``: an ld returns ``(32 * warps,
     registers)`` uint32; an st stores ``registers`` (the same shape)."""
     out = np.zeros((32 * plan.warps, plan.registers), dtype=np.uint32)
     for k, inst in enumerate(plan.instructions):
@@ -77,13 +80,12 @@ def run_tmem_copy(emu: Sm100Emulator, plan, tmem_base: int, registers=None, cta:
     return out if plan.op == "ld" else None
 
 
-def verify_tmem_copy(plan: TmemCopyPlan, seed: int = 0) -> None:
-    """Emulate a ``TmemCopyPlan`` and check every register value against the TMEM tensor through the plan's
+def verify_tmem_copy(plan: Tcgen05LdStPlan, seed: int = 0) -> None:
+    """Emulate a ``Tcgen05LdStPlan`` and check every register value against the TMEM tensor through the plan's
     fragment: for ld, each value is the element the tensor's layout puts at its coordinate; for st, each element of
     the tensor receives its register value and no other cell changes. EmulationError names the first difference."""
-    from ..copy.tmem_plan import TmemCopyPlan
-    if not isinstance(plan, TmemCopyPlan):
-        raise TypeError(f"verify_tmem_copy: expected a TmemCopyPlan (make_tmem_copy), got {type(plan).__name__}")
+    if not isinstance(plan, Tcgen05LdStPlan):
+        raise TypeError(f"verify_tmem_copy: expected a Tcgen05LdStPlan (make_tmem_copy), got {type(plan).__name__}")
     rng = np.random.default_rng(seed)
     emu = Sm100Emulator(smem_bytes=0, fill_tmem=0)
     emu.alloc(COLUMNS)
@@ -114,3 +116,21 @@ def verify_tmem_copy(plan: TmemCopyPlan, seed: int = 0) -> None:
     if plan.op == "st" and np.any((after != before) & ~touched):
         lane, col = np.argwhere((after != before) & ~touched)[0]
         raise EmulationError(f"tcgen05.st wrote lane {lane} column {col}, outside the tensor")
+
+
+#: Plan variant -> its check in the emulator.
+VERIFIERS: dict[str, Callable[..., None]] = {Tcgen05CpPlan.VARIANT: verify_plan, Tcgen05LdStPlan.VARIANT: verify_tmem_copy}
+
+
+def verify(plan: Plan, seed: int = 0, **values: int) -> None:
+    """Check any copy plan in the emulator against what its tensors' layouts alone say (``VERIFIERS`` picks the
+    check by the plan's variant); raises EmulationError naming the first difference."""
+    check = VERIFIERS.get(str(getattr(plan, "VARIANT", "")))
+    if check is None:
+        raise TypeError(f"verify: expected a copy plan (make_tiled_copy, make_tmem_copy, copy_async), got "
+                        f"{type(plan).__name__}")
+    check(plan, seed, **values)
+
+
+provides("verify", Tcgen05CpPlan)(verify_plan)
+provides("verify", Tcgen05LdStPlan)(verify_tmem_copy)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import zlib
 
 from ..basis import ScaledBasis
-from ..copy.tensor import SmemTensor
+from ..tensor.smem import SmemTensor
 from ..layout import Layout, is_layout
 from ..swizzle import ComposedLayout
 from .svg import CELL, Svg, color, text_width

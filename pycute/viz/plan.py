@@ -5,7 +5,7 @@ emulator's own model of each instruction."""
 from __future__ import annotations
 
 from ..arch.sm100.tmem import LANES, QUADRANT_LANES
-from ..copy.plan import CopyPlan
+from ..copy.tcgen05_cp.plan import Tcgen05CpPlan
 from ..sim.footprint import plan_footprint
 from .svg import Svg, color, text_width
 
@@ -28,7 +28,7 @@ def _lane_runs(lanes, replica) -> list:
     return [tuple(r) for r in runs]
 
 
-def _tmem_panel(plan: CopyPlan, cells: list, cta: int) -> Svg:
+def _tmem_panel(plan: Tcgen05CpPlan, cells: list, cta: int) -> Svg:
     cols = plan.dst.alloc_columns
     w = max(2, min(12, 768 // cols))
     left, top = 44, 30
@@ -64,7 +64,7 @@ def _smem_rows(units: dict) -> tuple[list, str]:
     return keep, f"; {len(rows) - len(keep)} of {len(rows)} rows read are elided"
 
 
-def _smem_panel(plan: CopyPlan, cells: list) -> Svg:
+def _smem_panel(plan: Tcgen05CpPlan, cells: list) -> Svg:
     units = {}
     for c in cells:
         if c.cta == 0:
@@ -92,7 +92,7 @@ def _smem_panel(plan: CopyPlan, cells: list) -> Svg:
     return panel
 
 
-def _legend(plan: CopyPlan) -> Svg:
+def _legend(plan: Tcgen05CpPlan) -> Svg:
     a, d, n = plan.atom, plan.descriptor, len(plan.instructions)
     lines = [f"{a.ptx}: {n} instruction{'s' if n != 1 else ''} of {a.rows} rows x {a.bits} bits",
              f"lane {plan.lane!r}    col {plan.col!r}    middle {plan.middle!r}",
@@ -113,11 +113,11 @@ def _legend(plan: CopyPlan) -> Svg:
     return legend
 
 
-def draw_plan(plan: CopyPlan) -> Svg:
+def draw_plan(plan: Tcgen05CpPlan) -> Svg:
     """The plan's TMEM footprint per CTA, coloured by instruction, beside the shared memory each instruction
     reads, with the atom, the partition and the descriptor in the legend."""
-    if not isinstance(plan, CopyPlan):
-        raise TypeError(f"draw_plan: expected a CopyPlan (make_tiled_copy), got {type(plan).__name__}")
+    if not isinstance(plan, Tcgen05CpPlan):
+        raise TypeError(f"draw_plan: expected a Tcgen05CpPlan (make_tiled_copy), got {type(plan).__name__}")
     cells = list(plan_footprint(plan))
     legend = _legend(plan)
     panels = [_tmem_panel(plan, [c for c in cells if c.cta == cta], cta) for cta in range(plan.cta_group)]

@@ -7,8 +7,8 @@ import pycute as pc
 from pycute.compile import compile_cuda
 from pycute.arch.sm100 import SmemDescriptor
 from pycute.atoms import cp_candidates
-from pycute.codegen.emit import ISSUE_MODES, emit_device_function, emit_helpers, helper_name
-from pycute.copy.canonical import kmajor_smem_tensor
+from pycute.codegen.tcgen05_cp import ISSUE_MODES, emit_device_function, emit_helpers, helper_name
+from pycute.tensor.canonical import kmajor_smem_tensor
 
 
 def sw128_plan(cta_group=1):
@@ -100,8 +100,8 @@ def test_the_elected_convention_shows_the_commit_without_an_election():
 def test_cta_group_2_comment_shows_the_multicast_commit_and_the_even_cta():
     code = emit_device_function(demo_plan(2), "copy_sf2")
     assert "pycute_tcgen05_commit<2>(mbarrier_smem_address)" in code and "even CTA" in code
-    header = pc.codegen.sm100_header()
-    commit_2 = header[header.index("void pycute_tcgen05_commit("):header.index("// ---- tcgen05.ld")]
+    header = pc.codegen.headers()["pycute/tcgen05.cuh"]
+    commit_2 = header[header.index("void pycute_tcgen05_commit("):header.index("#endif  // PYCUTE_TCGEN05_CUH")]
     assert "multicast::cluster.b64 [%0], %1;" in commit_2 and "PYCUTE_PAIR_CTA_MASK" in commit_2
 
 

@@ -6,7 +6,8 @@ import pytest
 import pycute as pc
 from pycute.atoms import TmemLoadAtom, TmemStoreAtom
 from pycute.codegen import include_dir
-from pycute.codegen.header import header_path, ldst_helper, sm100_header
+from pycute.codegen.header import PARTS, header_path, headers, sm100_header
+from pycute.codegen.tcgen05_ldst import ldst_helper
 from pycute.compile import compile_cuda
 
 USER = """#include "pycute/sm100.cuh"
@@ -26,9 +27,41 @@ extern "C" __global__ void k(unsigned* out) {
 """
 
 
-def test_the_shipped_header_is_the_rendering_of_the_facts():
-    assert header_path().read_text(encoding="utf-8") == sm100_header(), \
-        "pycute/include/pycute/sm100.cuh is stale: run python -m pycute header --write"
+@pytest.mark.parametrize("name", list(headers()))
+def test_each_shipped_header_is_the_rendering_of_the_facts(name):
+    assert (include_dir() / name).read_text(encoding="utf-8") == headers()[name], \
+        f"pycute/include/{name} is stale: run python -m pycute header --write"
+
+
+def test_sm100_cuh_includes_every_part_in_order():
+    includes = re.findall(r'^#include "(pycute/\w+\.cuh)"', sm100_header(), re.M)
+    assert includes == [name for name, _, _ in PARTS] and "#define PYCUTE_SM100_ABI PYCUTE_ABI" in sm100_header()
+    assert sorted(p.name for p in (include_dir() / "pycute").iterdir()) == sorted(n.split("/")[1] for n in headers())
+
+
+HOPPER = """#include "pycute/common.cuh"
+extern "C" __global__ void k(unsigned* out) {
+  __shared__ __align__(8) unsigned long long mbar;
+  if (pycute_elect_one_sync()) pycute_mbarrier_init(pycute_smem_address(&mbar), 1);
+  pycute_cluster_sync();
+  if (threadIdx.x == 0) pycute_mbarrier_arrive(pycute_smem_address(&mbar));
+  pycute_mbarrier_wait_parity(pycute_smem_address(&mbar), 0);
+  out[threadIdx.x] = pycute_warp_index() + pycute_cluster_ctarank();
+}
+"""
+
+
+def test_the_common_part_builds_for_sm_90a_alone_and_holds_no_tcgen05():
+    code = re.sub(r"//[^\n]*", "", headers()["pycute/common.cuh"])
+    assert "tcgen05" not in code and "TMEM" not in code
+    compiled = compile_cuda(HOPPER, arch="sm_90a")
+    assert not re.search(r"^\s*tcgen05\.", compiled.ptx, re.M) and "mbarrier.try_wait" in compiled.ptx
+
+
+@pytest.mark.parametrize("part", ["pycute/tcgen05.cuh", "pycute/tcgen05_ldst.cuh"])
+def test_each_tcgen05_part_builds_alone_in_both_builds(part):
+    src = f'#include "{part}"\nextern "C" __global__ void k() {{ pycute_tcgen05_fence_after_thread_sync(); }}\n'
+    assert compile_cuda(src).cubin and compile_cuda(src, arch="sm_90a", options=("-DPYCUTE_SOFT_TCGEN05",)).cubin
 
 
 def test_include_dir_holds_the_header_and_the_cli_prints_it(capsys):

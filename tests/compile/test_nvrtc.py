@@ -5,7 +5,7 @@ import pytest
 import pycute as pc
 from pycute.compile import CompileCache, compile_cuda
 from pycute.compile.nvrtc import cache_key
-from pycute.codegen.kernels import probe_source
+from pycute.codegen.probe import probe_source
 from tests.codegen.test_emit import demo_plan
 
 SMOKE = probe_source(demo_plan(), "smoke")

@@ -5,8 +5,10 @@ import pycute as pc
 from pycute.arch.sm100 import alloc_columns_for
 from pycute.atoms import cp_candidates
 from pycute.compile import utccp_instructions
-from pycute.copy.canonical import atom_tmem_tensor, kmajor_smem_tensor
-from pycute.codegen.kernels import RoundTrip, probe_source
+from pycute.atoms.tcgen05_cp import atom_tmem_tensor
+from pycute.tensor.canonical import kmajor_smem_tensor
+from pycute.harness.tcgen05_cp import RoundTrip
+from pycute.codegen.probe import probe_source
 
 CASES = [(atom, sw) for g in (1, 2) for atom in cp_candidates(g) for sw in ("none", "32B", "64B", "128B")]
 

@@ -4,9 +4,9 @@ import numpy as np
 
 import pycute as pc
 from pycute import Layout, TCol, TLane
-from pycute.codegen.ldst_kernels import LdStRoundTrip
-from pycute.copy.canonical import kmajor_smem_tensor
-from pycute.copy.tmem_cells import tensor_cells
+from pycute.harness.tcgen05_ldst import LdStRoundTrip
+from pycute.tensor.canonical import kmajor_smem_tensor
+from pycute.copy.tcgen05_ldst.cells import tensor_cells
 from pycute.sim import Sm100Emulator, run_tmem_copy
 
 SHAPES = ("32x32b", "16x256b", "16x128b", "16x64b", "16x32bx2")

@@ -7,8 +7,9 @@ import pytest
 import pycute as pc
 from pycute.atoms import cp_candidates
 from pycute.compile import runtime
-from pycute.copy.canonical import atom_tmem_tensor, kmajor_smem_tensor
-from pycute.codegen.kernels import RoundTrip
+from pycute.atoms.tcgen05_cp import atom_tmem_tensor
+from pycute.tensor.canonical import kmajor_smem_tensor
+from pycute.harness.tcgen05_cp import RoundTrip
 
 from . import compare
 

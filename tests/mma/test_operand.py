@@ -5,7 +5,7 @@ import pytest
 
 import pycute as pc
 from pycute import ComposedLayout, Layout, Swizzle
-from pycute.copy.canonical import kmajor_smem_tensor
+from pycute.tensor.canonical import kmajor_smem_tensor
 from pycute.mma import make_umma_desc
 from pycute.sim.operand import decode, mma_operand, reference_mma, verify_operand
 
@@ -123,7 +123,7 @@ def test_end_to_end_the_mma_of_what_the_descriptors_read_is_the_mma_of_the_tiles
     rng = np.random.default_rng(2)
     image = np.zeros(1 << 16, np.uint8)
     vals = rng.integers(0x3F00, 0x4000, 2 * 128 * 64).astype(np.uint16)       # bf16 in [0.5, 2)
-    from pycute.copy.reference import smem_element_offsets
+    from pycute.tensor.values import smem_element_offsets
     ea, eb = smem_element_offsets(ta), smem_element_offsets(tb) + 128 * 64
     image.view(np.uint16)[ea], image.view(np.uint16)[eb] = vals[:128 * 64], vals[128 * 64:]
     a = np.concatenate([mma_operand(da.encode(0, j), "K", 128, 16, 16, image) for j in range(4)], axis=1)

@@ -7,8 +7,8 @@ import pytest
 
 import pycute as pc
 from pycute import Layout, TCol, TLane
-from pycute.arch.sm100.ldst_shapes import LDST_SHAPES
-from pycute.codegen.kernels import ldst_probe_source
+from pycute.arch.sm100.tcgen05_ldst import LDST_SHAPES
+from pycute.codegen.probe import ldst_probe_source
 from pycute.compile import compile_cuda
 from pycute.compile.sass import disassemble, function_instructions
 from pycute.sim.ptx import ldst_stream

@@ -5,8 +5,8 @@ import pytest
 import pycute as pc
 from pycute.compile import compile_cuda
 from pycute.sim.ptx import probe_stream, run_entry
-from pycute.codegen.kernels import probe_source
-from tests.copy.test_roundtrip import CASES, build
+from pycute.codegen.probe import probe_source
+from tests.copy.tcgen05_cp.test_roundtrip import CASES, build
 
 SHARED_BASE = 0x0100_0400      # a shared-window address with CTA-rank bits above bit 23, as sm_100 SASS forms them
 

@@ -8,7 +8,7 @@ import subprocess
 import pytest
 
 import pycute as pc
-from pycute.copy.canonical import kmajor_smem_tensor
+from pycute.tensor.canonical import kmajor_smem_tensor
 from pycute.demo import demo_copies
 
 BROWSER = next((b for b in ("chromium", "chromium-browser", "google-chrome") if shutil.which(b)), None)

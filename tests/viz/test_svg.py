@@ -11,7 +11,8 @@ import pytest
 import pycute as pc
 from pycute import ComposedLayout, Layout, Swizzle, TCol, TLane
 from pycute.arch.sm100.tmem import split_address
-from pycute.copy.reference import fill_pattern, smem_bytes_needed
+from pycute.copy.tcgen05_cp.reference import fill_pattern
+from pycute.tensor.values import smem_bytes_needed
 from pycute.demo import demo_copies
 from pycute.sim import Sm100Emulator
 from pycute.viz.text import cell_value
@@ -104,7 +105,7 @@ def test_a_bad_colouring_is_refused():
 
 @pytest.mark.parametrize("swizzle", ["none", "32B", "128B"])
 def test_smem_chunks_hold_the_elements_their_labels_name(swizzle):
-    from pycute.copy.canonical import kmajor_smem_tensor
+    from pycute.tensor.canonical import kmajor_smem_tensor
     t = kmajor_smem_tensor(pc.bf16, 16, 64, swizzle)
     root = parse(pc.draw_smem(t))
     labelled = [c for c in cells(root) if c.get("element")]
@@ -177,7 +178,7 @@ def test_notebooks_show_pictures_and_terminals_text():
     assert ComposedLayout(Swizzle(2, 1, 3), 0, layout)._repr_svg_().startswith("<svg")
     assert plan._repr_svg_().startswith("<svg") and plan.src._repr_svg_().startswith("<svg")
     assert plan.dst._repr_svg_().startswith("<svg")
-    assert repr(plan).startswith("CopyPlan(")
+    assert repr(plan).startswith("Tcgen05CpPlan(")
 
 
 def test_pictures_save_to_files(tmp_path):
@@ -187,7 +188,7 @@ def test_pictures_save_to_files(tmp_path):
 
 def test_the_readmes_pictures_are_what_pycute_draws_today():
     from pathlib import Path
-    from pycute.copy.canonical import kmajor_smem_tensor
+    from pycute.tensor.canonical import kmajor_smem_tensor
     docs = Path(__file__).resolve().parents[2] / "docs" / "pictures"
     assert (docs / "demo_plan.svg").read_text() == str(PLANS[0][1].draw())
     assert (docs / "smem_128x64_bf16_sw128.svg").read_text() == \
@@ -197,7 +198,7 @@ def test_the_readmes_pictures_are_what_pycute_draws_today():
 def test_pictures_style_by_class_and_are_a_third_of_the_bytes_of_per_cell_attributes():
     """Issue 19 measured 1,173,597 B for this bank-coloured grid and 435,330 B for this plan with a style on every
     cell; one class per style, sizes in the class and a group per row make them at least 3x smaller."""
-    from pycute.copy.canonical import kmajor_smem_tensor
+    from pycute.tensor.canonical import kmajor_smem_tensor
     t = kmajor_smem_tensor(pc.bf16, 128, 64, "128B")
     grid = str(pc.draw_layout(ComposedLayout(t.swizzle, 0, t.layout), color_by="bank"))
     plan = str(pc.make_tiled_copy(pc.make_tmem_tensor(pc.bf16, Layout((128, 64), (TLane, TCol)), columns=32),

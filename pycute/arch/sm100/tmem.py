@@ -10,7 +10,8 @@ from ...errors import PlanError
 from ...int_tuple import as_int
 
 __all__ = ["TLane", "TCol", "LANES", "COLUMNS", "CELL_BITS", "QUADRANT_LANES", "ALLOC_COLUMNS", "LANE_SHIFT",
-           "tmem_address", "split_address", "check_alloc_columns", "alloc_columns_for", "lane_quadrant"]
+           "tmem_address", "split_address", "check_alloc_columns", "alloc_columns_for", "lane_quadrant", "CTA_GROUPS",
+           "check_cta_group"]
 
 TLane = E("TLane")
 TCol = E("TCol")
@@ -56,3 +57,16 @@ def lane_quadrant(warp: int) -> range:
     """The lanes warp ``warp`` may access with tcgen05.ld/st: ``32*(warp%4)`` to ``+31`` (PTX access restrictions)."""
     q = warp % (LANES // QUADRANT_LANES)
     return range(QUADRANT_LANES * q, QUADRANT_LANES * (q + 1))
+
+
+#: A tcgen05 instruction acts for one CTA or for the CTA pair of a cluster (PTX ISA #tcgen05-cta-group); every
+#: tcgen05 instruction of a kernel uses the same one.
+CTA_GROUPS = (1, 2)
+
+
+def check_cta_group(cta_group) -> int:
+    """``cta_group`` as an int if it is 1 or 2 (a bool is a TypeError), else a PlanError."""
+    cta_group = as_int(cta_group, "cta_group")
+    if cta_group not in CTA_GROUPS:
+        raise PlanError(f"cta_group must be 1 or 2, got {cta_group!r}")
+    return cta_group

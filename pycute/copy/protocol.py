@@ -1,0 +1,67 @@
+"""What every copy plan is, whichever instruction it issues: the protocol the variants' plan records follow, the
+record of a rejected alternative, and the one way a planner rejects a candidate.
+
+A plan answers: what it copies (``src``, ``dst``: tensors whose ``space`` chose the variant), what it issues
+(``instructions``, typed records that carry their PTX spelling), which alternatives it rejected and why
+(``rejected``), how far from the fewest instructions it is (``lower_bound``), and offers ``explain()``,
+``stream(...)`` (the issue stream for given bases, as the records the PTX interpreter reads back from compiled
+code), ``cuda(name)`` (the device function) and ``verify()`` (the emulator against the layouts alone).
+"""
+from __future__ import annotations
+
+from typing import Any, ClassVar, NamedTuple, Protocol, runtime_checkable
+
+__all__ = ["Plan", "Rejection", "Reject"]
+
+
+class Rejection(NamedTuple):
+    """A candidate a planner tried and set aside: an atom, a shape or a variant, and the rule it broke (any object
+    whose ``str()`` is the rule, so that a reason nobody reads is never formatted)."""
+
+    candidate: str
+    reason: object
+
+    def __str__(self) -> str:
+        return f"{self.candidate}: {self.reason}"
+
+
+class Reject(Exception):
+    """A candidate does not fit: the first rule it broke. The message is formatted only when read, because
+    inference rejects several candidates per plan and nobody reads those reasons unless asked (explain, errors)."""
+
+    def __init__(self, template: str, **values: Any):
+        super().__init__(template)
+        self.template, self.values = template, values
+
+    def __str__(self) -> str:
+        return self.template.format(**self.values) if self.values else self.template
+
+
+@runtime_checkable
+class Plan(Protocol):
+    """The copy plan protocol (``isinstance(plan, Plan)`` holds for every variant's plan)."""
+
+    VARIANT: ClassVar[str]
+
+    @property
+    def src(self) -> Any: ...
+
+    @property
+    def dst(self) -> Any: ...
+
+    @property
+    def instructions(self) -> tuple: ...
+
+    @property
+    def rejected(self) -> tuple: ...
+
+    @property
+    def lower_bound(self) -> int: ...
+
+    def explain(self) -> str: ...
+
+    def stream(self, *args: Any, **kwargs: Any) -> list: ...
+
+    def cuda(self, *args: Any, **kwargs: Any) -> str: ...
+
+    def verify(self, seed: int = 0) -> None: ...

@@ -1,0 +1,4 @@
+"""Round trips that compile, launch and check a plan's generated code on a GPU (``RoundTrip`` for tcgen05.cp,
+``LdStRoundTrip`` for tcgen05.ld/st): above code generation, compilation and emulation, which they combine."""
+from .tcgen05_cp import RoundTrip, Timing, roundtrip_source
+from .tcgen05_ldst import LdStRoundTrip

@@ -1,0 +1,6 @@
+"""One executor per instruction family, each a ``pycute.sim.machine.Machine`` with that family's instructions, and
+each module's ``decode`` reading its family's compiled statements back into issue records (the PTX interpreter's
+``ISSUE_DECODERS`` table routes opcodes to them)."""
+from .tcgen05_cp import Tcgen05CpExecutor, expand_fp4, source_units
+from .tcgen05_ldst import Tcgen05LdStExecutor
+

@@ -1,0 +1,12 @@
+"""Tensors by memory space: global memory (``make_global_tensor``), shared memory (``make_smem_tensor``, the
+canonical K-major tiles), tensor memory (``make_tmem_tensor``, placed by ``TmemAllocation``) and register fragments
+(``make_fragment``). Each has a ``space``, which is what ``copy_async`` dispatches on, and run-time coordinates
+(``dynamic``)."""
+from .region import Dynamic, DynamicIndex, MemorySpace, Region, dynamic
+from .gmem import GlobalTensor, make_global_tensor
+from .smem import SmemTensor, make_smem_tensor
+from .tmem import TmemPlacement, TmemTensor, make_tmem_tensor
+from .rmem import RegisterFragment, make_fragment
+from .alloc import TmemAllocation
+from .canonical import kmajor_smem_tensor
+from .values import layout_values, smem_bytes_needed, smem_element_offsets

@@ -1,0 +1,50 @@
+"""Register fragments: the values a set of threads holds, as CuTe's thread-value convention has them, a
+``(thread, value) -> coordinate index`` layout over the tensor they came from (or go to)."""
+from __future__ import annotations
+
+import attrs
+
+from ..dtypes import DType, DTypeLike, dtype as as_dtype
+from ..errors import PlanError
+from ..int_tuple import as_int
+from ..layout import Layout
+
+__all__ = ["RegisterFragment", "make_fragment"]
+
+_WARP = 32
+
+
+@attrs.frozen
+class RegisterFragment:
+    """What ``threads`` threads (whole warps) hold: ``layout`` maps (thread, value) to the coordinate index of the
+    other tensor of a copy; ``None`` lets the planner choose the layout (the plan's ``fragment`` then says it)."""
+
+    dtype: DType
+    threads: int
+    layout: Layout | None = None
+
+    KIND = "register fragment"
+    SPACE = "register"
+
+    @property
+    def space(self) -> str:
+        return self.SPACE
+
+    @property
+    def warps(self) -> int:
+        return self.threads // _WARP
+
+    def __repr__(self) -> str:
+        layout = f" {self.layout!r}" if self.layout is not None else ""
+        return f"rmem<{self.dtype.name}>[{self.threads} threads{layout}]"
+
+
+def make_fragment(dtype: DTypeLike, threads: int = 128, layout: Layout | None = None) -> RegisterFragment:
+    """The registers of ``threads`` threads (a multiple of 32), optionally in a given ``(thread, value)`` layout."""
+    dt = as_dtype(dtype)
+    threads = as_int(threads, "make_fragment: threads")
+    if threads < _WARP or threads % _WARP:
+        raise PlanError(f"make_fragment: {threads} threads are not whole warps (a positive multiple of {_WARP})")
+    if layout is not None and not isinstance(layout, Layout):
+        raise TypeError(f"make_fragment: the layout must be a (thread, value) Layout or None, got {layout!r}")
+    return RegisterFragment(dt, threads, layout)

@@ -1,0 +1,109 @@
+"""copy_async: the tensors' memory spaces pick the variant; a forced variant, an uncovered pair, an unknown option
+and a copy no variant fits are refused with the variant x reason table."""
+import pytest
+
+import pycute as pc
+from pycute import Layout, TCol, TLane
+from pycute.copy import VARIANTS
+
+
+def smem():
+    return pc.kmajor_smem_tensor(pc.bf16, 128, 64, "128B")[0:128, 0:64]
+
+
+def tmem(dtype=pc.bf16, columns=32):
+    return pc.make_tmem_tensor(dtype, Layout((128, 64), (TLane, TCol)), columns=columns)
+
+
+def accumulator():
+    return pc.mma_accumulator(pc.f32, 128, 64)
+
+
+@pytest.mark.parametrize("pair", ["shared->tmem", "tmem->register", "register->tmem"])
+def test_each_memory_pair_of_the_family_goes_to_its_planner_and_plans_what_the_direct_entry_plans(pair):
+    if pair == "shared->tmem":
+        plan, direct = pc.copy_async(tmem(), smem()), pc.make_tiled_copy(tmem(), smem())
+    elif pair == "tmem->register":
+        plan, direct = (pc.copy_async(pc.make_fragment(pc.f32, 128), accumulator()),
+                        pc.make_tmem_copy(accumulator(), "ld", warps=4))
+    else:
+        plan, direct = (pc.copy_async(accumulator(), pc.make_fragment(pc.f32, 128)),
+                        pc.make_tmem_copy(accumulator(), "st", warps=4))
+    assert plan == direct and isinstance(plan, pc.Plan)
+    assert f"{plan.src.space}->{plan.dst.space}" == pair
+
+
+def test_the_table_has_one_row_per_variant_and_pair_and_every_row_names_its_targets():
+    rows = {(v.name, v.src, v.dst) for v in VARIANTS}
+    assert rows == {("tcgen05_cp", "shared", "tmem"), ("tcgen05_ld", "tmem", "register"),
+                    ("tcgen05_st", "register", "tmem")}
+    assert all("sm_100a" in v.targets and "sm_90a" not in v.targets for v in VARIANTS)
+
+
+def test_options_go_to_the_variant():
+    plan = pc.copy_async(accumulator(), pc.make_fragment(pc.f32, 128), max_registers=64)
+    assert plan.registers == 64 and len(plan.per_warp) == 1
+    assert pc.copy_async(tmem(), smem(), shape="128x128b").atom.shape == "128x128b"
+
+
+def test_a_fragment_layout_is_the_register_layout_asked_for():
+    direct = pc.make_tmem_copy(accumulator(), "ld", warps=4)
+    asked = pc.copy_async(pc.make_fragment(pc.f32, 128, direct.fragment), accumulator())
+    assert asked.fragment == direct.fragment
+
+
+def test_a_forced_variant_of_another_pair_is_refused_naming_its_pair():
+    with pytest.raises(pc.PlanError, match="variant 'tcgen05_ld' copies tmem -> register, not shared -> tmem"):
+        pc.copy_async(tmem(), smem(), variant="tcgen05_ld")
+
+
+def test_an_unknown_variant_is_refused_listing_the_variants():
+    with pytest.raises(pc.PlanError, match="no variant is named 'tma'.*tcgen05_cp"):
+        pc.copy_async(tmem(), smem(), variant="tma")
+
+
+def test_a_pair_no_variant_covers_is_refused_listing_the_covered_pairs():
+    with pytest.raises(pc.PlanError, match=r"no variant copies tmem -> shared \(the family covers .*shared->tmem"):
+        pc.copy_async(smem(), tmem())
+    g = pc.make_global_tensor(pc.bf16, Layout((128, 64), (64, 1)))
+    with pytest.raises(pc.PlanError, match="no variant copies global -> shared"):
+        pc.copy_async(smem(), g)
+
+
+def test_when_nothing_fits_one_error_tabulates_every_variant_and_its_rule():
+    row_major = pc.make_smem_tensor(pc.bf16, Layout((128, 64), (1, 128)))
+    with pytest.raises(pc.PlanError) as info:
+        pc.copy_async(tmem(), row_major)
+    text = str(info.value)
+    assert text.startswith("copy_async: no variant copies smem<bf16>")
+    assert "\n  tcgen05_cp   no tcgen05.cp form fits this copy: tcgen05.cp does not transpose" in text
+
+
+def test_a_target_without_the_instruction_is_a_reason_in_the_table():
+    with pytest.raises(pc.PlanError, match="tcgen05_cp   not available on sm_90a"):
+        pc.copy_async(tmem(), smem(), arch="sm_90a")
+    assert pc.copy_async(tmem(), smem(), arch="sm_100a") == pc.make_tiled_copy(tmem(), smem())
+
+
+def test_an_option_no_variant_of_the_pair_takes_is_a_type_error_naming_the_options():
+    with pytest.raises(TypeError, match=r"option warps is taken by no variant of shared -> tmem \(tcgen05_cp: "):
+        pc.copy_async(tmem(), smem(), warps=4)
+
+
+def test_registers_and_tmem_of_different_types_are_refused():
+    with pytest.raises(pc.PlanError, match="tcgen05.ld moves values unchanged: source f32, destination bf16"):
+        pc.copy_async(pc.make_fragment(pc.bf16, 128), accumulator())
+
+
+@pytest.mark.parametrize("bad,which", [(None, "src"), (Layout(4, 1), "src")])
+def test_something_that_is_not_a_tensor_is_a_type_error(bad, which):
+    with pytest.raises(TypeError, match=f"copy_async: {which} must be a pycute tensor"):
+        pc.copy_async(tmem(), bad)
+
+
+def test_verify_checks_every_variant_in_the_emulator():
+    for plan in (pc.copy_async(tmem(), smem()), pc.copy_async(pc.make_fragment(pc.f32, 128), accumulator())):
+        pc.verify(plan)
+        plan.verify(seed=3)
+    with pytest.raises(TypeError, match="verify: expected a copy plan"):
+        pc.verify(smem())

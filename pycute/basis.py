@@ -99,6 +99,8 @@ class ScaledBasis:
 
 def E(axis: int | str) -> ScaledBasis:
     """The unit basis element of ``axis`` (an int as in cuTe's ``E<i>``, or a name such as ``"TLane"``)."""
+    if not (type(axis) is int and axis >= 0) and not (isinstance(axis, str) and axis.isidentifier()):
+        raise TypeError(f"E: the axis is a non-negative int (E<i>) or a name such as 'TLane', got {axis!r}")
     return ScaledBasis(((axis, 1),))
 
 

@@ -304,6 +304,7 @@ def left_inverse(layout: LayoutLike):
 @_memo
 def max_common_layout(A: LayoutLike, B: LayoutLike):
     """``R`` with ``A(R(i)) == i`` and ``B(R(i)) == i`` for every ``i < size(R)``, as large as possible."""
+    A, B = _as_layout(A, "max_common_layout"), _as_layout(B, "max_common_layout")
     inv_b = right_inverse(B)
     common = coalesce.raw(composition(A, inv_b))
     first = common[0] if common.rank() > 1 else common

@@ -46,6 +46,10 @@ _ALIASES = {"uint8": u8, "int8": i8, "float8_e4m3fn": f8e4m3, "float8_e5m2": f8e
             "uint32": u32, "int32": i32}
 
 
+#: The element widths a tensor can have: the types above and 64-bit words (PTX ISA "Fundamental Types").
+ELEMENT_BITS = (4, 6, 8, 16, 32, 64)
+
+
 #: A DType or its name, as every dtype parameter takes it.
 DTypeLike = Union[DType, str]
 
@@ -59,4 +63,13 @@ def dtype(x: DTypeLike) -> DType:
     t = DTYPES.get(x) or _ALIASES.get(x)
     if t is None:
         raise PlanError(f"unknown dtype {x!r}; known: {', '.join(sorted(DTYPES))}")
+    return t
+
+
+def element_dtype(x: DTypeLike, where: str) -> DType:
+    """``dtype(x)``, refused (PlanError naming ``where``) unless a tensor can hold elements of its width."""
+    t = dtype(x)
+    if t.bits not in ELEMENT_BITS:
+        raise PlanError(f"{where}: {t.name} has {t.bits}-bit elements; a tensor's elements are "
+                        f"{', '.join(map(str, ELEMENT_BITS))} bits wide")
     return t

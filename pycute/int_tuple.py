@@ -13,11 +13,10 @@ from .errors import LayoutError
 from .typing import IntTuple
 from .memo import last_call
 
-__all__ = [
-    "is_int", "is_tuple", "flatten", "product", "product_each", "inner_product", "prefix_product", "shape_div",
-    "shape_min", "ceil_div", "elem_scale", "congruent", "weakly_congruent", "compact_col_major", "compact_order",
-    "crd2idx", "idx2crd", "crd2crd", "slice_", "as_int", "has_none", "signum", "tuplify", "zero_nones", "tuple_max", "unflatten",
-]
+__all__ = ["is_int", "is_tuple", "flatten", "product", "product_each", "inner_product", "prefix_product", "shape_div",
+           "shape_min", "ceil_div", "elem_scale", "congruent", "weakly_congruent", "compact_col_major", "compact_order",
+           "crd2idx", "idx2crd", "crd2crd", "slice_", "as_int", "has_none", "signum", "tuplify", "zero_nones",
+           "tuple_max", "unflatten"]
 
 
 def is_int(x: object) -> TypeGuard[int]:
@@ -95,12 +94,12 @@ def tuple_max(a):
 
 def inner_product(a: IntTuple, b: IntTuple):
     """Sum of leaf-wise products of congruent ``a`` and ``b``."""
-    if isinstance(a, tuple):
-        if type(b) is not tuple or len(a) != len(b):
+    if isinstance(a, tuple) or isinstance(b, tuple):
+        if type(a) is not tuple or type(b) is not tuple or len(a) != len(b):
             raise LayoutError(f"inner_product: {a} and {b} are not congruent")
         return sum((inner_product(x, y) for x, y in zip(a, b)), 0)
-    if isinstance(b, tuple):
-        raise LayoutError(f"inner_product: {a} and {b} are not congruent")
+    if not (is_int(a) or isinstance(a, ScaledBasis)) or not (is_int(b) or isinstance(b, ScaledBasis)):
+        raise TypeError(f"inner_product: leaves are integers (or scaled-basis strides), got {a!r} and {b!r}")
     return a * b
 
 
@@ -123,14 +122,6 @@ def prefix_product(a: IntTuple, init: IntTuple = 1):
     return init
 
 
-def _div_away(a: int, b: int) -> int:
-    """``a / b`` truncated towards zero (C++ integer division), or +-1 where that is 0 (rounding away from 0)."""
-    q = abs(a) // abs(b)
-    if q == 0:
-        return signum(a) * signum(b)
-    return q if (a < 0) == (b < 0) else -q
-
-
 def shape_div(a: IntTuple, b: IntTuple):
     """CuTe's shape division: tuples divide element-wise, a tuple by an int folds left to right, an int by a tuple
     divides by the product; for ints one must divide the other, and ``a / b`` rounds away from zero (1 when
@@ -147,9 +138,12 @@ def shape_div(a: IntTuple, b: IntTuple):
         return tuple(out)
     if isinstance(b, tuple):
         return shape_div(a, product(b))
-    if b == 0 or (a % b != 0 and b % a != 0):
+    if not (is_int(a) and is_int(b) and a > 0 and b > 0):
+        error = LayoutError if is_int(a) and is_int(b) else TypeError
+        raise error(f"shape_div: shapes are positive integers (or tuples of them), got {a!r} and {b!r}")
+    if a % b != 0 and b % a != 0:
         raise LayoutError(f"shape_div: neither of {a} and {b} divides the other")
-    return _div_away(a, b)
+    return max(a // b, 1)                       # 1 when b exceeds a (CuTe rounds away from zero)
 
 
 def shape_min(a: int, b: int) -> int:

@@ -22,7 +22,7 @@ from .memo import clear_caches, last_call, memo
 from .typing import IntTuple
 from .views import svg_of
 from .normalize import _canonical, _canonical_shape, _canonicalize, fmt
-from .int_tuple import as_int, compact_col_major, crd2idx, flatten, has_none, product, tuplify, unflatten
+from .int_tuple import as_int, compact_col_major, crd2idx, flatten, has_none, is_int, product, tuplify, unflatten
 
 __all__ = ["Layout", "ComposedBase", "make_layout", "size", "cosize", "rank", "depth", "coalesce", "filter",
            "slice_and_offset", "is_layout", "LayoutLike", "LayoutLeft", "LayoutRight", "clear_caches", "lifted",
@@ -108,7 +108,13 @@ class Layout:
         crd = args[0] if len(args) == 1 else args
         if has_none(crd):
             return slice_and_offset(crd, self)[0]
-        return crd2idx(crd, self.shape, self.stride)
+        value = crd2idx(crd, self.shape, self.stride)
+        if type(self.stride) is int:
+            return value
+        rank = _coordinate_rank(self.stride)
+        if rank is None:
+            return value
+        return tuple(value.coeff(i) if isinstance(value, ScaledBasis) else 0 for i in range(rank))
 
     def __repr__(self) -> str:
         return f"{fmt(self.shape)}:{fmt(self.stride)}"
@@ -118,6 +124,23 @@ class Layout:
         return svg_of(self)
 
     __str__ = __repr__
+
+
+@functools.lru_cache(maxsize=1024)
+def _coordinate_rank(stride) -> int | None:
+    """For strides on numbered basis axes only (``E(0)``, ``E(1)``, ... as ``make_identity_layout`` makes), the
+    number of coordinate modes the layout's values have: such a layout maps an index to a coordinate, which CuTe
+    returns as a tuple (its ``ArithmeticTuple``), usable as a coordinate. None for every other layout."""
+    axes = []
+    for d in flatten(stride):
+        if isinstance(d, ScaledBasis):
+            names = list(d.as_dict())
+            if not all(type(a) is int for a in names):
+                return None
+            axes += names
+        elif d != 0:
+            return None
+    return max(axes) + 1 if axes else None
 
 
 # The slots' own setters: a frozen class refuses setattr, and these are what its __init__ may use.
@@ -381,10 +404,17 @@ def coalesce(layout: LayoutLike, profile: IntTuple | None = None):
         layout = _as_layout(layout, "coalesce")
     if type(profile) is tuple:
         return by_mode(coalesce, layout, profile)
+    _check_profile(profile, "coalesce")
     shape = layout.shape
     if type(shape) is not tuple:
         return layout if shape != 1 else _mk(1, 0)
     return _mk(*merge_modes(flatten(shape), flatten(layout.stride)))
+
+
+def _check_profile(profile, what: str) -> None:
+    """A profile is None, an int (a leaf: the mode is coalesced whole) or a tuple of profiles."""
+    if profile is not None and not is_int(profile):
+        raise TypeError(f"{what}: the profile must be None, an int or a tuple of them, got {profile!r}")
 
 
 @last_call
@@ -393,6 +423,7 @@ def filter(layout: LayoutLike, profile: IntTuple | None = None):
     layout = _as_layout(layout, "filter")
     if type(profile) is tuple:
         return by_mode(filter, layout, profile)
+    _check_profile(profile, "filter")
     strides = flatten(layout.stride)
     shapes = [1 if d == 0 else s for s, d in zip(flatten(layout.shape), strides)]
     return _mk(*merge_modes(shapes, strides))

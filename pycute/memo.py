@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import collections
 import functools
+from typing import Any, Callable
 
 import attrs
 
@@ -50,15 +51,16 @@ def weight(x) -> int:
 _MISS = object()
 
 
-def memo(fn):
+def memo(fn: Callable[..., Any]) -> Any:
     """Memoise ``fn`` on its positional operands (which must be hashable once lists are made tuples); calls with
     keyword arguments run uncached. ``fn.raw`` is the uncached operation, for callers inside the algebra."""
-    data, weights = {}, collections.deque()     # entries in insertion order, their weights alongside
+    data: dict[Any, Any] = {}                   # entries in insertion order,
+    weights: collections.deque[int] = collections.deque()   # and their weights alongside
     total = 0
     lookup = data.get
 
     @functools.wraps(fn)
-    def cached(*args, **kwargs):
+    def cached(*args: Any, **kwargs: Any) -> Any:
         nonlocal total
         if kwargs:
             return fn(*args, **kwargs)
@@ -78,27 +80,25 @@ def memo(fn):
                 total += w
         return value
 
-    def cache_clear():
+    def cache_clear() -> None:
         nonlocal total
         data.clear()
         weights.clear()
         total = 0
 
-    cached.raw = fn
-    cached.cache_clear = cache_clear
-    cached.cache_info = lambda: CacheInfo(len(data), total)
+    vars(cached).update(raw=fn, cache_clear=cache_clear, cache_info=lambda: CacheInfo(len(data), total))
     _CLEARS.append(cache_clear)
     return cached
 
 
-def last_call(fn):
+def last_call(fn: Callable[..., Any]) -> Any:
     """Remember ``fn``'s last call only: for operations that cost about what a table lookup costs (coalesce,
     crd2idx, ...), a repeated call returns at once, any other call pays one tuple comparison, and the memory held
     is one call's. ``fn.raw`` is the operation itself."""
     last_args, last_value = _MISS, None
 
     @functools.wraps(fn)
-    def remembered(*args, **kwargs):
+    def remembered(*args: Any, **kwargs: Any) -> Any:
         nonlocal last_args, last_value
         if kwargs:
             return fn(*args, **kwargs)
@@ -112,12 +112,11 @@ def last_call(fn):
         last_args, last_value = args, value
         return value
 
-    def cache_clear():
+    def cache_clear() -> None:
         nonlocal last_args, last_value
         last_args, last_value = _MISS, None
 
-    remembered.raw = fn
-    remembered.cache_clear = cache_clear
+    vars(remembered).update(raw=fn, cache_clear=cache_clear)
     _CLEARS.append(cache_clear)
     return remembered
 

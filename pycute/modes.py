@@ -100,8 +100,9 @@ def get(layout: LayoutLike, *path: int) -> Layout:
 
 
 def make_identity_layout(shape: IntTuple) -> Layout:
-    """CuTe's ``make_identity_layout``: ``L(c) == c`` as a scaled-basis point, mode ``i`` on axis ``E(i)``
-    (column-major inside a mode). Nested modes would need CuTe's multi-index bases (``E<1,0>``): refused."""
+    """CuTe's ``make_identity_layout``: ``L(c) == c``, mode ``i`` on axis ``E(i)`` (column-major inside a mode), so
+    ``L(i)`` is the coordinate tuple of index ``i`` (``(1, 1)`` for ``i = 5`` over ``(4, 8)``), usable as a
+    coordinate. Nested modes would need CuTe's multi-index bases (``E<1,0>``): refused."""
     shape = Layout(shape).shape
     modes = shape if isinstance(shape, tuple) else (shape,)
     if any(isinstance(m, tuple) for m in modes):

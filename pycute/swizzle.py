@@ -22,13 +22,26 @@ __all__ = ["Swizzle", "ComposedLayout", "shiftl", "shiftr"]
 MAX_SWIZZLE_BITS = 64     # B + M + |S|: the highest address bit a swizzle reads or writes
 
 
+def _shift(s: int, what: str) -> int:
+    """A shift of at most MAX_SWIZZLE_BITS either way: offsets are addresses of that many bits."""
+    if type(s) is int and -MAX_SWIZZLE_BITS <= s <= MAX_SWIZZLE_BITS:
+        return s
+    s = as_int(s, f"{what}: the shift")
+    if not -MAX_SWIZZLE_BITS <= s <= MAX_SWIZZLE_BITS:
+        raise LayoutError(f"{what}: a shift of {s} bits; offsets are at most {MAX_SWIZZLE_BITS}-bit, so |s| <= "
+                          f"{MAX_SWIZZLE_BITS}")
+    return s
+
+
 def shiftr(a: Offsets, s: int) -> Offsets:
-    """``a >> s``, or ``a << -s`` for negative ``s``."""
+    """``a >> s``, or ``a << -s`` for negative ``s`` (``|s|`` at most 64)."""
+    s = _shift(s, "shiftr")
     return a >> s if s >= 0 else a << -s
 
 
 def shiftl(a: Offsets, s: int) -> Offsets:
-    """``a << s``, or ``a >> -s`` for negative ``s``."""
+    """``a << s``, or ``a >> -s`` for negative ``s`` (``|s|`` at most 64)."""
+    s = _shift(s, "shiftl")
     return a << s if s >= 0 else a >> -s
 
 
@@ -106,8 +119,8 @@ class ComposedLayout(ComposedBase):
             object.__setattr__(self, "inner", _as_layout(self.inner, "ComposedLayout"))
         if type(self.offset) is not int and not isinstance(self.offset, ScaledBasis):
             object.__setattr__(self, "offset", as_int(self.offset, "ComposedLayout: the offset"))
-        if not callable(self.outer):
-            raise LayoutError(f"ComposedLayout: outer {self.outer!r} is not a function")
+        if not isinstance(self.outer, (Swizzle, Layout, ComposedBase)):
+            raise TypeError(f"ComposedLayout: outer must be a Swizzle or a layout, got {self.outer!r}")
 
     @property
     def layoutB(self):

@@ -280,6 +280,33 @@ BAD = {
     "make_global_tensor base_align a string": (lambda: pc.make_global_tensor(pc.f32, Layout(4), "16"), T,
                                                "make_global_tensor: base_align"),
     "verify of a layout": (lambda: pc.verify(Layout(4)), T, "verify: expected a copy plan"),
+    # -- the last loose edges of the 977-input probe -----------------------------------------------------------
+    "shape_div of a zero shape": (lambda: pc.shape_div(0, 4), L, "shapes are positive integers (or tuples of them), got 0 and 4"),
+    "shape_div by a negative": (lambda: pc.shape_div(4, -2), L, "got 4 and -2"),
+    "shape_div of a string": (lambda: pc.shape_div("4", 2), T, "shape_div: shapes are positive integers"),
+    "inner_product of a string": (lambda: pc.inner_product("a", 2), T, "inner_product: leaves are integers"),
+    "coalesce profile a string": (lambda: pc.coalesce(Layout((2, 2)), "x"), T, "coalesce: the profile must be"),
+    "coalesce profile a float": (lambda: pc.coalesce(Layout((2, 2)), 1.5), T, "coalesce: the profile must be"),
+    "filter profile a string": (lambda: pc.filter(Layout((2, 2)), "x"), T, "filter: the profile must be"),
+    "max_common_layout of None": (lambda: pc.max_common_layout(Layout(4), None), T,
+                                  "max_common_layout: expected a Layout"),
+    "E of a list": (lambda: pc.E([1]), T, "E: the axis is a non-negative int"),
+    "E of a negative axis": (lambda: pc.E(-1), T, "E: the axis is a non-negative int"),
+    "tensor of a 12-bit dtype": (lambda: pc.make_smem_tensor(pc.DType("weird", 12), Layout(4)), P,
+                                 "weird has 12-bit elements"),
+    "TMEM tensor of a 12-bit dtype": (lambda: pc.make_tmem_tensor(pc.DType("weird", 12), Layout(4, pc.TCol)), P,
+                                      "make_tmem_tensor: weird has 12-bit elements"),
+    "ComposedLayout outer a lambda": (lambda: pc.ComposedLayout(lambda x: x, 0, Layout(4)), T,
+                                      "outer must be a Swizzle or a layout"),
+    "expected_tmem of a string": (lambda: pc.expected_tmem("x", None, None, None, 0), T,
+                                  "expected_tmem: expected a shared-memory and a TMEM tensor, got str"),
+    "RoundTrip run on None": (lambda: __import__("pycute.harness", fromlist=["RoundTrip"]).RoundTrip(
+        pc.make_tiled_copy(pc.make_tmem_tensor(pc.u8, Layout((32, 16), (pc.TLane, pc.TCol)),
+                                               replica=Layout(4, 32 * pc.TLane), columns=32),
+                           pc.make_smem_tensor(pc.u8, Layout((32, 16), (16, 1))))).run(None), T,
+        "expected a pycute.compile.runtime.Gpu to launch on, got NoneType"),
+    "shiftl by 2**40": (lambda: pc.shiftl(1, 2 ** 40), L, "shiftl: a shift of 1099511627776 bits"),
+    "shiftr by a float": (lambda: pc.shiftr(1, 1.5), T, "shiftr: the shift"),
 }
 
 

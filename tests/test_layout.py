@@ -5,6 +5,8 @@ agrees with the CuTe DSL (``tests/parity`` holds the DSL's own answers for thous
 """
 import pytest
 
+import pycute as pc
+
 from pycute import (Layout, LayoutError, blocked_product, coalesce, complement, composition, cosize, depth, downcast,
                     filter, flat_divide, flat_product, left_inverse, logical_divide, logical_product, make_layout,
                     make_ordered_layout, max_common_layout, max_common_vector, raked_product, rank, recast,
@@ -277,3 +279,15 @@ def test_repeated_operations_are_served_from_cache():
     assert composition.cache_info().entries >= 1
 
 
+
+
+@pytest.mark.parametrize("shape,i,coordinate", [((4, 8), 5, (1, 1)), ((4, 8), 0, (0, 0)), ((4, 8), 31, (3, 7)),
+                                                 ((3, 4, 2), 13, (1, 0, 1)), (8, 3, (3,))])
+def test_an_identity_layout_maps_an_index_to_its_coordinate_tuple_as_cute_does(shape, i, coordinate):
+    identity = pc.make_identity_layout(shape)
+    assert identity(i) == coordinate
+    assert pc.Layout(shape)(*identity(i)) == i          # usable as a coordinate
+
+
+def test_a_layout_on_named_axes_still_returns_its_scaled_basis_value():
+    assert pc.Layout((4, 8), (pc.TLane, pc.TCol))(5) == pc.TLane + pc.TCol

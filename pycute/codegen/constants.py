@@ -1,24 +1,17 @@
 """C spellings of the sm100 facts, derived from the Python tables so that generated code never restates them:
-descriptor field decoding, the swizzle modes, TMEM address packing and each form's row -> lane table."""
+descriptor field decoding, the swizzle modes and each tcgen05.cp form's row -> lane table."""
 from __future__ import annotations
 
-from ..arch.sm100.descriptor import START_ADDRESS, DescriptorField
+from ..arch.sm100.descriptor import DescriptorField
 from ..arch.sm100.swizzle_modes import SwizzleMode
-from ..arch.sm100.tmem import LANE_SHIFT, QUADRANT_LANES
 
-__all__ = ["field_get", "start_mask", "swizzle_tables", "lane_table", "LANE_SHIFT", "QUADRANT_LANES"]
+__all__ = ["field_get", "swizzle_tables", "lane_table"]
 
 
 def field_get(field: DescriptorField, desc: str) -> str:
     """A C expression: the value of ``field`` (in bytes for 16-byte-unit fields) of the 64-bit ``desc``."""
     value = f"unsigned(({desc} >> {field.lo}) & 0x{(1 << field.width) - 1:X}ull)"
     return f"({value} * {field.unit}u)" if field.unit != 1 else value
-
-
-def start_mask() -> str:
-    """The start-address field's mask as a C literal; the field is the descriptor's lowest bits (PTX Table 40),
-    so a start address in 16-byte units goes in unshifted."""
-    return f"0x{START_ADDRESS.mask:X}"
 
 
 def swizzle_tables(prefix: str) -> str:

@@ -14,7 +14,7 @@ import numpy as np
 
 from ..errors import CompileError
 
-__all__ = ["driver_available", "device_info", "tcgen05_device", "skip_reason", "Gpu"]
+__all__ = ["driver_available", "device_info", "skip_reason", "Gpu", "check_gpu"]
 
 
 @functools.lru_cache(maxsize=1)
@@ -59,12 +59,6 @@ def device_info():
         return name.split(b"\0")[0].decode(), (major, minor)
     except Exception:
         return None
-
-
-def tcgen05_device() -> bool:
-    """True on an sm_100-family device (compute capability 10.x or 11.x: B200/B300/Thor-class)."""
-    info = device_info()
-    return info is not None and info[1][0] in (10, 11)
 
 
 def skip_reason() -> str | None:
@@ -194,3 +188,10 @@ class Gpu:
         ms = self.launch(kernel, d_in, d_out, grid=grid, block=block, dynamic_smem=dynamic_smem, events=events)
         host = self.download(d_out, np.uint32, out_words)
         return (host, float(ms)) if events else host
+
+
+def check_gpu(gpu: object) -> Gpu:
+    """``gpu`` if it is a ``Gpu`` (what round trips launch on), else a TypeError naming what was given."""
+    if not isinstance(gpu, Gpu):
+        raise TypeError(f"expected a pycute.compile.runtime.Gpu to launch on, got {type(gpu).__name__}")
+    return gpu

@@ -26,6 +26,7 @@ import attrs
 import numpy as np
 
 from ..compile.nvrtc import compile_cuda
+from ..compile.runtime import Gpu, check_gpu
 from ..copy.tcgen05_cp.plan import Tcgen05CpPlan
 from ..copy.tcgen05_cp.reference import expected_tmem
 from ..tensor.values import smem_bytes_needed, smem_element_offsets
@@ -125,9 +126,10 @@ class RoundTrip:
         options = (("-DPYCUTE_SOFT_TCGEN05",) if soft else ()) + (("-DPYCUTE_TIME_COPY",) if timed else ())
         return compile_cuda(self.source(), arch=arch, options=options)
 
-    def run(self, gpu, arch: str = "sm_100a", soft: bool = False, seed: int = 0, timed: bool = False):
+    def run(self, gpu: Gpu, arch: str = "sm_100a", soft: bool = False, seed: int = 0, timed: bool = False):
         """Launch on ``gpu`` (a ``pycute.compile.runtime.Gpu``): returns ``(got, expected)`` as
         (ctas, 128, columns) uint32 arrays, plus a ``Timing`` when ``timed``."""
+        gpu = check_gpu(gpu)
         values = self.values(seed)
         compiled = self.compile(arch, soft, timed)
         cols = self.plan.dst.alloc_columns

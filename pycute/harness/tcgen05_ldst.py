@@ -13,6 +13,7 @@ import attrs
 import numpy as np
 
 from ..compile.nvrtc import compile_cuda
+from ..compile.runtime import Gpu, check_gpu
 from ..copy.tcgen05_cp.plan import Tcgen05CpPlan
 from ..tensor.values import smem_element_offsets
 from ..copy.tcgen05_ldst.plan import Tcgen05LdStPlan
@@ -109,8 +110,9 @@ class LdStRoundTrip:
     def expected(self, coords: np.ndarray) -> np.ndarray:
         return np.stack([_registers(self.ld, c) for c in coords])
 
-    def run(self, gpu, arch: str, soft: bool = True, seed: int = 0):
+    def run(self, gpu: Gpu, arch: str, soft: bool = True, seed: int = 0):
         """``(got, expected)``: (ctas, threads, registers) uint32."""
+        gpu = check_gpu(gpu)
         images, regs, coords = self.inputs(seed)
         kernel = gpu.kernel(self.compile(arch, soft), self.entry)
         words = self.cta_group * self.threads * self.ld.registers

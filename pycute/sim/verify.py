@@ -58,7 +58,7 @@ def _element_cells(tensor):
     cols = tensor.col_offset + layout_values(tensor.layout, "TCol")
     reps = [0] if tensor.replica is None else layout_values(tensor.replica, "TLane").tolist()
     col32, shift = cols * bits // 32, (cols * bits) % 32
-    by_quadrant = {}
+    by_quadrant: dict[int, dict[int, tuple[int, int, int]]] = {}
     for rep in reps:
         for i, lane in enumerate((lanes + rep).tolist()):
             by_quadrant.setdefault(lane // 32, {})[i] = (lane, int(col32[i]), int(shift[i]))

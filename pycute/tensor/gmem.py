@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import attrs
 
-from ..dtypes import DType, DTypeLike, dtype as as_dtype
+from ..dtypes import DType, DTypeLike, element_dtype
 from ..errors import PlanError
 from ..int_tuple import as_int, flatten, is_int
 from ..layout import Layout
@@ -33,7 +33,7 @@ class GlobalTensor(Region):
 
 def make_global_tensor(dtype: DTypeLike, layout: Layout, base_align: int = 16) -> GlobalTensor:
     """A global-memory tensor over a base pointer aligned to ``base_align`` bytes (a power of two)."""
-    dt = as_dtype(dtype)
+    dt = element_dtype(dtype, "make_global_tensor")
     if not isinstance(layout, Layout):
         raise TypeError(f"make_global_tensor: the layout must be a Layout, got {type(layout).__name__}")
     for d in flatten(layout.stride):

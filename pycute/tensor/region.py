@@ -8,7 +8,7 @@ generated code takes as an argument. ``t.at(stage=2)`` is the static tensor of o
 from __future__ import annotations
 
 import re
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar, Literal, cast
 
 import attrs
 
@@ -179,7 +179,7 @@ class Region:
         names = [d.name for d in self.dynamic + indices]
         if len(set(names)) != len(names):
             raise PlanError(f"{self.KIND}: run-time index names {names} repeat; each names one mode")
-        return attrs.evolve(self, layout=layout, offset=offset, dynamic=self.dynamic + indices)
+        return attrs.evolve(cast(Any, self), layout=layout, offset=offset, dynamic=self.dynamic + indices)
 
     def at(self, **values):
         """The static tensor at the given values of its run-time indices (every index needs a value in range)."""
@@ -196,7 +196,7 @@ class Region:
             if not 0 <= v < d.extent:
                 raise PlanError(f"{self.KIND}: {d.name}={v} is outside [0, {d.extent})")
             offset = offset + d.stride * v if v else offset
-        return attrs.evolve(self, offset=offset, dynamic=())
+        return attrs.evolve(cast(Any, self), offset=offset, dynamic=())
 
     def _dynamic_repr(self) -> str:
         return "".join(f"[{d!r}]" for d in self.dynamic)

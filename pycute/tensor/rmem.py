@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import attrs
 
-from ..dtypes import DType, DTypeLike, dtype as as_dtype
+from ..dtypes import DType, DTypeLike, element_dtype
 from ..errors import PlanError
 from ..int_tuple import as_int
 from ..layout import Layout
@@ -41,7 +41,7 @@ class RegisterFragment:
 
 def make_fragment(dtype: DTypeLike, threads: int = 128, layout: Layout | None = None) -> RegisterFragment:
     """The registers of ``threads`` threads (a multiple of 32), optionally in a given ``(thread, value)`` layout."""
-    dt = as_dtype(dtype)
+    dt = element_dtype(dtype, "make_fragment")
     threads = as_int(threads, "make_fragment: threads")
     if threads < _WARP or threads % _WARP:
         raise PlanError(f"make_fragment: {threads} threads are not whole warps (a positive multiple of {_WARP})")

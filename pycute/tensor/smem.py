@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import attrs
 
-from ..dtypes import DType, DTypeLike, dtype as as_dtype
+from ..dtypes import DType, DTypeLike, element_dtype
 from ..errors import PlanError
 from ..int_tuple import as_int, flatten, is_int
 from ..layout import Layout
@@ -56,7 +56,7 @@ class SmemTensor(Region):
 
 def make_smem_tensor(dtype: DTypeLike, layout: Layout | ComposedLayout, base_align: int = 1024) -> SmemTensor:
     """A shared-memory tensor whose buffer base is aligned to ``base_align`` bytes."""
-    dt = as_dtype(dtype)
+    dt = element_dtype(dtype, "make_smem_tensor")
     sw, inner = _swizzle_and_layout(layout)
     for d in flatten(inner.stride):
         if not is_int(d):

@@ -7,7 +7,7 @@ import attrs
 
 from ..arch.sm100.tmem import check_alloc_columns
 from ..basis import ScaledBasis, basis_get
-from ..dtypes import DType, DTypeLike, dtype as as_dtype
+from ..dtypes import DType, DTypeLike, element_dtype
 from ..errors import PlanError
 from ..int_tuple import flatten
 from ..layout import Layout
@@ -77,7 +77,7 @@ def make_tmem_tensor(dtype: DTypeLike, layout: Layout, replica: Layout | None = 
                      ) -> TmemTensor:
     """A TMEM tensor: ``layout`` on TLane/TCol (elements), optional multicast ``replica`` on TLane, and the
     allocation size ``columns`` (32-bit columns, a legal tcgen05.alloc size)."""
-    dt = as_dtype(dtype)
+    dt = element_dtype(dtype, "make_tmem_tensor")
     if not isinstance(layout, Layout):
         raise PlanError(f"TMEM layout must be a Layout with TLane/TCol strides, got {layout!r}")
     for d in flatten(layout.stride):

@@ -220,6 +220,7 @@ def _plan_dynamic(dst, src, cta_group, shape, multicast, decompress=None):
         smem_start = plan.smem_start if smem_start is None else min(smem_start, plan.smem_start)
         smem_end = max(smem_end, plan.smem_end)
     dynamic = tuple(DynamicCoord(n, e, s, t) for (n, e), (s, t) in zip(coords, steps))
+    assert base is not None          # the loop ran: every extent is at least 1
     return attrs.evolve(base, src=src, dst=dst, dynamic=dynamic, smem_start=smem_start, smem_end=smem_end,
                         spans=tuple(spans))
 

@@ -24,6 +24,9 @@ def expected_tmem(src: SmemTensor, dst: TmemTensor, smem: np.ndarray, tmem: np.n
     ``smem`` is the buffer's bytes from its base; ``tmem_base_col`` is the allocation's first column. With
     ``decompress`` (``.b8x16.b4x16_p64``) each 4-bit element becomes the TMEM byte ``code << 2``.
     """
+    if not isinstance(src, SmemTensor) or not isinstance(dst, TmemTensor):
+        raise TypeError(f"expected_tmem: expected a shared-memory and a TMEM tensor, got {type(src).__name__} and "
+                        f"{type(dst).__name__}")
     if src.dynamic or dst.dynamic:
         raise PlanError("expected_tmem: the tensors have run-time coordinates; give a value (tensor.at(...))")
     bits = src.bits

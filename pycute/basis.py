@@ -6,6 +6,9 @@ the values form a free module over the integers: a ``ScaledBasis`` is a finite s
 """
 from __future__ import annotations
 
+import functools
+from typing import Any
+
 import attrs
 
 from .errors import LayoutError
@@ -22,10 +25,10 @@ def _axis_key(axis):
 class ScaledBasis:
     """A sum of scaled basis elements, ``terms = ((axis, coefficient), ...)`` sorted by axis, no zero terms."""
 
-    terms: tuple
+    terms: tuple[tuple[int | str, int], ...]
 
     @staticmethod
-    def of(mapping) -> "ScaledBasis | int":
+    def of(mapping: dict) -> "ScaledBasis | int":
         """Canonical value of ``{axis: coefficient}``: the int 0 when every coefficient is 0."""
         terms = tuple(sorted(((a, c) for a, c in mapping.items() if c != 0), key=lambda t: _axis_key(t[0])))
         return ScaledBasis(terms) if terms else 0
@@ -41,7 +44,7 @@ class ScaledBasis:
         return 0
 
     @property
-    def axis(self):
+    def axis(self) -> int | str:
         """The axis of a single-term basis value."""
         if len(self.terms) != 1:
             raise LayoutError(f"{self!r} has {len(self.terms)} axes, not one")
@@ -104,10 +107,30 @@ def E(axis: int | str) -> ScaledBasis:
     return ScaledBasis(((axis, 1),))
 
 
-def basis_get(value, axis) -> int:
+def basis_get(value: object, axis: int | str) -> int:
     """The coordinate of a layout value on ``axis``: an int counts as 0 on every named axis."""
     if isinstance(value, ScaledBasis):
         return value.coeff(axis)
     if value == 0:
         return 0
     raise LayoutError(f"the integer {value!r} has no component on axis {axis!r}")
+
+
+@functools.lru_cache(maxsize=1024)
+def coordinate_rank(stride: Any) -> int | None:
+    """For strides on numbered basis axes only (``E(0)``, ``E(1)``, ... as ``make_identity_layout`` makes), the
+    number of coordinate modes the layout's values have: such a layout maps an index to a coordinate, which CuTe
+    returns as a tuple (its ``ArithmeticTuple``). None for every other stride."""
+    leaves, axes = [stride], []   # type: list[Any], list[int]
+    while leaves:
+        d = leaves.pop()
+        if isinstance(d, tuple):
+            leaves += d
+        elif isinstance(d, ScaledBasis):
+            numbered = [a for a, _ in d.terms if type(a) is int]
+            if len(numbered) != len(d.terms):
+                return None
+            axes += numbered
+        elif d != 0:
+            return None
+    return max(axes) + 1 if axes else None

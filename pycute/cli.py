@@ -1,12 +1,18 @@
 """The ``python -m pycute`` command line: ``demo``, ``explain``, ``emit`` and ``show``."""
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, NoReturn, TextIO
+
 import argparse
 import json
 import re
 import sys
 
 from .errors import PycuteError
+
+if TYPE_CHECKING:
+    from .copy.tcgen05_cp.plan import Tcgen05CpPlan
+    from .layout import Layout
 
 SPEC_HELP = """A copy is described by flags or by a JSON/TOML file with the same fields, e.g.
 {"src": {"dtype": "u8", "layout": "(32,16):(16,1)"},
@@ -97,7 +103,17 @@ def _spec_from_args(args) -> dict:
     return spec
 
 
-def plan_from_spec(spec: dict):
+def _plain_layout(text: str, what: str) -> "Layout":
+    """A TMEM layout or replica: cuTe notation without a swizzle (TMEM addresses are not swizzled)."""
+    from .layout import Layout
+    from .parse import parse_layout
+    layout = parse_layout(text)
+    if not isinstance(layout, Layout):
+        raise PycuteError(f"{what} {text!r}: a TMEM layout has no swizzle")
+    return layout
+
+
+def plan_from_spec(spec: dict) -> Tcgen05CpPlan:
     """Build the tensors a spec describes and plan the copy; every problem with the description is a
     PycuteError."""
     import pycute as pc
@@ -109,8 +125,8 @@ def plan_from_spec(spec: dict):
             raise PycuteError(f"the copy description lacks {part}.{key}\n{SPEC_HELP}")
     try:
         s = pc.make_smem_tensor(src["dtype"], parse_layout(src["layout"]), src.get("base_align", 1024))
-        d = pc.make_tmem_tensor(dst.get("dtype", src["dtype"]), parse_layout(dst["layout"]),
-                                replica=parse_layout(dst["replica"]) if dst.get("replica") else None,
+        d = pc.make_tmem_tensor(dst.get("dtype", src["dtype"]), _plain_layout(dst["layout"], "dst.layout"),
+                                replica=_plain_layout(dst["replica"], "dst.replica") if dst.get("replica") else None,
                                 columns=dst.get("columns"))
         if src.get("region"):
             s = s[_region(src["region"])]
@@ -199,12 +215,12 @@ def _cmd_header(args, out):
 class _Parser(argparse.ArgumentParser):
     """argparse, with its usage errors in the command line's one-line form: ``error: ...`` and exit status 2."""
 
-    def error(self, message):
+    def error(self, message: str) -> NoReturn:
         print(f"error: {message} (see {self.prog} --help)", file=sys.stderr)
         sys.exit(2)
 
 
-def main(argv=None, out=None) -> int:
+def main(argv: list[str] | None = None, out: TextIO | None = None) -> int:
     out = out or sys.stdout
     parser = _Parser(prog="python -m pycute", description="cuTe layouts and tcgen05.cp planning",
                      epilog=SPEC_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)

@@ -14,7 +14,7 @@ import numbers
 from .errors import LayoutError
 from .typing import IntTuple
 from .int_tuple import ceil_div, compact_col_major, flatten, is_int, product, shape_min, signum
-from .layout import ComposedBase, Layout, LayoutLike, _as_layout, _memo, last_call, _mk, coalesce, merge_modes
+from .layout import AnyLayout, ComposedBase, Layout, LayoutLike, _as_layout, _memo, last_call, _mk, coalesce, merge_modes
 
 __all__ = ["composition", "complement", "right_inverse", "left_inverse", "max_common_layout", "max_common_vector"]
 
@@ -153,7 +153,7 @@ def _right_operand(B, A):
 
 
 @_memo
-def composition(A: LayoutLike, B: LayoutLike):
+def composition(A: LayoutLike, B: LayoutLike) -> AnyLayout:
     """``R = A o B`` with ``R(i) == A(B(i))`` for every ``i < size(B)``; ``R`` is shaped like ``B``.
 
     ``B`` may be a Layout, an int ``n`` (meaning ``n:1``), ``None`` (identity), or a tuple tiler applied to A's
@@ -184,7 +184,8 @@ def _int_strides(layout, op):
 
 
 @last_call
-def complement(layout: LayoutLike, cotarget: IntTuple | None = None, *, max_idx: IntTuple | None = None):
+def complement(layout: LayoutLike, cotarget: IntTuple | None = None, *,
+               max_idx: IntTuple | None = None) -> Layout:
     """``C`` with ``C(i) != L(j)`` for ``0 < i < size(C)`` and all ``j``, ``C`` ordered, and covering the codomain
     ``[0, cotarget)`` (an int or a shape; default ``cosize(L)``) as far as ``L`` leaves it: CuTe's complement.
 
@@ -221,7 +222,7 @@ def complement(layout: LayoutLike, cotarget: IntTuple | None = None, *, max_idx:
         current = d * s
     rest = product(ceil_div(cotarget, current))
     result_shape.append(rest)
-    result_stride.append(compact_col_major(rest, current))
+    result_stride.append(current if rest > 1 else 0)     # compact_col_major of one int mode
     return _mk(*merge_modes(result_shape, result_stride))
 
 
@@ -242,7 +243,7 @@ def _cotarget(layout, modes, cotarget):
 
 
 @_memo
-def right_inverse(layout: LayoutLike):
+def right_inverse(layout: LayoutLike) -> Layout:
     """``R`` with ``L(R(i)) == i`` for every ``i < size(R)``, as large as possible: the chain of modes whose strides
     follow one another from 1 (absolute values; a negative stride gives a negative step)."""
     if layout is None:
@@ -272,7 +273,7 @@ def right_inverse(layout: LayoutLike):
 
 
 @_memo
-def left_inverse(layout: LayoutLike):
+def left_inverse(layout: LayoutLike) -> Layout:
     """``R`` with ``L(R(L(i))) == L(i)`` for every ``i < size(L)`` (CuTe's quasi-inverse), so ``R(L(i)) == i`` when
     ``L`` is injective: L's modes sorted by stride, each spanning the codomain up to the next stride with L's own
     domain stride, and the offsets below the smallest stride mapped to 0."""
@@ -302,7 +303,7 @@ def left_inverse(layout: LayoutLike):
 # common layouts
 # ---------------------------------------------------------------------------------------------------------
 @_memo
-def max_common_layout(A: LayoutLike, B: LayoutLike):
+def max_common_layout(A: LayoutLike, B: LayoutLike) -> AnyLayout:
     """``R`` with ``A(R(i)) == i`` and ``B(R(i)) == i`` for every ``i < size(R)``, as large as possible."""
     A, B = _as_layout(A, "max_common_layout"), _as_layout(B, "max_common_layout")
     inv_b = right_inverse(B)

@@ -17,6 +17,8 @@ not measurements: no sm_100 GPU has run them.
 """
 from __future__ import annotations
 
+from typing import Sequence
+
 import statistics
 
 import attrs
@@ -29,6 +31,9 @@ from .compile.nvrtc import compile_cuda
 from .compile.sass import disassemble, function_instructions, utccp_instructions
 from .copy.tcgen05_cp.planner import make_tiled_copy
 from .errors import PlanError
+from .atoms.tcgen05_cp import Tcgen05CpAtom
+from .copy.tcgen05_cp.plan import Tcgen05CpPlan
+from .copy.tcgen05_ldst.plan import Tcgen05LdStPlan
 
 __all__ = ["IssueCost", "issue_costs", "issue_floor", "ISSUE_FLOOR", "CopyCost", "copy_cost", "widest_legal_atom",
            "median_per_copy", "SMEM_BYTES_PER_CLOCK", "ASSUMED_CLOCK_GHZ", "StageCost", "stage_costs", "LdStCost",
@@ -79,7 +84,7 @@ def _counted(instructions) -> list[str]:
     return [i for i in instructions if i and i.split()[0] != "NOP"]
 
 
-def issue_costs(labeled_plans, arch: str = "sm_100a") -> list[IssueCost]:
+def issue_costs(labeled_plans: Sequence[tuple[str, Tcgen05CpPlan]], arch: str = "sm_100a") -> list[IssueCost]:
     """The issue cost of every ``(label, plan)``: their probe kernels and the no-call baseline compile as one
     translation unit, and each kernel's SASS is counted on its own."""
     names = [f"p{k}" for k in range(len(labeled_plans))]
@@ -108,7 +113,7 @@ class StageCost:
         return self.staged - self.static
 
 
-def stage_costs(cases, arch: str = "sm_100a") -> list[StageCost]:
+def stage_costs(cases: Sequence[tuple[str, Tcgen05CpPlan, Tcgen05CpPlan]], arch: str = "sm_100a") -> list[StageCost]:
     """``[(label, staged plan, static plan)]`` -> the SASS a run-time coordinate costs per call."""
     flat = [(f"{label} staged", staged) for label, staged, _ in cases] + \
            [(f"{label} static", static) for label, _, static in cases]
@@ -145,7 +150,7 @@ def _ldst_baseline(plan, name: str) -> str:
             f"unsigned* data) {{\n  unsigned regs[{n}];\n{fake}\n}}\n")
 
 
-def ldst_costs(labeled_plans, arch: str = "sm_100a") -> list[LdStCost]:
+def ldst_costs(labeled_plans: Sequence[tuple[str, Tcgen05LdStPlan]], arch: str = "sm_100a") -> list[LdStCost]:
     """The SASS cost of every ``(label, Tcgen05LdStPlan)``, compiled as one translation unit."""
     source = "".join(ldst_probe_source(plan, f"l{k}") + _ldst_baseline(plan, f"b{k}")
                      for k, (_, plan) in enumerate(labeled_plans))
@@ -161,11 +166,11 @@ def ldst_costs(labeled_plans, arch: str = "sm_100a") -> list[LdStCost]:
     return out
 
 
-def median_per_copy(costs) -> float:
+def median_per_copy(costs: Sequence[IssueCost]) -> float:
     return statistics.median(c.per_copy for c in costs)
 
 
-def widest_legal_atom(plan):
+def widest_legal_atom(plan: Tcgen05CpPlan) -> Tcgen05CpAtom:
     """The widest tcgen05.cp form that can plan this copy (the plan's own atom when it was inferred)."""
     for atom in cp_candidates(plan.cta_group):
         try:
@@ -195,7 +200,7 @@ class CopyCost:
     model_ns: float
 
 
-def copy_cost(plan, arch: str = "sm_100a") -> CopyCost:
+def copy_cost(plan: Tcgen05CpPlan, arch: str = "sm_100a") -> CopyCost:
     """Compile the plan's issue-only probe and round-trip kernels and measure their code statically."""
     widest = widest_legal_atom(plan)
     issue, = issue_costs([("copy", plan)], arch)

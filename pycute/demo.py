@@ -7,16 +7,20 @@ Checks per copy (none of them is a Blackwell GPU run; there is none here):
 """
 from __future__ import annotations
 
+import os
+from typing import TextIO
+
 import pycute as pc
 
 from .atoms import TCGEN05_CP_ATOMS
 from .atoms.tcgen05_cp import atom_tmem_tensor
 from .tensor.canonical import kmajor_smem_tensor
+from .copy.tcgen05_cp.plan import Tcgen05CpPlan
 
 __all__ = ["run_demo", "demo_copies"]
 
 
-def demo_copies():
+def demo_copies() -> list[tuple[str, Tcgen05CpPlan]]:
     """``[(label, plan)]``: the article's demo, a bf16 128B-swizzled 4-middle copy per atom and cta_group (atom
     forced), and one 128x128b-shaped copy left to inference (it widens to 128x256b)."""
     src = pc.make_smem_tensor(pc.u8, pc.Layout((32, 16), (16, 1)))
@@ -44,7 +48,7 @@ def _checks(plan):
     sass_ok = sass == [plan.atom.sass] * len(plan.instructions)
     ptx = compile_cuda(probe_source(plan, "demo")).ptx
 
-    def stream(smem_base, tmem_base):
+    def stream(smem_base: int, tmem_base: int) -> list:
         return probe_stream(ptx, "demo", smem_base, tmem_base)
     stream_ok = stream(0x400, 0) == plan.stream(0x400, 0)
     try:
@@ -55,7 +59,7 @@ def _checks(plan):
     return f"{len(sass)} x {sass[0] if sass else '-'}", sass_ok, stream_ok, emu_ok
 
 
-def save_pictures(directory) -> list:
+def save_pictures(directory: str | os.PathLike[str]) -> list:
     """Each demo plan's picture as ``<directory>/<copy>.svg``; returns the paths written."""
     import re
     from pathlib import Path
@@ -74,7 +78,7 @@ def save_pictures(directory) -> list:
     return paths
 
 
-def run_demo(out, compile_kernels: bool = True, svg_dir=None) -> int:
+def run_demo(out: TextIO, compile_kernels: bool = True, svg_dir: str | os.PathLike[str] | None = None) -> int:
     L = pc.Layout
     print("pycute demo\n\nLayout algebra (cuTe semantics)", file=out)
     for text, value in [

@@ -6,7 +6,7 @@ and strides are column-major by default, and a compact layout gives a size-1 mod
 from __future__ import annotations
 
 import numbers
-from typing import TypeGuard
+from typing import Any, Sequence, TypeGuard
 
 from .basis import ScaledBasis
 from .errors import LayoutError
@@ -16,7 +16,7 @@ from .memo import last_call
 __all__ = ["is_int", "is_tuple", "flatten", "product", "product_each", "inner_product", "prefix_product", "shape_div",
            "shape_min", "ceil_div", "elem_scale", "congruent", "weakly_congruent", "compact_col_major", "compact_order",
            "crd2idx", "idx2crd", "crd2crd", "slice_", "as_int", "has_none", "signum", "tuplify", "zero_nones",
-           "tuple_max", "unflatten"]
+           "tuple_max", "unflatten", "check_profile"]
 
 
 def is_int(x: object) -> TypeGuard[int]:
@@ -29,7 +29,7 @@ def is_tuple(x: object) -> TypeGuard[tuple]:
     return isinstance(x, tuple)
 
 
-def tuplify(x):
+def tuplify(x: object) -> Any:
     """Lists become tuples, recursively: the canonical, hashable form of a user-written IntTuple."""
     if isinstance(x, (list, tuple)):
         return tuple(tuplify(e) for e in x)
@@ -56,11 +56,11 @@ def flatten(t: IntTuple) -> tuple:
     return tuple(out)
 
 
-def unflatten(flat, profile):
+def unflatten(flat: Sequence, profile: IntTuple) -> IntTuple:
     """The leaves ``flat`` arranged like ``profile``: ``unflatten(flatten(t), t) == t``."""
     it = iter(flat)
 
-    def build(p):
+    def build(p: IntTuple) -> IntTuple:
         return tuple(build(e) for e in p) if type(p) is tuple else next(it)
     return build(profile)
 
@@ -70,7 +70,7 @@ def signum(a: int) -> int:
     return (a > 0) - (a < 0)
 
 
-def product(a: IntTuple):
+def product(a: IntTuple) -> int:
     """Product of all leaves: ``product((2,(3,4))) == 24``; ``product(()) == 1``."""
     if type(a) is tuple:
         r = 1
@@ -85,14 +85,14 @@ def product_each(a: IntTuple) -> tuple:
     return tuple(product(e) for e in a) if type(a) is tuple else (a,)
 
 
-def tuple_max(a):
+def tuple_max(a: IntTuple) -> int:
     """The largest leaf of ``a``."""
     if type(a) is tuple:
         return max(tuple_max(e) for e in a)
     return a if type(a) is int else _leaf_int(a, "tuple_max", "a leaf")
 
 
-def inner_product(a: IntTuple, b: IntTuple):
+def inner_product(a: IntTuple, b: IntTuple) -> Any:
     """Sum of leaf-wise products of congruent ``a`` and ``b``."""
     if isinstance(a, tuple) or isinstance(b, tuple):
         if type(a) is not tuple or type(b) is not tuple or len(a) != len(b):
@@ -103,7 +103,7 @@ def inner_product(a: IntTuple, b: IntTuple):
     return a * b
 
 
-def prefix_product(a: IntTuple, init: IntTuple = 1):
+def prefix_product(a: IntTuple, init: IntTuple = 1) -> IntTuple:
     """Exclusive prefix product, congruent to ``a``: ``prefix_product((2,(3,4))) == (1,(2,6))``."""
     if type(a) is tuple:
         if type(init) is tuple:
@@ -122,7 +122,7 @@ def prefix_product(a: IntTuple, init: IntTuple = 1):
     return init
 
 
-def shape_div(a: IntTuple, b: IntTuple):
+def shape_div(a: IntTuple, b: IntTuple) -> IntTuple:
     """CuTe's shape division: tuples divide element-wise, a tuple by an int folds left to right, an int by a tuple
     divides by the product; for ints one must divide the other, and ``a / b`` rounds away from zero (1 when
     ``b`` exceeds ``a``). Post-condition: ``shape_div(a, b) * b == a`` when ``b`` divides ``a``."""
@@ -146,6 +146,13 @@ def shape_div(a: IntTuple, b: IntTuple):
     return max(a // b, 1)                       # 1 when b exceeds a (CuTe rounds away from zero)
 
 
+
+def check_profile(profile: object, what: str) -> None:
+    """A profile is None, an int (a leaf: the mode is coalesced whole) or a tuple of profiles."""
+    if profile is not None and not is_int(profile) and not isinstance(profile, tuple):
+        raise TypeError(f"{what}: the profile must be None, an int or a tuple of them, got {profile!r}")
+
+
 def shape_min(a: int, b: int) -> int:
     """The smaller shape; 1 is smaller than every shape."""
     if a == 1 or b == 1:
@@ -153,7 +160,7 @@ def shape_min(a: int, b: int) -> int:
     return a if a < b else b
 
 
-def ceil_div(a: IntTuple, b: IntTuple):
+def ceil_div(a: IntTuple, b: IntTuple) -> IntTuple:
     """The smallest ``q`` with ``q * b >= a``; tuples as CuTe: element-wise (``b`` padded with 1s), or a tuple by an
     int folding left to right."""
     if isinstance(a, tuple):
@@ -171,7 +178,7 @@ def ceil_div(a: IntTuple, b: IntTuple):
     return -(-a // b)
 
 
-def elem_scale(a: IntTuple, b: IntTuple):
+def elem_scale(a: IntTuple, b: IntTuple) -> IntTuple:
     """Leaf-wise scale: an int ``a`` scales by ``product(b)``; tuples scale mode by mode."""
     if type(a) is tuple:
         if type(b) is not tuple or len(a) != len(b):
@@ -196,7 +203,7 @@ def weakly_congruent(a: IntTuple, b: IntTuple) -> bool:
     return len(a) == len(b) and all(weakly_congruent(x, y) for x, y in zip(a, b))
 
 
-def compact_col_major(shape, current=1):
+def compact_col_major(shape: IntTuple, current: int = 1) -> IntTuple:
     """Column-major strides of ``shape`` starting at ``current``; a size-1 mode gets stride 0, as in CuTe."""
     if type(shape) is not tuple:
         return 0 if shape == 1 else current
@@ -207,14 +214,14 @@ def compact_col_major(shape, current=1):
     return tuple(out)
 
 
-def compact_order(shape, order):
+def compact_order(shape: IntTuple, order: IntTuple) -> IntTuple:
     """Compact strides of ``shape`` in the order ``order`` (congruent to ``shape``): a mode's stride is the product
     of the modes with a smaller order, and modes of equal order share it (CuTe's ``compact_order``)."""
     if not congruent(shape, order):
         raise LayoutError(f"make_ordered_layout: order {order!r} is not congruent to shape {shape!r}")
     pairs = list(zip(flatten(shape), flatten(order)))
 
-    def strides(s, o):
+    def strides(s: Any, o: IntTuple) -> IntTuple:
         if type(o) is tuple:
             return tuple(strides(x, y) for x, y in zip(s, o))
         d = 1
@@ -225,7 +232,7 @@ def compact_order(shape, order):
     return strides(shape, order)
 
 
-def has_none(a) -> bool:
+def has_none(a: object) -> bool:
     """True when ``a`` contains ``None`` (cuTe's ``_``) anywhere."""
     if a is None:
         return True
@@ -234,7 +241,7 @@ def has_none(a) -> bool:
     return False
 
 
-def as_int(x, what: str) -> int:
+def as_int(x: object, what: str) -> int:
     """``x`` as a Python int: any ``numbers.Integral`` but a bool (numpy's integers too); else TypeError."""
     if type(x) is int:
         return x
@@ -283,7 +290,7 @@ def _crd2idx(crd, shape, stride):
 
 
 @last_call
-def crd2idx(crd: IntTuple, shape: IntTuple, stride: IntTuple | ScaledBasis | None = None):
+def crd2idx(crd: IntTuple, shape: IntTuple, stride: IntTuple | ScaledBasis | None = None) -> Any:
     """The index of coordinate ``crd`` in ``shape`` under ``stride`` (default: compact column-major).
 
     ``crd`` is an int (unfolded colexicographically) or a tuple mapped mode by mode, at any depth.
@@ -337,7 +344,7 @@ def _colex(idx: int, shape: tuple, current: int):
 
 
 @last_call
-def idx2crd(idx: IntTuple, shape: IntTuple, stride: IntTuple | ScaledBasis | None = None):
+def idx2crd(idx: IntTuple, shape: IntTuple, stride: IntTuple | ScaledBasis | None = None) -> IntTuple:
     """The coordinate of ``idx`` in ``shape`` (CuTe's inverse of ``crd2idx`` for compact strides): a tuple index
     maps mode by mode, an int index splits over every mode as ``(idx // stride) % shape``."""
     return _idx2crd(idx, shape, stride)
@@ -361,14 +368,14 @@ def _crd2crd(crd, dst_shape, src_shape):
 
 
 @last_call
-def crd2crd(crd: IntTuple, dst_shape: IntTuple, src_shape: IntTuple | None = None):
+def crd2crd(crd: IntTuple, dst_shape: IntTuple, src_shape: IntTuple | None = None) -> IntTuple:
     """``crd`` (a coordinate of ``src_shape``) as a coordinate of ``dst_shape``: mode by mode where both are
     tuples, else through the index (CuTe's ``crd2crd(coord, src, dst)``, in CUTLASS pycute's argument order;
     without ``src_shape`` an int ``crd`` is a 1-D index)."""
     return _crd2crd(crd, dst_shape, src_shape)
 
 
-def slice_(crd, trg):
+def slice_(crd: Any, trg: Any) -> tuple:
     """The modes of ``trg`` where ``crd`` is ``None``, as a tuple: ``slice_((None, 3), (4, 8)) == (4,)`` and
     ``slice_(None, t) == (t,)`` (cuTe's ``filter_tuple``)."""
     if type(crd) is tuple:
@@ -386,7 +393,7 @@ def slice_(crd, trg):
     return ()
 
 
-def zero_nones(crd):
+def zero_nones(crd: Any) -> IntTuple:
     """``crd`` with every ``None`` replaced by 0: the offset part of a slice."""
     if type(crd) is tuple:
         return tuple(zero_nones(c) for c in crd)

@@ -11,18 +11,18 @@ from __future__ import annotations
 
 import abc
 import functools
-from typing import Any, Union
+from typing import Any, Callable, Sequence, Union, cast
 import numbers
 
 import attrs
 
-from .basis import ScaledBasis
+from .basis import ScaledBasis, basis_get, coordinate_rank
 from .errors import LayoutError
 from .memo import clear_caches, last_call, memo
 from .typing import IntTuple
 from .views import svg_of
 from .normalize import _canonical, _canonical_shape, _canonicalize, fmt
-from .int_tuple import as_int, compact_col_major, crd2idx, flatten, has_none, is_int, product, tuplify, unflatten
+from .int_tuple import as_int, check_profile, compact_col_major, crd2idx, flatten, has_none, product, tuplify, unflatten
 
 __all__ = ["Layout", "ComposedBase", "make_layout", "size", "cosize", "rank", "depth", "coalesce", "filter",
            "slice_and_offset", "is_layout", "LayoutLike", "LayoutLeft", "LayoutRight", "clear_caches", "lifted",
@@ -52,10 +52,6 @@ class Layout:
             return NotImplemented
         return self is other or (self.shape == other.shape and self.stride == other.stride)
 
-    def __ne__(self, other) -> bool:
-        eq = self.__eq__(other)
-        return eq if eq is NotImplemented else not eq
-
     def __reduce__(self):
         return _mk, (self.shape, self.stride)
 
@@ -63,7 +59,7 @@ class Layout:
         if stride is None:
             if not _canonical(shape, shape):             # (a valid shape is also a valid stride)
                 shape = _canonical_shape(shape, "Layout")
-            stride = compact_col_major(shape)
+            stride = compact_col_major(cast(IntTuple, shape))
         elif not _canonical(shape, stride):
             shape, stride = _canonicalize(shape, stride, "Layout")
         _set_shape(self, shape)
@@ -75,7 +71,7 @@ class Layout:
         """Number of coordinates in the domain."""
         return product(self.shape)
 
-    def cosize(self):
+    def cosize(self) -> int:
         """Extent of the codomain: one past the largest offset (integer strides)."""
         return cosize(self)
 
@@ -103,18 +99,14 @@ class Layout:
     def __iter__(self):
         return (self[i] for i in range(self.rank()))
 
-    def __call__(self, *args: IntTuple | None):
+    def __call__(self, *args: IntTuple | None) -> Any:
         """The offset of a coordinate (int or hierarchical), or, with ``None`` entries, the sliced sub-layout."""
         crd = args[0] if len(args) == 1 else args
         if has_none(crd):
             return slice_and_offset(crd, self)[0]
         value = crd2idx(crd, self.shape, self.stride)
-        if type(self.stride) is int:
-            return value
-        rank = _coordinate_rank(self.stride)
-        if rank is None:
-            return value
-        return tuple(value.coeff(i) if isinstance(value, ScaledBasis) else 0 for i in range(rank))
+        rank = None if type(self.stride) is int else coordinate_rank(self.stride)
+        return value if rank is None else tuple(basis_get(value, i) for i in range(rank))   # CuTe's ArithmeticTuple
 
     def __repr__(self) -> str:
         return f"{fmt(self.shape)}:{fmt(self.stride)}"
@@ -124,23 +116,6 @@ class Layout:
         return svg_of(self)
 
     __str__ = __repr__
-
-
-@functools.lru_cache(maxsize=1024)
-def _coordinate_rank(stride) -> int | None:
-    """For strides on numbered basis axes only (``E(0)``, ``E(1)``, ... as ``make_identity_layout`` makes), the
-    number of coordinate modes the layout's values have: such a layout maps an index to a coordinate, which CuTe
-    returns as a tuple (its ``ArithmeticTuple``), usable as a coordinate. None for every other layout."""
-    axes = []
-    for d in flatten(stride):
-        if isinstance(d, ScaledBasis):
-            names = list(d.as_dict())
-            if not all(type(a) is int for a in names):
-                return None
-            axes += names
-        elif d != 0:
-            return None
-    return max(axes) + 1 if axes else None
 
 
 # The slots' own setters: a frozen class refuses setattr, and these are what its __init__ may use.
@@ -187,6 +162,8 @@ class ComposedBase(abc.ABC):
 #: What the algebra's layout parameters take: a Layout, a composition (ComposedLayout), or a positive int or shape,
 #: read as the compact column-major layout of that shape (CuTe's tilers are such shapes and tuples of layouts).
 LayoutLike = Union[Layout, ComposedBase, int, tuple]
+#: What the algebra returns: a layout, or a composed one where an operand was.
+AnyLayout = Union[Layout, ComposedBase]
 
 
 def is_layout(x: object) -> bool:
@@ -266,7 +243,7 @@ def size(x: LayoutLike) -> int:
     return product(_canonical_shape(x, "size"))
 
 
-def cosize(layout: LayoutLike):
+def cosize(layout: LayoutLike) -> int:
     """One past the largest offset: ``cosize(L) == L(size(L)-1) + 1`` for non-negative integer strides."""
     layout = _as_layout(layout, "cosize")
     hi = 0
@@ -338,7 +315,7 @@ def _slice(crd, shape, stride, shapes, strides):
 # ---------------------------------------------------------------------------------------------------------
 # mode-wise application and ComposedLayout lifting
 # ---------------------------------------------------------------------------------------------------------
-def by_mode(op, layout: Layout, profile: tuple, keep_rest: bool = True) -> Layout:
+def by_mode(op: Any, layout: Layout, profile: tuple, keep_rest: bool = True) -> Layout:
     """``op(mode_i, profile_i)`` for each entry of ``profile`` as the modes of the result (CuTe's
     ``transform_layout``); later modes of ``layout`` are appended as they are, or dropped."""
     shape, stride = layout.shape, layout.stride
@@ -359,11 +336,11 @@ def by_mode(op, layout: Layout, profile: tuple, keep_rest: bool = True) -> Layou
     return _mk(tuple(rs), tuple(rd))
 
 
-def lifted(fn):
+def lifted(fn: Callable[..., Any]) -> Callable[..., Any]:
     """Wrap an operation so that a ComposedLayout first operand applies it to its inner layout (cuTe semantics:
     ``op(outer o off o inner, ...) == outer o off o op(inner, ...)``)."""
     @functools.wraps(fn)
-    def op(A, *rest, **kwargs):
+    def op(A: Any, *rest: Any, **kwargs: Any) -> Any:
         if isinstance(A, ComposedBase):
             return A.with_inner(op(A.inner, *rest, **kwargs))
         return fn(A, *rest, **kwargs)
@@ -373,7 +350,7 @@ def lifted(fn):
 # ---------------------------------------------------------------------------------------------------------
 # coalesce / filter
 # ---------------------------------------------------------------------------------------------------------
-def merge_modes(shapes, strides) -> tuple:
+def merge_modes(shapes: Sequence[int], strides: Sequence) -> tuple:
     """CuTe's coalesce of the flat modes ``(shapes, strides)``: size-1 modes vanish and a mode that continues the
     one before it (``shape * stride`` of that one equals its stride) merges into it. Returns ``(shape, stride)``,
     ``(1, 0)`` when nothing of size > 1 remains."""
@@ -393,7 +370,7 @@ def merge_modes(shapes, strides) -> tuple:
 
 
 @last_call
-def coalesce(layout: LayoutLike, profile: IntTuple | None = None):
+def coalesce(layout: LayoutLike, profile: IntTuple | None = None) -> AnyLayout:
     """The flattest layout with the same index map: ``coalesce(L)(i) == L(i)`` for all ``i < size(L)``.
 
     With a tuple ``profile``, coalesces each mode separately (by its sub-profile) and keeps the top-level rank.
@@ -404,26 +381,20 @@ def coalesce(layout: LayoutLike, profile: IntTuple | None = None):
         layout = _as_layout(layout, "coalesce")
     if type(profile) is tuple:
         return by_mode(coalesce, layout, profile)
-    _check_profile(profile, "coalesce")
+    check_profile(profile, "coalesce")
     shape = layout.shape
     if type(shape) is not tuple:
         return layout if shape != 1 else _mk(1, 0)
     return _mk(*merge_modes(flatten(shape), flatten(layout.stride)))
 
 
-def _check_profile(profile, what: str) -> None:
-    """A profile is None, an int (a leaf: the mode is coalesced whole) or a tuple of profiles."""
-    if profile is not None and not is_int(profile):
-        raise TypeError(f"{what}: the profile must be None, an int or a tuple of them, got {profile!r}")
-
-
 @last_call
-def filter(layout: LayoutLike, profile: IntTuple | None = None):
+def filter(layout: LayoutLike, profile: IntTuple | None = None) -> AnyLayout:
     """``coalesce(L)`` with stride-0 (broadcast) modes removed: the distinct offsets of ``L``, each once."""
     layout = _as_layout(layout, "filter")
     if type(profile) is tuple:
         return by_mode(filter, layout, profile)
-    _check_profile(profile, "filter")
+    check_profile(profile, "filter")
     strides = flatten(layout.stride)
     shapes = [1 if d == 0 else s for s, d in zip(flatten(layout.shape), strides)]
     return _mk(*merge_modes(shapes, strides))

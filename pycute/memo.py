@@ -26,7 +26,7 @@ class CacheInfo:
     weight: int
 
 
-def weight(x) -> int:
+def weight(x: Any) -> int:
     """The number of integers ``x`` holds: an int 1, a tuple its entries' plus one, a layout twice its shape's."""
     t = type(x)
     if t is int:
@@ -127,7 +127,7 @@ def _tuplify(x):
     return x
 
 
-def register_clear(clear) -> None:
+def register_clear(clear: Callable[[], None]) -> None:
     """Have ``clear_caches`` call ``clear`` too (for caches kept outside the memo tables)."""
     _CLEARS.append(clear)
 

@@ -10,7 +10,7 @@ from .int_tuple import as_int
 __all__ = ["MAX_DEPTH", "fmt"]
 
 
-def fmt(t) -> str:
+def fmt(t: object) -> str:
     """An IntTuple as cuTe prints it: ``(4,(2,8))``."""
     if isinstance(t, tuple):
         return "(" + ",".join(fmt(e) for e in t) + ")"

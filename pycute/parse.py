@@ -10,6 +10,7 @@ forms read as CuTe means them: static integers ``_8``, the DSL's ``S<3,4,3>``, o
 from __future__ import annotations
 
 import re
+from typing import cast
 
 from .basis import E
 from .errors import LayoutError
@@ -79,7 +80,7 @@ def _element_base(text: str, bits: int, base: int, shift: int, pointer_bits: int
     return base - log_bytes
 
 
-def parse_layout(text: str):
+def parse_layout(text: str) -> "Layout | ComposedLayout":
     """A Layout (or ComposedLayout with a swizzle) from cuTe notation ``shape:stride`` (or a shape alone, with
     compact column-major strides). Text that is not exactly one layout is a LayoutError."""
     if not isinstance(text, str):
@@ -100,7 +101,7 @@ def parse_layout(text: str):
             sw = Swizzle(bits, base, shift)
         except TypeError as e:
             raise LayoutError(f"layout {text!r}: {e}") from None
-        return ComposedLayout(sw, offset, inner)
+        return ComposedLayout(sw, offset, cast(Layout, inner))    # a nested swizzle: ComposedLayout refuses it
     pointer = _POINTER.match(text)
     if pointer:
         return parse_layout(pointer.group(2))

@@ -1,12 +1,14 @@
 """Width changes and ordered layouts (``cute/layout.hpp``, ``cute/stride.hpp``), as CuTe computes them."""
 from __future__ import annotations
 
+from typing import Any
+
 from .basis import ScaledBasis
 from .dtypes import DType
 from .errors import LayoutError
 from .typing import IntTuple
 from .int_tuple import as_int, compact_order, flatten, tuplify
-from .layout import ComposedBase, Layout, LayoutLike, _as_layout, _memo, _mk
+from .layout import AnyLayout, ComposedBase, Layout, LayoutLike, _as_layout, _memo, _mk
 
 __all__ = ["upcast", "downcast", "recast", "make_ordered_layout"]
 
@@ -32,7 +34,7 @@ def _check(layout: LayoutLike, n: int, op: str) -> Layout:
 
 
 @_memo
-def upcast(layout: LayoutLike, n: int):
+def upcast(layout: LayoutLike, n: int) -> AnyLayout:
     """The layout in units of ``n`` old elements: per mode, a stride ``d`` becomes ``ceil(|d| / n)`` (sign kept) and
     a mode with ``|d| < n`` packs ``n / |d|`` elements into one, its size rounded up; stride-0 modes stay. Each
     nonzero stride and ``n`` must divide one another (CuTe's static divisibility condition)."""
@@ -40,7 +42,7 @@ def upcast(layout: LayoutLike, n: int):
     if n == 1:
         return layout
 
-    def leaf(s, d):
+    def leaf(s: int, d: Any) -> tuple:
         if d == 0:
             return s, d
         if abs(d) % n and n % abs(d):
@@ -51,7 +53,7 @@ def upcast(layout: LayoutLike, n: int):
 
 
 @_memo
-def downcast(layout: LayoutLike, n: int):
+def downcast(layout: LayoutLike, n: int) -> AnyLayout:
     """The layout in units of ``1/n`` old elements: each unit-stride mode (stride 1 or -1) grows ``n``-fold, other
     strides scale by ``n``. The layout needs a stride-1 mode (CuTe: "downcast requires adjacent elements"); a
     stride of -1 alone does not do: its elements' parts would be laid out backwards."""
@@ -71,12 +73,12 @@ def _bits(x, op) -> int:
     return bits
 
 
-def recast(layout: LayoutLike, old: DType | int, new: DType | int):
+def recast(layout: LayoutLike, old: DType | int, new: DType | int) -> AnyLayout:
     """The same bytes viewed as elements of width ``new`` instead of ``old`` (dtypes or bit counts): an upcast by
     ``new / old`` or a downcast by ``old / new`` (CuTe's ``recast_layout<old, new>``)."""
     ob, nb = _bits(old, "recast"), _bits(new, "recast")
     if nb == ob:
-        return layout
+        return layout if isinstance(layout, (Layout, ComposedBase)) else _as_layout(layout, "recast")
     if nb > ob:
         if nb % ob:
             raise LayoutError(f"recast: {nb} bits is not a multiple of {ob} bits")
@@ -87,7 +89,7 @@ def recast(layout: LayoutLike, old: DType | int, new: DType | int):
 
 
 @_memo
-def make_ordered_layout(shape: IntTuple, order: IntTuple | None = None):
+def make_ordered_layout(shape: IntTuple, order: IntTuple | None = None) -> Layout:
     """A compact layout of ``shape`` whose strides grow in the order ``order`` (congruent to ``shape``; smallest
     first, equal orders share a stride); column-major without an order."""
     shape = tuplify(shape)

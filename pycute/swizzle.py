@@ -15,7 +15,7 @@ from .basis import ScaledBasis
 from .errors import LayoutError
 from .typing import IntTuple
 from .int_tuple import as_int, has_none, tuplify
-from .layout import ComposedBase, Layout, LayoutLike, _as_layout, slice_and_offset
+from .layout import AnyLayout, ComposedBase, Layout, LayoutLike, _as_layout, slice_and_offset
 
 __all__ = ["Swizzle", "ComposedLayout", "shiftl", "shiftr"]
 
@@ -96,7 +96,7 @@ class Swizzle:
         """A swizzle permutes its domain: the codomain has the same extent."""
         return self.size()
 
-    def compose(self, B: LayoutLike):
+    def compose(self, B: LayoutLike) -> "ComposedLayout":
         """``Swizzle o B`` as a ComposedLayout."""
         return ComposedLayout(self, 0, _as_layout(tuplify(B) if isinstance(B, list) else B, "composition"))
 
@@ -123,12 +123,12 @@ class ComposedLayout(ComposedBase):
             raise TypeError(f"ComposedLayout: outer must be a Swizzle or a layout, got {self.outer!r}")
 
     @property
-    def layoutB(self):
+    def layoutB(self) -> "Swizzle | Layout":
         """CUTLASS pycute's name for ``outer``."""
         return self.outer
 
     @property
-    def layoutA(self):
+    def layoutA(self) -> Layout:
         """CUTLASS pycute's name for ``inner``."""
         return self.inner
 
@@ -146,14 +146,14 @@ class ComposedLayout(ComposedBase):
     def __getitem__(self, i):
         return ComposedLayout(self.outer, self.offset, self.inner[i])
 
-    def with_inner(self, inner: Layout, extra_offset: int | ScaledBasis = 0):
+    def with_inner(self, inner: Layout, extra_offset: int | ScaledBasis = 0) -> "ComposedLayout":
         return ComposedLayout(self.outer, self.offset + extra_offset, inner)
 
-    def compose(self, B: LayoutLike):
+    def compose(self, B: LayoutLike) -> AnyLayout:
         from .composition import composition
         return self.with_inner(composition(self.inner, B))
 
-    def __call__(self, *args: IntTuple | None):
+    def __call__(self, *args: IntTuple | None) -> Any:
         crd = args[0] if len(args) == 1 else args
         if has_none(crd):
             return slice_and_offset(crd, self)[0]

@@ -13,8 +13,8 @@ from typing import Any, Callable
 from .errors import LayoutError
 from .typing import IntTuple
 from .int_tuple import ceil_div, flatten, product_each
-from .layout import (Layout, LayoutLike, _as_layout, _canonical_shape, _memo, _mk, coalesce, cosize, lifted,
-                     make_layout, merge_modes)
+from .layout import (AnyLayout, Layout, LayoutLike, _as_layout, _canonical_shape, _memo, _mk, coalesce, cosize,
+                     lifted, make_layout, merge_modes)
 from .modes import append
 from .composition import _compose_layouts, complement
 from .recast import make_ordered_layout
@@ -88,7 +88,7 @@ def _checked(A: LayoutLike, B: LayoutLike, op: str) -> tuple[Layout, Any]:
 
 @_memo
 @lifted
-def logical_divide(A: LayoutLike, B: LayoutLike):
+def logical_divide(A: LayoutLike, B: LayoutLike) -> AnyLayout:
     """``A o (B, complement(B, shape(coalesce(A))))``: mode 0 is the tile ``B`` selects, mode 1 iterates over tiles
     (the complement covers A's coalesced shape, as the CuTe DSL computes it).
 
@@ -99,7 +99,7 @@ def logical_divide(A: LayoutLike, B: LayoutLike):
 
 @_memo
 @lifted
-def logical_product(A: LayoutLike, B: LayoutLike):
+def logical_product(A: LayoutLike, B: LayoutLike) -> AnyLayout:
     """``(A, complement(A, size(A)*cosize(B)) o B)``: mode 0 is ``A``, mode 1 repeats it as ``B`` lays out."""
     return _logical_product(*_checked(A, B, "logical_product"))
 
@@ -123,7 +123,7 @@ def _unzip(layout: Layout, tiler):
     return _mk((tuple(ts), tuple(rs) + shape[n:]), (tuple(td), tuple(rd) + stride[n:]))
 
 
-def hier_unzip(splitter: Callable[[Layout, LayoutLike], Layout], A: LayoutLike, B: LayoutLike):
+def hier_unzip(splitter: Callable[[Layout, LayoutLike], Layout], A: LayoutLike, B: LayoutLike) -> AnyLayout:
     """``splitter`` (a logical divide or product) with its result regrouped by the tiler:
     ``((tile_0, tile_1, ...), (rest_0, rest_1, ...))`` (CUTLASS pycute's name for zip-by-tiler)."""
     A, B = _checked(A, B, getattr(splitter, "__name__", "hier_unzip"))
@@ -132,7 +132,7 @@ def hier_unzip(splitter: Callable[[Layout, LayoutLike], Layout], A: LayoutLike, 
 
 @_memo
 @lifted
-def zipped_divide(A: LayoutLike, B: LayoutLike):
+def zipped_divide(A: LayoutLike, B: LayoutLike) -> AnyLayout:
     """``logical_divide`` with tiles gathered: ``((tile modes...), (rest modes...))``."""
     A, B = _checked(A, B, "zipped_divide")
     return A if B is None else _unzip(_logical_divide(A, B), B)
@@ -150,21 +150,21 @@ def _regroup(z: Layout, flat_tiles: bool) -> Layout:
 
 @_memo
 @lifted
-def tiled_divide(A: LayoutLike, B: LayoutLike):
+def tiled_divide(A: LayoutLike, B: LayoutLike) -> AnyLayout:
     """``((tile modes...), rest_0, rest_1, ...)``."""
     return _regroup(zipped_divide.raw(A, B), False)
 
 
 @_memo
 @lifted
-def flat_divide(A: LayoutLike, B: LayoutLike):
+def flat_divide(A: LayoutLike, B: LayoutLike) -> AnyLayout:
     """``(tile_0, tile_1, ..., rest_0, rest_1, ...)``."""
     return _regroup(zipped_divide.raw(A, B), True)
 
 
 @_memo
 @lifted
-def zipped_product(A: LayoutLike, B: LayoutLike):
+def zipped_product(A: LayoutLike, B: LayoutLike) -> AnyLayout:
     """``logical_product`` with modes gathered: ``((block modes...), (repeat modes...))``."""
     A, B = _checked(A, B, "zipped_product")
     return A if B is None else _unzip(_logical_product(A, B), B)
@@ -172,14 +172,14 @@ def zipped_product(A: LayoutLike, B: LayoutLike):
 
 @_memo
 @lifted
-def tiled_product(A: LayoutLike, B: LayoutLike):
+def tiled_product(A: LayoutLike, B: LayoutLike) -> AnyLayout:
     """``((block modes...), repeat_0, repeat_1, ...)``."""
     return _regroup(zipped_product.raw(A, B), False)
 
 
 @_memo
 @lifted
-def flat_product(A: LayoutLike, B: LayoutLike):
+def flat_product(A: LayoutLike, B: LayoutLike) -> AnyLayout:
     """``(block_0, block_1, ..., repeat_0, repeat_1, ...)``."""
     return _regroup(zipped_product.raw(A, B), True)
 
@@ -204,7 +204,7 @@ def _rank_product(block, tiler, op):
 
 @_memo
 @lifted
-def blocked_product(block: LayoutLike, tiler: LayoutLike):
+def blocked_product(block: LayoutLike, tiler: LayoutLike) -> AnyLayout:
     """Mode ``i`` is ``(block_i, tiler_i)``: the block repeated as whole blocks laid out by ``tiler``; rank
     ``max(rank(block), rank(tiler))`` (the CuTe DSL leaves these modes uncoalesced)."""
     prod, _ = _rank_product(block, tiler, "blocked_product")
@@ -213,7 +213,7 @@ def blocked_product(block: LayoutLike, tiler: LayoutLike):
 
 @_memo
 @lifted
-def raked_product(block: LayoutLike, tiler: LayoutLike):
+def raked_product(block: LayoutLike, tiler: LayoutLike) -> AnyLayout:
     """Mode ``i`` is ``(tiler_i, block_i)``, coalesced: the block's elements interleaved (raked) across the
     repeats; rank ``max(rank(block), rank(tiler))``."""
     prod, r = _rank_product(block, tiler, "raked_product")
@@ -222,7 +222,7 @@ def raked_product(block: LayoutLike, tiler: LayoutLike):
 
 @_memo
 @lifted
-def tile_to_shape(block: LayoutLike, target_shape: IntTuple, order: IntTuple | None = None):
+def tile_to_shape(block: LayoutLike, target_shape: IntTuple, order: IntTuple | None = None) -> AnyLayout:
     """``block`` repeated (``blocked_product``, in mode order ``order``) until its modes have the sizes of
     ``target_shape``'s; each block mode must divide the target's (CuTe's post-condition: the shapes are
     compatible)."""

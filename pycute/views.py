@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Callable, Protocol
+from typing import Any, Callable, Protocol
 
 __all__ = ["Picture", "provides", "view", "svg_of"]
 
@@ -24,7 +24,7 @@ class Picture(Protocol):
 _VIEWS: dict[tuple[str, type], Callable] = {}
 
 
-def provides(kind: str, cls: type):
+def provides(kind: str, cls: type) -> Callable[[Callable], Callable]:
     """Decorator: the function is the ``kind`` view (``"cuda"``, ``"svg"``, ...) of instances of ``cls``."""
     def register(fn: Callable) -> Callable:
         _VIEWS[(kind, cls)] = fn
@@ -40,7 +40,7 @@ def _find(kind: str, obj) -> Callable | None:
     return None
 
 
-def view(kind: str, obj, *args, **kwargs):
+def view(kind: str, obj: object, *args: Any, **kwargs: Any) -> Any:
     """The ``kind`` view of ``obj``; LookupError if no imported layer provides one."""
     fn = _find(kind, obj)
     if fn is None:
@@ -48,7 +48,7 @@ def view(kind: str, obj, *args, **kwargs):
     return fn(obj, *args, **kwargs)
 
 
-def svg_of(obj) -> str | None:
+def svg_of(obj: object) -> str | None:
     """``obj``'s picture as SVG text (what Jupyter's ``_repr_svg_`` returns), or None where no picture is
     registered, so that a notebook falls back to the text repr."""
     fn = _find("svg", obj)

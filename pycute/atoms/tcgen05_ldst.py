@@ -143,7 +143,7 @@ def ldst_atom(op: str, shape: str, num: int, pack: bool) -> "TmemLoadAtom | Tmem
 
 
 @functools.lru_cache(maxsize=None)
-def atom_cells(atom) -> np.ndarray:
+def atom_cells(atom: TmemLoadAtom | TmemStoreAtom) -> np.ndarray:
     """``(32, registers, cells per register, 2)``: the (lane, column) offsets each register of ``atom`` moves."""
     return np.array([[atom.cells(t, j) for j in range(atom.registers)] for t in range(32)], dtype=np.int64)
 

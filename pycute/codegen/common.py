@@ -22,7 +22,7 @@ thread_local throw true try typedef typeid typename union unsigned using virtual
 xor_eq main threadIdx blockIdx blockDim gridDim warpSize""".split())
 
 
-def check_function_name(name) -> None:
+def check_function_name(name: object) -> None:
     """A TypeError or CompileError unless ``name`` is a C identifier a generated function may take."""
     if not isinstance(name, str):
         raise TypeError(f"the generated function's name must be a string, got {name!r}")

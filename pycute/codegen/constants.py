@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ..arch.sm100.descriptor import DescriptorField
 from ..arch.sm100.swizzle_modes import SwizzleMode
+from ..atoms.tcgen05_cp import Tcgen05CpAtom
 
 __all__ = ["field_get", "swizzle_tables", "lane_table"]
 
@@ -23,12 +24,12 @@ def swizzle_tables(prefix: str) -> str:
         pitch[mode.code] = mode.row_pitch
         mask[mode.code], shift[mode.code] = (sw.yyy_mask, sw.shift) if sw is not None else (0, 0)
 
-    def array(name, values, ctype="unsigned"):
+    def array(name: str, values: list, ctype: str = "unsigned") -> str:
         return f"static __device__ const {ctype} {prefix}_{name}[8] = {{{', '.join(f'{v}' for v in values)}}};"
     return "\n".join([array("pitch", pitch), array("swizzle_mask", [f"0x{m:X}u" for m in mask]),
                       array("swizzle_shift", shift, "int")])
 
 
-def lane_table(atom) -> str:
+def lane_table(atom: Tcgen05CpAtom) -> str:
     """The atom's row -> lanes table, row-major (``rows`` x ``replicas``), as a C initializer list."""
     return "{" + ", ".join(str(lane) for lanes in atom.lane_table for lane in lanes) + "}"

@@ -6,6 +6,7 @@ from __future__ import annotations
 from ..copy.tcgen05_cp.plan import Tcgen05CpPlan
 from .tcgen05_cp import emit_device_function
 from .templates import render
+from ..copy.tcgen05_ldst.plan import Tcgen05LdStPlan
 
 __all__ = ["probe_source", "ldst_probe_source", "no_call_probe_source", "PROBE_SHARED_SYMBOL", "probe_entry"]
 
@@ -28,7 +29,7 @@ def probe_source(plan: Tcgen05CpPlan, name: str = "pycute_copy") -> str:
                   call=f"{name}({', '.join([PROBE_SHARED_SYMBOL, 'tmem_base', *names])});")
 
 
-def ldst_probe_source(plan, name: str = "pycute_ldst") -> str:
+def ldst_probe_source(plan: Tcgen05LdStPlan, name: str = "pycute_ldst") -> str:
     """A tcgen05.ld/st plan's function and a kernel ``<name>_probe(unsigned tmem_base, unsigned* data)`` whose
     threads call it: an ld's registers are stored to ``data`` (ptxas deletes a tcgen05.ld whose result is unused),
     an st's come from it."""

@@ -16,16 +16,19 @@ software model instead.
 """
 from __future__ import annotations
 
+from typing import Iterable
+
 import re
 
 from ..arch.sm100.tcgen05_cp import PAIR_CTA_MASK, commit_ptx
 from ..arch.sm100.descriptor import START_ADDRESS
-from ..copy.tcgen05_cp.plan import Tcgen05CpPlan
+from ..copy.tcgen05_cp.plan import IssueMode, Tcgen05CpPlan
 from ..errors import CompileError, PlanError
 from ..views import provides
 from .constants import lane_table
 from .common import ABI_VERSION, check_function_name
 from .templates import render
+from ..atoms.tcgen05_cp import Tcgen05CpAtom
 
 __all__ = ["emit_device_function", "helper_name", "helper_guard", "emit_helpers", "commit_asm", "ISSUE_MODES"]
 
@@ -43,19 +46,19 @@ ISSUE_MODES = {
 }
 
 
-def helper_name(atom, decompress: str | None = None) -> str:
+def helper_name(atom: Tcgen05CpAtom, decompress: str | None = None) -> str:
     """``pycute_tcgen05_cp_64x128b_warpx2_02_13_cg1``: the wrapper for one PTX form (``_b4x16_p64`` with
     decompression)."""
     fmt = "_" + decompress.split(".")[-1] if decompress else ""
     return "pycute_tcgen05_cp_" + re.sub(r"[^0-9A-Za-z]+", "_", atom.name) + f"_cg{atom.cta_group}" + fmt
 
 
-def helper_guard(atom, decompress: str | None = None) -> str:
+def helper_guard(atom: Tcgen05CpAtom, decompress: str | None = None) -> str:
     """The include guard of ``helper_name(atom)``; defining it first lets a test kernel supply its own wrapper."""
     return helper_name(atom, decompress).upper()
 
 
-def emit_helpers(atoms, decompress: str | None = None) -> str:
+def emit_helpers(atoms: Iterable[Tcgen05CpAtom], decompress: str | None = None) -> str:
     """One wrapper per form, each behind an include guard (the shared helpers are in ``pycute/sm100.cuh``)."""
     return "\n".join(render("cp_wrapper.cuh", guard=helper_guard(atom, decompress),
                             helper=helper_name(atom, decompress),
@@ -123,7 +126,7 @@ def _scaled_sum(first: int, terms) -> str:
 
 
 @provides("cuda", Tcgen05CpPlan)
-def emit_device_function(plan: Tcgen05CpPlan, name: str = "pycute_tcgen05_cp", issue: str = "warp",
+def emit_device_function(plan: Tcgen05CpPlan, name: str = "pycute_tcgen05_cp", issue: IssueMode = "warp",
                          explain: bool = False) -> str:
     """``__device__ __forceinline__ void name(const void* smem_buffer, unsigned tmem_base[, unsigned stage...])``.
 

@@ -9,7 +9,7 @@ register ``j`` of the array is register ``j`` of the plan (``plan.fragment`` say
 """
 from __future__ import annotations
 
-from ..arch.sm100.tcgen05_ldst import LDST_SHAPES
+from ..arch.sm100.tcgen05_ldst import LDST_SHAPES, LdStOp
 from ..arch.sm100.tmem import LANE_SHIFT
 from ..atoms.tcgen05_ldst import tmem_ldst_atoms
 from ..copy.tcgen05_ldst.plan import Tcgen05LdStPlan
@@ -19,7 +19,7 @@ from .common import ABI_VERSION, check_function_name
 __all__ = ["emit_tmem_copy", "ldst_helper", "ldst_header_tables", "ldst_header_functions"]
 
 
-def ldst_helper(op: str, num: int, shape: str = "32x32b", pack: bool = False) -> str:
+def ldst_helper(op: LdStOp, num: int, shape: str = "32x32b", pack: bool = False) -> str:
     """The header's wrapper of ``tcgen05.<op>.sync.aligned.<shape>.x<num>[.pack::16b|.unpack::16b].b32``."""
     return f"pycute_tcgen05_{op}_{shape}_x{num}" + ("_pack16" if pack else "")
 

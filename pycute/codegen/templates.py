@@ -17,6 +17,6 @@ def _template(name: str) -> string.Template:
     return string.Template(resources.files(__package__).joinpath("templates", name).read_text(encoding="utf-8"))
 
 
-def render(template: str, /, **values) -> str:
+def render(template: str, /, **values: object) -> str:
     """The template file ``template`` with every ``${placeholder}`` replaced by ``values[placeholder]``."""
     return _template(template).substitute(values)

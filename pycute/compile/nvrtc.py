@@ -4,6 +4,8 @@ Works on a machine without a GPU or CUDA driver: ``cuda.bindings.nvrtc`` loads o
 """
 from __future__ import annotations
 
+from typing import Any, Sequence
+
 import contextlib
 import functools
 import hashlib
@@ -51,7 +53,7 @@ class Compiled:
 
     source: str
     arch: str
-    options: tuple
+    options: tuple[str, ...]
     cubin: bytes
     ptx: str
     log: str
@@ -68,7 +70,7 @@ class Compiled:
         from .sass import sass_instructions
         return sass_instructions(self.sass())
 
-    def object_code(self, name: str = ""):
+    def object_code(self, name: str = "") -> Any:
         """The cubin as a ``cuda.core`` ``ObjectCode`` (nothing touches the driver until a kernel is fetched from
         it, so this is safe on a machine without one)."""
         from cuda.core import ObjectCode
@@ -196,8 +198,9 @@ def _header_digest(options: tuple) -> str:
     return h.hexdigest()
 
 
-def compile_cuda(source: str, arch: str = "sm_100a", options=(), name: str = "pycute.cu",
-                 cache: CompileCache | None | bool = True, include_dirs=()) -> Compiled:
+def compile_cuda(source: str, arch: str = "sm_100a", options: Sequence[str] = (), name: str = "pycute.cu",
+                 cache: CompileCache | None | bool = True,
+                 include_dirs: Sequence[str | os.PathLike[str]] = ()) -> Compiled:
     """Compile ``source`` to a cubin (and PTX) for ``arch``; raises CompileError with the log and offending lines.
 
     ``#include "pycute/sm100.cuh"`` resolves with no flags; ``include_dirs`` adds directories of the caller's own

@@ -6,6 +6,8 @@ the driver bindings raise, and some cuda.core calls can hang a process (docs/too
 """
 from __future__ import annotations
 
+from typing import Any
+
 import ctypes
 import ctypes.util
 import functools
@@ -42,7 +44,7 @@ def _check(result, what: str):
 
 
 @functools.lru_cache(maxsize=1)
-def device_info():
+def device_info() -> tuple[str, tuple[int, int]] | None:
     """``(name, (major, minor))`` of device 0, or None without a driver or device."""
     if not driver_available():
         return None
@@ -113,15 +115,15 @@ class Gpu:
         info = device_info()
         return f"Gpu({info[0]}, sm_{info[1][0]}{info[1][1]})" if info else "Gpu(?)"
 
-    def kernel(self, compiled, entry: str):
+    def kernel(self, compiled: Any, entry: str) -> Any:
         """The ``cuda.core`` Kernel ``entry`` of a ``Compiled`` (or of a cuda.core ``ObjectCode``)."""
         code = compiled.object_code() if hasattr(compiled, "object_code") else compiled
         return code.get_kernel(entry)
 
-    def alloc(self, nbytes: int):
+    def alloc(self, nbytes: int) -> Any:
         return self.device.allocate(max(int(nbytes), 1), stream=self.stream)
 
-    def upload(self, array: np.ndarray):
+    def upload(self, array: np.ndarray) -> Any:
         """A device Buffer holding ``array``'s bytes."""
         from cuda.bindings import driver
         host = np.ascontiguousarray(array)
@@ -131,15 +133,15 @@ class Gpu:
         self.stream.sync()
         return buf
 
-    def download(self, buf, dtype, count: int) -> np.ndarray:
+    def download(self, buf: Any, dtype: Any, count: int) -> np.ndarray:
         from cuda.bindings import driver
         self.stream.sync()
         host = np.empty(count, dtype=dtype)
         _check(driver.cuMemcpyDtoH(host.ctypes.data, int(buf.handle), host.nbytes), "cuMemcpyDtoH")
         return host
 
-    def launch(self, kernel, *args, grid=1, block=128, cluster=None, dynamic_smem: int = 0,
-               events: bool = False):
+    def launch(self, kernel: Any, *args: Any, grid: int | tuple[int, ...] = 1, block: int | tuple[int, ...] = 128,
+               cluster: int | tuple[int, ...] | None = None, dynamic_smem: int = 0, events: bool = False) -> float | None:
         """Launch ``kernel`` (from ``Gpu.kernel``) with ``grid`` blocks of ``block`` threads -- CUDA's units: with
         ``cluster`` blocks per cluster, ``grid`` still counts blocks, and a kernel compiled with
         ``__cluster_dims__`` needs no ``cluster`` -- and ``dynamic_smem`` bytes of dynamic shared memory; waits
@@ -178,7 +180,7 @@ class Gpu:
             _check(driver.cuFuncSetAttribute(handle, attr, int(nbytes)), "cuFuncSetAttribute")
 
     def run(self, cubin: bytes, entry: str, grid: int, block: int, dynamic_smem: int, inputs: np.ndarray,
-            out_words: int, events: bool = False):
+            out_words: int, events: bool = False) -> Any:
         """Launch ``entry(const unsigned char* inputs, unsigned* out)`` and return ``out`` as uint32 (filled with
         0xFFFFFFFF first); with ``events``, return ``(out, milliseconds)``."""
         from cuda.core import ObjectCode
@@ -187,7 +189,7 @@ class Gpu:
         d_out = self.upload(np.full(out_words, 0xFFFFFFFF, dtype=np.uint32))
         ms = self.launch(kernel, d_in, d_out, grid=grid, block=block, dynamic_smem=dynamic_smem, events=events)
         host = self.download(d_out, np.uint32, out_words)
-        return (host, float(ms)) if events else host
+        return (host, ms) if events and ms is not None else host
 
 
 def check_gpu(gpu: object) -> Gpu:

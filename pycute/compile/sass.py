@@ -1,6 +1,8 @@
 """SASS inspection with nvdisasm (from the nvidia-cuda-nvdisasm wheel; not on PATH)."""
 from __future__ import annotations
 
+from typing import Iterable
+
 import collections
 import functools
 import os
@@ -62,11 +64,11 @@ def function_instructions(listing: str) -> dict[str, list[str]]:
     return {name: sass_instructions(listing[start:end]) for (name, start), end in zip(starts, ends)}
 
 
-def opcode_histogram(instructions) -> dict[str, int]:
+def opcode_histogram(instructions: Iterable[str]) -> dict[str, int]:
     """Opcode with modifiers (first word) -> count."""
     return dict(collections.Counter(i.split()[0] for i in instructions if i))
 
 
-def utccp_instructions(instructions) -> list[str]:
+def utccp_instructions(instructions: Iterable[str]) -> list[str]:
     """The UTCCP (tcgen05.cp) instructions' opcodes."""
     return [i.split()[0] for i in instructions if i.startswith("UTCCP")]

@@ -36,6 +36,7 @@ from ..layout import coalesce
 from ..codegen.tcgen05_cp import emit_device_function
 from ..codegen.tcgen05_ldst import ldst_helper
 from ..codegen.templates import render
+from ..compile.nvrtc import Compiled
 
 __all__ = ["roundtrip_source", "RoundTrip", "Timing"]
 
@@ -120,13 +121,14 @@ class RoundTrip:
     def source(self) -> str:
         return roundtrip_source(self.plan, self.name)
 
-    def compile(self, arch: str = "sm_100a", soft: bool = False, timed: bool = False):
+    def compile(self, arch: str = "sm_100a", soft: bool = False, timed: bool = False) -> Compiled:
         """NVRTC-compile the kernel; ``soft`` swaps the tcgen05 instructions for the software model, ``timed``
         adds the clock64 measurement of the copy phase."""
         options = (("-DPYCUTE_SOFT_TCGEN05",) if soft else ()) + (("-DPYCUTE_TIME_COPY",) if timed else ())
         return compile_cuda(self.source(), arch=arch, options=options)
 
-    def run(self, gpu: Gpu, arch: str = "sm_100a", soft: bool = False, seed: int = 0, timed: bool = False):
+    def run(self, gpu: Gpu, arch: str = "sm_100a", soft: bool = False, seed: int = 0,
+            timed: bool = False) -> tuple:
         """Launch on ``gpu`` (a ``pycute.compile.runtime.Gpu``): returns ``(got, expected)`` as
         (ctas, 128, columns) uint32 arrays, plus a ``Timing`` when ``timed``."""
         gpu = check_gpu(gpu)

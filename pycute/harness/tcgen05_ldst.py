@@ -19,6 +19,7 @@ from ..tensor.values import smem_element_offsets
 from ..copy.tcgen05_ldst.plan import Tcgen05LdStPlan
 from ..errors import CompileError
 from ..codegen.templates import render
+from ..compile.nvrtc import Compiled
 
 __all__ = ["LdStRoundTrip"]
 
@@ -86,10 +87,10 @@ class LdStRoundTrip:
                       cluster=" __cluster_dims__(2, 1, 1)" if g == 2 else "", cta_group=g,
                       sync="pycute_cluster_sync();" if g == 2 else "__syncthreads();", body=body)
 
-    def compile(self, arch: str = "sm_100a", soft: bool = False):
+    def compile(self, arch: str = "sm_100a", soft: bool = False) -> Compiled:
         return compile_cuda(self.source(), arch=arch, options=("-DPYCUTE_SOFT_TCGEN05",) if soft else ())
 
-    def inputs(self, seed: int = 0):
+    def inputs(self, seed: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``(shared-memory images per CTA, st registers per CTA, the values each coordinate holds per CTA)``."""
         rng = np.random.default_rng(seed)
         ctas, size = self.cta_group, self.ld.tensor.layout.size()
@@ -110,7 +111,7 @@ class LdStRoundTrip:
     def expected(self, coords: np.ndarray) -> np.ndarray:
         return np.stack([_registers(self.ld, c) for c in coords])
 
-    def run(self, gpu: Gpu, arch: str, soft: bool = True, seed: int = 0):
+    def run(self, gpu: Gpu, arch: str, soft: bool = True, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
         """``(got, expected)``: (ctas, threads, registers) uint32."""
         gpu = check_gpu(gpu)
         images, regs, coords = self.inputs(seed)

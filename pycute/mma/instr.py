@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import attrs
 
-from ..arch.sm100.mma import (BLOCK_SCALED_FIELDS, DENSE_FIELDS, MAX_SHIFTS, MMA_KINDS, TRANSPOSABLE, WS_SHAPES,
+from ..arch.sm100.mma import (Major, BLOCK_SCALED_FIELDS, DENSE_FIELDS, MAX_SHIFTS, MMA_KINDS, TRANSPOSABLE, WS_SHAPES,
                               MmaKind)
 from ..arch.sm100.tmem import check_cta_group
 from ..dtypes import DTypeLike, dtype as as_dtype
@@ -124,7 +124,7 @@ def _scale(k: MmaKind, scale_type, scale_vec, sfa_id: int, sfb_id: int) -> tuple
 
 
 def make_instr_desc(kind: str, a_dtype: DTypeLike, b_dtype: DTypeLike, d_dtype: DTypeLike | None = None,
-                    M: int = 128, N: int = 256, a_major: str = "K", b_major: str = "K", cta_group: int = 1,
+                    M: int = 128, N: int = 256, a_major: Major = "K", b_major: Major = "K", cta_group: int = 1,
                     negate_a: bool = False, negate_b: bool = False, saturate: bool = False,
                     scale_type: str | None = None, scale_vec: int | None = None, sfa_id: int = 0, sfb_id: int = 0,
                     ws: bool = False, max_shift: int = 0) -> InstrDescriptor:

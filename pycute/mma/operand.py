@@ -13,7 +13,7 @@ import attrs
 import numpy as np
 
 from ..arch.sm100.descriptor import LBO, SBO, SmemDescriptor
-from ..arch.sm100.mma import K_BYTES, MMA_KINDS, TRANSPOSABLE
+from ..arch.sm100.mma import Major, K_BYTES, MMA_KINDS, TRANSPOSABLE
 from ..arch.sm100.swizzle_modes import UNIT_BYTES, SwizzleMode
 from ..tensor.values import layout_values
 from ..tensor.smem import SmemTensor
@@ -101,7 +101,8 @@ def _major(layout: Layout, requested) -> str:
     return inferred
 
 
-def canonical_offsets(major: str, mode: SwizzleMode, bits: int, lbo: int, sbo: int, m, k):
+def canonical_offsets(major: str, mode: SwizzleMode, bits: int, lbo: int, sbo: int, m: np.ndarray,
+                      k: np.ndarray) -> np.ndarray:
     """Bit offsets of elements (m, k) in the canonical layout with these fields (docs/tcgen05-mma-operands.md
     section 3), before the swizzle."""
     t = 128 // bits                                   # elements per 16-byte unit
@@ -167,7 +168,7 @@ def _check_alignment(tensor: SmemTensor, mode: SwizzleMode) -> None:
                               f"undocumented)")
 
 
-def make_umma_desc(smem_tensor: SmemTensor, major: str | None = None, kind: str | None = None) -> UmmaDescriptor:
+def make_umma_desc(smem_tensor: SmemTensor, major: Major | None = None, kind: str | None = None) -> UmmaDescriptor:
     """The descriptor of an ``(MN, K)`` operand tile in shared memory, for every swizzle and both majors; ``major``
     checks the inferred major-ness, ``kind`` the kind's transposition rules. Raises ``DescriptorError`` naming
     the element and mode a layout gets wrong."""

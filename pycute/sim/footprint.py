@@ -23,11 +23,11 @@ class InstructionCells:
 
     index: int
     cta: int
-    lanes: tuple
-    replica: tuple
+    lanes: tuple[int, ...]
+    replica: tuple[int, ...]
     col0: int
     columns: int
-    smem_units: tuple
+    smem_units: tuple[int, ...]
 
     def cells(self) -> set:
         """Every ``(lane, column)`` written."""

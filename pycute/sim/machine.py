@@ -82,7 +82,7 @@ class Machine:
             raise EmulationError(f"CTA {cta} does not exist: the emulator models {len(self.ctas)} CTA(s)")
         return cta
 
-    def write_smem(self, address: int, data, cta: int = 0) -> None:
+    def write_smem(self, address: int, data: bytes | np.ndarray, cta: int = 0) -> None:
         """Store bytes at an absolute shared-window address of ``cta``."""
         c = self.ctas[self._cta(cta)]
         address = as_int(address, "write_smem: address")

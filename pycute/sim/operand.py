@@ -32,7 +32,7 @@ def _read_bits(image: np.ndarray, bit: np.ndarray, bits: int) -> np.ndarray:
     return value
 
 
-def mma_operand(desc: int, major: str, mn: int, k: int, bits: int, image, smem_base: int = 0) -> np.ndarray:
+def mma_operand(desc: int, major: str, mn: int, k: int, bits: int, image: np.ndarray, smem_base: int = 0) -> np.ndarray:
     """``(mn, k)`` element bit patterns the MMA reads through the 64-bit descriptor ``desc`` from ``image`` (the
     bytes of shared memory from window address ``smem_base``)."""
     d = SmemDescriptor.decode(desc)
@@ -82,7 +82,7 @@ def _minifloat(code: np.ndarray, exp_bits: int, man_bits: int, bias: int, signed
     return sign * value
 
 
-def decode(code, name: str) -> np.ndarray:
+def decode(code: np.ndarray, name: str) -> np.ndarray:
     """Element bit patterns of pycute dtype ``name`` as float64 (integers as integers)."""
     c = np.asarray(code, dtype=np.uint64)
     if name in ("f16", "bf16", "tf32", "f32"):
@@ -119,7 +119,9 @@ def reference_mma(a: np.ndarray, b: np.ndarray, a_type: str, b_type: str, sfa: n
     ``sfa`` (M, K / block) and ``sfb`` (N, K / block) scale codes of ``sf_type`` (block 32 for mxf8 / mxf4, 16
     for nvfp4)."""
     x, y = decode(a, a_type), decode(b, b_type)
-    if sfa is not None or sfb is not None:
+    if (sfa is None) != (sfb is None):
+        raise EmulationError("reference_mma: block scaling needs both sfa and sfb (or neither)")
+    if sfa is not None and sfb is not None:
         x = x * np.repeat(decode(sfa, sf_type), block, axis=1)
         y = y * np.repeat(decode(sfb, sf_type), block, axis=1)
     return x @ y.T

@@ -238,7 +238,7 @@ class _Thread:
 
 
 def run_entry(ptx: str, params: dict, symbols: dict, entry: str | None = None, max_steps: int = 100_000,
-              lane: int = 0):
+              lane: int = 0) -> list:
     """Run ``entry`` for lane ``lane`` of a full warp. ``params`` maps parameter index or name to its value;
     ``symbols`` maps shared-symbol names to their shared-window addresses. Returns the list of ``tcgen05.cp``
     issues."""
@@ -246,7 +246,7 @@ def run_entry(ptx: str, params: dict, symbols: dict, entry: str | None = None, m
 
 
 def trace_entry(ptx: str, params: dict, symbols: dict, entry: str | None = None, max_steps: int = 100_000,
-                lane: int = 0, tid: int | None = None):
+                lane: int = 0, tid: int | None = None) -> _Thread:
     """As ``run_entry`` for thread ``tid`` (``%tid.x``; default ``lane``), returning the thread: ``.issued`` (the
     ``tcgen05.cp`` stream), ``.ldst`` (``(op, taddr, immHalfSplitoff, registers)`` per ``tcgen05.ld/st``) and
     ``.trace`` (every cp, ld/st, commit, fence, barrier, mbarrier and memory statement in program order)."""
@@ -292,7 +292,7 @@ def ldst_stream(ptx: str, name: str, tmem_base: int, warp: int) -> list:
     return trace_entry(ptx, {0: tmem_base, 1: 0}, {}, probe_entry(name), tid=32 * warp).ldst
 
 
-def probe_stream(ptx: str, name: str, smem_base: int, tmem_base: int, lane: int = 0, **values) -> list:
+def probe_stream(ptx: str, name: str, smem_base: int, tmem_base: int, lane: int = 0, **values: int) -> list:
     """The ``(opcode, taddr, descriptor)`` stream lane ``lane`` issues in the compiled probe kernel of ``name`` (a
     warp calls the generated function; its PTX interpreted for that lane) when the shared buffer is at
     ``smem_base``, the TMEM allocation at ``tmem_base`` and the run-time coordinates (the probe kernel's further

@@ -14,6 +14,7 @@ from ..errors import EmulationError
 from ..copy.tcgen05_cp.reference import expected_tmem, fill_pattern
 from ..tensor.values import smem_bytes_needed, layout_values
 from ..views import provides
+from ..atoms.tcgen05_ldst import TmemLoadAtom
 from ..copy.protocol import Plan
 from .emulator import Sm100Emulator
 
@@ -65,14 +66,15 @@ def _element_cells(tensor):
     return by_quadrant
 
 
-def run_tmem_copy(emu: Sm100Emulator, plan, tmem_base: int, registers=None, cta: int = 0):
+def run_tmem_copy(emu: Sm100Emulator, plan: Tcgen05LdStPlan, tmem_base: int, registers: np.ndarray | None = None,
+                  cta: int = 0) -> np.ndarray | None:
     """Issue every warp's instructions of a ``Tcgen05LdStPlan`` in ``emu``: an ld returns ``(32 * warps,
     registers)`` uint32; an st stores ``registers`` (the same shape)."""
     out = np.zeros((32 * plan.warps, plan.registers), dtype=np.uint32)
     for k, inst in enumerate(plan.instructions):
         atom = plan.per_warp[k % len(plan.per_warp)].atom
         rows, cols = slice(32 * inst.warp, 32 * inst.warp + 32), slice(inst.registers.start, inst.registers.stop)
-        if plan.op == "ld":
+        if isinstance(atom, TmemLoadAtom):
             out[rows, cols] = emu.ld(atom, inst.warp, tmem_base + inst.tmem_offset, cta, inst.half_offset)
         else:
             emu.st(atom, inst.warp, tmem_base + inst.tmem_offset, np.asarray(registers)[rows, cols], cta,

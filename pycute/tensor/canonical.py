@@ -1,7 +1,7 @@
 """Canonical tensors: K-major shared-memory tiles (PTX "canonical layouts")."""
 from __future__ import annotations
 
-from ..arch.sm100.swizzle_modes import SwizzleMode
+from ..arch.sm100.swizzle_modes import SwizzleLabel, SwizzleMode
 from ..dtypes import DTypeLike, dtype as as_dtype
 from ..errors import DescriptorError, PlanError
 from ..layout import Layout
@@ -14,7 +14,7 @@ __all__ = ["kmajor_smem_tensor", "SWIZZLE_PITCH"]
 SWIZZLE_PITCH = {m.label: m.row_pitch for m in (SwizzleMode.NONE, SwizzleMode.B32, SwizzleMode.B64, SwizzleMode.B128)}
 
 
-def kmajor_smem_tensor(dtype: DTypeLike, rows: int, k: int, swizzle: str = "128B") -> SmemTensor:
+def kmajor_smem_tensor(dtype: DTypeLike, rows: int, k: int, swizzle: SwizzleLabel = "128B") -> SmemTensor:
     """A K-major ``rows`` x ``k`` tile: 8-row core groups at the swizzle's row pitch, row groups stacked first,
     then K blocks of one swizzle row each (cuTe's ``tile_to_shape`` of the swizzle atom, column-major).
 

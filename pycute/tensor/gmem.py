@@ -8,7 +8,7 @@ from ..dtypes import DType, DTypeLike, element_dtype
 from ..errors import PlanError
 from ..int_tuple import as_int, flatten, is_int
 from ..layout import Layout
-from .region import Region
+from .region import DynamicIndex, Region
 
 __all__ = ["GlobalTensor", "make_global_tensor"]
 
@@ -22,7 +22,7 @@ class GlobalTensor(Region):
     layout: Layout
     offset: int = 0
     base_align: int = 16
-    dynamic: tuple = ()         # DynamicIndex per run-time coordinate
+    dynamic: tuple[DynamicIndex, ...] = ()         # DynamicIndex per run-time coordinate
 
     KIND = "global-memory tensor"
     SPACE = "global"

@@ -53,7 +53,7 @@ class DynamicIndex:
 
     name: str
     extent: int
-    stride: object
+    stride: Any                 # an int (elements) or a TLane/TCol ScaledBasis
 
     def __repr__(self) -> str:
         return f"{self.name}<{self.extent}>:{self.stride!r}"
@@ -153,7 +153,7 @@ class Region:
     dtype: DType
     layout: Layout
     offset: Any
-    dynamic: tuple
+    dynamic: tuple[DynamicIndex, ...]
 
     @property
     def space(self) -> MemorySpace:
@@ -181,7 +181,7 @@ class Region:
             raise PlanError(f"{self.KIND}: run-time index names {names} repeat; each names one mode")
         return attrs.evolve(cast(Any, self), layout=layout, offset=offset, dynamic=self.dynamic + indices)
 
-    def at(self, **values):
+    def at(self, **values: int) -> Any:
         """The static tensor at the given values of its run-time indices (every index needs a value in range)."""
         offset = self.offset
         names = {d.name for d in self.dynamic}

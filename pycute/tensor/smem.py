@@ -12,7 +12,7 @@ from ..errors import PlanError
 from ..int_tuple import as_int, flatten, is_int
 from ..layout import Layout
 from ..swizzle import ComposedLayout, Swizzle
-from .region import Region
+from .region import DynamicIndex, Region
 
 __all__ = ["SmemTensor", "make_smem_tensor"]
 
@@ -39,7 +39,7 @@ class SmemTensor(Region):
     swizzle: Swizzle | None = None
     offset: int = 0
     base_align: int = 1024
-    dynamic: tuple = ()         # DynamicIndex per run-time coordinate
+    dynamic: tuple[DynamicIndex, ...] = ()         # DynamicIndex per run-time coordinate
 
     KIND = "shared-memory tensor"
     SPACE = "shared"

@@ -11,7 +11,7 @@ from ..dtypes import DType, DTypeLike, element_dtype
 from ..errors import PlanError
 from ..int_tuple import flatten
 from ..layout import Layout
-from .region import Region
+from .region import DynamicIndex, Region
 
 __all__ = ["TmemTensor", "TmemPlacement", "make_tmem_tensor"]
 
@@ -25,7 +25,7 @@ class TmemTensor(Region):
     replica: Layout | None = None
     columns: int | None = None
     offset: object = 0
-    dynamic: tuple = ()                      # DynamicIndex per run-time coordinate
+    dynamic: tuple[DynamicIndex, ...] = ()                      # DynamicIndex per run-time coordinate
     placement: "TmemPlacement | None" = None  # where a TmemAllocation placed it
 
     KIND = "TMEM tensor"

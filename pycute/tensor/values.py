@@ -13,7 +13,7 @@ from .smem import SmemTensor
 
 __all__ = ["layout_values", "smem_element_offsets", "smem_bytes_needed"]
 
-def layout_values(layout: Layout, axis=None) -> np.ndarray:
+def layout_values(layout: Layout, axis: int | str | None = None) -> np.ndarray:
     """``[layout(i) for i in range(size)]`` as int64, vectorised; ``axis`` picks a scaled-basis component."""
     shapes, strides = flatten(layout.shape), flatten(layout.stride)
     idx = np.arange(layout.size(), dtype=np.int64)

@@ -7,6 +7,8 @@ logical row and column of its first element: unswizzled on the left, as stored (
 """
 from __future__ import annotations
 
+from typing import Any, Callable, Literal, Union
+
 import zlib
 
 from ..basis import ScaledBasis
@@ -22,6 +24,8 @@ MAX_LABELLED_CELLS = 4096        # beyond this a grid is drawn without per-cell 
 MAX_SIDE = 128                   # and beyond this many rows or columns, only the first ones are drawn
 ROW_BYTES, CHUNK_BYTES = 128, 16
 _COLOR_BY = ("index", "row", "col", "bank", "chunk")
+#: How draw_layout colours cells: by one of _COLOR_BY, or by a function of the cell's value.
+ColorBy = Union[Literal["index", "row", "col", "bank", "chunk"], Callable[[Any], Any]]
 
 
 def _stable(key) -> int:
@@ -45,7 +49,7 @@ def _key(how, value, m, n, bits):
     return value
 
 
-def draw_layout(layout: Layout | ComposedLayout, color_by: str = "index", bits: int = 16,
+def draw_layout(layout: Layout | ComposedLayout, color_by: ColorBy = "index", bits: int = 16,
                 title: str | None = None) -> Svg:
     """The layout's grid (rank 2; other ranks grouped as ``print_layout`` groups them): row coordinates down,
     column coordinates across, each cell its value. ``color_by``: ``"index"`` (the value), ``"row"``, ``"col"``,

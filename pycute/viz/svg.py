@@ -61,7 +61,8 @@ class Svg:
             self.styles[name] = rule
         return name
 
-    def rect(self, x, y, w, h, fill="none", stroke="#555", stroke_width=0.5, sized=False, **data) -> None:
+    def rect(self, x: float, y: float | None, w: float, h: float, fill: str = "none", stroke: str = "#555",
+             stroke_width: float = 0.5, sized: bool = False, **data: object) -> None:
         """A rectangle; ``sized`` puts its width and height in its class (for the many equal cells of a grid), and
         a ``y`` of None leaves it to the enclosing group."""
         rule = f"fill:{fill};stroke:{stroke};stroke-width:{stroke_width}"
@@ -73,19 +74,21 @@ class Svg:
             geometry = dict(x=_n(x), y=None if y is None else _n(y), width=_n(w), height=_n(h))
         self.items.append(f"<rect {_attrs(**geometry, class_=cls, **_data(data))}/>")
 
-    def group(self, x: float = 0, y: float = 0, **data) -> None:
+    def group(self, x: float = 0, y: float = 0, **data: object) -> None:
         """Open a group translated by (x, y) whose ``data-*`` its children inherit; ``end`` closes it."""
         self.items.append(f'<g {_attrs(transform=f"translate({_n(x)},{_n(y)})", **_data(data))}>')
 
     def end(self) -> None:
         self.items.append("</g>")
 
-    def text(self, x, y, s, size=9, anchor="middle", weight=None, fill="#222") -> None:
+    def text(self, x: float, y: float, s: object, size: float = 9, anchor: str = "middle", weight: str | None = None,
+             fill: str = "#222") -> None:
         cls = self.style(f"font-size:{size}px;text-anchor:{anchor};fill:{fill}"
                          + (f";font-weight:{weight}" if weight else ""))
         self.items.append(f"<text {_attrs(x=_n(x), y=_n(y), class_=cls)}>{escape(str(s))}</text>")
 
-    def line(self, x1, y1, x2, y2, stroke="#222", stroke_width=1.0, dash=None) -> None:
+    def line(self, x1: float, y1: float, x2: float, y2: float, stroke: str = "#222", stroke_width: float = 1.0,
+             dash: str | None = None) -> None:
         self.items.append(f"<line {_attrs(x1=_n(x1), y1=_n(y1), x2=_n(x2), y2=_n(y2), stroke=stroke, stroke_width=stroke_width, stroke_dasharray=dash)}/>")
 
     def hatch(self, name: str = "replica") -> str:

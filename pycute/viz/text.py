@@ -10,7 +10,7 @@ scaled-basis points (TMEM layouts) shows each cell as ``lane,col`` (or its axes'
 from __future__ import annotations
 
 import sys
-from typing import TextIO
+from typing import Any, Iterable, TextIO
 
 from ..basis import ScaledBasis
 from ..layout import ComposedBase, Layout, cosize, is_layout, size
@@ -29,7 +29,7 @@ def _digits(x: int) -> int:
     return n
 
 
-def grid_shape(layout) -> tuple[int, int, str]:
+def grid_shape(layout: Any) -> tuple[int, int, str]:
     """``(rows, cols, note)``: how a layout of any rank is laid out as a grid (``note`` is empty for rank 2)."""
     r = layout.rank()
     if r == 2:
@@ -41,7 +41,7 @@ def grid_shape(layout) -> tuple[int, int, str]:
         f"rank {r}: mode 0 down, modes {rest} across (colexicographic)"
 
 
-def cell_value(layout, m: int, n: int):
+def cell_value(layout: Any, m: int, n: int) -> Any:
     """The layout's value at grid cell ``(m, n)``."""
     r = layout.rank()
     if r == 2:
@@ -62,7 +62,7 @@ def _label(value, tmem: bool = False) -> str:
     return ",".join(f"{c}@{a}" for a, c in value.terms)
 
 
-def is_tmem(values) -> bool:
+def is_tmem(values: Iterable) -> bool:
     """True when the values are TMEM points (some are TLane/TCol scaled bases)."""
     return any(isinstance(v, ScaledBasis) and set(v.as_dict()) <= {"TLane", "TCol"} for v in values)
 

@@ -8,12 +8,14 @@ in f8f6f4 and mxf8f6f4 but 1 in mxf4*).
 """
 from __future__ import annotations
 
+from typing import Literal
+
 import attrs
 
 from ...layout import Layout, make_layout
 from .tmem import LANES, QUADRANT_LANES, TCol, TLane
 
-__all__ = ["IdescField", "DENSE_FIELDS", "BLOCK_SCALED_FIELDS", "MmaKind", "MMA_KINDS", "WS_SHAPES",
+__all__ = ["Major", "IdescField", "DENSE_FIELDS", "BLOCK_SCALED_FIELDS", "MmaKind", "MMA_KINDS", "WS_SHAPES",
            "MAX_SHIFTS", "K_BYTES", "TRANSPOSABLE", "SF_CELL_BYTES", "scale_factor_layout", "SF_REPLICA"]
 
 
@@ -55,6 +57,9 @@ BLOCK_SCALED_FIELDS = (
 MAX_SHIFTS = {0: 0, 8: 1, 16: 2, 32: 3}
 #: Bytes of K one dense MMA consumes (16 f16, 8 tf32, 32 f8 / i8, 64 fp4 elements).
 K_BYTES = 32
+#: An operand's major: K (each row's K elements contiguous) or MN (transposed).
+Major = Literal["K", "MN"]
+
 #: Operand types that may be MN-major (transposed); fp6 / fp4 may not (CUTLASS InstrDescriptor).
 TRANSPOSABLE = frozenset({"f8e4m3", "f8e5m2", "i8", "u8", "f16", "bf16", "tf32"})
 
@@ -71,11 +76,11 @@ class MmaKind:
     n_step: dict                   # cta_group -> N step (N from the step to 256)
     block_scaled: bool = False
     scale_types: dict = attrs.field(factory=dict, repr=False)   # scale type -> code (bit 23)
-    scale_vecs: tuple = ()         # legal scale_vec (1X / 2X / 4X)
+    scale_vecs: tuple[int, ...] = ()         # legal scale_vec (1X / 2X / 4X)
     transpose: bool = True         # may A / B be MN-major
     negate: bool = True
     saturate: bool = False
-    open_shapes: tuple = ()        # ((cta_group, M), why) the sources disagree on
+    open_shapes: tuple[tuple[tuple[int, int], str], ...] = ()        # ((cta_group, M), why) the sources disagree on
     n_extra: dict = attrs.field(factory=dict, repr=False)   # cta_group -> N legal besides the steps
 
     def n_legal(self, cta_group: int, n: int) -> bool:

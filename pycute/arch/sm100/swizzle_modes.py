@@ -7,15 +7,22 @@ unit index (bits 4..). On a buffer of ``bits``-wide elements the same permutatio
 """
 from __future__ import annotations
 
+from typing import Literal
+
 import enum
 
 from ...errors import DescriptorError
 from ...swizzle import Swizzle
+from ...dtypes import DType
 
-__all__ = ["SwizzleMode", "UNIT_BYTES", "UNIT_BITS"]
+__all__ = ["SwizzleLabel", "SwizzleMode", "UNIT_BYTES", "UNIT_BITS"]
 
 UNIT_BYTES = 16                 # the descriptor's unit: a core-matrix row of 16 bytes
 UNIT_BITS = 8 * UNIT_BYTES
+
+
+#: The swizzle modes by name, as the K-major tile helpers and ``SwizzleMode.from_label`` take them.
+SwizzleLabel = Literal["none", "32B", "64B", "128B", "128B_base32B"]
 
 
 class SwizzleMode(enum.Enum):
@@ -75,7 +82,7 @@ class SwizzleMode(enum.Enum):
         return _kmajor_mode("label", label, "unknown swizzle {value!r}; one of {labels}")
 
     @classmethod
-    def of_element_swizzle(cls, swizzle: Swizzle | None, dtype) -> "SwizzleMode":
+    def of_element_swizzle(cls, swizzle: Swizzle | None, dtype: DType) -> "SwizzleMode":
         """The mode a buffer of ``dtype`` elements swizzled by ``swizzle`` needs; DescriptorError if none is."""
         if swizzle is None or swizzle.bits == 0:
             return SwizzleMode.NONE

@@ -12,12 +12,12 @@ in figures; the column order is inferred [I] (docs/tcgen05-ld-st.md section 4).
 """
 from __future__ import annotations
 
-from typing import Callable
+from typing import Callable, Literal
 
 import attrs
 
 __all__ = ["LdStShape", "LDST_SHAPES", "LDST_NUMS", "MAX_REGISTERS", "HALF_SPLIT_SHAPE", "PACK_BITS", "SHAPE_ORDER",
-           "register_lower_bound"]
+           "register_lower_bound", "LdStOp"]
 
 #: ``.num`` values PTX allows (per shape, up to ``max_num``).
 LDST_NUMS = (1, 2, 4, 8, 16, 32, 64, 128)
@@ -56,6 +56,9 @@ LDST_SHAPES = {s.name: s for s in (
     LdStShape("16x32bx2", 16, 1, 1, 128, (".16dp32bit_t0_t15", ".16dp32bit_t16_t31"), lambda t, j: (t & 15, 0)),
 )}
 
+
+#: tcgen05.ld (TMEM -> registers) or tcgen05.st (registers -> TMEM).
+LdStOp = Literal["ld", "st"]
 
 #: Shapes in preference order: 32 data paths first (CUTLASS: higher throughput), then 16-lane shapes widest first.
 SHAPE_ORDER = ("32x32b", "16x256b", "16x128b", "16x64b", HALF_SPLIT_SHAPE)

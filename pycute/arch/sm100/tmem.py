@@ -64,7 +64,7 @@ def lane_quadrant(warp: int) -> range:
 CTA_GROUPS = (1, 2)
 
 
-def check_cta_group(cta_group) -> int:
+def check_cta_group(cta_group: object) -> int:
     """``cta_group`` as an int if it is 1 or 2 (a bool is a TypeError), else a PlanError."""
     cta_group = as_int(cta_group, "cta_group")
     if cta_group not in CTA_GROUPS:

@@ -13,6 +13,7 @@ from ...errors import PlanError
 from ...int_tuple import flatten
 from ...layout import Layout
 from ...swizzle import Swizzle
+from ...typing import IntTuple
 from ...tensor.values import layout_values
 from ...tensor.smem import SmemTensor
 
@@ -53,7 +54,7 @@ def unpadded_source(src: SmemTensor, where: str) -> SmemTensor:
 def _nest(shape, flat: list):
     it = iter(flat)
 
-    def go(s):
+    def go(s: IntTuple) -> IntTuple:
         return tuple(go(e) for e in s) if isinstance(s, tuple) else next(it)
     return go(shape)
 

@@ -53,7 +53,7 @@ class Prepared:
         return self.src.bits
 
 
-def where(src, dst) -> str:
+def where(src: object, dst: object) -> str:
     return f"\n  src: {src!r}\n  dst: {dst!r}"
 
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import itertools
 import numbers
-from typing import ClassVar
+from typing import ClassVar, Literal
 
 import attrs
 
@@ -14,11 +14,17 @@ from ...arch.sm100.tmem import ALLOC_COLUMNS, COLUMNS, split_address
 from ...errors import DescriptorError, PlanError
 from ...atoms.tcgen05_cp import Tcgen05CpAtom, Tcgen05CpIssue
 from ...layout import Layout
+from ..protocol import Rejection
 from ...views import Picture, svg_of, view
 from ...tensor.smem import SmemTensor
 from ...tensor.tmem import TmemTensor
 
-__all__ = ["CpInstruction", "Tcgen05CpPlan", "CopyPlan", "DynamicCoord"]
+__all__ = ["IssueMode", "CpInstruction", "Tcgen05CpPlan", "CopyPlan", "DynamicCoord"]
+
+
+#: Who calls a generated tcgen05.cp function: all 32 lanes of one warp (it elects the issuing lane) or the one
+#: thread the caller elected.
+IssueMode = Literal["warp", "elected"]
 
 
 def _column_span(instructions, columns: int) -> tuple[int, int]:
@@ -79,20 +85,20 @@ class Tcgen05CpPlan:
 
     atom: Tcgen05CpAtom
     descriptor: SmemDescriptor
-    instructions: tuple
+    instructions: tuple[CpInstruction, ...]
     lane: Layout
     col: Layout
     middle: Layout
     src: SmemTensor
     dst: TmemTensor
     smem_end: int              # one past the last shared-memory byte the copy reads, from the buffer base
-    rejected: tuple = attrs.field(default=(), eq=False)   # ((atom name, reason), ...) wider candidates tried;
+    rejected: tuple[Rejection, ...] = attrs.field(default=(), eq=False)   # the wider candidates tried;
     # a reason is any object whose str() is the rule it broke (formatted lazily by the planner)
-    dynamic: tuple = ()        # DynamicCoord per run-time coordinate; instructions are those of value 0
+    dynamic: tuple[DynamicCoord, ...] = ()   # DynamicCoord per run-time coordinate; instructions are those of value 0
     smem_start: int = 0        # the first shared-memory byte the copy reads (of any run-time value)
     decompress: str | None = None   # the .dst_fmt.src_fmt pair (arch.sm100.tcgen05_cp.FP4_DECOMPRESSION) or None
     # (smem_start, smem_end) of every value combination of the run-time coordinates, in itertools.product order
-    spans: tuple = attrs.field(default=(), eq=False, repr=False)
+    spans: tuple[tuple[int, int], ...] = attrs.field(default=(), eq=False, repr=False)
 
     VARIANT: ClassVar[str] = "tcgen05_cp"
 
@@ -193,7 +199,7 @@ class Tcgen05CpPlan:
         return [Tcgen05CpIssue(i.ptx, tmem_base + i.tmem_offset,
                                patch_start_address(template, smem_base + i.smem_offset)) for i in self.instructions]
 
-    def cuda(self, name: str = "pycute_tcgen05_cp", issue: str = "warp", explain: bool = False) -> str:
+    def cuda(self, name: str = "pycute_tcgen05_cp", issue: IssueMode = "warp", explain: bool = False) -> str:
         """A ``__device__ __forceinline__`` function that issues this plan (``pycute.codegen.emit``): called by
         all 32 lanes of one warp (``issue="warp"``, it elects the issuing lane) or by the one thread the caller
         elected (``issue="elected"``). Run-time coordinates become ``unsigned`` parameters after ``tmem_base``.
@@ -236,9 +242,9 @@ class Tcgen05CpPlan:
         if self.decompress:
             lines.append(f"  decompress  .{self.decompress}: each 4-bit element of a 16-byte unit (16 elements, then 8 "
                          f"bytes of padding) becomes TMEM byte bits [5:2]")
-        for d in self.dynamic:
-            lines.append(f"  run-time    {d.name} in [0, {d.extent}): +{d.smem_step} B shared memory, "
-                         f"+{d.tmem_step:#x} TMEM address per unit (every value planned and checked)")
+        for c in self.dynamic:
+            lines.append(f"  run-time    {c.name} in [0, {c.extent}): +{c.smem_step} B shared memory, "
+                         f"+{c.tmem_step:#x} TMEM address per unit (every value planned and checked)")
         if a.cta_group == 2:
             lines.append("  cta_group 2 the even CTA of the pair issues; each CTA copies its own shared memory into "
                          "its own TMEM; commit with .multicast::cluster and CTA mask 0b11")

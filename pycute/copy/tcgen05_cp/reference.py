@@ -18,7 +18,7 @@ __all__ = ["expected_tmem", "fill_pattern"]
 
 
 def expected_tmem(src: SmemTensor, dst: TmemTensor, smem: np.ndarray, tmem: np.ndarray, tmem_base_col: int,
-                  decompress: str | None = None):
+                  decompress: str | None = None) -> np.ndarray:
     """Write into ``tmem`` (lanes x 512 uint32) what copying ``src`` to ``dst`` must leave there.
 
     ``smem`` is the buffer's bytes from its base; ``tmem_base_col`` is the allocation's first column. With

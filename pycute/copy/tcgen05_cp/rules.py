@@ -49,8 +49,8 @@ class RowUnits:
     """Rule 2's result: the row's column modes ``(extent, smem elements)``, the column modes left for the middle,
     and the bytes between the row's 16-byte units (16 when adjacent or when there is one)."""
 
-    taken: tuple
-    rest: tuple
+    taken: tuple[tuple[int, int], ...]
+    rest: tuple[tuple[int, int], ...]
     unit_gap: int
 
 

@@ -44,7 +44,7 @@ class TensorCells:
     tensor: TmemTensor
     per_cell: int
     dense: bool
-    blocks: tuple
+    blocks: tuple[QuadrantBlock, ...]
 
     def lookup(self) -> np.ndarray:
         """``(LANES, 512, per_cell)`` coordinate index held at each cell position, -1 where the tensor has none."""
@@ -152,7 +152,7 @@ def _linear_modes(values: np.ndarray) -> list | None:
     return modes
 
 
-def layout_of_table(values) -> Layout | None:
+def layout_of_table(values: np.ndarray) -> Layout | None:
     """The (coalesced) layout ``L`` with ``L(i) == values[i]`` for every i, or None when no layout lists them."""
     modes = _linear_modes(np.asarray(values, dtype=np.int64))
     if modes is None:

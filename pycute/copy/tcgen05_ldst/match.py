@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...arch.sm100.tcgen05_ldst import LDST_SHAPES, SHAPE_ORDER
+from ...arch.sm100.tcgen05_ldst import LDST_SHAPES, SHAPE_ORDER, LdStOp
 from ...arch.sm100.tmem import LANE_SHIFT, QUADRANT_LANES
 from ...errors import PlanError
 from ...int_tuple import idx2crd
@@ -81,8 +81,8 @@ def _try(atom, want: np.ndarray, r0: int):
     return (int(base[0]), int(base[1]), half), None
 
 
-def match_fragment(cells: TensorCells, op: str, warps: int, cap: int, pack: bool, block: QuadrantBlock,
-                   groups: int, fragment) -> Tcgen05LdStPlan:
+def match_fragment(cells: TensorCells, op: LdStOp, warps: int, cap: int, pack: bool, block: QuadrantBlock,
+                   groups: int, fragment: Layout) -> Tcgen05LdStPlan:
     table = _fragment_table(fragment, 32 * warps)
     vpr = 2 if pack else cells.per_cell
     if table.shape[1] % vpr:

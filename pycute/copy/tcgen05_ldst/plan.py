@@ -8,15 +8,17 @@ import attrs
 import numpy as np
 
 from ...atoms.tcgen05_ldst import Tcgen05LdStIssue, TmemLoadAtom, TmemStoreAtom, atom_cells
-from ...arch.sm100.tcgen05_ldst import register_lower_bound
+from ...arch.sm100.tcgen05_ldst import LdStOp, register_lower_bound
 from ...arch.sm100.tmem import LANE_SHIFT, QUADRANT_LANES, split_address
 from ...errors import PlanError
 from ...int_tuple import idx2crd
 from ...layout import Layout
+from ..protocol import Rejection
 from ...views import view
 from ...tensor.tmem import TmemTensor
 from ...tensor.rmem import RegisterFragment
 from .cells import QuadrantBlock, fragment_layout, tensor_cells
+from ...typing import IntTuple
 
 __all__ = ["TmemLdStInstruction", "Tcgen05LdStPlan", "TmemCopyPlan", "WarpInstruction"]
 
@@ -58,16 +60,16 @@ class Tcgen05LdStPlan:
     """A validated TMEM <-> register move by ``warps`` warps: each warp issues ``per_warp`` at its quadrant's lane
     base (and, past four warps, its group's column chunk)."""
 
-    op: str
+    op: LdStOp
     tensor: TmemTensor
     warps: int
-    per_warp: tuple
+    per_warp: tuple[TmemLdStInstruction, ...]
     block: QuadrantBlock
     groups: int
     max_registers: int
     pack: bool
     per_cell: int
-    rejected: tuple = attrs.field(default=(), eq=False)
+    rejected: tuple[Rejection, ...] = attrs.field(default=(), eq=False)
 
     VARIANT: ClassVar[str] = "tcgen05_ldst"
 
@@ -142,7 +144,7 @@ class Tcgen05LdStPlan:
             raise PlanError("the plan's (thread, value) -> coordinate map is not a layout; read plan.table")
         return layout
 
-    def coordinate(self, thread: int, value: int):
+    def coordinate(self, thread: int, value: int) -> IntTuple:
         """The tensor coordinate value ``value`` of ``thread`` holds."""
         return idx2crd(int(self.table[thread, value]), self.tensor.shape)
 

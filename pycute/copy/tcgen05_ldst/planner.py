@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import attrs
 
-from ...arch.sm100.tcgen05_ldst import HALF_SPLIT_SHAPE, LDST_NUMS, LDST_SHAPES, MAX_REGISTERS, PACK_BITS, SHAPE_ORDER
+from ...arch.sm100.tcgen05_ldst import (HALF_SPLIT_SHAPE, LDST_NUMS, LDST_SHAPES, MAX_REGISTERS, PACK_BITS, SHAPE_ORDER,
+                                        LdStOp)
 from ...arch.sm100.tmem import LANE_SHIFT, QUADRANT_LANES
 from ...atoms.tcgen05_ldst import ldst_atom
 from ...errors import PlanError
@@ -53,9 +54,9 @@ class _Layout:
     that the fragment stays a layout)."""
 
     shape: str
-    lanes: tuple
+    lanes: tuple[int, ...]
     span: int
-    nums: tuple
+    nums: tuple[int, ...]
     half: int | None = None
 
     @property
@@ -163,7 +164,7 @@ def _warp_blocks(cells: TensorCells, warps: int) -> tuple[QuadrantBlock, int]:
     return first, groups
 
 
-def make_tmem_copy(tensor: TmemTensor, op: str = "ld", warps: int = 4, max_registers: int = 32,
+def make_tmem_copy(tensor: TmemTensor, op: LdStOp = "ld", warps: int = 4, max_registers: int = 32,
                    shape: str | None = None, num: int | None = None, pack: bool | None = None,
                    fragment: Layout | None = None) -> Tcgen05LdStPlan:
     """Plan ``tcgen05.ld`` (``op="ld"``: TMEM -> registers) or ``tcgen05.st`` of a TMEM tensor by ``warps`` warps

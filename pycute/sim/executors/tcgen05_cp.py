@@ -13,7 +13,7 @@ Policies marked [inferred] follow the spec note's inferences (TVM's B200 round t
 """
 from __future__ import annotations
 
-from typing import Callable
+from typing import Callable, Iterable
 
 import numpy as np
 
@@ -153,7 +153,7 @@ class Tcgen05CpExecutor(Machine):
                 c.tmem[lanes, col0:col0 + words.shape[1]] = words
             c.pending.clear()
 
-    def run(self, stream, cta: int = 0) -> None:
+    def run(self, stream: Iterable[tuple[str, int, int]], cta: int = 0) -> None:
         """Issue a stream of ``(ptx, taddr, desc)`` and commit it."""
         for ptx, taddr, desc in stream:
             self.cp(ptx, taddr, desc, cta)

@@ -8,7 +8,7 @@ import numpy as np
 
 from ...arch.sm100.tcgen05_ldst import PACK_BITS
 from ...arch.sm100.tmem import COLUMNS, QUADRANT_LANES, lane_quadrant, split_address
-from ...atoms.tcgen05_ldst import Tcgen05LdStIssue, TmemLoadAtom
+from ...atoms.tcgen05_ldst import Tcgen05LdStIssue, TmemLoadAtom, TmemStoreAtom
 from ...errors import EmulationError
 from ...int_tuple import as_int
 from ..machine import CtaState, Machine, tmem_operand
@@ -55,7 +55,7 @@ class Tcgen05LdStExecutor(Machine):
                     out[t, j, k] = (lane, col)
         return out
 
-    def ld(self, atom, warp: int, taddr: int, cta: int = 0, half_offset: int | None = None) -> np.ndarray:
+    def ld(self, atom: TmemLoadAtom, warp: int, taddr: int, cta: int = 0, half_offset: int | None = None) -> np.ndarray:
         """``tcgen05.ld`` by warp ``warp``: a ``(32 threads, registers)`` uint32 array. With pack each register
         is the low halves of its two cells, low half = lower column [I]."""
         c = self.ctas[self._cta(cta)]
@@ -66,7 +66,7 @@ class Tcgen05LdStExecutor(Machine):
             return ((words[..., 0] & half) | ((words[..., 1] & half) << np.uint64(PACK_BITS))).astype(np.uint32)
         return words[..., 0].astype(np.uint32)
 
-    def st(self, atom, warp: int, taddr: int, registers, cta: int = 0, half_offset: int | None = None) -> None:
+    def st(self, atom: TmemStoreAtom, warp: int, taddr: int, registers: np.ndarray, cta: int = 0, half_offset: int | None = None) -> None:
         """``tcgen05.st`` by warp ``warp`` of ``registers`` (32 threads x registers). With unpack each 16-bit half
         goes zero-extended into its cell [I]."""
         c = self.ctas[self._cta(cta)]

@@ -44,6 +44,11 @@ class ScaledBasis:
         return 0
 
     @property
+    def numbered(self) -> bool:
+        """True when every axis is numbered (``E(0)``, ``E(1)``, ...), as the coordinates of an identity layout are."""
+        return all(type(a) is int for a, _ in self.terms)
+
+    @property
     def axis(self) -> int | str:
         """The axis of a single-term basis value."""
         if len(self.terms) != 1:
@@ -134,3 +139,12 @@ def coordinate_rank(stride: Any) -> int | None:
         elif d != 0:
             return None
     return max(axes) + 1 if axes else None
+
+
+def as_coordinate(value: Any, stride: Any) -> Any:
+    """A layout's value at some index: itself, or for a layout whose strides are on numbered axes only the
+    coordinate tuple (CuTe's ``ArithmeticTuple``: ``(1, 1)``, not ``1@0 + 1@1``)."""
+    if (type(value) is int and value) or (isinstance(value, ScaledBasis) and not value.numbered):
+        return value                       # an offset, or a point on named axes (TLane, TCol): no coordinate
+    rank = coordinate_rank(stride)
+    return value if rank is None else tuple(basis_get(value, i) for i in range(rank))

@@ -16,7 +16,7 @@ import numbers
 
 import attrs
 
-from .basis import ScaledBasis, basis_get, coordinate_rank
+from .basis import ScaledBasis, as_coordinate
 from .errors import LayoutError
 from .memo import clear_caches, last_call, memo
 from .typing import IntTuple
@@ -104,9 +104,7 @@ class Layout:
         crd = args[0] if len(args) == 1 else args
         if has_none(crd):
             return slice_and_offset(crd, self)[0]
-        value = crd2idx(crd, self.shape, self.stride)
-        rank = None if type(self.stride) is int else coordinate_rank(self.stride)
-        return value if rank is None else tuple(basis_get(value, i) for i in range(rank))   # CuTe's ArithmeticTuple
+        return as_coordinate(crd2idx(crd, self.shape, self.stride), self.stride)
 
     def __repr__(self) -> str:
         return f"{fmt(self.shape)}:{fmt(self.stride)}"

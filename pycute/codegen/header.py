@@ -2,6 +2,7 @@
 ``arch/`` and shipped as package data under ``include_dir()``:
 
 * ``pycute/common.cuh``: warps, elect, clusters, mbarriers, proxy fences (``arch.sm90``; sm_90 and later);
+* ``pycute/tma.cuh``: TMA tile loads and stores, the tensor map type, bulk groups, expect_tx (``arch.sm90``);
 * ``pycute/tcgen05.cuh``: the shared-memory descriptor, TMEM allocation, tcgen05 fences and commit, and the soft
   build's TMEM model with its tcgen05.cp (``arch.sm100``);
 * ``pycute/tcgen05_ldst.cuh``: tcgen05.ld / st wrappers of every shape and their software model (``arch.sm100``);
@@ -26,6 +27,7 @@ from ..compile.nvrtc import include_dir
 from .common import ABI_VERSION
 from .constants import field_get, swizzle_tables
 from .tcgen05_ldst import ldst_header_functions, ldst_header_tables
+from .tma import tma_header_functions
 from .templates import render
 
 __all__ = ["ABI_VERSION", "HEADER_NAME", "PARTS", "headers", "sm100_header", "header_path", "include_dir",
@@ -62,9 +64,15 @@ def tcgen05_ldst_header() -> str:
                   ldst_functions=ldst_header_functions())
 
 
+def tma_header() -> str:
+    """The text of ``pycute/tma.cuh``."""
+    return render("header_tma.cuh", abi=ABI_VERSION, tma_functions=tma_header_functions())
+
+
 #: The parts of ``pycute/sm100.cuh``, in include order: (name, what it holds, its renderer).
 PARTS = (
     ("pycute/common.cuh", "warps, elect, clusters, mbarriers, proxy fences (sm_90 and later)", common_header),
+    ("pycute/tma.cuh", "TMA tile loads and stores, tensor maps, bulk groups, expect_tx (sm_90)", tma_header),
     ("pycute/tcgen05.cuh", "shared-memory descriptor, TMEM allocation, tcgen05 fences and commit, the soft model",
      tcgen05_header),
     ("pycute/tcgen05_ldst.cuh", "tcgen05.ld / tcgen05.st, every shape x .num x pack", tcgen05_ldst_header),

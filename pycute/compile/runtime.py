@@ -16,7 +16,7 @@ import numpy as np
 
 from ..errors import CompileError
 
-__all__ = ["driver_available", "device_info", "skip_reason", "Gpu", "check_gpu"]
+__all__ = ["driver_available", "device_info", "skip_reason", "Gpu", "check_gpu", "encode_tensor_map", "tensor_map_bytes"]
 
 
 @functools.lru_cache(maxsize=1)
@@ -197,3 +197,30 @@ def check_gpu(gpu: object) -> Gpu:
     if not isinstance(gpu, Gpu):
         raise TypeError(f"expected a pycute.compile.runtime.Gpu to launch on, got {type(gpu).__name__}")
     return gpu
+
+
+def encode_tensor_map(params: Any, address: int) -> Any:
+    """``cuTensorMapEncodeTiled`` of a plan's tensor-map parameters (``copy.tma.TensorMapParams``) for the array at
+    device pointer ``address``: the driver's ``CUtensorMap``. Needs a CUDA driver (CompileError elsewhere); a
+    refusal by the driver is a CompileError naming every field."""
+    if not driver_available():
+        raise CompileError(f"encoding a tensor map needs the CUDA driver: {skip_reason()}")
+    from cuda.bindings import driver
+    cu = driver
+    dims = [cu.cuuint64_t(int(d)) for d in params.global_dims]
+    strides = [cu.cuuint64_t(int(s)) for s in params.global_strides]
+    box = [cu.cuuint32_t(int(b)) for b in params.box]
+    elem = [cu.cuuint32_t(int(e)) for e in params.element_strides]
+    err, tmap = cu.cuTensorMapEncodeTiled(
+        cu.CUtensorMapDataType(params.data_type), params.rank, int(address), dims, strides, box, elem,
+        cu.CUtensorMapInterleave(params.interleave), cu.CUtensorMapSwizzle(params.swizzle.code),
+        cu.CUtensorMapL2promotion(params.l2_promotion), cu.CUtensorMapFloatOOBfill(params.oob_fill))
+    if int(err) != 0:
+        raise CompileError(f"cuTensorMapEncodeTiled refused the map ({err}): {params!r} at {address:#x}")
+    return tmap
+
+
+def tensor_map_bytes(tmap: Any) -> bytes:
+    """The 128 bytes of a ``CUtensorMap`` (to place in device memory or a kernel parameter)."""
+    import ctypes
+    return ctypes.string_at(int(tmap.getPtr()), 128)

@@ -1,4 +1,4 @@
-"""The sm_100 emulator: the machine with every instruction family's executor, bit-exact and strict.
+"""The emulators: the machine with the executors of a generation's instruction families, bit-exact and strict.
 
 Written from the PTX ISA (facts and their tags in docs/ptx-tcgen05.md and docs/tcgen05-ld-st.md). Policies marked
 [inferred] follow the notes' inferences (TVM's B200 round trips, CUTLASS usage), not PTX text:
@@ -9,13 +9,17 @@ Written from the PTX ISA (facts and their tags in docs/ptx-tcgen05.md and docs/t
 """
 from __future__ import annotations
 
-from .executors import Tcgen05CpExecutor, Tcgen05LdStExecutor
+from .executors import Tcgen05CpExecutor, Tcgen05LdStExecutor, TmaExecutor
 from .machine import CtaState
 
-__all__ = ["Sm100Emulator", "CtaState"]
+__all__ = ["Sm90Emulator", "Sm100Emulator", "CtaState"]
 
 
-class Sm100Emulator(Tcgen05CpExecutor, Tcgen05LdStExecutor):
+class Sm90Emulator(TmaExecutor):
+    """CTAs with shared memory at ``smem_base``: TMA loads and stores against a global byte array."""
+
+
+class Sm100Emulator(Tcgen05CpExecutor, Tcgen05LdStExecutor, TmaExecutor):
     """CTAs with shared memory at ``smem_base`` and TMEM; issue ``cp``, ``commit``, then read back with ``ld`` (or
     ``st`` then ``ld``).
 

@@ -1,3 +1,4 @@
-"""Hopper (sm_90) facts every later generation keeps: warps and their member masks (elect.sync, shfl.sync), and
-what the Hopper-era copies (TMA, bulk copies, DSMEM) will file here beside them."""
+"""Hopper (sm_90) facts every later generation keeps: warps and their member masks (``warp``), and the Tensor
+Memory Accelerator's tensor maps, swizzles and instructions (``tma``)."""
 from .warp import FULL_WARP_MASK, WARP_THREADS
+from .tma import MAX_BOX, MAX_RANK, TMA_SWIZZLES, TMA_TARGETS, TmaSwizzle, tma_ptx

@@ -8,12 +8,14 @@
 //
 // The parts, one per mechanism, each includable alone:
 //   pycute/common.cuh        warps, elect, clusters, mbarriers, proxy fences (sm_90 and later)
+//   pycute/tma.cuh           TMA tile loads and stores, tensor maps, bulk groups, expect_tx (sm_90)
 //   pycute/tcgen05.cuh       shared-memory descriptor, TMEM allocation, tcgen05 fences and commit, the soft model
 //   pycute/tcgen05_ldst.cuh  tcgen05.ld / tcgen05.st, every shape x .num x pack
 #ifndef PYCUTE_SM100_CUH
 #define PYCUTE_SM100_CUH
 
 #include "pycute/common.cuh"
+#include "pycute/tma.cuh"
 #include "pycute/tcgen05.cuh"
 #include "pycute/tcgen05_ldst.cuh"
 

@@ -3,4 +3,4 @@ each module's ``decode`` reading its family's compiled statements back into issu
 ``ISSUE_DECODERS`` table routes opcodes to them)."""
 from .tcgen05_cp import Tcgen05CpExecutor, expand_fp4, source_units
 from .tcgen05_ldst import Tcgen05LdStExecutor
-
+from .tma import TmaExecutor

@@ -1,0 +1,79 @@
+"""The Tensor Memory Accelerator (TMA) and its tensor maps, as data: the encoder's rules (CUDA driver API,
+``cuTensorMapEncodeTiled``), the swizzle modes on byte addresses (PTX ISA #tensor-swizzling-modes), the element
+types a map can name, and the instruction spellings (PTX ISA #data-movement-and-conversion-instructions-cp-async-
+bulk-tensor). docs/tma.md records which of these were settled by running cases on the H200."""
+from __future__ import annotations
+
+from typing import Literal
+
+import attrs
+
+from ...swizzle import Swizzle
+
+__all__ = ["MAX_RANK", "MAX_BOX", "GLOBAL_ALIGN", "STRIDE_ALIGN", "STRIDE_LIMIT", "DIM_LIMIT", "INNER_BOX_ALIGN",
+           "SMEM_ALIGN", "TX_LIMIT", "TmaSwizzle", "TMA_SWIZZLES", "tma_swizzle_of_bytes", "DATA_TYPES",
+           "L2_PROMOTION_128B", "OOB_FILL_NONE", "INTERLEAVE_NONE", "TmaDirection", "tma_ptx", "TMA_SASS",
+           "TMA_TARGETS"]
+
+MAX_RANK = 5                  # tensorRank 1..5
+MAX_BOX = 256                 # boxDim[i] 1..256
+GLOBAL_ALIGN = 16             # the global address (32 with interleave, not used here)
+STRIDE_ALIGN = 16             # every globalStrides entry, in bytes
+STRIDE_LIMIT = 1 << 40        # globalStrides[i] < 2^40
+DIM_LIMIT = 1 << 32           # 1 <= globalDim[i] <= 2^32
+INNER_BOX_ALIGN = 16          # boxDim[0] * element bytes, without interleave
+SMEM_ALIGN = 128              # a box's shared-memory address (CUDA Programming Guide, TMA alignment table)
+TX_LIMIT = (1 << 20) - 1      # an mbarrier phase's transaction count (PTX #parallel-synchronization-and-
+#                               communication-instructions-mbarrier)
+
+#: The targets that have cp.async.bulk.tensor (sm_90 and later).
+TMA_TARGETS = ("sm_90a", "sm_100a", "sm_100f", "sm_103a", "sm_103f", "sm_110a", "sm_110f")
+
+TmaDirection = Literal["load", "store"]
+
+
+@attrs.frozen
+class TmaSwizzle:
+    """A ``CUtensorMapSwizzle`` mode: its enum value, the byte-address swizzle it applies (CuTe's
+    ``Swizzle<B,4,3>``), the widest inner box row it takes, and how often the pattern repeats."""
+
+    name: str
+    code: int
+    byte_swizzle: Swizzle | None
+    span: int                 # the most bytes boxDim[0] * element bytes may have (a row of the pattern)
+    repeat: int               # bytes after which the pattern repeats (a buffer aligned to it has base offset 0)
+
+
+TMA_SWIZZLES = (
+    TmaSwizzle("none", 0, None, 1 << 30, 16),
+    TmaSwizzle("32B", 1, Swizzle(1, 4, 3), 32, 256),
+    TmaSwizzle("64B", 2, Swizzle(2, 4, 3), 64, 512),
+    TmaSwizzle("128B", 3, Swizzle(3, 4, 3), 128, 1024),
+)
+
+
+def tma_swizzle_of_bytes(sw: Swizzle | None) -> TmaSwizzle | None:
+    """The TMA mode whose byte-address swizzle is exactly ``sw`` (all of B, M and S), or None."""
+    for mode in TMA_SWIZZLES:
+        if mode.byte_swizzle == sw:
+            return mode
+    return None
+
+
+#: CUtensorMapDataType by element type (the driver's enum; fp8 and the scale types travel as UINT8).
+DATA_TYPES = {"u8": 0, "i8": 0, "f8e4m3": 0, "f8e5m2": 0, "ue8m0": 0, "ue4m3": 0, "u16": 1, "i16": 1, "u32": 2,
+              "i32": 3, "f16": 6, "f32": 7, "bf16": 9, "tf32": 11}
+L2_PROMOTION_128B = 2         # CU_TENSOR_MAP_L2_PROMOTION_L2_128B, what CuTe uses
+OOB_FILL_NONE = 0             # CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE: out-of-bounds elements load as zeros
+INTERLEAVE_NONE = 0
+
+
+def tma_ptx(direction: TmaDirection, rank: int) -> str:
+    """The tile-mode instruction: a load completing on an mbarrier, a store completing in a bulk group."""
+    if direction == "load":
+        return f"cp.async.bulk.tensor.{rank}d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+    return f"cp.async.bulk.tensor.{rank}d.global.shared::cta.tile.bulk_group"
+
+
+#: The SASS opcode each direction assembles to (ptxas 13, sm_90a and sm_100a).
+TMA_SASS = {"load": "UTMALDG", "store": "UTMASTG"}

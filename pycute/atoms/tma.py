@@ -1,0 +1,51 @@
+"""TMA atoms: one tile-mode ``cp.async.bulk.tensor`` form per direction and rank (PTX ISA
+#data-movement-and-conversion-instructions-cp-async-bulk-tensor), and the issue record a plan streams and the
+emulator executes."""
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import attrs
+
+from ..arch.sm90.tma import MAX_RANK, TMA_SASS, TmaDirection, tma_ptx
+from ..errors import PlanError
+
+__all__ = ["TmaAtom", "TmaIssue", "tma_atom"]
+
+
+class TmaIssue(NamedTuple):
+    """One issued TMA instruction: its PTX, the tensor coordinates (element indices, dim 0 first) and the
+    shared-memory byte address of the box."""
+
+    ptx: str
+    coords: tuple[int, ...]
+    smem: int
+
+
+@attrs.frozen
+class TmaAtom:
+    """``cp.async.bulk.tensor.<rank>d`` in tile mode: a load (global -> shared, completing on an mbarrier) or a
+    store (shared -> global, completing in a bulk group)."""
+
+    direction: TmaDirection
+    rank: int
+
+    def __attrs_post_init__(self) -> None:
+        if self.direction not in ("load", "store"):
+            raise PlanError(f"a TMA atom loads or stores, not {self.direction!r}")
+        if not 1 <= self.rank <= MAX_RANK:
+            raise PlanError(f"a TMA box has 1 to {MAX_RANK} dimensions, not {self.rank}")
+
+    @property
+    def ptx(self) -> str:
+        return tma_ptx(self.direction, self.rank)
+
+    @property
+    def sass(self) -> str:
+        """The SASS opcode the instruction assembles to (``UTMALDG`` / ``UTMASTG``)."""
+        return TMA_SASS[self.direction]
+
+
+def tma_atom(direction: TmaDirection, rank: int) -> TmaAtom:
+    """The atom of a ``rank``-dimensional tile-mode ``direction``."""
+    return TmaAtom(direction, rank)

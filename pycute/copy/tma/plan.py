@@ -1,0 +1,187 @@
+"""The result of make_tma_copy: the tensor map's parameters in the driver's order, the boxes, their coordinates
+and shared-memory offsets, and the bytes each mbarrier phase must expect."""
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+import attrs
+
+from ...arch.sm90.tma import DATA_TYPES, INTERLEAVE_NONE, L2_PROMOTION_128B, OOB_FILL_NONE, TmaDirection, TmaSwizzle
+from ...atoms.tma import TmaAtom, TmaIssue
+from ...errors import PlanError
+from ...int_tuple import as_int
+from ...tensor.gmem import GlobalTensor
+from ...tensor.smem import SmemTensor
+from ...views import view
+from ..protocol import Rejection
+
+__all__ = ["TensorMapParams", "TmaInstruction", "TmaTileCoord", "TmaPlan"]
+
+
+@attrs.frozen
+class TensorMapParams:
+    """``cuTensorMapEncodeTiled``'s arguments but the address, dimension 0 (the contiguous one) first:
+    ``global_dims`` in elements, ``global_strides`` in bytes for dims 1.., ``box`` in elements."""
+
+    dtype: str
+    data_type: int
+    global_dims: tuple[int, ...]
+    global_strides: tuple[int, ...]
+    box: tuple[int, ...]
+    element_strides: tuple[int, ...]
+    swizzle: TmaSwizzle
+    interleave: int = INTERLEAVE_NONE
+    l2_promotion: int = L2_PROMOTION_128B
+    oob_fill: int = OOB_FILL_NONE
+
+    @property
+    def rank(self) -> int:
+        return len(self.global_dims)
+
+    @property
+    def box_bytes(self) -> int:
+        n = DTYPE_BYTES[self.dtype]
+        for b in self.box:
+            n *= b
+        return n
+
+    def encode(self, global_address: int) -> Any:
+        """The ``CUtensorMap`` for an array at ``global_address`` (a device pointer), through the CUDA driver's
+        ``cuTensorMapEncodeTiled``; a machine without a driver gets a CompileError."""
+        from ...compile.runtime import encode_tensor_map
+        return encode_tensor_map(self, as_int(global_address, "tensor_map: global_address"))
+
+
+#: Bytes per element of the types a tensor map names.
+DTYPE_BYTES = {"u8": 1, "i8": 1, "f8e4m3": 1, "f8e5m2": 1, "ue8m0": 1, "ue4m3": 1, "u16": 2, "i16": 2, "f16": 2,
+               "bf16": 2, "u32": 4, "i32": 4, "f32": 4, "tf32": 4}
+assert set(DTYPE_BYTES) == set(DATA_TYPES)
+
+
+@attrs.frozen
+class TmaTileCoord:
+    """How tile index ``t`` of global mode ``mode`` becomes tensor-map coordinate ``dim``: ``t * scale``."""
+
+    mode: int
+    dim: int
+    scale: int
+
+
+@attrs.frozen
+class TmaInstruction:
+    """One box: its PTX, its coordinates relative to the tile's (dim 0 first) and the shared-memory byte offset
+    of the box from the tile's buffer base."""
+
+    ptx: str
+    coords: tuple[int, ...]
+    smem_offset: int
+
+
+@attrs.frozen(repr=False)
+class TmaPlan:
+    """A validated TMA copy of one tile between a global array and a shared-memory tile. ``instructions`` is
+    exactly what the generated code issues for tile index ``(t0, t1, ...)``; a load's mbarrier must expect
+    ``expect_tx`` bytes (full boxes, out-of-bounds parts included)."""
+
+    direction: TmaDirection
+    atom: TmaAtom
+    gmem: GlobalTensor
+    smem: SmemTensor
+    tensor_map: TensorMapParams
+    tile: tuple[TmaTileCoord, ...]
+    instructions: tuple[TmaInstruction, ...]
+    rejected: tuple[Rejection, ...] = attrs.field(default=(), eq=False)
+
+    VARIANT: ClassVar[str] = "tma"
+
+    @property
+    def src(self) -> GlobalTensor | SmemTensor:
+        return self.gmem if self.direction == "load" else self.smem
+
+    @property
+    def dst(self) -> GlobalTensor | SmemTensor:
+        return self.smem if self.direction == "load" else self.gmem
+
+    @property
+    def tile_shape(self) -> tuple[int, ...]:
+        """The tile's extent in each global mode."""
+        shape = self.smem.layout.shape
+        return tuple(int(_size(m)) for m in (shape if isinstance(shape, tuple) else (shape,)))
+
+    @property
+    def expect_tx(self) -> int:
+        """Bytes every instruction of one tile delivers to the mbarrier (a load's ``arrive.expect_tx`` count)."""
+        return self.tensor_map.box_bytes * len(self.instructions)
+
+    @property
+    def lower_bound(self) -> int:
+        """Fewest instructions: one box, unless the tile holds more than one phase's transaction count."""
+        return 1
+
+    def coords(self, tile: tuple[int, ...]) -> list[tuple[int, ...]]:
+        """Every instruction's tensor-map coordinates for tile index ``tile`` (one per global mode)."""
+        if len(tile) != len(self.tile_shape):
+            raise PlanError(f"the tile index has {len(tile)} entries; the array has {len(self.tile_shape)} modes")
+        origin = [0] * self.tensor_map.rank
+        for t in self.tile:
+            value = as_int(tile[t.mode], f"tile index of mode {t.mode}")
+            if value < 0:
+                raise PlanError(f"tile index {value} of mode {t.mode} is negative")
+            origin[t.dim] += value * t.scale
+        return [tuple(o + c for o, c in zip(origin, i.coords)) for i in self.instructions]
+
+    def stream(self, smem_base: int, *tile: int) -> list[TmaIssue]:
+        """``TmaIssue(ptx, coords, smem)`` per instruction for the buffer at shared address ``smem_base`` and tile
+        index ``tile``."""
+        smem_base = as_int(smem_base, "stream: smem_base")
+        if smem_base % self.smem.base_align:
+            raise PlanError(f"stream: smem_base {smem_base:#x} is not aligned to the {self.smem.base_align} B the "
+                            f"plan assumes for the buffer")
+        return [TmaIssue(i.ptx, c, smem_base + i.smem_offset) for i, c in zip(self.instructions, self.coords(tile))]
+
+    def cuda(self, name: str = "pycute_tma_copy") -> str:
+        """A ``__device__`` function that issues the tile's boxes from the calling (elected) thread:
+        ``name(const void* map, unsigned smem, unsigned mbar, int t0, ...)`` for a load (the caller arms ``mbar``
+        with ``name_expect_tx`` bytes), ``name(const void* map, unsigned smem, int t0, ...)`` for a store (then
+        commit and wait the bulk group)."""
+        return view("cuda", self, name)
+
+    def verify(self, seed: int = 0) -> None:
+        """Emulate the plan for several tiles (one partly out of bounds) and compare with the two layouts alone."""
+        view("verify", self, seed=seed)
+
+    def explain(self) -> str:
+        m = self.tensor_map
+        n = len(self.instructions)
+        lines = [f"TMA {self.direction} plan: {self.src!r} -> {self.dst!r}",
+                 f"  instruction {self.atom.ptx}",
+                 f"  tensor map  {m.dtype} (type {m.data_type}), dims {m.global_dims}, strides {m.global_strides} B, "
+                 f"box {m.box}, element strides {m.element_strides}, swizzle {m.swizzle.name}, L2 promotion 128B, "
+                 f"OOB fill zeros",
+                 f"  count       {n} box{'es' if n != 1 else ''} of {m.box_bytes} B per tile; lower bound "
+                 f"{self.lower_bound}",
+                 f"  expect_tx   {self.expect_tx} B per tile (full boxes, out-of-bounds parts included)"]
+        if self.rejected:
+            lines.append("  larger boxes refused:")
+            lines += [f"    {r.candidate:<22} {r.reason}" for r in self.rejected]
+        lines.append("  tile index -> coordinates: " + ", ".join(
+            f"t{t.mode} * {t.scale} on dim {t.dim}" for t in self.tile))
+        lines.append("  boxes (coordinates from the tile's; shared-memory byte offset):")
+        lines += [f"    {i.coords}  smem +{i.smem_offset}" for i in self.instructions[:16]]
+        if n > 16:
+            lines.append(f"    ... {n - 16} more")
+        return "\n".join(lines)
+
+    def __repr__(self) -> str:
+        m = self.tensor_map
+        return (f"TmaPlan({self.direction}, {len(self.instructions)} x {m.rank}d box {m.box}, swizzle "
+                f"{m.swizzle.name}, expect_tx {self.expect_tx} B)")
+
+
+def _size(mode: Any) -> int:
+    if isinstance(mode, tuple):
+        n = 1
+        for m in mode:
+            n *= _size(m)
+        return n
+    return int(mode)

@@ -1,0 +1,256 @@
+"""make_tma_copy: plan the TMA boxes that move one tile between a global array and a shared-memory tile.
+
+As CuTe's ``make_tma_copy`` derives it: the shared tile's layout, inverted and composed with the tile's identity,
+says which array coordinate each shared-memory element holds, in shared-memory order (``L``). TMA writes a box
+densely, dimension 0 fastest (PTX ISA #tensor-tiled-mode), so the box is the longest prefix of ``L``'s modes that
+step one array mode by exactly the elements the earlier modes on it cover (a mode split into an inner and an outer
+part becomes two tensor-map dimensions over a reshaped view of the array, as the swizzle atoms of a K-major tile
+need), each at most 256 long, at most five. The modes past the box repeat it as further instructions.
+"""
+from __future__ import annotations
+
+import itertools
+
+from ...arch.sm90.tma import (DATA_TYPES, DIM_LIMIT, GLOBAL_ALIGN, INNER_BOX_ALIGN, MAX_BOX, MAX_RANK, SMEM_ALIGN,
+                              STRIDE_ALIGN, STRIDE_LIMIT, TMA_SWIZZLES, TX_LIMIT, TmaSwizzle, tma_swizzle_of_bytes)
+from ...atoms.tma import tma_atom
+from ...basis import ScaledBasis
+from ...composition import composition, right_inverse
+from ...errors import PlanError
+from ...int_tuple import flatten, is_int
+from ...layout import Layout, coalesce
+from ...modes import make_identity_layout
+from ...swizzle import Swizzle
+from ...tensor.gmem import GlobalTensor
+from ...tensor.smem import SmemTensor
+from ..protocol import Rejection
+from .plan import DTYPE_BYTES, TensorMapParams, TmaInstruction, TmaPlan, TmaTileCoord
+
+__all__ = ["make_tma_copy"]
+
+
+def _where(gmem: GlobalTensor, smem: SmemTensor) -> str:
+    return f"\n  global: {gmem!r}\n  shared: {smem!r}"
+
+
+def _array_modes(gmem: GlobalTensor, where: str) -> list[tuple[int, int]]:
+    """``[(extent, stride in elements)]`` per mode of the whole array; each mode one extent and one stride."""
+    if gmem.offset != 0 or gmem.dynamic:
+        raise PlanError(f"make_tma_copy: give the whole array (offset 0, no run-time index); the tile index picks "
+                        f"the tile{where}")
+    shape, stride = gmem.layout.shape, gmem.layout.stride
+    modes = list(zip(shape, stride)) if isinstance(shape, tuple) else [(shape, stride)]
+    for k, (n, d) in enumerate(modes):
+        if not (is_int(n) and is_int(d)):
+            raise PlanError(f"make_tma_copy: array mode {k} {n}:{d} is hierarchical; a tensor map dimension is one "
+                            f"extent and one stride (reshape the array){where}")
+    if len(modes) > MAX_RANK:
+        raise PlanError(f"make_tma_copy: the array has {len(modes)} modes; a tensor map has at most {MAX_RANK}{where}")
+    return modes
+
+
+def _swizzle(smem: SmemTensor, elem: int, where: str) -> TmaSwizzle:
+    """The TMA mode whose byte swizzle is the tile's element swizzle (B, M and S all compared), else a PlanError
+    with the conversion."""
+    if smem.swizzle is None:
+        return TMA_SWIZZLES[0]
+    t = elem.bit_length() - 1
+    sw = smem.swizzle
+    mode = tma_swizzle_of_bytes(Swizzle(sw.bits, sw.base + t, sw.shift))
+    if mode is None:
+        wanted = ", ".join(f"{m.name} = Sw<{m.byte_swizzle.bits},{m.byte_swizzle.base - t},"
+                           f"{m.byte_swizzle.shift}>" for m in TMA_SWIZZLES[1:] if m.byte_swizzle is not None)
+        raise PlanError(f"make_tma_copy: the tile's swizzle {sw!r} on {elem}-byte elements is Sw<{sw.bits},"
+                        f"{sw.base + t},{sw.shift}> on bytes, which no TMA mode applies; in these elements TMA "
+                        f"swizzles are {wanted}{where}")
+    return mode
+
+
+def _check_array(modes: list, gmem: GlobalTensor, elem: int, where: str) -> int:
+    """The contiguous mode's index, after the encoder's rules on extents, strides and the base alignment."""
+    unit = [k for k, (n, d) in enumerate(modes) if d == 1]
+    if not unit:
+        raise PlanError(f"make_tma_copy: no array mode has stride 1; a tensor map's dimension 0 is contiguous{where}")
+    if gmem.base_align % GLOBAL_ALIGN:
+        raise PlanError(f"make_tma_copy: the array's base is aligned to {gmem.base_align} B; a tensor map needs "
+                        f"{GLOBAL_ALIGN}{where}")
+    for k, (n, d) in enumerate(modes):
+        if not 1 <= n <= DIM_LIMIT:
+            raise PlanError(f"make_tma_copy: array mode {k} has extent {n}, outside [1, 2^32]{where}")
+        if k != unit[0] and n > 1 and ((d * elem) % STRIDE_ALIGN or not 0 < d * elem < STRIDE_LIMIT):
+            raise PlanError(f"make_tma_copy: array mode {k} has a stride of {d * elem} B; a tensor map stride is a "
+                            f"positive multiple of {STRIDE_ALIGN} B below 2^40 (cp.async takes such arrays){where}")
+    return unit[0]
+
+
+def _smem_modes(smem: SmemTensor, rank: int, where: str) -> tuple[list, tuple[int, ...]]:
+    """``L``'s modes ``[(extent, array mode, step)]`` in shared-memory order, and the tile's extents."""
+    shape = smem.layout.shape
+    tile = tuple(int(Layout(m).size()) for m in (shape if isinstance(shape, tuple) else (shape,)))
+    if len(tile) != rank:
+        raise PlanError(f"make_tma_copy: the tile has {len(tile)} modes and the array {rank}; mode i of the tile "
+                        f"is a window of mode i of the array{where}")
+    layout = smem.layout if isinstance(shape, tuple) else Layout((shape,), (smem.layout.stride,))
+    inverse = right_inverse(layout)
+    if inverse.size() != layout.size():
+        raise PlanError(f"make_tma_copy: the tile's layout {smem.layout!r} does not fill a dense run of shared memory "
+                        f"(TMA writes boxes densely){where}")
+    L = coalesce(composition(make_identity_layout(tile), inverse))
+    shapes, strides = flatten(L.shape), flatten(L.stride)
+    out = []
+    for n, d in zip(shapes, strides):
+        if not isinstance(d, ScaledBasis) or len(d.terms) != 1:
+            raise PlanError(f"make_tma_copy: shared memory steps the tile by {d!r}, not along one mode{where}")
+        (axis, step), = d.terms
+        out.append((int(n), int(axis), int(step)))
+    return out, tile
+
+
+def _split_256(modes: list) -> list:
+    """Modes longer than a box dimension split into a 256-divisor inner part and the rest, where one divides."""
+    out = []
+    for n, axis, step in modes:
+        while n > MAX_BOX:
+            inner = next((b for b in range(MAX_BOX, 1, -1) if n % b == 0), None)
+            if inner is None:
+                break
+            out.append((inner, axis, step))
+            n, step = n // inner, step * inner
+        out.append((n, axis, step))
+    return out
+
+
+def _box(modes: list, first_axis: int, arrays: list) -> tuple[list, list, list]:
+    """``(box dims [(extent, axis, step)], the modes left to instructions, the reasons the box stopped)``."""
+    covered = [1] * len(arrays)
+    box, why = [], []
+    for k, (n, axis, step) in enumerate(modes):
+        reason = None
+        if k == 0 and (axis != first_axis or step != 1):
+            reason = f"the tile's first run in shared memory is along mode {axis}, not the contiguous mode {first_axis}"
+        elif step != covered[axis]:
+            reason = (f"mode {k} steps array mode {axis} by {step} elements; a box dimension continues it at "
+                      f"{covered[axis]}")
+        elif step > 1 and arrays[axis][0] % step:
+            reason = (f"mode {k} would view array mode {axis} ({arrays[axis][0]} elements) in {step}-element steps, "
+                      f"which do not divide it (the view would read past the mode)")
+        elif n > MAX_BOX:
+            reason = f"mode {k} is {n} long (a box dimension is at most {MAX_BOX}, and no divisor splits it)"
+        elif len(box) == MAX_RANK:
+            reason = f"a box has at most {MAX_RANK} dimensions"
+        if reason is not None:
+            why.append(Rejection(f"box with mode {k}", reason))
+            return box, modes[k:], why
+        box.append((n, axis, step))
+        covered[axis] *= n
+    return box, [], why
+
+
+def _dims(box: list, arrays: list, tile: tuple, elem: int, where: str) -> tuple[list, list]:
+    """The tensor map's dimensions ``[(global dim, byte stride, box, axis, step)]`` (box dims first, then a
+    size-1 dimension per array mode no box dimension covers) and how tile indices become coordinates."""
+    dims = []
+    for n, axis, step in box:
+        extent, stride = arrays[axis]
+        parts = [s for _, a, s in box if a == axis]
+        last = step == max(parts)
+        if not last:
+            g = n
+        else:
+            if len(parts) > 1 and extent % step:
+                raise PlanError(f"make_tma_copy: array mode {axis} ({extent} elements) is viewed as dimensions of "
+                                f"{step}-element steps; it must be a multiple of {step} or the view reads past "
+                                f"the mode{where}")
+            g = -(-extent // step)
+        dims.append((g, step * stride * elem, n, axis, step))
+    for axis, (extent, stride) in enumerate(arrays):
+        if not any(a == axis for _, a, _ in box):
+            dims.append((extent, stride * elem, 1, axis, 1))
+    if len(dims) > MAX_RANK:
+        raise PlanError(f"make_tma_copy: the tile needs {len(dims)} tensor-map dimensions (its box and every array "
+                        f"mode it spans once); a tensor map has at most {MAX_RANK}{where}")
+    tile_coords = []
+    for axis, extent in enumerate(tile):
+        j = max((k for k, d in enumerate(dims) if d[3] == axis), key=lambda k: dims[k][4])
+        tile_coords.append(TmaTileCoord(axis, j, extent // dims[j][4]))
+    return dims, tile_coords
+
+
+def _instructions(rest: list, box_elems: int, dims: list, ptx: str, elem: int, start: int, where: str) -> list:
+    """One box per point of the modes left over: its coordinates (on the dimension of its array mode with the
+    largest step dividing its own) and its shared-memory offset."""
+    stride, steps = box_elems, []
+    for n, axis, step in rest:
+        j = max((k for k, d in enumerate(dims) if d[3] == axis and step % d[4] == 0), key=lambda k: dims[k][4])
+        steps.append((n, j, step // dims[j][4], stride))
+        stride *= n
+    out = []
+    for point in itertools.product(*(range(n) for n, _, _, _ in steps)):
+        coords, offset = [0] * len(dims), 0
+        for v, (_, j, unit, smem_step) in zip(point, steps):
+            coords[j] += v * unit
+            offset += v * smem_step
+        if (offset * elem) % SMEM_ALIGN:
+            raise PlanError(f"make_tma_copy: a box would start {offset * elem} B into the tile; TMA boxes start on "
+                            f"{SMEM_ALIGN}-byte boundaries{where}")
+        out.append(TmaInstruction(ptx, tuple(coords), start + offset * elem))
+    return out
+
+
+def _check_smem(smem: SmemTensor, mode: TmaSwizzle, box0_bytes: int, where: str) -> None:
+    if box0_bytes % INNER_BOX_ALIGN:
+        raise PlanError(f"make_tma_copy: the box's rows are {box0_bytes} B; TMA moves whole {INNER_BOX_ALIGN}-byte "
+                        f"units (boxDim[0] x element bytes a multiple of {INNER_BOX_ALIGN}){where}")
+    if mode.byte_swizzle is not None and box0_bytes != mode.span:
+        raise PlanError(f"make_tma_copy: the box's rows are {box0_bytes} B under the {mode.name} swizzle, whose rows "
+                        f"are {mode.span} B; pycute plans swizzled boxes whose rows fill the swizzle row (narrower "
+                        f"rows are not settled, docs/tma.md){where}")
+    need = max(SMEM_ALIGN, mode.repeat)
+    if smem.base_align % need or (smem.offset * smem.bits // 8) % need:
+        raise PlanError(f"make_tma_copy: the tile starts {smem.offset * smem.bits // 8} B into a buffer aligned to "
+                        f"{smem.base_align} B; a {mode.name}-swizzled box needs {need}-byte alignment{where}")
+
+
+def make_tma_copy(dst: GlobalTensor | SmemTensor, src: GlobalTensor | SmemTensor) -> TmaPlan:
+    """Plan a TMA load (``src`` a whole global array, ``dst`` the shared tile) or store (the reverse) of one tile:
+    mode ``i`` of the tile is a window of mode ``i`` of the array, and the generated code takes a tile index per
+    mode. The fewest boxes (largest legal box), the tensor map's parameters and ``expect_tx``; PlanError names
+    the broken rule."""
+    if isinstance(dst, SmemTensor) and isinstance(src, GlobalTensor):
+        direction, gmem, smem = "load", src, dst
+    elif isinstance(dst, GlobalTensor) and isinstance(src, SmemTensor):
+        direction, gmem, smem = "store", dst, src
+    else:
+        raise TypeError(f"make_tma_copy: one tensor is a global array (make_global_tensor) and the other a shared "
+                        f"tile (make_smem_tensor), got {type(dst).__name__} <- {type(src).__name__}")
+    where = _where(gmem, smem)
+    if gmem.dtype != smem.dtype:
+        raise PlanError(f"make_tma_copy: TMA copies values unchanged: {gmem.dtype.name} and {smem.dtype.name}{where}")
+    if gmem.dtype.name not in DATA_TYPES:
+        raise PlanError(f"make_tma_copy: a tensor map has no type for {gmem.dtype.name} (it names "
+                        f"{', '.join(sorted(DATA_TYPES))}){where}")
+    if smem.dynamic:
+        raise PlanError(f"make_tma_copy: run-time indices of the shared tile are not planned yet (slice one "
+                        f"stage){where}")
+    elem = DTYPE_BYTES[gmem.dtype.name]
+    arrays = _array_modes(gmem, where)
+    first = _check_array(arrays, gmem, elem, where)
+    mode = _swizzle(smem, elem, where)
+    modes, tile = _smem_modes(smem, len(arrays), where)
+    box, rest, why = _box(_split_256(modes), first, arrays)
+    if not box:
+        raise PlanError(f"make_tma_copy: no box fits: {why[0].reason}{where}")
+    _check_smem(smem, mode, box[0][0] * elem, where)
+    dims, tile_coords = _dims(box, arrays, tile, elem, where)
+    params = TensorMapParams(gmem.dtype.name, DATA_TYPES[gmem.dtype.name], tuple(d[0] for d in dims),
+                             tuple(d[1] for d in dims[1:]), tuple(d[2] for d in dims), (1,) * len(dims), mode)
+    box_elems = 1
+    for n, _, _ in box:
+        box_elems *= n
+    atom = tma_atom(direction, len(dims))
+    insts = _instructions(rest, box_elems, dims, atom.ptx, elem, smem.offset * elem, where)
+    plan = TmaPlan(direction, atom, gmem, smem, params, tuple(tile_coords), tuple(insts), tuple(why))
+    if direction == "load" and plan.expect_tx > TX_LIMIT:
+        raise PlanError(f"make_tma_copy: one tile is {plan.expect_tx} B; an mbarrier phase counts at most {TX_LIMIT} "
+                        f"transaction bytes (split the tile){where}")
+    return plan

@@ -1,0 +1,126 @@
+"""The TMA round trip on a GPU: one kernel loads a tile with a plan's boxes (real TMA, tensor map encoded by the
+driver), dumps the shared-memory image, and stores the tile back into a second array with the store plan's boxes;
+the emulator runs the same plans on the same bytes, and both images must agree bit for bit."""
+from __future__ import annotations
+
+import attrs
+import numpy as np
+
+from ..compile.nvrtc import Compiled, compile_cuda
+from ..compile.runtime import Gpu, check_gpu, tensor_map_bytes
+from ..copy.tma.plan import TmaPlan
+from ..errors import CompileError
+from ..int_tuple import idx2crd
+from ..sim.emulator import Sm90Emulator
+from ..codegen.tma import emit_tma_copy
+
+__all__ = ["TmaRoundTrip"]
+
+_MARKER = 0xA5            # shared memory starts as this byte, so bytes no box writes are seen as untouched
+_SPIN = 1 << 26           # try_wait polls before the kernel gives up (a wrong expect_tx then fails, never hangs)
+
+
+def _check_pair(load: TmaPlan, store: TmaPlan) -> None:
+    if not (isinstance(load, TmaPlan) and isinstance(store, TmaPlan)):
+        raise TypeError("TmaRoundTrip: expected two TmaPlans (make_tma_copy)")
+    if load.direction != "load" or store.direction != "store" or load.smem != store.smem:
+        raise CompileError("TmaRoundTrip: a load plan and a store plan of the same shared tile")
+
+
+@attrs.frozen
+class TmaRoundTrip:
+    """Load ``load``'s tile of array A, dump shared memory, store it with ``store`` into array B."""
+
+    load: TmaPlan
+    store: TmaPlan
+
+    def __attrs_post_init__(self) -> None:
+        _check_pair(self.load, self.store)
+
+    @property
+    def smem_bytes(self) -> int:
+        """Shared bytes from the buffer base that cover the tile (a whole KiB)."""
+        elem = self.load.tensor_map.box_bytes // int(np.prod(self.load.tensor_map.box))
+        tile = self.load.tile_shape
+        last = max(self.load.smem.element_offset(*tuple(idx2crd(i, tile))) for i in range(int(np.prod(tile))))
+        return -(-(last + 1) * elem // 1024) * 1024
+
+    def source(self) -> str:
+        modes = len(self.load.tile_shape)
+        tiles = ", ".join(f"int t{k}" for k in range(modes))
+        args = ", ".join(f"t{k}" for k in range(modes))
+        store = emit_tma_copy(self.store, "rt_store").replace('#include "pycute/tma.cuh"\n', "")
+        return (emit_tma_copy(self.load, "rt_load") + store + f"""
+extern "C" __global__ void tma_roundtrip(const pycute_tensor_map* in_map, const pycute_tensor_map* out_map,
+                                         unsigned char* dump, unsigned* status, {tiles}) {{
+  extern __shared__ unsigned char raw[];
+  __shared__ __align__(8) unsigned long long mbar;
+  const unsigned base = (pycute_smem_address(raw) + 1023u) & ~1023u;
+  unsigned char* buf = raw + (base - pycute_smem_address(raw));
+  const unsigned m = pycute_smem_address(&mbar);
+  for (unsigned i = threadIdx.x; i < {self.smem_bytes}u; i += blockDim.x) buf[i] = {_MARKER};
+  if (threadIdx.x == 0) {{
+    pycute_tensormap_acquire(in_map);
+    pycute_tensormap_acquire(out_map);
+    pycute_mbarrier_init(m, 1);
+  }}
+  pycute_fence_proxy_async_shared();
+  __syncthreads();
+  if (threadIdx.x == 0) {{
+    pycute_mbarrier_arrive_expect_tx(m, rt_load_expect_tx);
+    rt_load(in_map, base, m, {args});
+  }}
+  unsigned spins = 0;
+  while (!pycute_mbarrier_try_wait_parity(m, 0) && ++spins < {_SPIN}u) {{
+  }}
+  if (threadIdx.x == 0) status[0] = spins;
+  for (unsigned i = threadIdx.x; i < {self.smem_bytes}u; i += blockDim.x) dump[i] = buf[i];
+  __syncthreads();
+  if (threadIdx.x == 0) {{
+    rt_store(out_map, base, {args});
+    pycute_bulk_wait_group<0>();
+  }}
+}}
+""")
+
+    def compile(self, arch: str = "sm_90a") -> Compiled:
+        return compile_cuda(self.source(), arch=arch)
+
+    def arrays(self, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+        """Array A's and array B's initial bytes."""
+        rng = np.random.default_rng(seed)
+        shape, stride = self.load.gmem.layout.shape, self.load.gmem.layout.stride
+        modes = list(zip(shape, stride)) if isinstance(shape, tuple) else [(shape, stride)]
+        elem = self.load.tensor_map.box_bytes // int(np.prod(self.load.tensor_map.box))
+        nbytes = (sum((n - 1) * d for n, d in modes) + 1) * elem
+        return rng.integers(0, 256, nbytes, dtype=np.uint8), rng.integers(0, 256, nbytes, dtype=np.uint8)
+
+    def emulate(self, tile: tuple[int, ...], seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+        """``(shared image, array B)`` the emulator says the kernel leaves."""
+        a, b = self.arrays(seed)
+        emu = Sm90Emulator(smem_bytes=self.smem_bytes)
+        emu.write_smem(0, np.full(self.smem_bytes, _MARKER, dtype=np.uint8))
+        for issue in self.load.stream(0, *tile):
+            emu.tma_load(self.load.tensor_map, a, issue.coords, issue.smem)
+        image = emu.ctas[0].smem.copy()
+        for issue in self.store.stream(0, *tile):
+            emu.tma_store(self.store.tensor_map, b, issue.coords, issue.smem)
+        return image, b
+
+    def run(self, gpu: Gpu, tile: tuple[int, ...], seed: int = 0, arch: str = "sm_90a") -> dict:
+        """Run on ``gpu``; ``{"smem": (got, want), "array": (got, want), "spins": n}``."""
+        gpu = check_gpu(gpu)
+        a, b = self.arrays(seed)
+        d_a, d_b = gpu.upload(a), gpu.upload(b)
+        maps = [np.frombuffer(tensor_map_bytes(plan.tensor_map.encode(int(buf.handle))), dtype=np.uint8)
+                for plan, buf in ((self.load, d_a), (self.store, d_b))]
+        d_in, d_out = gpu.upload(maps[0]), gpu.upload(maps[1])
+        d_dump = gpu.upload(np.zeros(self.smem_bytes, dtype=np.uint8))
+        d_status = gpu.upload(np.zeros(1, dtype=np.uint32))
+        kernel = gpu.kernel(self.compile(arch), "tma_roundtrip")
+        gpu.launch(kernel, d_in, d_out, d_dump, d_status, *(np.int32(t) for t in tile), grid=1, block=128,
+                   dynamic_smem=self.smem_bytes + 1024)
+        image, array = self.emulate(tile, seed)
+        return {"smem": (gpu.download(d_dump, np.uint8, self.smem_bytes), image),
+                "array": (gpu.download(d_b, np.uint8, b.size), array),
+                "spins": int(gpu.download(d_status, np.uint32, 1)[0])}

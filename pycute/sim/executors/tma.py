@@ -1,0 +1,79 @@
+"""The TMA executor: tile-mode ``cp.async.bulk.tensor`` loads and stores, bit for bit (PTX ISA #tensor-tiled-mode):
+the box is written to (read from) shared memory densely, dimension 0 fastest, through the mode's swizzle of the
+absolute byte address; out-of-bounds elements load as zeros and are not stored; a load delivers the whole box's
+bytes to its mbarrier, out-of-bounds parts included (docs/tma.md)."""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ...errors import EmulationError
+from ..machine import Machine
+
+__all__ = ["TmaExecutor"]
+
+_ELEM_BYTES = {0: 1, 1: 2, 2: 4, 3: 4, 6: 2, 7: 4, 9: 2, 11: 4}     # CUtensorMapDataType -> bytes
+
+
+def _box_addresses(params: Any, coords: tuple, smem: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per box element (dim 0 fastest): its global byte offset, whether it is in bounds, and its (swizzled)
+    shared-memory byte address."""
+    elem = _ELEM_BYTES[params.data_type]
+    box, dims = params.box, params.global_dims
+    strides = (elem,) + tuple(params.global_strides)
+    if len(coords) != len(box):
+        raise EmulationError(f"TMA: {len(coords)} coordinates for a {len(box)}-dimensional tensor map")
+    if smem % 16:
+        raise EmulationError(f"TMA: the box's shared address {smem:#x} is not 16-byte aligned")
+    idx = np.indices(tuple(reversed(box))).reshape(len(box), -1)[::-1]          # row k: box index of dim k
+    g = idx + np.array(coords, dtype=np.int64)[:, None]
+    inside = np.all((g >= 0) & (g < np.array(dims, dtype=np.int64)[:, None]), axis=0)
+    offset = (g * np.array(strides, dtype=np.int64)[:, None]).sum(axis=0)
+    linear = smem + np.arange(idx.shape[1], dtype=np.int64) * elem
+    sw = params.swizzle.byte_swizzle
+    return offset, inside, (sw(linear) if sw is not None else linear)
+
+
+class TmaExecutor(Machine):
+    """TMA loads and stores between a global byte array and a CTA's shared memory."""
+
+    def _bytes(self, params: Any, addresses: np.ndarray, cta: int) -> np.ndarray:
+        c = self.ctas[self._cta(cta)]
+        elem = _ELEM_BYTES[params.data_type]
+        rel = addresses[:, None] - c.smem_base + np.arange(elem)[None, :]
+        if rel.min() < 0 or rel.max() >= c.smem.size:
+            raise EmulationError(f"TMA: the box reaches shared memory [{int(addresses.min()):#x}, "
+                                 f"{int(addresses.max()) + elem:#x}), outside [{c.smem_base:#x}, "
+                                 f"{c.smem_base + c.smem.size:#x})")
+        return rel
+
+    def tma_load(self, params: Any, gmem: np.ndarray, coords: tuple, smem: int, cta: int = 0) -> int:
+        """One box from ``gmem`` (the array's bytes from its base) into shared memory at ``smem``; returns the bytes
+        it delivers to the mbarrier (the whole box)."""
+        offset, inside, addresses = _box_addresses(params, coords, smem)
+        elem = _ELEM_BYTES[params.data_type]
+        rel = self._bytes(params, addresses, cta)
+        data = np.zeros((offset.size, elem), dtype=np.uint8)
+        src = offset[inside][:, None] + np.arange(elem)[None, :]
+        if src.size and src.max() >= gmem.size:
+            raise EmulationError(f"TMA: an in-bounds element at byte {int(src.max())} lies past the {gmem.size}-byte "
+                                 f"array the tensor map describes")
+        data[inside] = gmem[src]
+        self.ctas[self._cta(cta)].smem[rel] = data
+        return int(offset.size * elem)
+
+    def tma_store(self, params: Any, gmem: np.ndarray, coords: tuple, smem: int, cta: int = 0) -> None:
+        """One box from shared memory at ``smem`` into ``gmem`` (in place); out-of-bounds elements are dropped."""
+        if any(c < 0 for c in coords):
+            raise EmulationError(f"TMA store at coordinates {coords}: a store's coordinates are non-negative (PTX "
+                                 f"#data-movement-and-conversion-instructions-tensor-copy-restrictions)")
+        offset, inside, addresses = _box_addresses(params, coords, smem)
+        elem = _ELEM_BYTES[params.data_type]
+        rel = self._bytes(params, addresses, cta)
+        data = self.ctas[self._cta(cta)].smem[rel]
+        dst = offset[inside][:, None] + np.arange(elem)[None, :]
+        if dst.size and dst.max() >= gmem.size:
+            raise EmulationError(f"TMA: an in-bounds element at byte {int(dst.max())} lies past the {gmem.size}-byte "
+                                 f"array the tensor map describes")
+        gmem[dst] = data[inside]

@@ -1,0 +1,46 @@
+"""TMA copies by shape: element sizes, ranks 1-5, every swizzle, boxes from 16 B to 256 elements, tiles that are
+partial and wholly out of bounds, several boxes, a tile at an offset inside a larger buffer. Each case: a name, the
+array, the shared tile, and the tile indices to run (the last ones partly or wholly out of bounds)."""
+import pycute as pc
+from pycute import Layout
+
+
+def case(name, dtype, array, tile, tiles):
+    g = pc.make_global_tensor(dtype, array)
+    return name, g, tile, tiles
+
+
+def smem(dtype, layout, base_align=1024):
+    return pc.make_smem_tensor(dtype, layout, base_align=base_align)
+
+
+CASES = [
+    case("f32-2d-plain", pc.f32, Layout((300, 96), (96, 1)), smem(pc.f32, Layout((64, 32), (32, 1))),
+         [(0, 0), (4, 2), (5, 3)]),
+    case("u8-2d-16B-rows", pc.u8, Layout((100, 48), (48, 1)), smem(pc.u8, Layout((64, 16), (16, 1))),
+         [(0, 0), (1, 2), (2, 3)]),
+    case("bf16-kmajor-128B", pc.bf16, Layout((300, 256), (256, 1)), pc.kmajor_smem_tensor(pc.bf16, 128, 128, "128B"),
+         [(0, 0), (2, 1), (3, 2)]),
+    case("bf16-kmajor-64B", pc.bf16, Layout((200, 64), (64, 1)), pc.kmajor_smem_tensor(pc.bf16, 64, 64, "64B"),
+         [(0, 0), (3, 0), (4, 1)]),
+    case("bf16-kmajor-32B", pc.bf16, Layout((72, 48), (48, 1)), pc.kmajor_smem_tensor(pc.bf16, 64, 32, "32B"),
+         [(0, 0), (1, 1), (2, 2)]),
+    case("u8-kmajor-128B", pc.u8, Layout((130, 256), (256, 1)), pc.kmajor_smem_tensor(pc.u8, 128, 256, "128B"),
+         [(0, 0), (1, 0), (2, 1)]),
+    case("f32-kmajor-128B", pc.f32, Layout((128, 64), (64, 1)), pc.kmajor_smem_tensor(pc.f32, 64, 64, "128B"),
+         [(0, 0), (1, 1), (2, 2)]),
+    case("bf16-kmajor-128B-K-not-atom", pc.bf16, Layout((128, 100), (112, 1)),
+         pc.kmajor_smem_tensor(pc.bf16, 128, 128, "128B"), [(0, 0), (1, 1)]),
+    case("f32-1d-256", pc.f32, Layout(1000, 1), smem(pc.f32, Layout(256, 1)), [(0,), (3,), (4,)]),
+    case("f32-1d-512-two-boxes", pc.f32, Layout(1000, 1), smem(pc.f32, Layout(512, 1)), [(0,), (1,), (2,)]),
+    case("f32-3d", pc.f32, Layout((4, 64, 96), (6144, 96, 1)), smem(pc.f32, Layout((2, 16, 32), (512, 32, 1))),
+         [(0, 0, 0), (1, 3, 2), (2, 4, 3)]),
+    case("u8-5d", pc.u8, Layout((2, 3, 4, 8, 32), (3072, 1024, 256, 32, 1)),
+         smem(pc.u8, Layout((1, 1, 2, 8, 32), (512, 512, 256, 32, 1))), [(0, 0, 0, 0, 0), (1, 2, 1, 0, 0)]),
+    case("f32-512-rows-two-boxes", pc.f32, Layout((300, 32), (32, 1)), smem(pc.f32, Layout((512, 32), (32, 1))),
+         [(0, 0), (1, 0)]),
+    case("f32-tile-at-8KiB", pc.f32, Layout((128, 64), (64, 1)),
+         smem(pc.f32, Layout((64, 32, 2), (32, 1, 2048)))[:, :, 1], [(0, 0), (1, 1), (2, 2)]),
+    case("f32-box-larger-than-array", pc.f32, Layout((20, 24), (24, 1)), smem(pc.f32, Layout((64, 32), (32, 1))),
+         [(0, 0), (1, 1)]),
+]

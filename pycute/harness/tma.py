@@ -20,19 +20,19 @@ _MARKER = 0xA5            # shared memory starts as this byte, so bytes no box w
 _SPIN = 1 << 26           # try_wait polls before the kernel gives up (a wrong expect_tx then fails, never hangs)
 
 
-def _check_pair(load: TmaPlan, store: TmaPlan) -> None:
-    if not (isinstance(load, TmaPlan) and isinstance(store, TmaPlan)):
-        raise TypeError("TmaRoundTrip: expected two TmaPlans (make_tma_copy)")
-    if load.direction != "load" or store.direction != "store" or load.smem != store.smem:
+def _check_pair(load: TmaPlan, store: TmaPlan | None) -> None:
+    if not isinstance(load, TmaPlan) or not (store is None or isinstance(store, TmaPlan)):
+        raise TypeError("TmaRoundTrip: expected a load TmaPlan and a store TmaPlan or None (make_tma_copy)")
+    if load.direction != "load" or (store is not None and (store.direction != "store" or load.smem != store.smem)):
         raise CompileError("TmaRoundTrip: a load plan and a store plan of the same shared tile")
 
 
 @attrs.frozen
 class TmaRoundTrip:
-    """Load ``load``'s tile of array A, dump shared memory, store it with ``store`` into array B."""
+    """Load ``load``'s tile of array A, dump shared memory, store it with ``store`` (if any) into array B."""
 
     load: TmaPlan
-    store: TmaPlan
+    store: TmaPlan | None
 
     def __attrs_post_init__(self) -> None:
         _check_pair(self.load, self.store)
@@ -49,7 +49,9 @@ class TmaRoundTrip:
         modes = len(self.load.tile_shape)
         tiles = ", ".join(f"int t{k}" for k in range(modes))
         args = ", ".join(f"t{k}" for k in range(modes))
-        store = emit_tma_copy(self.store, "rt_store").replace('#include "pycute/tma.cuh"\n', "")
+        store = "" if self.store is None else emit_tma_copy(self.store, "rt_store").replace(
+            '#include "pycute/tma.cuh"\n', "")
+        store_call = "" if self.store is None else f"rt_store(out_map, base, {args});"
         return (emit_tma_copy(self.load, "rt_load") + store + f"""
 extern "C" __global__ void tma_roundtrip(const pycute_tensor_map* in_map, const pycute_tensor_map* out_map,
                                          unsigned char* dump, unsigned* status, {tiles}) {{
@@ -77,7 +79,7 @@ extern "C" __global__ void tma_roundtrip(const pycute_tensor_map* in_map, const 
   for (unsigned i = threadIdx.x; i < {self.smem_bytes}u; i += blockDim.x) dump[i] = buf[i];
   __syncthreads();
   if (threadIdx.x == 0) {{
-    rt_store(out_map, base, {args});
+    {store_call}
     pycute_bulk_wait_group<0>();
   }}
 }}
@@ -103,7 +105,7 @@ extern "C" __global__ void tma_roundtrip(const pycute_tensor_map* in_map, const 
         for issue in self.load.stream(0, *tile):
             emu.tma_load(self.load.tensor_map, a, issue.coords, issue.smem)
         image = emu.ctas[0].smem.copy()
-        for issue in self.store.stream(0, *tile):
+        for issue in [] if self.store is None else self.store.stream(0, *tile):
             emu.tma_store(self.store.tensor_map, b, issue.coords, issue.smem)
         return image, b
 
@@ -113,7 +115,7 @@ extern "C" __global__ void tma_roundtrip(const pycute_tensor_map* in_map, const 
         a, b = self.arrays(seed)
         d_a, d_b = gpu.upload(a), gpu.upload(b)
         maps = [np.frombuffer(tensor_map_bytes(plan.tensor_map.encode(int(buf.handle))), dtype=np.uint8)
-                for plan, buf in ((self.load, d_a), (self.store, d_b))]
+                for plan, buf in ((self.load, d_a), (self.store or self.load, d_b))]
         d_in, d_out = gpu.upload(maps[0]), gpu.upload(maps[1])
         d_dump = gpu.upload(np.zeros(self.smem_bytes, dtype=np.uint8))
         d_status = gpu.upload(np.zeros(1, dtype=np.uint32))

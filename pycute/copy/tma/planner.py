@@ -166,6 +166,8 @@ def _dims(box: list, arrays: list, tile: tuple, elem: int, where: str) -> tuple[
     for axis, (extent, stride) in enumerate(arrays):
         if not any(a == axis for _, a, _ in box):
             dims.append((extent, stride * elem, 1, axis, 1))
+    if len(dims) == 1:              # the driver refuses rank-1 maps (docs/tma.md): a size-1 second dimension
+        dims.append((1, -(-dims[0][0] * elem // STRIDE_ALIGN) * STRIDE_ALIGN, 1, -1, 1))
     if len(dims) > MAX_RANK:
         raise PlanError(f"make_tma_copy: the tile needs {len(dims)} tensor-map dimensions (its box and every array "
                         f"mode it spans once); a tensor map has at most {MAX_RANK}{where}")
@@ -249,6 +251,11 @@ def make_tma_copy(dst: GlobalTensor | SmemTensor, src: GlobalTensor | SmemTensor
         box_elems *= n
     atom = tma_atom(direction, len(dims))
     insts = _instructions(rest, box_elems, dims, atom.ptx, elem, smem.offset * elem, where)
+    if direction == "store" and (params.global_dims[0] * elem) % INNER_BOX_ALIGN:
+        raise PlanError(f"make_tma_copy: the array's rows are {params.global_dims[0] * elem} B; a TMA store writes "
+                        f"every {INNER_BOX_ALIGN}-byte unit it touches whole, so the bytes past each row's end up to "
+                        f"the next {INNER_BOX_ALIGN}-byte boundary would be overwritten (measured on the H200, "
+                        f"docs/tma.md){where}")
     plan = TmaPlan(direction, atom, gmem, smem, params, tuple(tile_coords), tuple(insts), tuple(why))
     if direction == "load" and plan.expect_tx > TX_LIMIT:
         raise PlanError(f"make_tma_copy: one tile is {plan.expect_tx} B; an mbarrier phase counts at most {TX_LIMIT} "

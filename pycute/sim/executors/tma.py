@@ -1,7 +1,8 @@
 """The TMA executor: tile-mode ``cp.async.bulk.tensor`` loads and stores, bit for bit (PTX ISA #tensor-tiled-mode):
 the box is written to (read from) shared memory densely, dimension 0 fastest, through the mode's swizzle of the
-absolute byte address; out-of-bounds elements load as zeros and are not stored; a load delivers the whole box's
-bytes to its mbarrier, out-of-bounds parts included (docs/tma.md)."""
+absolute byte address; out-of-bounds elements load as zeros and are not stored, except that a store writes a row's
+16-byte units whole; a load delivers the whole box's bytes to its mbarrier, out-of-bounds parts included
+(docs/tma.md)."""
 from __future__ import annotations
 
 from typing import Any
@@ -16,11 +17,15 @@ __all__ = ["TmaExecutor"]
 _ELEM_BYTES = {0: 1, 1: 2, 2: 4, 3: 4, 6: 2, 7: 4, 9: 2, 11: 4}     # CUtensorMapDataType -> bytes
 
 
-def _box_addresses(params: Any, coords: tuple, smem: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _box_addresses(params: Any, coords: tuple, smem: int, store: bool = False
+                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Per box element (dim 0 fastest): its global byte offset, whether it is in bounds, and its (swizzled)
-    shared-memory byte address."""
+    shared-memory byte address. A store writes every 16-byte unit of a row it touches whole (measured on the H200,
+    docs/tma.md), so for stores dimension 0 reaches the next 16-byte boundary."""
     elem = _ELEM_BYTES[params.data_type]
-    box, dims = params.box, params.global_dims
+    box, dims = params.box, list(params.global_dims)
+    if store:
+        dims[0] = -(-dims[0] * elem // 16) * 16 // elem
     strides = (elem,) + tuple(params.global_strides)
     if len(coords) != len(box):
         raise EmulationError(f"TMA: {len(coords)} coordinates for a {len(box)}-dimensional tensor map")
@@ -68,7 +73,7 @@ class TmaExecutor(Machine):
         if any(c < 0 for c in coords):
             raise EmulationError(f"TMA store at coordinates {coords}: a store's coordinates are non-negative (PTX "
                                  f"#data-movement-and-conversion-instructions-tensor-copy-restrictions)")
-        offset, inside, addresses = _box_addresses(params, coords, smem)
+        offset, inside, addresses = _box_addresses(params, coords, smem, store=True)
         elem = _ELEM_BYTES[params.data_type]
         rel = self._bytes(params, addresses, cta)
         data = self.ctas[self._cta(cta)].smem[rel]

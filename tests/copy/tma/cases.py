@@ -41,6 +41,12 @@ CASES = [
          [(0, 0), (1, 0)]),
     case("f32-tile-at-8KiB", pc.f32, Layout((128, 64), (64, 1)),
          smem(pc.f32, Layout((64, 32, 2), (32, 1, 2048)))[:, :, 1], [(0, 0), (1, 1), (2, 2)]),
+    case("f32-rows-not-16B", pc.f32, Layout((70, 30), (32, 1)), smem(pc.f32, Layout((64, 32), (32, 1))),
+         [(0, 0), (1, 0)]),
+    case("bf16-rows-not-16B", pc.bf16, Layout((64, 100), (112, 1)), smem(pc.bf16, Layout((64, 64), (64, 1))),
+         [(0, 0), (0, 1)]),
+    case("u8-rows-not-16B", pc.u8, Layout((40, 50), (64, 1)), smem(pc.u8, Layout((32, 64), (64, 1))),
+         [(0, 0), (1, 0)]),
     case("f32-box-larger-than-array", pc.f32, Layout((20, 24), (24, 1)), smem(pc.f32, Layout((64, 32), (32, 1))),
          [(0, 0), (1, 1)]),
 ]

@@ -35,8 +35,8 @@ from .arch.sm100.tmem import alloc_columns_for
 from .tensor import (GlobalTensor, RegisterFragment, SmemTensor, TmemAllocation, TmemTensor, dynamic,
                      kmajor_smem_tensor, make_fragment, make_global_tensor, make_smem_tensor, make_tmem_tensor)
 from .atoms import CopyAtom, Tcgen05CpAtom, TmemLoadAtom, TmemStoreAtom, atom_tmem_tensor
-from .copy import (CopyPlan, Plan, Tcgen05CpPlan, Tcgen05LdStPlan, TmemCopyPlan, copy_async, expected_tmem,
-                   make_tiled_copy, make_tmem_copy)
+from .copy import (CopyPlan, Plan, Tcgen05CpPlan, Tcgen05LdStPlan, TmaPlan, TmemCopyPlan, copy_async, expected_tmem,
+                   make_tiled_copy, make_tma_copy, make_tmem_copy)
 from .mma import mma_accumulator
 from . import compile  # pycute.compile (NVRTC, cache, SASS), reachable as pc.compile
 from . import codegen  # registers plan.cuda()
@@ -73,7 +73,8 @@ __all__ = [
     # copies: tensors by memory space (the canonical K-major tiles by swizzle name), the family's one operator,
     # atoms, plans, TMEM placement
     "make_global_tensor", "make_smem_tensor", "make_tmem_tensor", "make_fragment", "GlobalTensor", "RegisterFragment",
-    "kmajor_smem_tensor", "atom_tmem_tensor", "copy_async", "verify", "make_tiled_copy", "verify_plan", "expected_tmem", "dynamic", "TmemAllocation", "alloc_columns_for", "TmemTensor", "SmemTensor",
+    "kmajor_smem_tensor", "atom_tmem_tensor", "copy_async", "verify", "make_tma_copy", "TmaPlan", "make_tiled_copy",
+    "verify_plan", "expected_tmem", "dynamic", "TmemAllocation", "alloc_columns_for", "TmemTensor", "SmemTensor",
     "CopyAtom", "Tcgen05CpAtom", "TmemLoadAtom", "TmemStoreAtom",
     # composing into a kernel: the protocol header, the completion signal, a standalone probe kernel, NVRTC
     "include_dir", "header_path", "commit_asm", "probe_source", "compile",

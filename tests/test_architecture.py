@@ -168,7 +168,7 @@ FACTS = {
     "row -> lane maps": (r"\* (pc \. )?TLane", ["arch/sm100/tcgen05_cp.py", "arch/sm100/datapath.py", "arch/sm100/mma.py",
                                                "demo.py"]),
     # demo.py prints the algebra of Sw<3,4,3> (a layout example, not the descriptor's modes)
-    "swizzle modes": (r"Swizzle \( \d , \d , \d \)", ["arch/sm100/swizzle_modes.py", "demo.py"]),
+    "swizzle modes": (r"Swizzle \( \d , \d , \d \)", ["arch/sm90/swizzle.py", "arch/sm100/swizzle_modes.py", "demo.py"]),
 }
 
 

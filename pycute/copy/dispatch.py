@@ -13,16 +13,18 @@ from typing import Any, Callable, Literal
 import attrs
 
 from ..arch.sm100.targets import TCGEN05_TARGETS
+from ..arch.sm90.tma import TMA_TARGETS
 from ..errors import PlanError
 from ..tensor.region import MemorySpace
 from ..tensor.rmem import RegisterFragment
 from .protocol import Plan, Rejection
 from .tcgen05_cp.planner import make_tiled_copy
+from .tma.planner import make_tma_copy
 from .tcgen05_ldst.planner import make_tmem_copy
 
 __all__ = ["CopyVariant", "VARIANTS", "VariantName", "copy_async"]
 
-VariantName = Literal["tcgen05_cp", "tcgen05_ld", "tcgen05_st"]
+VariantName = Literal["tma_load", "tma_store", "tcgen05_cp", "tcgen05_ld", "tcgen05_st"]
 
 
 @attrs.frozen
@@ -49,6 +51,10 @@ def _check_dtypes(dst, src, name: str) -> None:
         raise PlanError(f"{name} moves values unchanged: source {src.dtype.name}, destination {dst.dtype.name}")
 
 
+def _tma(dst: Any, src: Any) -> Plan:
+    return make_tma_copy(dst, src)
+
+
 def _tcgen05_cp(dst, src, cta_group: int = 1, shape: str | None = None, multicast: str | None = None,
                 decompress: str | None = None) -> Plan:
     return make_tiled_copy(dst, src, cta_group, shape=shape, multicast=multicast, decompress=decompress)
@@ -66,8 +72,10 @@ def _tcgen05_st(dst, src: RegisterFragment, max_registers: int = 32, shape: str 
     return make_tmem_copy(dst, "st", src.warps, max_registers, shape, num, pack, fragment=src.layout)
 
 
-#: The copy family, by memory pair. TMA, cp.async, bulk copies and DSMEM add their rows here.
+#: The copy family, by memory pair. cp.async, bulk copies and DSMEM add their rows here.
 VARIANTS: tuple[CopyVariant, ...] = (
+    CopyVariant("tma_load", "global", "shared", TMA_TARGETS, 0, _tma),
+    CopyVariant("tma_store", "shared", "global", TMA_TARGETS, 0, _tma),
     CopyVariant("tcgen05_cp", "shared", "tmem", TCGEN05_TARGETS, 0, _tcgen05_cp),
     CopyVariant("tcgen05_ld", "tmem", "register", TCGEN05_TARGETS, 0, _tcgen05_ld),
     CopyVariant("tcgen05_st", "register", "tmem", TCGEN05_TARGETS, 0, _tcgen05_st),

@@ -94,7 +94,7 @@ extern "C" __global__ void tma_roundtrip(const pycute_tensor_map* in_map, const 
         shape, stride = self.load.gmem.layout.shape, self.load.gmem.layout.stride
         modes = list(zip(shape, stride)) if isinstance(shape, tuple) else [(shape, stride)]
         elem = self.load.tensor_map.box_bytes // int(np.prod(self.load.tensor_map.box))
-        nbytes = (sum((n - 1) * d for n, d in modes) + 1) * elem
+        nbytes = -(-(sum((n - 1) * d for n, d in modes) + 1) * elem // 16) * 16     # whole 16-byte units
         return rng.integers(0, 256, nbytes, dtype=np.uint8), rng.integers(0, 256, nbytes, dtype=np.uint8)
 
     def emulate(self, tile: tuple[int, ...], seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
@@ -105,8 +105,9 @@ extern "C" __global__ void tma_roundtrip(const pycute_tensor_map* in_map, const 
         for issue in self.load.stream(0, *tile):
             emu.tma_load(self.load.tensor_map, a, issue.coords, issue.smem)
         image = emu.ctas[0].smem.copy()
-        for issue in [] if self.store is None else self.store.stream(0, *tile):
-            emu.tma_store(self.store.tensor_map, b, issue.coords, issue.smem)
+        if self.store is not None:
+            for issue in self.store.stream(0, *tile):
+                emu.tma_store(self.store.tensor_map, b, issue.coords, issue.smem)
         return image, b
 
     def run(self, gpu: Gpu, tile: tuple[int, ...], seed: int = 0, arch: str = "sm_90a") -> dict:

@@ -142,7 +142,7 @@ def verify_tma(plan: TmaPlan, seed: int = 0) -> None:
         raise TypeError(f"verify_tma: expected a TmaPlan (make_tma_copy), got {type(plan).__name__}")
     rng = np.random.default_rng(seed)
     modes, elem = _array_extents(plan), plan.tensor_map.box_bytes // _prod(plan.tensor_map.box)
-    nbytes = (sum((n - 1) * d for n, d in modes) + 1) * elem
+    nbytes = -(-(sum((n - 1) * d for n, d in modes) + 1) * elem // 16) * 16     # whole 16-byte units
     tile = plan.tile_shape
     coords = [tuple(idx2crd(i, tile)) for i in range(_prod(tile))]
     smem_offsets = np.array([plan.smem.element_offset(*(c if len(c) > 1 else c[:1])) for c in coords],

@@ -13,6 +13,7 @@ import enum
 
 from ...errors import DescriptorError
 from ...swizzle import Swizzle
+from ..sm90.swizzle import SWIZZLE_32B, SWIZZLE_64B, SWIZZLE_128B
 from ...dtypes import DType
 
 __all__ = ["SwizzleLabel", "SwizzleMode", "UNIT_BYTES", "UNIT_BITS"]
@@ -112,8 +113,8 @@ def element_base(bits: int) -> int:
 
 
 # mode -> (row pitch in bytes, swizzle of byte addresses, label)
-_FACTS = {SwizzleMode.NONE: (16, None, "none"), SwizzleMode.B32: (32, Swizzle(1, 4, 3), "32B"),
-          SwizzleMode.B64: (64, Swizzle(2, 4, 3), "64B"), SwizzleMode.B128: (128, Swizzle(3, 4, 3), "128B"),
+_FACTS = {SwizzleMode.NONE: (16, None, "none"), SwizzleMode.B32: (32, SWIZZLE_32B, "32B"),
+          SwizzleMode.B64: (64, SWIZZLE_64B, "64B"), SwizzleMode.B128: (128, SWIZZLE_128B, "128B"),
           SwizzleMode.B128_BASE32B: (128, Swizzle(2, 5, 2), "128B_base32B")}
 _BY_CODE = {m.value: m for m in SwizzleMode}
 _KMAJOR = (SwizzleMode.NONE, SwizzleMode.B32, SwizzleMode.B64, SwizzleMode.B128)   # modes tcgen05.cp uses

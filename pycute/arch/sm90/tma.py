@@ -9,6 +9,7 @@ from typing import Literal
 import attrs
 
 from ...swizzle import Swizzle
+from .swizzle import SWIZZLE_32B, SWIZZLE_64B, SWIZZLE_128B
 
 __all__ = ["MAX_RANK", "MAX_BOX", "GLOBAL_ALIGN", "STRIDE_ALIGN", "STRIDE_LIMIT", "DIM_LIMIT", "INNER_BOX_ALIGN",
            "SMEM_ALIGN", "TX_LIMIT", "TmaSwizzle", "TMA_SWIZZLES", "tma_swizzle_of_bytes", "DATA_TYPES",
@@ -46,9 +47,9 @@ class TmaSwizzle:
 
 TMA_SWIZZLES = (
     TmaSwizzle("none", 0, None, 1 << 30, 16),
-    TmaSwizzle("32B", 1, Swizzle(1, 4, 3), 32, 256),
-    TmaSwizzle("64B", 2, Swizzle(2, 4, 3), 64, 512),
-    TmaSwizzle("128B", 3, Swizzle(3, 4, 3), 128, 1024),
+    TmaSwizzle("32B", 1, SWIZZLE_32B, 32, 256),
+    TmaSwizzle("64B", 2, SWIZZLE_64B, 64, 512),
+    TmaSwizzle("128B", 3, SWIZZLE_128B, 128, 1024),
 )
 
 

@@ -12,7 +12,8 @@ from __future__ import annotations
 import itertools
 
 from ...arch.sm90.tma import (DATA_TYPES, DIM_LIMIT, GLOBAL_ALIGN, INNER_BOX_ALIGN, MAX_BOX, MAX_RANK, SMEM_ALIGN,
-                              STRIDE_ALIGN, STRIDE_LIMIT, TMA_SWIZZLES, TX_LIMIT, TmaSwizzle, tma_swizzle_of_bytes)
+                              STRIDE_ALIGN, STRIDE_LIMIT, TMA_SWIZZLES, TX_LIMIT, TmaDirection, TmaSwizzle,
+                              tma_swizzle_of_bytes)
 from ...atoms.tma import tma_atom
 from ...basis import ScaledBasis
 from ...composition import composition, right_inverse
@@ -123,7 +124,8 @@ def _split_256(modes: list) -> list:
 def _box(modes: list, first_axis: int, arrays: list) -> tuple[list, list, list]:
     """``(box dims [(extent, axis, step)], the modes left to instructions, the reasons the box stopped)``."""
     covered = [1] * len(arrays)
-    box, why = [], []
+    box: list = []
+    why: list = []
     for k, (n, axis, step) in enumerate(modes):
         reason = None
         if k == 0 and (axis != first_axis or step != 1):
@@ -218,6 +220,7 @@ def make_tma_copy(dst: GlobalTensor | SmemTensor, src: GlobalTensor | SmemTensor
     mode ``i`` of the tile is a window of mode ``i`` of the array, and the generated code takes a tile index per
     mode. The fewest boxes (largest legal box), the tensor map's parameters and ``expect_tx``; PlanError names
     the broken rule."""
+    direction: TmaDirection
     if isinstance(dst, SmemTensor) and isinstance(src, GlobalTensor):
         direction, gmem, smem = "load", src, dst
     elif isinstance(dst, GlobalTensor) and isinstance(src, SmemTensor):

@@ -1,0 +1,126 @@
+"""make_tma_copy: the largest legal box from the shared tile's order, the tensor map's parameters, the refusals
+(driver rules and what the H200 was measured to do), and every case emulated against the layouts alone."""
+import re
+
+import pytest
+
+import pycute as pc
+from pycute import Layout
+from pycute.compile import compile_cuda, runtime
+from pycute.copy.tma import make_tma_copy
+from pycute.sim.verify import verify_tma
+
+from .cases import CASES
+
+STORE_REFUSED = {"bf16-kmajor-128B-K-not-atom", "f32-rows-not-16B", "bf16-rows-not-16B", "u8-rows-not-16B"}
+
+
+@pytest.mark.parametrize("name,g,s,tiles", CASES, ids=[c[0] for c in CASES])
+def test_every_load_emulates_as_the_layouts_say(name, g, s, tiles):
+    verify_tma(make_tma_copy(s, g), seed=3)
+
+
+@pytest.mark.parametrize("name,g,s,tiles", [c for c in CASES if c[0] not in STORE_REFUSED],
+                         ids=[c[0] for c in CASES if c[0] not in STORE_REFUSED])
+def test_every_store_emulates_as_the_layouts_say(name, g, s, tiles):
+    verify_tma(make_tma_copy(g, s), seed=4)
+
+
+@pytest.mark.parametrize("name", sorted(STORE_REFUSED))
+def test_a_store_whose_rows_are_not_whole_16_byte_units_is_refused(name):
+    _, g, s, _ = next(c for c in CASES if c[0] == name)
+    with pytest.raises(pc.PlanError, match="a TMA store writes every 16-byte unit it touches whole"):
+        make_tma_copy(g, s)
+
+
+def test_a_kmajor_128B_bf16_tile_is_one_3d_box_with_the_swizzle_atoms_as_a_dimension():
+    """The answer CuTe's make_tma_copy gives (docs/tma.md): 128 x 128 bf16 in SW128 atoms -> box (64, 128, 2) over
+    the array viewed as (64, M, K/64), the third dimension 128 B apart; one instruction per tile."""
+    g = pc.make_global_tensor(pc.bf16, Layout((1024, 512), (512, 1)))
+    plan = make_tma_copy(pc.kmajor_smem_tensor(pc.bf16, 128, 128, "128B"), g)
+    m = plan.tensor_map
+    assert (m.box, m.global_dims, m.global_strides, m.swizzle.name) == ((64, 128, 2), (64, 1024, 8), (1024, 128), "128B")
+    assert len(plan.instructions) == 1 and plan.expect_tx == 128 * 128 * 2
+    assert plan.coords((3, 2)) == [(0, 384, 4)]
+
+
+@pytest.mark.parametrize("name,boxes,box", [("f32-512-rows-two-boxes", 2, (32, 256)), ("f32-1d-512-two-boxes", 2, (256, 1)),
+                                            ("bf16-kmajor-128B-K-not-atom", 2, (64, 128)), ("u8-5d", 1, (32, 8, 2, 1, 1)),
+                                            ("f32-2d-plain", 1, (32, 64))])
+def test_a_box_grows_until_a_rule_stops_it_and_the_rest_repeats_it(name, boxes, box):
+    _, g, s, _ = next(c for c in CASES if c[0] == name)
+    plan = make_tma_copy(s, g)
+    assert len(plan.instructions) == boxes and plan.tensor_map.box == box
+    assert plan.expect_tx == boxes * plan.tensor_map.box_bytes
+    if boxes > 1:
+        assert plan.rejected and "explain" not in plan.explain() and "larger boxes refused" in plan.explain()
+
+
+def test_a_rank_1_array_gets_a_size_1_second_dimension_because_the_driver_refuses_rank_1():
+    g = pc.make_global_tensor(pc.f32, Layout(1000, 1))
+    m = make_tma_copy(pc.make_smem_tensor(pc.f32, Layout(256, 1)), g).tensor_map
+    assert m.rank == 2 and m.global_dims == (1000, 1) and m.global_strides == (4000,) and m.box == (256, 1)
+
+
+BF16 = pc.make_global_tensor(pc.bf16, Layout((256, 128), (128, 1)))
+
+
+@pytest.mark.parametrize("dst,src,error,match", [
+    (pc.make_smem_tensor(pc.bf16, pc.ComposedLayout(pc.Swizzle(3, 4, 3), 0, Layout((8, 64), (64, 1)))), BF16,
+     pc.PlanError, r"Sw<3,4,3> on 2-byte elements is Sw<3,5,3> on bytes.*128B = Sw<3,3,3>"),
+    (pc.make_smem_tensor(pc.bf16, Layout((64, 64), (1, 64))), BF16, pc.PlanError,
+     "the tile's first run in shared memory is along mode 0, not the contiguous mode 1"),
+    (pc.make_smem_tensor(pc.bf16, Layout((64, 64), (64, 1))), pc.make_global_tensor(pc.bf16, Layout((64, 64), (68, 1))),
+     pc.PlanError, "array mode 0 has a stride of 136 B; a tensor map stride is a positive multiple of 16 B"),
+    (pc.make_smem_tensor(pc.f32, Layout((64, 64), (64, 1))), BF16, pc.PlanError, "TMA copies values unchanged"),
+    (pc.make_smem_tensor(pc.bf16, Layout((4, 4), (4, 1))), BF16, pc.PlanError, "the box's rows are 8 B"),
+    (pc.make_smem_tensor(pc.bf16, pc.ComposedLayout(pc.Swizzle(3, 3, 3), 0, Layout((64, 32), (32, 1)))), BF16,
+     pc.PlanError,
+     "the box's rows are 64 B under the 128B swizzle, whose rows are 128 B"),
+    (pc.make_smem_tensor(pc.bf16, Layout((64, 64), (64, 1)), base_align=16), BF16, pc.PlanError,
+     "needs 128-byte alignment"),
+    (pc.make_smem_tensor(pc.bf16, Layout((64, 64), (128, 1))), BF16, pc.PlanError, "does not fill a dense run"),
+    (pc.make_smem_tensor(pc.bf16, Layout(64, 1)), BF16, pc.PlanError, "the tile has 1 modes and the array 2"),
+    (pc.make_smem_tensor(pc.bf16, Layout((64, 64), (64, 1))), BF16[8:72, 0:64], pc.PlanError, "give the whole array"),
+    (pc.make_smem_tensor(pc.bf16, Layout((64, 64), (64, 1))), pc.make_smem_tensor(pc.bf16, Layout(4)), TypeError,
+     "one tensor is a global array"),
+])
+def test_a_copy_tma_cannot_make_is_refused_naming_the_rule(dst, src, error, match):
+    with pytest.raises(error, match=match):
+        make_tma_copy(dst, src)
+
+
+def test_copy_async_sends_global_and_shared_pairs_to_tma():
+    s = pc.kmajor_smem_tensor(pc.bf16, 128, 64, "128B")
+    assert pc.copy_async(s, BF16) == make_tma_copy(s, BF16)
+    assert pc.copy_async(BF16, s).direction == "store"
+    with pytest.raises(pc.PlanError, match="tma_load     not available on sm_80"):
+        pc.copy_async(s, BF16, arch="sm_80")
+
+
+@pytest.mark.parametrize("arch", ["sm_90a", "sm_100a"])
+@pytest.mark.parametrize("name", ["bf16-kmajor-128B", "f32-512-rows-two-boxes", "u8-5d", "f32-1d-512-two-boxes"])
+def test_the_device_function_assembles_to_the_planned_tma_instructions(arch, name):
+    _, g, s, _ = next(c for c in CASES if c[0] == name)
+    load, store = make_tma_copy(s, g), make_tma_copy(g, s)
+    n = len(load.tile_shape)
+    tiles = ", ".join(f"int t{k}" for k in range(n))
+    args = ", ".join(f"t{k}" for k in range(n))
+    src = load.cuda("ld") + store.cuda("st").replace('#include "pycute/tma.cuh"\n', "") + f"""
+extern "C" __global__ void k(const __grid_constant__ pycute_tensor_map map, unsigned smem, unsigned mbar, {tiles}) {{
+  ld(&map, smem, mbar, {args});
+  st(&map, smem, {args});
+}}
+"""
+    h = compile_cuda(src, arch=arch).histogram()
+    rank = load.tensor_map.rank
+    assert h.get(f"UTMALDG.{rank}D", 0) == len(load.instructions)
+    assert h.get(f"UTMASTG.{rank}D", 0) == len(store.instructions)
+    assert re.search(rf"constexpr unsigned ld_expect_tx = {load.expect_tx}u;", load.cuda("ld"))
+
+
+@pytest.mark.skipif(runtime.driver_available(), reason="this machine has a CUDA driver")
+def test_encoding_a_tensor_map_without_a_driver_is_a_clear_error():
+    plan = make_tma_copy(pc.kmajor_smem_tensor(pc.bf16, 128, 64, "128B"), BF16)
+    with pytest.raises(pc.CompileError, match="encoding a tensor map needs the CUDA driver"):
+        plan.tensor_map.encode(0x10000)

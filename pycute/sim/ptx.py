@@ -16,10 +16,18 @@ import re
 
 from ..codegen.probe import PROBE_SHARED_SYMBOL, probe_entry
 from ..errors import CompileError
-from .executors import tcgen05_cp, tcgen05_ldst
+from .executors import tcgen05_cp, tcgen05_ldst, tma
 
 #: PTX opcode prefix -> the executor's decoder of its issued instructions (pycute.sim.executors).
-ISSUE_DECODERS = {"tcgen05.cp": tcgen05_cp.decode, "tcgen05.ld": tcgen05_ldst.decode, "tcgen05.st": tcgen05_ldst.decode}
+ISSUE_DECODERS = {"tcgen05.cp": tcgen05_cp.decode, "tcgen05.ld": tcgen05_ldst.decode, "tcgen05.st": tcgen05_ldst.decode,
+                  "cp.async.bulk.tensor": tma.decode}
+#: Which of a thread's lists each family's records go to.
+_RECORDS = {"tcgen05.cp": "issued", "tcgen05.ld": "ldst", "tcgen05.st": "ldst", "cp.async.bulk.tensor": "tma"}
+
+
+def _family(op: str) -> str | None:
+    """The ISSUE_DECODERS key ``op`` starts with (``cp.async.bulk.tensor.2d...`` -> ``cp.async.bulk.tensor``)."""
+    return next((k for k in ISSUE_DECODERS if op == k or op.startswith(k + ".")), None)
 
 __all__ = ["run_entry", "trace_entry", "probe_stream", "ldst_stream", "GENERIC_SHARED_WINDOW"]
 
@@ -34,6 +42,7 @@ _ENTRY_DIRECTIVE = re.compile(r"\.(?:maxntid|reqntid|minnctapersm|maxnctapersm|r
 # Statements that order or signal but write no register of the thread.
 _SYNC_OPS = ("bar", "barrier", "fence", "membar")
 _SYNC_TCGEN05 = ("commit", "fence::before_thread_sync", "fence::after_thread_sync", "wait::ld", "wait::st")
+_SYNC_BULK = ("cp.async.bulk.commit_group", "cp.async.bulk.wait_group")
 _SKIP = re.compile(r"^(?:\.reg|\.local|\.shared|\.pragma|\.loc|\.maxntid|\.reqntid|\.minnctapersm|//|\{|\})")
 _LABEL = re.compile(r"^([\w$]+):$")
 
@@ -125,6 +134,7 @@ class _Thread:
         self.regs: dict[str, int] = {}
         self.issued: list = []
         self.ldst: list = []
+        self.tma: list = []
         self.trace: list = []
 
     def value(self, tok: str, bits: int = 64) -> int:
@@ -151,9 +161,9 @@ class _Thread:
 
     def _issue(self, family: str, op: str, args: list) -> None:
         """An instruction of a family the executors model: decoded by its executor into the record a plan streams
-        (``issued`` for tcgen05.cp, ``ldst`` for tcgen05.ld/st), an ld's destination registers set."""
+        (``issued`` for tcgen05.cp, ``ldst`` for tcgen05.ld/st, ``tma`` for TMA), an ld's destination registers set."""
         record = ISSUE_DECODERS[family](op, args, self.value)
-        (self.issued if family == "tcgen05.cp" else self.ldst).append(record)
+        getattr(self, _RECORDS[family]).append(record)
         self.trace.append(record)
         if family == "tcgen05.ld":
             for reg in next(a for a in args if a.startswith("{")).strip("{}").split(","):
@@ -171,14 +181,14 @@ class _Thread:
         base = parts[0]
         bits = _width(parts[-1]) if len(parts) > 1 else 32
         if base in _SYNC_OPS or (base == "tcgen05" and parts[1] in _SYNC_TCGEN05) or \
-                (base == "mbarrier" and parts[1] in ("init", "arrive")):
+                (base == "mbarrier" and parts[1] in ("init", "arrive")) or op.startswith(_SYNC_BULK):
             if base == "mbarrier" and parts[1] == "arrive" and args and args[0] != "_":
                 self.regs[args[0]] = 0                       # the arrival's state token
             self.trace.append((op, [self.value(a.strip("[]")) if a.strip("[]") in self.regs else a for a in args]))
         elif base == "mbarrier" and parts[1] in ("try_wait", "test_wait"):
             self.regs[args[0]] = 1                           # the phase has completed (no asynchrony here)
-        elif ".".join(parts[:2]) in ISSUE_DECODERS:
-            self._issue(".".join(parts[:2]), op, args)
+        elif _family(op) is not None:
+            self._issue(str(_family(op)), op, args)
         elif base == "shfl":
             # The one thread modelled stands for its warp: shfl.sync returns its own value, which is the source
             # lane's for warp-uniform operands (what pycute_warp_index() shuffles).

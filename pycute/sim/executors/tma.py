@@ -5,14 +5,16 @@ absolute byte address; out-of-bounds elements load as zeros and are not stored, 
 (docs/tma.md)."""
 from __future__ import annotations
 
-from typing import Any
+import re
+from typing import Any, Callable
 
 import numpy as np
 
 from ...errors import EmulationError
+from ...atoms.tma import TmaIssue
 from ..machine import Machine
 
-__all__ = ["TmaExecutor"]
+__all__ = ["TmaExecutor", "decode"]
 
 _ELEM_BYTES = {0: 1, 1: 2, 2: 4, 3: 4, 6: 2, 7: 4, 9: 2, 11: 4}     # CUtensorMapDataType -> bytes
 
@@ -82,3 +84,16 @@ class TmaExecutor(Machine):
             raise EmulationError(f"TMA: an in-bounds element at byte {int(dst.max())} lies past the {gmem.size}-byte "
                                  f"array the tensor map describes")
         gmem[dst] = data[inside]
+
+
+def decode(op: str, args: list, value: Callable[[str], int]) -> TmaIssue:
+    """A compiled tile-mode ``cp.async.bulk.tensor`` as the issue record a plan streams: a load's ``[smem],
+    [map, {c0, ...}], [mbar]`` or a store's ``[map, {c0, ...}], [smem]`` (``value`` reads an operand)."""
+    store = ".global.shared::cta" in op
+    tensor, smem = (args[0], args[1]) if store else (args[1], args[0])
+    m = re.fullmatch(r"\[\s*[^,\s]+\s*,\s*\{([^}]*)\}\s*\]", tensor)
+    if m is None:
+        raise EmulationError(f"{op}: tensor operand {tensor!r} is not [map, {{coordinates}}]")
+    coords = tuple((value(c.strip()) & 0xFFFFFFFF) - ((value(c.strip()) & 0x80000000) << 1)
+                   for c in m.group(1).split(","))
+    return TmaIssue(op, coords, value(smem.strip("[] ")) & 0xFFFFFFFF)

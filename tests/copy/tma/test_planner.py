@@ -124,3 +124,24 @@ def test_encoding_a_tensor_map_without_a_driver_is_a_clear_error():
     plan = make_tma_copy(pc.kmajor_smem_tensor(pc.bf16, 128, 64, "128B"), BF16)
     with pytest.raises(pc.CompileError, match="encoding a tensor map needs the CUDA driver"):
         plan.tensor_map.encode(0x10000)
+
+
+@pytest.mark.parametrize("name,tile", [("bf16-kmajor-128B", (2, 1)), ("f32-512-rows-two-boxes", (1, 0)),
+                                       ("u8-5d", (1, 2, 1, 0, 0))])
+def test_the_compiled_code_issues_the_plans_boxes(name, tile):
+    """The PTX interpreter reads the compiled load and store back as the plan's own stream."""
+    from pycute.sim.ptx import trace_entry
+    _, g, s, _ = next(c for c in CASES if c[0] == name)
+    load, store = make_tma_copy(s, g), make_tma_copy(g, s)
+    n = len(tile)
+    tiles = ", ".join(f"int t{k}" for k in range(n))
+    args = ", ".join(f"t{k}" for k in range(n))
+    src = load.cuda("ld") + store.cuda("st").replace('#include "pycute/tma.cuh"\n', "") + f"""
+extern "C" __global__ void k(const void* map, unsigned smem, unsigned mbar, {tiles}) {{
+  ld(map, smem, mbar, {args});
+  st(map, smem, {args});
+}}
+"""
+    ptx = compile_cuda(src, arch="sm_90a").ptx
+    thread = trace_entry(ptx, {0: 0x7000_0000, 1: 0x400, 2: 0x80, **{3 + k: t for k, t in enumerate(tile)}}, {}, "k")
+    assert thread.tma == load.stream(0x400, *tile) + store.stream(0x400, *tile)

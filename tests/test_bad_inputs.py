@@ -139,7 +139,7 @@ BAD = {
     "cache directory int": (lambda: CompileCache(5), T, "directory must be a path"),
     "emulator fill -1": (lambda: Sm100Emulator(fill_tmem=-1), E, "not a 32-bit TMEM cell value"),
     "emulator fill float": (lambda: Sm100Emulator(fill_tmem=1.0), T, "fill_tmem must be an integer"),
-    "emulator 3 CTAs": (lambda: Sm100Emulator(ctas=3), E, "1 CTA or a CTA pair"),
+    "emulator 3 CTAs": (lambda: Sm100Emulator(ctas=3), E, "Sm100Emulator models 1 to 2 CTAs"),
     "emulator cta 5": (lambda: Sm100Emulator().write_smem(0, b"x", cta=5), E, "CTA 5 does not exist"),
     "emulator cta -1": (lambda: Sm100Emulator().tmem_image(cta=-1), E, "CTA -1 does not exist"),
     "emulator cta text": (lambda: Sm100Emulator().tmem_image(cta="0"), T, "cta must be an integer"),

@@ -29,16 +29,19 @@ class TmaAtom:
 
     direction: TmaDirection
     rank: int
+    multicast: bool = False
 
     def __attrs_post_init__(self) -> None:
         if self.direction not in ("load", "store"):
             raise PlanError(f"a TMA atom loads or stores, not {self.direction!r}")
         if not 1 <= self.rank <= MAX_RANK:
             raise PlanError(f"a TMA box has 1 to {MAX_RANK} dimensions, not {self.rank}")
+        if self.multicast and self.direction != "load":
+            raise PlanError("only TMA loads multicast (PTX ISA: .multicast::cluster)")
 
     @property
     def ptx(self) -> str:
-        return tma_ptx(self.direction, self.rank)
+        return tma_ptx(self.direction, self.rank, self.multicast)
 
     @property
     def sass(self) -> str:
@@ -46,6 +49,6 @@ class TmaAtom:
         return TMA_SASS[self.direction]
 
 
-def tma_atom(direction: TmaDirection, rank: int) -> TmaAtom:
-    """The atom of a ``rank``-dimensional tile-mode ``direction``."""
-    return TmaAtom(direction, rank)
+def tma_atom(direction: TmaDirection, rank: int, multicast: bool = False) -> TmaAtom:
+    """The atom of a ``rank``-dimensional tile-mode ``direction`` (``multicast``: to every CTA of a mask)."""
+    return TmaAtom(direction, rank, multicast)

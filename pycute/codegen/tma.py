@@ -11,9 +11,19 @@ from .common import ABI_VERSION, check_function_name
 __all__ = ["emit_tma_copy", "tma_helper", "tma_header_functions"]
 
 
-def tma_helper(direction: str, rank: int) -> str:
-    """The header's wrapper of a ``rank``-dimensional tile-mode load or store."""
-    return f"pycute_tma_{direction}_{rank}d"
+def tma_helper(direction: str, rank: int, multicast: bool = False) -> str:
+    """The header's wrapper of a ``rank``-dimensional tile-mode load (``multicast``: to a CTA mask) or store."""
+    return f"pycute_tma_{direction}{'_multicast' if multicast else ''}_{rank}d"
+
+
+def _multicast_wrapper(rank: int) -> str:
+    coords = ", ".join(f"int c{k}" for k in range(rank))
+    regs = ", ".join(f"%{4 + k}" for k in range(rank))
+    operands = ", ".join(f'"r"(c{k})' for k in range(rank))
+    return (f"__device__ __forceinline__ void {tma_helper('load', rank, True)}(const void* map, unsigned smem, "
+            f"unsigned mbar, unsigned short mask, {coords}) {{\n"
+            f'  asm volatile("{tma_ptx("load", rank, True)} [%0], [%1, {{{regs}}}], [%2], %3;"\n'
+            f'               :: "r"(smem), "l"(map), "r"(mbar), "h"(mask), {operands} : "memory");\n}}')
 
 
 def _wrapper(direction: str, rank: int) -> str:
@@ -35,11 +45,14 @@ def _wrapper(direction: str, rank: int) -> str:
 
 def tma_header_functions() -> str:
     """Every rank's load and store wrapper (the header's TMA part)."""
-    return "\n".join(_wrapper(d, r) for d in ("load", "store") for r in range(1, MAX_RANK + 1))
+    return "\n".join([_wrapper(d, r) for d in ("load", "store") for r in range(1, MAX_RANK + 1)]
+                     + [_multicast_wrapper(r) for r in range(1, MAX_RANK + 1)])
 
 
 def _coordinate(plan: TmaPlan, dim: int, offset: int) -> str:
     terms = [f"t{t.mode} * {t.scale}" if t.scale != 1 else f"t{t.mode}" for t in plan.tile if t.dim == dim]
+    if plan.multicast is not None and plan.multicast.dim == dim:
+        terms.append(f"rank * {plan.multicast.coord_step}")
     if offset or not terms:
         terms.append(str(offset))
     return " + ".join(terms)
@@ -68,12 +81,21 @@ def emit_tma_copy(plan: TmaPlan, name: str = "pycute_tma_copy") -> str:
                  "// stores form one bulk group: pycute_bulk_wait_group_read<0>() before reusing `smem`,",
                  "// pycute_bulk_wait_group<0>() before the global writes are visible."]
         sig = f"const void* map, unsigned smem, {tiles}"
+    mc = plan.multicast
     body = []
+    if mc is not None:
+        head += [f"// Multicast: every CTA of a {mc.ctas}-CTA cluster calls it; CTA r loads slice r into all of them, and",
+                 "// each CTA's mbarrier receives the whole tile (arm it in every CTA, then a cluster barrier, first)."]
+        body.append(f"  const unsigned rank = pycute_cluster_ctarank();   // 0..{mc.ctas - 1}")
     for inst in plan.instructions:
         coords = ", ".join(_coordinate(plan, d, c) for d, c in enumerate(inst.coords))
         smem = f"smem + {inst.smem_offset}u" if inst.smem_offset else "smem"
-        args = f"map, {smem}, mbar, {coords}" if load else f"map, {smem}, {coords}"
-        body.append(f"  {tma_helper(plan.direction, m.rank)}({args});")
+        if mc is not None:
+            smem += f" + rank * {mc.smem_step}u"
+            args = f"map, {smem}, mbar, {mc.mask:#x}, {coords}"
+        else:
+            args = f"map, {smem}, mbar, {coords}" if load else f"map, {smem}, {coords}"
+        body.append(f"  {tma_helper(plan.direction, m.rank, mc is not None)}({args});")
     if not load:
         body.append("  pycute_bulk_commit_group();")
     lines = ['#include "pycute/tma.cuh"', "", *head]

@@ -25,6 +25,8 @@ def _check_pair(load: TmaPlan, store: TmaPlan | None) -> None:
         raise TypeError("TmaRoundTrip: expected a load TmaPlan and a store TmaPlan or None (make_tma_copy)")
     if load.direction != "load" or (store is not None and (store.direction != "store" or load.smem != store.smem)):
         raise CompileError("TmaRoundTrip: a load plan and a store plan of the same shared tile")
+    if load.multicast is not None and store is not None:
+        raise CompileError("TmaRoundTrip: a multicast load runs without a store")
 
 
 @attrs.frozen
@@ -36,6 +38,11 @@ class TmaRoundTrip:
 
     def __attrs_post_init__(self) -> None:
         _check_pair(self.load, self.store)
+
+    @property
+    def ctas(self) -> int:
+        """CTAs of the cluster (the multicast's, else 1)."""
+        return self.load.multicast.ctas if self.load.multicast else 1
 
     @property
     def smem_bytes(self) -> int:
@@ -65,23 +72,23 @@ extern "C" __global__ void tma_roundtrip(const pycute_tensor_map* in_map, const 
     pycute_tensormap_acquire(in_map);
     pycute_tensormap_acquire(out_map);
     pycute_mbarrier_init(m, 1);
+    pycute_mbarrier_arrive_expect_tx(m, rt_load_expect_tx);
   }}
   pycute_fence_proxy_async_shared();
-  __syncthreads();
-  if (threadIdx.x == 0) {{
-    pycute_mbarrier_arrive_expect_tx(m, rt_load_expect_tx);
-    rt_load(in_map, base, m, {args});
-  }}
+  pycute_cluster_sync();           // every CTA's mbarrier is armed before any multicast signals it
+  if (threadIdx.x == 0) rt_load(in_map, base, m, {args});
   unsigned spins = 0;
   while (!pycute_mbarrier_try_wait_parity(m, 0) && ++spins < {_SPIN}u) {{
   }}
-  if (threadIdx.x == 0) status[0] = spins;
-  for (unsigned i = threadIdx.x; i < {self.smem_bytes}u; i += blockDim.x) dump[i] = buf[i];
+  const unsigned rank = pycute_cluster_ctarank();
+  if (threadIdx.x == 0) status[rank] = spins;
+  for (unsigned i = threadIdx.x; i < {self.smem_bytes}u; i += blockDim.x) dump[rank * {self.smem_bytes}u + i] = buf[i];
   __syncthreads();
   if (threadIdx.x == 0) {{
     {store_call}
     pycute_bulk_wait_group<0>();
   }}
+  pycute_cluster_sync();           // no CTA exits while a peer's multicast may still write it
 }}
 """)
 
@@ -98,13 +105,16 @@ extern "C" __global__ void tma_roundtrip(const pycute_tensor_map* in_map, const 
         return rng.integers(0, 256, nbytes, dtype=np.uint8), rng.integers(0, 256, nbytes, dtype=np.uint8)
 
     def emulate(self, tile: tuple[int, ...], seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
-        """``(shared image, array B)`` the emulator says the kernel leaves."""
+        """``(every CTA's shared image, array B)`` the emulator says the kernel leaves."""
         a, b = self.arrays(seed)
-        emu = Sm90Emulator(smem_bytes=self.smem_bytes)
-        emu.write_smem(0, np.full(self.smem_bytes, _MARKER, dtype=np.uint8))
-        for issue in self.load.stream(0, *tile):
-            emu.tma_load(self.load.tensor_map, a, issue.coords, issue.smem)
-        image = emu.ctas[0].smem.copy()
+        emu = Sm90Emulator(smem_bytes=self.smem_bytes, ctas=self.ctas)
+        mask = self.load.multicast.mask if self.load.multicast else None
+        for cta in range(self.ctas):
+            emu.write_smem(0, np.full(self.smem_bytes, _MARKER, dtype=np.uint8), cta=cta)
+        for cta in range(self.ctas):
+            for issue in self.load.stream(0, *tile, cta=cta):
+                emu.tma_load(self.load.tensor_map, a, issue.coords, issue.smem, cta=cta, mask=mask)
+        image = np.concatenate([emu.ctas[c].smem for c in range(self.ctas)])
         if self.store is not None:
             for issue in self.store.stream(0, *tile):
                 emu.tma_store(self.store.tensor_map, b, issue.coords, issue.smem)
@@ -118,12 +128,12 @@ extern "C" __global__ void tma_roundtrip(const pycute_tensor_map* in_map, const 
         maps = [np.frombuffer(tensor_map_bytes(plan.tensor_map.encode(int(buf.handle))), dtype=np.uint8)
                 for plan, buf in ((self.load, d_a), (self.store or self.load, d_b))]
         d_in, d_out = gpu.upload(maps[0]), gpu.upload(maps[1])
-        d_dump = gpu.upload(np.zeros(self.smem_bytes, dtype=np.uint8))
-        d_status = gpu.upload(np.zeros(1, dtype=np.uint32))
+        d_dump = gpu.upload(np.zeros(self.ctas * self.smem_bytes, dtype=np.uint8))
+        d_status = gpu.upload(np.zeros(self.ctas, dtype=np.uint32))
         kernel = gpu.kernel(self.compile(arch), "tma_roundtrip")
-        gpu.launch(kernel, d_in, d_out, d_dump, d_status, *(np.int32(t) for t in tile), grid=1, block=128,
-                   dynamic_smem=self.smem_bytes + 1024)
+        gpu.launch(kernel, d_in, d_out, d_dump, d_status, *(np.int32(t) for t in tile), grid=self.ctas, block=128,
+                   cluster=self.ctas, dynamic_smem=self.smem_bytes + 1024)
         image, array = self.emulate(tile, seed)
-        return {"smem": (gpu.download(d_dump, np.uint8, self.smem_bytes), image),
+        return {"smem": (gpu.download(d_dump, np.uint8, self.ctas * self.smem_bytes), image),
                 "array": (gpu.download(d_b, np.uint8, b.size), array),
-                "spins": int(gpu.download(d_status, np.uint32, 1)[0])}
+                "spins": int(gpu.download(d_status, np.uint32, self.ctas).max())}

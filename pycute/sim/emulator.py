@@ -16,7 +16,11 @@ __all__ = ["Sm90Emulator", "Sm100Emulator", "CtaState"]
 
 
 class Sm90Emulator(TmaExecutor):
-    """CTAs with shared memory at ``smem_base``: TMA loads and stores against a global byte array."""
+    """The CTAs of a cluster with shared memory at ``smem_base``: TMA loads (multicast too) and stores against a
+    global byte array."""
+
+    MAX_CTAS = 16
+    CTAS_WHY = "a cluster of up to 16 CTAs, the non-portable maximum on the H100/H200"
 
 
 class Sm100Emulator(Tcgen05CpExecutor, Tcgen05LdStExecutor, TmaExecutor):

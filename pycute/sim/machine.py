@@ -8,7 +8,7 @@ the cta_group::2 pair. What the hardware is not known to accept, the model refus
 from __future__ import annotations
 
 import re
-from typing import Callable
+from typing import Callable, ClassVar
 
 import numpy as np
 
@@ -54,6 +54,9 @@ class Machine:
     ``fill_tmem`` is the value unallocated-then-allocated TMEM holds (alloc does not clear it; tests use a marker).
     """
 
+    MAX_CTAS: ClassVar[int] = 2
+    CTAS_WHY: ClassVar[str] = "one CTA or a cta_group::2 pair"
+
     def __init__(self, smem_bytes: int = 64 * 1024, smem_base: int = 0, ctas: int = 1, fill_tmem: int = 0):
         smem_bytes, smem_base = as_int(smem_bytes, "smem_bytes"), as_int(smem_base, "smem_base")
         ctas, fill_tmem = as_int(ctas, "ctas"), as_int(fill_tmem, "fill_tmem")
@@ -64,8 +67,8 @@ class Machine:
         if smem_base % UNIT_BYTES or smem_base < 0 or smem_base + smem_bytes > SMEM_WINDOW:
             raise EmulationError(f"shared memory [{smem_base:#x}, {smem_base + smem_bytes:#x}) must be 16-byte "
                                  f"aligned and inside the {SMEM_WINDOW:#x}-byte window a descriptor can address")
-        if ctas not in (1, 2):
-            raise EmulationError(f"the model has 1 CTA or a CTA pair, not {ctas}")
+        if not 1 <= ctas <= self.MAX_CTAS:
+            raise EmulationError(f"{type(self).__name__} models 1 to {self.MAX_CTAS} CTAs ({self.CTAS_WHY}), not {ctas}")
         self.ctas = [CtaState(smem_bytes, smem_base) for _ in range(ctas)]
         for c in self.ctas:
             c.tmem[:] = fill_tmem

@@ -16,9 +16,9 @@ from ..tensor.values import smem_bytes_needed, layout_values
 from ..views import provides
 from ..atoms.tcgen05_ldst import TmemLoadAtom
 from ..copy.protocol import Plan
-from .emulator import Sm90Emulator, Sm100Emulator
+from .emulator import Sm100Emulator
 from ..copy.tma.plan import TmaPlan
-from ..int_tuple import idx2crd
+from .verify_tma import verify_tma
 
 __all__ = ["verify", "verify_plan", "verify_tmem_copy", "verify_tma", "run_tmem_copy", "VERIFIERS"]
 
@@ -120,74 +120,6 @@ def verify_tmem_copy(plan: Tcgen05LdStPlan, seed: int = 0) -> None:
     if plan.op == "st" and np.any((after != before) & ~touched):
         lane, col = np.argwhere((after != before) & ~touched)[0]
         raise EmulationError(f"tcgen05.st wrote lane {lane} column {col}, outside the tensor")
-
-
-def _tile_indices(plan: TmaPlan) -> list[tuple[int, ...]]:
-    """The first tile, the last (partial where the array is not a multiple of the tile) and one past the end."""
-    extents = [n for n, _ in _array_extents(plan)]
-    last = tuple(-(-e // t) - 1 for e, t in zip(extents, plan.tile_shape))
-    return [tuple(0 for _ in extents), last, tuple(x + 1 for x in last)]
-
-
-def _array_extents(plan: TmaPlan) -> list:
-    shape, stride = plan.gmem.layout.shape, plan.gmem.layout.stride
-    return list(zip(shape, stride)) if isinstance(shape, tuple) else [(shape, stride)]
-
-
-def verify_tma(plan: TmaPlan, seed: int = 0) -> None:
-    """Emulate a TMA plan for its first, last and past-the-end tiles and compare every element with what the two
-    layouts alone say: a load puts array element ``origin + c`` (0 out of bounds) at the tile's element ``c``; a
-    store writes the in-bounds ones back and nothing else. Each load's delivered bytes must equal ``expect_tx``."""
-    if not isinstance(plan, TmaPlan):
-        raise TypeError(f"verify_tma: expected a TmaPlan (make_tma_copy), got {type(plan).__name__}")
-    rng = np.random.default_rng(seed)
-    modes, elem = _array_extents(plan), plan.tensor_map.box_bytes // _prod(plan.tensor_map.box)
-    nbytes = -(-(sum((n - 1) * d for n, d in modes) + 1) * elem // 16) * 16     # whole 16-byte units
-    tile = plan.tile_shape
-    coords = [tuple(idx2crd(i, tile)) for i in range(_prod(tile))]
-    smem_offsets = np.array([plan.smem.element_offset(*(c if len(c) > 1 else c[:1])) for c in coords],
-                            dtype=np.int64) * elem
-    smem_bytes = -(-(int(smem_offsets.max()) + elem) // 1024) * 1024
-    for t in _tile_indices(plan):
-        emu = Sm90Emulator(smem_bytes=smem_bytes)
-        gmem = rng.integers(0, 256, nbytes, dtype=np.uint8)
-        before = gmem.copy()
-        smem = rng.integers(0, 256, smem_bytes, dtype=np.uint8)
-        emu.write_smem(0, smem)
-        origin = [t_i * n for t_i, n in zip(t, tile)]
-        delivered = 0
-        for issue in plan.stream(0, *t):
-            if plan.direction == "load":
-                delivered += emu.tma_load(plan.tensor_map, gmem, issue.coords, issue.smem)
-            else:
-                emu.tma_store(plan.tensor_map, gmem, issue.coords, issue.smem)
-        if plan.direction == "load" and delivered != plan.expect_tx:
-            raise EmulationError(f"tile {t}: the boxes deliver {delivered} B, the plan expects {plan.expect_tx} B")
-        image = emu.ctas[0].smem
-        want = before.copy()
-        for c, s in zip(coords, smem_offsets):
-            g = [o + c[k] for k, o in enumerate(origin)]
-            inside = all(0 <= x < n for x, (n, _) in zip(g, modes))
-            goff = sum(x * d for x, (_, d) in zip(g, modes)) * elem
-            if plan.direction == "load":
-                got = bytes(image[s:s + elem])
-                expect = bytes(gmem[goff:goff + elem]) if inside else bytes(elem)
-                if got != expect:
-                    raise EmulationError(f"tile {t}: tile element {c} at shared byte {s} is {got.hex()}, the array "
-                                         f"says {expect.hex()}")
-            elif inside:
-                want[goff:goff + elem] = smem[s:s + elem]
-        if plan.direction == "store" and not np.array_equal(gmem, want):
-            k = int(np.argwhere(gmem != want)[0][0])
-            raise EmulationError(f"tile {t}: array byte {k} is {gmem[k]:#04x} after the store, the layouts say "
-                                 f"{want[k]:#04x}")
-
-
-def _prod(xs) -> int:
-    n = 1
-    for x in xs:
-        n *= x
-    return n
 
 
 #: Plan variant -> its check in the emulator.

@@ -10,7 +10,7 @@ import pytest
 
 from pycute.compile import runtime
 
-from tests.copy.tma.cases import CASES
+from tests.copy.tma.cases import CASES, MULTICAST
 
 INFO = runtime.device_info()
 REASON = None if INFO is not None and INFO[1][0] >= 9 else "TMA needs a CUDA GPU of compute capability 9.0 or newer"
@@ -30,3 +30,16 @@ def test_tma_round_trip_matches_the_emulator_bit_for_bit(name):
     for t in verdict["tiles"]:
         assert t["smem"] is None and t["array"] is None, t
         assert t["spins"] < 1 << 26, f"tile {t['tile']}: the load's mbarrier never completed"
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(REASON is not None, reason=REASON or "")
+@pytest.mark.parametrize("name", [c[0] for c in MULTICAST])
+def test_a_multicast_load_fills_every_cta_of_the_cluster_as_the_emulator_says(name):
+    run = subprocess.run([sys.executable, "-m", "tests.gpu.tma_probe", name], capture_output=True, text=True,
+                         cwd=ROOT, timeout=120)
+    assert run.returncode == 0, run.stderr[-2000:]
+    verdict = json.loads(run.stdout.strip().splitlines()[-1])
+    for t in verdict["tiles"]:
+        assert t["smem"] is None, t
+        assert t["spins"] < 1 << 26, f"tile {t['tile']}: an mbarrier never completed (expect_tx off?)"

@@ -13,7 +13,7 @@ from pycute.errors import PlanError
 from pycute.copy.tma import make_tma_copy
 from pycute.harness.tma import TmaRoundTrip
 
-from tests.copy.tma.cases import CASES
+from tests.copy.tma.cases import CASES, MULTICAST
 
 
 def first_difference(got, want):
@@ -23,7 +23,20 @@ def first_difference(got, want):
                                       "bytes": [int(b) for b in bad[:48, 0]]}
 
 
+def multicast(name: str) -> dict:
+    _, g, s, ctas, tiles = next(c for c in MULTICAST if c[0] == name)
+    rt = TmaRoundTrip(make_tma_copy(s, g, multicast=ctas), None)
+    gpu = runtime.Gpu()
+    out = {"case": name, "ctas": ctas, "tiles": []}
+    for tile in tiles:
+        r = rt.run(gpu, tile, seed=len(out["tiles"]))
+        out["tiles"].append({"tile": list(tile), "spins": r["spins"], "smem": first_difference(*r["smem"])})
+    return out
+
+
 def main(name: str) -> dict:
+    if any(c[0] == name for c in MULTICAST):
+        return multicast(name)
     _, g, s, tiles = next(c for c in CASES if c[0] == name)
     load = make_tma_copy(s, g)
     try:

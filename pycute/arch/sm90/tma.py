@@ -14,7 +14,7 @@ from .swizzle import SWIZZLE_32B, SWIZZLE_64B, SWIZZLE_128B
 __all__ = ["MAX_RANK", "MAX_BOX", "GLOBAL_ALIGN", "STRIDE_ALIGN", "STRIDE_LIMIT", "DIM_LIMIT", "INNER_BOX_ALIGN",
            "SMEM_ALIGN", "TX_LIMIT", "TmaSwizzle", "TMA_SWIZZLES", "tma_swizzle_of_bytes", "DATA_TYPES",
            "L2_PROMOTION_128B", "OOB_FILL_NONE", "INTERLEAVE_NONE", "TmaDirection", "tma_ptx", "TMA_SASS",
-           "TMA_TARGETS"]
+           "TMA_TARGETS", "MAX_MULTICAST"]
 
 MAX_RANK = 5                  # tensorRank 1..5
 MAX_BOX = 256                 # boxDim[i] 1..256
@@ -24,6 +24,7 @@ STRIDE_LIMIT = 1 << 40        # globalStrides[i] < 2^40
 DIM_LIMIT = 1 << 32           # 1 <= globalDim[i] <= 2^32
 INNER_BOX_ALIGN = 16          # boxDim[0] * element bytes, without interleave
 SMEM_ALIGN = 128              # a box's shared-memory address (CUDA Programming Guide, TMA alignment table)
+MAX_MULTICAST = 16           # ctaMask is 16 bits: one per CTA rank of the cluster
 TX_LIMIT = (1 << 20) - 1      # an mbarrier phase's transaction count (PTX #parallel-synchronization-and-
 #                               communication-instructions-mbarrier)
 
@@ -69,10 +70,12 @@ OOB_FILL_NONE = 0             # CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE: out-of-bounds
 INTERLEAVE_NONE = 0
 
 
-def tma_ptx(direction: TmaDirection, rank: int) -> str:
-    """The tile-mode instruction: a load completing on an mbarrier, a store completing in a bulk group."""
+def tma_ptx(direction: TmaDirection, rank: int, multicast: bool = False) -> str:
+    """The tile-mode instruction: a load completing on an mbarrier (with ``multicast``, written to and signalled in
+    every CTA of a mask), a store completing in a bulk group."""
     if direction == "load":
-        return f"cp.async.bulk.tensor.{rank}d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+        return (f"cp.async.bulk.tensor.{rank}d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+                + (".multicast::cluster" if multicast else ""))
     return f"cp.async.bulk.tensor.{rank}d.global.shared::cta.tile.bulk_group"
 
 

@@ -15,7 +15,7 @@ from ...tensor.smem import SmemTensor
 from ...views import view
 from ..protocol import Rejection
 
-__all__ = ["TensorMapParams", "TmaInstruction", "TmaTileCoord", "TmaPlan"]
+__all__ = ["TensorMapParams", "TmaInstruction", "TmaMulticast", "TmaTileCoord", "TmaPlan"]
 
 
 @attrs.frozen
@@ -68,6 +68,22 @@ class TmaTileCoord:
 
 
 @attrs.frozen
+class TmaMulticast:
+    """A load split over the ``ctas`` CTAs of a cluster (CuTe's multicast split): CTA ``r`` issues the plan's
+    boxes moved by ``r * coord_step`` on dimension ``dim`` and ``r * smem_step`` bytes, each written to and
+    signalled in every CTA of ``mask``; every CTA's mbarrier receives the whole tile."""
+
+    ctas: int
+    dim: int
+    coord_step: int
+    smem_step: int
+
+    @property
+    def mask(self) -> int:
+        return (1 << self.ctas) - 1
+
+
+@attrs.frozen
 class TmaInstruction:
     """One box: its PTX, its coordinates relative to the tile's (dim 0 first) and the shared-memory byte offset
     of the box from the tile's buffer base."""
@@ -91,6 +107,7 @@ class TmaPlan:
     tile: tuple[TmaTileCoord, ...]
     instructions: tuple[TmaInstruction, ...]
     rejected: tuple[Rejection, ...] = attrs.field(default=(), eq=False)
+    multicast: TmaMulticast | None = None
 
     VARIANT: ClassVar[str] = "tma"
 
@@ -110,16 +127,18 @@ class TmaPlan:
 
     @property
     def expect_tx(self) -> int:
-        """Bytes every instruction of one tile delivers to the mbarrier (a load's ``arrive.expect_tx`` count)."""
-        return self.tensor_map.box_bytes * len(self.instructions)
+        """Bytes one tile delivers to each CTA's mbarrier (a load's ``arrive.expect_tx`` count): every box, and with
+        multicast every CTA's boxes."""
+        return self.tensor_map.box_bytes * len(self.instructions) * (self.multicast.ctas if self.multicast else 1)
 
     @property
     def lower_bound(self) -> int:
         """Fewest instructions: one box, unless the tile holds more than one phase's transaction count."""
         return 1
 
-    def coords(self, tile: tuple[int, ...]) -> list[tuple[int, ...]]:
-        """Every instruction's tensor-map coordinates for tile index ``tile`` (one per global mode)."""
+    def coords(self, tile: tuple[int, ...], cta: int = 0) -> list[tuple[int, ...]]:
+        """Every instruction's tensor-map coordinates for tile index ``tile`` (one per global mode), as CTA ``cta``
+        of a multicast issues them."""
         if len(tile) != len(self.tile_shape):
             raise PlanError(f"the tile index has {len(tile)} entries; the array has {len(self.tile_shape)} modes")
         origin = [0] * self.tensor_map.rank
@@ -128,16 +147,27 @@ class TmaPlan:
             if value < 0:
                 raise PlanError(f"tile index {value} of mode {t.mode} is negative")
             origin[t.dim] += value * t.scale
+        if self.multicast is not None:
+            origin[self.multicast.dim] += self._cta(cta) * self.multicast.coord_step
         return [tuple(o + c for o, c in zip(origin, i.coords)) for i in self.instructions]
 
-    def stream(self, smem_base: int, *tile: int) -> list[TmaIssue]:
+    def _cta(self, cta: int) -> int:
+        ctas = self.multicast.ctas if self.multicast else 1
+        cta = as_int(cta, "cta")
+        if not 0 <= cta < ctas:
+            raise PlanError(f"CTA {cta}: the plan is issued by {ctas} CTA(s)")
+        return cta
+
+    def stream(self, smem_base: int, *tile: int, cta: int = 0) -> list[TmaIssue]:
         """``TmaIssue(ptx, coords, smem)`` per instruction for the buffer at shared address ``smem_base`` and tile
-        index ``tile``."""
+        index ``tile``, as CTA ``cta`` of a multicast issues them."""
         smem_base = as_int(smem_base, "stream: smem_base")
         if smem_base % self.smem.base_align:
             raise PlanError(f"stream: smem_base {smem_base:#x} is not aligned to the {self.smem.base_align} B the "
                             f"plan assumes for the buffer")
-        return [TmaIssue(i.ptx, c, smem_base + i.smem_offset) for i, c in zip(self.instructions, self.coords(tile))]
+        shift = self._cta(cta) * self.multicast.smem_step if self.multicast else 0
+        return [TmaIssue(i.ptx, c, smem_base + shift + i.smem_offset)
+                for i, c in zip(self.instructions, self.coords(tile, cta))]
 
     def cuda(self, name: str = "pycute_tma_copy") -> str:
         """A ``__device__`` function that issues the tile's boxes from the calling (elected) thread:
@@ -161,6 +191,10 @@ class TmaPlan:
                  f"  count       {n} box{'es' if n != 1 else ''} of {m.box_bytes} B per tile; lower bound "
                  f"{self.lower_bound}",
                  f"  expect_tx   {self.expect_tx} B per tile (full boxes, out-of-bounds parts included)"]
+        if self.multicast is not None:
+            mc = self.multicast
+            lines.append(f"  multicast   {mc.ctas} CTAs (mask {mc.mask:#06x}): CTA r issues the boxes moved by r x "
+                         f"{mc.coord_step} on dim {mc.dim} and r x {mc.smem_step} B, written to every CTA")
         if self.rejected:
             lines.append("  larger boxes refused:")
             lines += [f"    {r.candidate:<22} {r.reason}" for r in self.rejected]

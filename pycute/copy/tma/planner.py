@@ -11,21 +11,21 @@ from __future__ import annotations
 
 import itertools
 
-from ...arch.sm90.tma import (DATA_TYPES, DIM_LIMIT, GLOBAL_ALIGN, INNER_BOX_ALIGN, MAX_BOX, MAX_RANK, SMEM_ALIGN,
+from ...arch.sm90.tma import (DATA_TYPES, DIM_LIMIT, GLOBAL_ALIGN, INNER_BOX_ALIGN, MAX_BOX, MAX_MULTICAST, MAX_RANK, SMEM_ALIGN,
                               STRIDE_ALIGN, STRIDE_LIMIT, TMA_SWIZZLES, TX_LIMIT, TmaDirection, TmaSwizzle,
                               tma_swizzle_of_bytes)
 from ...atoms.tma import tma_atom
 from ...basis import ScaledBasis
 from ...composition import composition, right_inverse
 from ...errors import PlanError
-from ...int_tuple import flatten, is_int
+from ...int_tuple import as_int, flatten, is_int
 from ...layout import Layout, coalesce
 from ...modes import make_identity_layout
 from ...swizzle import Swizzle
 from ...tensor.gmem import GlobalTensor
 from ...tensor.smem import SmemTensor
 from ..protocol import Rejection
-from .plan import DTYPE_BYTES, TensorMapParams, TmaInstruction, TmaPlan, TmaTileCoord
+from .plan import DTYPE_BYTES, TensorMapParams, TmaInstruction, TmaMulticast, TmaPlan, TmaTileCoord
 
 __all__ = ["make_tma_copy"]
 
@@ -215,11 +215,35 @@ def _check_smem(smem: SmemTensor, mode: TmaSwizzle, box0_bytes: int, where: str)
                         f"{smem.base_align} B; a {mode.name}-swizzled box needs {need}-byte alignment{where}")
 
 
-def make_tma_copy(dst: GlobalTensor | SmemTensor, src: GlobalTensor | SmemTensor) -> TmaPlan:
+def _check_multicast(multicast: object, direction: str, where: str) -> int:
+    ctas = as_int(multicast, "make_tma_copy: multicast")
+    if direction != "load":
+        raise PlanError(f"make_tma_copy: only loads multicast (PTX ISA: .multicast::cluster){where}")
+    if not 2 <= ctas <= MAX_MULTICAST:
+        raise PlanError(f"make_tma_copy: multicast={ctas}: a multicast reaches 2 to {MAX_MULTICAST} CTAs (a one-CTA "
+                        f"mask is a plain load: leave multicast out){where}")
+    return ctas
+
+
+def _multicast(dims: list, box_elems: int, ctas: int, elem: int, where: str) -> tuple[list, TmaMulticast]:
+    """The box's outermost dimension split over ``ctas`` CTAs: each issues a contiguous slice of the tile."""
+    j = max((k for k, d in enumerate(dims) if d[2] > 1), default=0)
+    if j == 0 or dims[j][2] % ctas:
+        raise PlanError(f"make_tma_copy: multicast over {ctas} CTAs splits the box's outermost dimension, which is "
+                        f"{dims[j][2]} long{' (the contiguous one)' if j == 0 else ''}; it must be a multiple of "
+                        f"{ctas} (pycute splits only that dimension, so that each CTA's slice is contiguous){where}")
+    g, stride, n, axis, step = dims[j]
+    dims = dims[:j] + [(g, stride, n // ctas, axis, step)] + dims[j + 1:]
+    return dims, TmaMulticast(ctas, j, n // ctas, box_elems // ctas * elem)
+
+
+def make_tma_copy(dst: GlobalTensor | SmemTensor, src: GlobalTensor | SmemTensor,
+                  multicast: int | None = None) -> TmaPlan:
     """Plan a TMA load (``src`` a whole global array, ``dst`` the shared tile) or store (the reverse) of one tile:
     mode ``i`` of the tile is a window of mode ``i`` of the array, and the generated code takes a tile index per
-    mode. The fewest boxes (largest legal box), the tensor map's parameters and ``expect_tx``; PlanError names
-    the broken rule."""
+    mode. ``multicast=n`` splits a load over the ``n`` CTAs of a cluster, each writing its slice into all of them
+    (``.multicast::cluster``). The fewest boxes (largest legal box), the tensor map's parameters and
+    ``expect_tx``; PlanError names the broken rule."""
     direction: TmaDirection
     if isinstance(dst, SmemTensor) and isinstance(src, GlobalTensor):
         direction, gmem, smem = "load", src, dst
@@ -247,19 +271,24 @@ def make_tma_copy(dst: GlobalTensor | SmemTensor, src: GlobalTensor | SmemTensor
         raise PlanError(f"make_tma_copy: no box fits: {why[0].reason}{where}")
     _check_smem(smem, mode, box[0][0] * elem, where)
     dims, tile_coords = _dims(box, arrays, tile, elem, where)
-    params = TensorMapParams(gmem.dtype.name, DATA_TYPES[gmem.dtype.name], tuple(d[0] for d in dims),
-                             tuple(d[1] for d in dims[1:]), tuple(d[2] for d in dims), (1,) * len(dims), mode)
     box_elems = 1
     for n, _, _ in box:
         box_elems *= n
-    atom = tma_atom(direction, len(dims))
-    insts = _instructions(rest, box_elems, dims, atom.ptx, elem, smem.offset * elem, where)
+    mc = None
+    if multicast is not None:
+        ctas = _check_multicast(multicast, direction, where)
+        dims, mc = _multicast(dims, box_elems, ctas, elem, where)
+        box_elems //= ctas
+    params = TensorMapParams(gmem.dtype.name, DATA_TYPES[gmem.dtype.name], tuple(d[0] for d in dims),
+                             tuple(d[1] for d in dims[1:]), tuple(d[2] for d in dims), (1,) * len(dims), mode)
+    atom = tma_atom(direction, len(dims), mc is not None)
+    insts = _instructions(rest, box_elems * (mc.ctas if mc else 1), dims, atom.ptx, elem, smem.offset * elem, where)
     if direction == "store" and (params.global_dims[0] * elem) % INNER_BOX_ALIGN:
         raise PlanError(f"make_tma_copy: the array's rows are {params.global_dims[0] * elem} B; a TMA store writes "
                         f"every {INNER_BOX_ALIGN}-byte unit it touches whole, so the bytes past each row's end up to "
                         f"the next {INNER_BOX_ALIGN}-byte boundary would be overwritten (measured on the H200, "
                         f"docs/tma.md){where}")
-    plan = TmaPlan(direction, atom, gmem, smem, params, tuple(tile_coords), tuple(insts), tuple(why))
+    plan = TmaPlan(direction, atom, gmem, smem, params, tuple(tile_coords), tuple(insts), tuple(why), mc)
     if direction == "load" and plan.expect_tx > TX_LIMIT:
         raise PlanError(f"make_tma_copy: one tile is {plan.expect_tx} B; an mbarrier phase counts at most {TX_LIMIT} "
                         f"transaction bytes (split the tile){where}")

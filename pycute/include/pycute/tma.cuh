@@ -78,5 +78,25 @@ __device__ __forceinline__ void pycute_tma_store_5d(const void* map, unsigned sm
   asm volatile("cp.async.bulk.tensor.5d.global.shared::cta.tile.bulk_group [%0, {%2, %3, %4, %5, %6}], [%1];"
                :: "l"(map), "r"(smem), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(c4) : "memory");
 }
+__device__ __forceinline__ void pycute_tma_load_multicast_1d(const void* map, unsigned smem, unsigned mbar, unsigned short mask, int c0) {
+  asm volatile("cp.async.bulk.tensor.1d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster [%0], [%1, {%4}], [%2], %3;"
+               :: "r"(smem), "l"(map), "r"(mbar), "h"(mask), "r"(c0) : "memory");
+}
+__device__ __forceinline__ void pycute_tma_load_multicast_2d(const void* map, unsigned smem, unsigned mbar, unsigned short mask, int c0, int c1) {
+  asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster [%0], [%1, {%4, %5}], [%2], %3;"
+               :: "r"(smem), "l"(map), "r"(mbar), "h"(mask), "r"(c0), "r"(c1) : "memory");
+}
+__device__ __forceinline__ void pycute_tma_load_multicast_3d(const void* map, unsigned smem, unsigned mbar, unsigned short mask, int c0, int c1, int c2) {
+  asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster [%0], [%1, {%4, %5, %6}], [%2], %3;"
+               :: "r"(smem), "l"(map), "r"(mbar), "h"(mask), "r"(c0), "r"(c1), "r"(c2) : "memory");
+}
+__device__ __forceinline__ void pycute_tma_load_multicast_4d(const void* map, unsigned smem, unsigned mbar, unsigned short mask, int c0, int c1, int c2, int c3) {
+  asm volatile("cp.async.bulk.tensor.4d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster [%0], [%1, {%4, %5, %6, %7}], [%2], %3;"
+               :: "r"(smem), "l"(map), "r"(mbar), "h"(mask), "r"(c0), "r"(c1), "r"(c2), "r"(c3) : "memory");
+}
+__device__ __forceinline__ void pycute_tma_load_multicast_5d(const void* map, unsigned smem, unsigned mbar, unsigned short mask, int c0, int c1, int c2, int c3, int c4) {
+  asm volatile("cp.async.bulk.tensor.5d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster [%0], [%1, {%4, %5, %6, %7, %8}], [%2], %3;"
+               :: "r"(smem), "l"(map), "r"(mbar), "h"(mask), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(c4) : "memory");
+}
 
 #endif  // PYCUTE_TMA_CUH

@@ -55,9 +55,11 @@ class TmaExecutor(Machine):
                                  f"{c.smem_base + c.smem.size:#x})")
         return rel
 
-    def tma_load(self, params: Any, gmem: np.ndarray, coords: tuple, smem: int, cta: int = 0) -> int:
-        """One box from ``gmem`` (the array's bytes from its base) into shared memory at ``smem``; returns the bytes
-        it delivers to the mbarrier (the whole box)."""
+    def tma_load(self, params: Any, gmem: np.ndarray, coords: tuple, smem: int, cta: int = 0,
+                 mask: int | None = None) -> int:
+        """One box from ``gmem`` (the array's bytes from its base) into shared memory at ``smem`` of ``cta`` (with
+        ``mask``, of every CTA whose bit is set: ``.multicast::cluster``); returns the bytes it delivers to each
+        receiving CTA's mbarrier (the whole box)."""
         offset, inside, addresses = _box_addresses(params, coords, smem)
         elem = _ELEM_BYTES[params.data_type]
         rel = self._bytes(params, addresses, cta)
@@ -67,7 +69,11 @@ class TmaExecutor(Machine):
             raise EmulationError(f"TMA: an in-bounds element at byte {int(src.max())} lies past the {gmem.size}-byte "
                                  f"array the tensor map describes")
         data[inside] = gmem[src]
-        self.ctas[self._cta(cta)].smem[rel] = data
+        targets = [cta] if mask is None else [c for c in range(16) if mask >> c & 1]
+        if mask is not None and (not targets or max(targets) >= len(self.ctas)):
+            raise EmulationError(f"TMA multicast mask {mask:#06x} names CTAs the cluster of {len(self.ctas)} lacks")
+        for t in targets:
+            self.ctas[self._cta(t)].smem[rel] = data
         return int(offset.size * elem)
 
     def tma_store(self, params: Any, gmem: np.ndarray, coords: tuple, smem: int, cta: int = 0) -> None:

@@ -50,3 +50,13 @@ CASES = [
     case("f32-box-larger-than-array", pc.f32, Layout((20, 24), (24, 1)), smem(pc.f32, Layout((64, 32), (32, 1))),
          [(0, 0), (1, 1)]),
 ]
+
+#: Multicast loads: (name, array, tile, CTAs of the cluster, tile indices).
+MULTICAST = [
+    ("bf16-kmajor-128B-x2", pc.make_global_tensor(pc.bf16, Layout((300, 128), (128, 1))),
+     pc.kmajor_smem_tensor(pc.bf16, 128, 64, "128B"), 2, [(0, 0), (2, 1)]),
+    ("bf16-kmajor-128B-x4", pc.make_global_tensor(pc.bf16, Layout((300, 128), (128, 1))),
+     pc.kmajor_smem_tensor(pc.bf16, 128, 64, "128B"), 4, [(0, 0), (2, 1)]),
+    ("f32-2d-x4", pc.make_global_tensor(pc.f32, Layout((300, 96), (96, 1))), smem(pc.f32, Layout((64, 32), (32, 1))),
+     4, [(0, 0), (4, 2)]),
+]

@@ -10,7 +10,7 @@ from pycute.compile import compile_cuda, runtime
 from pycute.copy.tma import make_tma_copy
 from pycute.sim.verify import verify_tma
 
-from .cases import CASES
+from .cases import CASES, MULTICAST
 
 STORE_REFUSED = {"bf16-kmajor-128B-K-not-atom", "f32-rows-not-16B", "bf16-rows-not-16B", "u8-rows-not-16B"}
 
@@ -145,3 +145,34 @@ extern "C" __global__ void k(const void* map, unsigned smem, unsigned mbar, {til
     ptx = compile_cuda(src, arch="sm_90a").ptx
     thread = trace_entry(ptx, {0: 0x7000_0000, 1: 0x400, 2: 0x80, **{3 + k: t for k, t in enumerate(tile)}}, {}, "k")
     assert thread.tma == load.stream(0x400, *tile) + store.stream(0x400, *tile)
+
+
+@pytest.mark.parametrize("name,g,s,ctas,tiles", MULTICAST, ids=[c[0] for c in MULTICAST])
+def test_a_multicast_load_fills_every_cta_and_each_barrier_expects_the_whole_tile(name, g, s, ctas, tiles):
+    plan = make_tma_copy(s, g, multicast=ctas)
+    assert plan.expect_tx == make_tma_copy(s, g).expect_tx       # each CTA receives the whole tile
+    assert plan.multicast.mask == (1 << ctas) - 1 and plan.tensor_map.box[-1] * ctas == make_tma_copy(s, g).tensor_map.box[-1]
+    verify_tma(plan, seed=5)
+
+
+@pytest.mark.parametrize("arch", ["sm_90a", "sm_100a"])
+def test_a_multicast_load_assembles_to_one_multicast_utmaldg_per_box(arch):
+    _, g, s, ctas, _ = MULTICAST[1]
+    src = make_tma_copy(s, g, multicast=ctas).cuda("ld") + \
+        'extern "C" __global__ void k(const void* map, unsigned s, unsigned m, int a, int b) { ld(map, s, m, a, b); }'
+    assert compile_cuda(src, arch=arch).histogram().get("UTMALDG.2D.MULTICAST") == 1
+
+
+@pytest.mark.parametrize("kwargs,match", [
+    (dict(multicast=1), "a one-CTA mask is a plain load"),
+    (dict(multicast=32), "a multicast reaches 2 to 16 CTAs"),
+    (dict(multicast=3), "splits the box's outermost dimension, which is 128 long; it must be a multiple of 3"),
+])
+def test_a_multicast_pycute_cannot_split_is_refused(kwargs, match):
+    with pytest.raises(pc.PlanError, match=match):
+        make_tma_copy(pc.kmajor_smem_tensor(pc.bf16, 128, 64, "128B"), BF16, **kwargs)
+
+
+def test_only_loads_multicast():
+    with pytest.raises(pc.PlanError, match="only loads multicast"):
+        make_tma_copy(BF16, pc.kmajor_smem_tensor(pc.bf16, 128, 64, "128B"), multicast=2)

@@ -1,0 +1,98 @@
+"""TMA plans in the emulator against the two layouts alone: a load puts array element ``origin + c`` (0 out of
+bounds) at the tile's element ``c`` in every receiving CTA; a store writes the in-bounds ones back and nothing else;
+the bytes each CTA's mbarrier receives equal the plan's ``expect_tx``."""
+from __future__ import annotations
+
+import numpy as np
+
+from ..copy.tma.plan import TmaPlan
+from ..errors import EmulationError
+from ..int_tuple import idx2crd
+from .emulator import Sm90Emulator
+
+__all__ = ["verify_tma"]
+
+
+def _prod(xs) -> int:
+    n = 1
+    for x in xs:
+        n *= x
+    return n
+
+
+def _array_modes(plan: TmaPlan) -> list:
+    shape, stride = plan.gmem.layout.shape, plan.gmem.layout.stride
+    return list(zip(shape, stride)) if isinstance(shape, tuple) else [(shape, stride)]
+
+
+def _tile_indices(plan: TmaPlan) -> list[tuple[int, ...]]:
+    """The first tile, the last (partial where the array is not a multiple of the tile) and one past the end."""
+    last = tuple(-(-n // t) - 1 for (n, _), t in zip(_array_modes(plan), plan.tile_shape))
+    return [tuple(0 for _ in last), last, tuple(x + 1 for x in last)]
+
+
+def _issue_all(plan: TmaPlan, emu: Sm90Emulator, gmem: np.ndarray, tile: tuple) -> list[int]:
+    """Every CTA's boxes of tile ``tile``; the bytes each CTA's mbarrier received."""
+    ctas = plan.multicast.ctas if plan.multicast else 1
+    mask = plan.multicast.mask if plan.multicast else None
+    received = [0] * ctas
+    for cta in range(ctas):
+        for issue in plan.stream(0, *tile, cta=cta):
+            if plan.direction == "store":
+                emu.tma_store(plan.tensor_map, gmem, issue.coords, issue.smem)
+                continue
+            n = emu.tma_load(plan.tensor_map, gmem, issue.coords, issue.smem, cta=cta, mask=mask)
+            for r in (range(ctas) if mask is not None else [cta]):
+                received[r] += n
+    return received
+
+
+def _expected(plan: TmaPlan, coords: list, offsets: np.ndarray, gmem: np.ndarray, smem: np.ndarray,
+              origin: list, elem: int) -> tuple[dict, np.ndarray]:
+    """What the layouts say: the shared bytes per tile element after a load, the array after a store."""
+    modes = _array_modes(plan)
+    loaded, stored = {}, gmem.copy()
+    for c, s in zip(coords, offsets):
+        g = [o + c[k] for k, o in enumerate(origin)]
+        inside = all(0 <= x < n for x, (n, _) in zip(g, modes))
+        goff = sum(x * d for x, (_, d) in zip(g, modes)) * elem
+        loaded[int(s)] = bytes(gmem[goff:goff + elem]) if inside else bytes(elem)
+        if inside:
+            stored[goff:goff + elem] = smem[s:s + elem]
+    return loaded, stored
+
+
+def verify_tma(plan: TmaPlan, seed: int = 0) -> None:
+    """Emulate a TMA plan for its first, last and past-the-end tiles (every CTA of a multicast) and compare with
+    the layouts alone; raises EmulationError naming the first difference."""
+    if not isinstance(plan, TmaPlan):
+        raise TypeError(f"verify_tma: expected a TmaPlan (make_tma_copy), got {type(plan).__name__}")
+    rng = np.random.default_rng(seed)
+    elem = plan.tensor_map.box_bytes // _prod(plan.tensor_map.box)
+    nbytes = -(-(sum((n - 1) * d for n, d in _array_modes(plan)) + 1) * elem // 16) * 16   # whole 16-byte units
+    coords = [tuple(idx2crd(i, plan.tile_shape)) for i in range(_prod(plan.tile_shape))]
+    offsets = np.array([plan.smem.element_offset(*c) for c in coords], dtype=np.int64) * elem
+    smem_bytes = -(-(int(offsets.max()) + elem) // 1024) * 1024
+    ctas = plan.multicast.ctas if plan.multicast else 1
+    for t in _tile_indices(plan):
+        emu = Sm90Emulator(smem_bytes=smem_bytes, ctas=ctas)
+        gmem, smem = (rng.integers(0, 256, n, dtype=np.uint8) for n in (nbytes, smem_bytes))
+        emu.write_smem(0, smem)
+        loaded, stored = _expected(plan, coords, offsets, gmem, smem, [a * n for a, n in zip(t, plan.tile_shape)],
+                                   elem)
+        received = _issue_all(plan, emu, gmem, t)
+        if plan.direction == "store":
+            if not np.array_equal(gmem, stored):
+                k = int(np.argwhere(gmem != stored)[0][0])
+                raise EmulationError(f"tile {t}: array byte {k} is {gmem[k]:#04x} after the store, the layouts "
+                                     f"say {stored[k]:#04x}")
+            continue
+        for cta in range(ctas):
+            if received[cta] != plan.expect_tx:
+                raise EmulationError(f"tile {t}: CTA {cta}'s mbarrier receives {received[cta]} B, the plan expects "
+                                     f"{plan.expect_tx} B")
+            image = emu.ctas[cta].smem
+            for s, want in loaded.items():
+                if bytes(image[s:s + elem]) != want:
+                    raise EmulationError(f"tile {t}: CTA {cta}'s shared byte {s} holds {bytes(image[s:s + elem]).hex()}, "
+                                         f"the array says {want.hex()}")

@@ -38,12 +38,14 @@ f32, tf32, u32, i32 = DType("f32", 32), DType("tf32", 32), DType("u32", 32), DTy
 f4e2m1, f6e2m3, f6e3m2 = DType("f4e2m1", 4), DType("f6e2m3", 6), DType("f6e3m2", 6)
 # Block-scale factors of tcgen05.mma ... block_scale: an 8-bit exponent, and an unsigned e4m3 (PTX #tcgen05-block-scaling).
 ue8m0, ue4m3 = DType("ue8m0", 8), DType("ue4m3", 8)
+# 64-bit elements: what TMA and the bulk copies move besides the narrower types (no tcgen05 form takes them).
+u64, i64, f64 = DType("u64", 64), DType("i64", 64), DType("f64", 64)
 
 DTYPES = {t.name: t for t in (u8, i8, f8e4m3, f8e5m2, bf16, f16, u16, i16, f32, tf32, u32, i32,
-                              f4e2m1, f6e2m3, f6e3m2, ue8m0, ue4m3)}
+                              f4e2m1, f6e2m3, f6e3m2, ue8m0, ue4m3, u64, i64, f64)}
 _ALIASES = {"uint8": u8, "int8": i8, "float8_e4m3fn": f8e4m3, "float8_e5m2": f8e5m2, "bfloat16": bf16,
             "float16": f16, "half": f16, "float32": f32, "float": f32, "uint16": u16, "int16": i16,
-            "uint32": u32, "int32": i32}
+            "uint32": u32, "int32": i32, "uint64": u64, "int64": i64, "float64": f64, "double": f64}
 
 
 #: The element widths a tensor can have: the types above and 64-bit words (PTX ISA "Fundamental Types").

@@ -32,8 +32,8 @@ class TmaAtom:
     multicast: bool = False
 
     def __attrs_post_init__(self) -> None:
-        if self.direction not in ("load", "store"):
-            raise PlanError(f"a TMA atom loads or stores, not {self.direction!r}")
+        if self.direction not in ("load", "store", "prefetch"):
+            raise PlanError(f"a TMA atom loads, stores or prefetches, not {self.direction!r}")
         if not 1 <= self.rank <= MAX_RANK:
             raise PlanError(f"a TMA box has 1 to {MAX_RANK} dimensions, not {self.rank}")
         if self.multicast and self.direction != "load":

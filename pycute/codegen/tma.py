@@ -28,6 +28,11 @@ def _multicast_wrapper(rank: int) -> str:
 
 def _wrapper(direction: str, rank: int) -> str:
     coords = ", ".join(f"int c{k}" for k in range(rank))
+    if direction == "prefetch":
+        regs = ", ".join(f"%{1 + k}" for k in range(rank))
+        operands = ", ".join(f'"r"(c{k})' for k in range(rank))
+        return (f"__device__ __forceinline__ void {tma_helper('prefetch', rank)}(const void* map, {coords}) {{\n"
+                f'  asm volatile("{tma_ptx("prefetch", rank)} [%0, {{{regs}}}];" :: "l"(map), {operands} : "memory");\n}}')
     if direction == "load":
         regs = ", ".join(f"%{3 + k}" for k in range(rank))
         operands = ", ".join(f'"r"(c{k})' for k in range(rank))
@@ -45,7 +50,7 @@ def _wrapper(direction: str, rank: int) -> str:
 
 def tma_header_functions() -> str:
     """Every rank's load and store wrapper (the header's TMA part)."""
-    return "\n".join([_wrapper(d, r) for d in ("load", "store") for r in range(1, MAX_RANK + 1)]
+    return "\n".join([_wrapper(d, r) for d in ("load", "store", "prefetch") for r in range(1, MAX_RANK + 1)]
                      + [_multicast_wrapper(r) for r in range(1, MAX_RANK + 1)])
 
 
@@ -73,7 +78,11 @@ def emit_tma_copy(plan: TmaPlan, name: str = "pycute_tma_copy") -> str:
             "// Call from one thread (elected): `map` is the tensor map's generic address (a __grid_constant__",
             "// parameter, or global memory after pycute_tensormap_acquire), `smem` the tile's shared address",
             f"// ({plan.smem.base_align}-byte aligned), t<i> the tile index along array mode i."]
-    if load:
+    prefetch = plan.direction == "prefetch"
+    if prefetch:
+        head.append("// An L2 prefetch of the tile's boxes: no shared memory, no completion to wait for.")
+        sig = f"const void* map, {tiles}"
+    elif load:
         head.append(f"// Arm `mbar` with pycute_mbarrier_arrive_expect_tx(mbar, {name}_expect_tx) in the same phase.")
         sig = f"const void* map, unsigned smem, unsigned mbar, {tiles}"
     else:
@@ -93,10 +102,12 @@ def emit_tma_copy(plan: TmaPlan, name: str = "pycute_tma_copy") -> str:
         if mc is not None:
             smem += f" + rank * {mc.smem_step}u"
             args = f"map, {smem}, mbar, {mc.mask:#x}, {coords}"
+        elif prefetch:
+            args = f"map, {coords}"
         else:
             args = f"map, {smem}, mbar, {coords}" if load else f"map, {smem}, {coords}"
         body.append(f"  {tma_helper(plan.direction, m.rank, mc is not None)}({args});")
-    if not load:
+    if plan.direction == "store":
         body.append("  pycute_bulk_commit_group();")
     lines = ['#include "pycute/tma.cuh"', "", *head]
     if load:

@@ -20,9 +20,10 @@ from .executors import tcgen05_cp, tcgen05_ldst, tma
 
 #: PTX opcode prefix -> the executor's decoder of its issued instructions (pycute.sim.executors).
 ISSUE_DECODERS = {"tcgen05.cp": tcgen05_cp.decode, "tcgen05.ld": tcgen05_ldst.decode, "tcgen05.st": tcgen05_ldst.decode,
-                  "cp.async.bulk.tensor": tma.decode}
+                  "cp.async.bulk.tensor": tma.decode, "cp.async.bulk.prefetch.tensor": tma.decode}
 #: Which of a thread's lists each family's records go to.
-_RECORDS = {"tcgen05.cp": "issued", "tcgen05.ld": "ldst", "tcgen05.st": "ldst", "cp.async.bulk.tensor": "tma"}
+_RECORDS = {"tcgen05.cp": "issued", "tcgen05.ld": "ldst", "tcgen05.st": "ldst", "cp.async.bulk.tensor": "tma",
+            "cp.async.bulk.prefetch.tensor": "tma"}
 
 
 def _family(op: str) -> str | None:

@@ -3,7 +3,10 @@ bounds) at the tile's element ``c`` in every receiving CTA; a store writes the i
 the bytes each CTA's mbarrier receives equal the plan's ``expect_tx``."""
 from __future__ import annotations
 
+import attrs
 import numpy as np
+
+from ..atoms.tma import tma_atom
 
 from ..copy.tma.plan import TmaPlan
 from ..errors import EmulationError
@@ -67,6 +70,10 @@ def verify_tma(plan: TmaPlan, seed: int = 0) -> None:
     the layouts alone; raises EmulationError naming the first difference."""
     if not isinstance(plan, TmaPlan):
         raise TypeError(f"verify_tma: expected a TmaPlan (make_tma_copy), got {type(plan).__name__}")
+    if plan.direction == "prefetch":            # a prefetch names the boxes of the load it was made from
+        atom = tma_atom("load", plan.atom.rank)
+        plan = attrs.evolve(plan, direction="load", atom=atom,
+                            instructions=tuple(attrs.evolve(i, ptx=atom.ptx) for i in plan.instructions))
     rng = np.random.default_rng(seed)
     elem = plan.tensor_map.box_bytes // _prod(plan.tensor_map.box)
     nbytes = -(-(sum((n - 1) * d for n, d in _array_modes(plan)) + 1) * elem // 16) * 16   # whole 16-byte units

@@ -31,7 +31,7 @@ TX_LIMIT = (1 << 20) - 1      # an mbarrier phase's transaction count (PTX #para
 #: The targets that have cp.async.bulk.tensor (sm_90 and later).
 TMA_TARGETS = ("sm_90a", "sm_100a", "sm_100f", "sm_103a", "sm_103f", "sm_110a", "sm_110f")
 
-TmaDirection = Literal["load", "store"]
+TmaDirection = Literal["load", "store", "prefetch"]
 
 
 @attrs.frozen
@@ -64,7 +64,7 @@ def tma_swizzle_of_bytes(sw: Swizzle | None) -> TmaSwizzle | None:
 
 #: CUtensorMapDataType by element type (the driver's enum; fp8 and the scale types travel as UINT8).
 DATA_TYPES = {"u8": 0, "i8": 0, "f8e4m3": 0, "f8e5m2": 0, "ue8m0": 0, "ue4m3": 0, "u16": 1, "i16": 1, "u32": 2,
-              "i32": 3, "f16": 6, "f32": 7, "bf16": 9, "tf32": 11}
+              "i32": 3, "u64": 4, "i64": 5, "f16": 6, "f32": 7, "f64": 8, "bf16": 9, "tf32": 11}
 L2_PROMOTION_128B = 2         # CU_TENSOR_MAP_L2_PROMOTION_L2_128B, what CuTe uses
 OOB_FILL_NONE = 0             # CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE: out-of-bounds elements load as zeros
 INTERLEAVE_NONE = 0
@@ -76,8 +76,10 @@ def tma_ptx(direction: TmaDirection, rank: int, multicast: bool = False) -> str:
     if direction == "load":
         return (f"cp.async.bulk.tensor.{rank}d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
                 + (".multicast::cluster" if multicast else ""))
+    if direction == "prefetch":
+        return f"cp.async.bulk.prefetch.tensor.{rank}d.L2.global.tile"
     return f"cp.async.bulk.tensor.{rank}d.global.shared::cta.tile.bulk_group"
 
 
 #: The SASS opcode each direction assembles to (ptxas 13, sm_90a and sm_100a).
-TMA_SASS = {"load": "UTMALDG", "store": "UTMASTG"}
+TMA_SASS = {"load": "UTMALDG", "store": "UTMASTG", "prefetch": "UTMAPF"}

@@ -7,7 +7,7 @@ from typing import Any, ClassVar
 import attrs
 
 from ...arch.sm90.tma import DATA_TYPES, INTERLEAVE_NONE, L2_PROMOTION_128B, OOB_FILL_NONE, TmaDirection, TmaSwizzle
-from ...atoms.tma import TmaAtom, TmaIssue
+from ...atoms.tma import TmaAtom, TmaIssue, tma_atom
 from ...errors import PlanError
 from ...int_tuple import as_int
 from ...tensor.gmem import GlobalTensor
@@ -54,7 +54,7 @@ class TensorMapParams:
 
 #: Bytes per element of the types a tensor map names.
 DTYPE_BYTES = {"u8": 1, "i8": 1, "f8e4m3": 1, "f8e5m2": 1, "ue8m0": 1, "ue4m3": 1, "u16": 2, "i16": 2, "f16": 2,
-               "bf16": 2, "u32": 4, "i32": 4, "f32": 4, "tf32": 4}
+               "bf16": 2, "u32": 4, "i32": 4, "f32": 4, "tf32": 4, "u64": 8, "i64": 8, "f64": 8}
 assert set(DTYPE_BYTES) == set(DATA_TYPES)
 
 
@@ -166,8 +166,17 @@ class TmaPlan:
             raise PlanError(f"stream: smem_base {smem_base:#x} is not aligned to the {self.smem.base_align} B the "
                             f"plan assumes for the buffer")
         shift = self._cta(cta) * self.multicast.smem_step if self.multicast else 0
-        return [TmaIssue(i.ptx, c, smem_base + shift + i.smem_offset)
+        return [TmaIssue(i.ptx, c, 0 if self.direction == "prefetch" else smem_base + shift + i.smem_offset)
                 for i, c in zip(self.instructions, self.coords(tile, cta))]
+
+    def prefetch(self) -> "TmaPlan":
+        """The same boxes as an L2 prefetch (``cp.async.bulk.prefetch.tensor``: no shared memory, no completion),
+        to warm L2 with a tile a later load reads."""
+        if self.direction != "load" or self.multicast is not None:
+            raise PlanError("prefetch: a prefetch is made from a load plan without multicast")
+        atom = tma_atom("prefetch", self.atom.rank)
+        return attrs.evolve(self, direction="prefetch", atom=atom,
+                            instructions=tuple(attrs.evolve(i, ptx=atom.ptx) for i in self.instructions))
 
     def cuda(self, name: str = "pycute_tma_copy") -> str:
         """A ``__device__`` function that issues the tile's boxes from the calling (elected) thread:

@@ -16,7 +16,7 @@ from ..machine import Machine
 
 __all__ = ["TmaExecutor", "decode"]
 
-_ELEM_BYTES = {0: 1, 1: 2, 2: 4, 3: 4, 6: 2, 7: 4, 9: 2, 11: 4}     # CUtensorMapDataType -> bytes
+_ELEM_BYTES = {0: 1, 1: 2, 2: 4, 3: 4, 4: 8, 5: 8, 6: 2, 7: 4, 8: 8, 9: 2, 11: 4}    # CUtensorMapDataType -> bytes
 
 
 def _box_addresses(params: Any, coords: tuple, smem: int, store: bool = False
@@ -95,8 +95,11 @@ class TmaExecutor(Machine):
 def decode(op: str, args: list, value: Callable[[str], int]) -> TmaIssue:
     """A compiled tile-mode ``cp.async.bulk.tensor`` as the issue record a plan streams: a load's ``[smem],
     [map, {c0, ...}], [mbar]`` or a store's ``[map, {c0, ...}], [smem]`` (``value`` reads an operand)."""
-    store = ".global.shared::cta" in op
-    tensor, smem = (args[0], args[1]) if store else (args[1], args[0])
+    if ".prefetch." in op:
+        tensor, smem = args[0], "0"
+    else:
+        store = ".global.shared::cta" in op
+        tensor, smem = (args[0], args[1]) if store else (args[1], args[0])
     m = re.fullmatch(r"\[\s*[^,\s]+\s*,\s*\{([^}]*)\}\s*\]", tensor)
     if m is None:
         raise EmulationError(f"{op}: tensor operand {tensor!r} is not [map, {{coordinates}}]")

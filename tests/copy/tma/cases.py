@@ -47,6 +47,10 @@ CASES = [
          [(0, 0), (0, 1)]),
     case("u8-rows-not-16B", pc.u8, Layout((40, 50), (64, 1)), smem(pc.u8, Layout((32, 64), (64, 1))),
          [(0, 0), (1, 0)]),
+    case("f64-2d-plain", pc.f64, Layout((100, 40), (40, 1)), smem(pc.f64, Layout((32, 16), (16, 1))),
+         [(0, 0), (3, 2), (4, 3)]),
+    case("u64-kmajor-128B", pc.u64, Layout((70, 32), (32, 1)), smem(pc.u64, pc.ComposedLayout(
+        pc.Swizzle(3, 1, 3), 0, Layout(((8, 8), (16, 2)), ((16, 128), (1, 1024))))), [(0, 0), (1, 1)]),
     case("f32-box-larger-than-array", pc.f32, Layout((20, 24), (24, 1)), smem(pc.f32, Layout((64, 32), (32, 1))),
          [(0, 0), (1, 1)]),
 ]

@@ -176,3 +176,19 @@ def test_a_multicast_pycute_cannot_split_is_refused(kwargs, match):
 def test_only_loads_multicast():
     with pytest.raises(pc.PlanError, match="only loads multicast"):
         make_tma_copy(BF16, pc.kmajor_smem_tensor(pc.bf16, 128, 64, "128B"), multicast=2)
+
+
+@pytest.mark.parametrize("arch", ["sm_90a", "sm_100a"])
+def test_a_prefetch_names_the_loads_boxes_and_assembles_to_utmapf(arch):
+    from pycute.sim.ptx import trace_entry
+    _, g, s, _ = next(c for c in CASES if c[0] == "f32-512-rows-two-boxes")
+    load = make_tma_copy(s, g)
+    prefetch = load.prefetch()
+    assert [i.coords for i in prefetch.instructions] == [i.coords for i in load.instructions]
+    prefetch.verify()
+    src = prefetch.cuda("pf") + 'extern "C" __global__ void k(const void* map, int a, int b) { pf(map, a, b); }'
+    compiled = compile_cuda(src, arch=arch)
+    assert compiled.histogram().get("UTMAPF.L2.2D") == 2
+    assert trace_entry(compiled.ptx, {0: 0x7000_0000, 1: 1, 2: 0}, {}, "k").tma == prefetch.stream(0, 1, 0)
+    with pytest.raises(pc.PlanError, match="a prefetch is made from a load plan"):
+        make_tma_copy(g, s).prefetch()

@@ -7,7 +7,7 @@ from typing import NamedTuple
 
 import attrs
 
-from ..arch.sm90.tma import MAX_RANK, TMA_SASS, TmaDirection, tma_ptx
+from ..arch.sm90.tma import MAX_RANK, TMA_SASS, ReduceOp, TmaDirection, tma_ptx
 from ..errors import PlanError
 
 __all__ = ["TmaAtom", "TmaIssue", "tma_atom"]
@@ -30,6 +30,7 @@ class TmaAtom:
     direction: TmaDirection
     rank: int
     multicast: bool = False
+    reduce: ReduceOp | None = None
 
     def __attrs_post_init__(self) -> None:
         if self.direction not in ("load", "store", "prefetch"):
@@ -38,17 +39,20 @@ class TmaAtom:
             raise PlanError(f"a TMA box has 1 to {MAX_RANK} dimensions, not {self.rank}")
         if self.multicast and self.direction != "load":
             raise PlanError("only TMA loads multicast (PTX ISA: .multicast::cluster)")
+        if self.reduce is not None and self.direction != "store":
+            raise PlanError("a TMA reduction goes from shared to global memory (a store direction)")
 
     @property
     def ptx(self) -> str:
-        return tma_ptx(self.direction, self.rank, self.multicast)
+        return tma_ptx(self.direction, self.rank, self.multicast, self.reduce)
 
     @property
     def sass(self) -> str:
-        """The SASS opcode the instruction assembles to (``UTMALDG`` / ``UTMASTG``)."""
-        return TMA_SASS[self.direction]
+        """The SASS opcode the instruction assembles to (``UTMALDG`` / ``UTMASTG`` / ``UTMAREDG`` / ``UTMAPF``)."""
+        return "UTMAREDG" if self.reduce is not None else TMA_SASS[self.direction]
 
 
-def tma_atom(direction: TmaDirection, rank: int, multicast: bool = False) -> TmaAtom:
-    """The atom of a ``rank``-dimensional tile-mode ``direction`` (``multicast``: to every CTA of a mask)."""
-    return TmaAtom(direction, rank, multicast)
+def tma_atom(direction: TmaDirection, rank: int, multicast: bool = False, reduce: ReduceOp | None = None) -> TmaAtom:
+    """The atom of a ``rank``-dimensional tile-mode ``direction`` (``multicast``: to every CTA of a mask;
+    ``reduce``: a store that reduces)."""
+    return TmaAtom(direction, rank, multicast, reduce)

@@ -3,7 +3,7 @@
 from ``arch.sm90.tma``."""
 from __future__ import annotations
 
-from ..arch.sm90.tma import MAX_RANK, tma_ptx
+from ..arch.sm90.tma import MAX_RANK, REDUCE_TYPES, ReduceOp, tma_ptx
 from ..copy.tma.plan import TmaPlan
 from ..views import provides
 from .common import ABI_VERSION, check_function_name
@@ -11,9 +11,22 @@ from .common import ABI_VERSION, check_function_name
 __all__ = ["emit_tma_copy", "tma_helper", "tma_header_functions"]
 
 
-def tma_helper(direction: str, rank: int, multicast: bool = False) -> str:
-    """The header's wrapper of a ``rank``-dimensional tile-mode load (``multicast``: to a CTA mask) or store."""
+def tma_helper(direction: str, rank: int, multicast: bool = False, reduce: str | None = None) -> str:
+    """The header's wrapper of a ``rank``-dimensional tile-mode load (``multicast``: to a CTA mask), store (or
+    ``reduce``) or prefetch."""
+    if reduce is not None:
+        return f"pycute_tma_reduce_{reduce}_{rank}d"
     return f"pycute_tma_{direction}{'_multicast' if multicast else ''}_{rank}d"
+
+
+def _reduce_wrapper(op: ReduceOp, rank: int) -> str:
+    coords = ", ".join(f"int c{k}" for k in range(rank))
+    regs = ", ".join(f"%{2 + k}" for k in range(rank))
+    operands = ", ".join(f'"r"(c{k})' for k in range(rank))
+    return (f"__device__ __forceinline__ void {tma_helper('store', rank, reduce=op)}(const void* map, unsigned smem, "
+            f"{coords}) {{\n"
+            f'  asm volatile("{tma_ptx("store", rank, reduce=op)} [%0, {{{regs}}}], [%1];"\n'
+            f'               :: "l"(map), "r"(smem), {operands} : "memory");\n}}')
 
 
 def _multicast_wrapper(rank: int) -> str:
@@ -51,7 +64,8 @@ def _wrapper(direction: str, rank: int) -> str:
 def tma_header_functions() -> str:
     """Every rank's load and store wrapper (the header's TMA part)."""
     return "\n".join([_wrapper(d, r) for d in ("load", "store", "prefetch") for r in range(1, MAX_RANK + 1)]
-                     + [_multicast_wrapper(r) for r in range(1, MAX_RANK + 1)])
+                     + [_multicast_wrapper(r) for r in range(1, MAX_RANK + 1)]
+                     + [_reduce_wrapper(op, r) for op in REDUCE_TYPES for r in range(1, MAX_RANK + 1)])
 
 
 def _coordinate(plan: TmaPlan, dim: int, offset: int) -> str:
@@ -106,7 +120,7 @@ def emit_tma_copy(plan: TmaPlan, name: str = "pycute_tma_copy") -> str:
             args = f"map, {coords}"
         else:
             args = f"map, {smem}, mbar, {coords}" if load else f"map, {smem}, {coords}"
-        body.append(f"  {tma_helper(plan.direction, m.rank, mc is not None)}({args});")
+        body.append(f"  {tma_helper(plan.direction, m.rank, mc is not None, plan.reduce)}({args});")
     if plan.direction == "store":
         body.append("  pycute_bulk_commit_group();")
     lines = ['#include "pycute/tma.cuh"', "", *head]

@@ -12,6 +12,7 @@ from ..copy.tma.plan import TmaPlan
 from ..errors import CompileError
 from ..int_tuple import idx2crd
 from ..sim.emulator import Sm90Emulator
+from ..sim.verify_tma import element_bytes
 from ..codegen.tma import emit_tma_copy
 
 __all__ = ["TmaRoundTrip"]
@@ -102,7 +103,9 @@ extern "C" __global__ void tma_roundtrip(const pycute_tensor_map* in_map, const 
         modes = list(zip(shape, stride)) if isinstance(shape, tuple) else [(shape, stride)]
         elem = self.load.tensor_map.box_bytes // int(np.prod(self.load.tensor_map.box))
         nbytes = -(-(sum((n - 1) * d for n, d in modes) + 1) * elem // 16) * 16     # whole 16-byte units
-        return rng.integers(0, 256, nbytes, dtype=np.uint8), rng.integers(0, 256, nbytes, dtype=np.uint8)
+        finite = self.store is not None and self.store.reduce is not None
+        dtype = self.load.gmem.dtype.name
+        return element_bytes(rng, nbytes, dtype, finite), element_bytes(rng, nbytes, dtype, finite)
 
     def emulate(self, tile: tuple[int, ...], seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
         """``(every CTA's shared image, array B)`` the emulator says the kernel leaves."""
@@ -117,7 +120,7 @@ extern "C" __global__ void tma_roundtrip(const pycute_tensor_map* in_map, const 
         image = np.concatenate([emu.ctas[c].smem for c in range(self.ctas)])
         if self.store is not None:
             for issue in self.store.stream(0, *tile):
-                emu.tma_store(self.store.tensor_map, b, issue.coords, issue.smem)
+                emu.tma_store(self.store.tensor_map, b, issue.coords, issue.smem, reduce=self.store.reduce)
         return image, b
 
     def run(self, gpu: Gpu, tile: tuple[int, ...], seed: int = 0, arch: str = "sm_90a") -> dict:

@@ -3,6 +3,8 @@ bounds) at the tile's element ``c`` in every receiving CTA; a store writes the i
 the bytes each CTA's mbarrier receives equal the plan's ``expect_tx``."""
 from __future__ import annotations
 
+import struct
+
 import attrs
 import numpy as np
 
@@ -13,7 +15,7 @@ from ..errors import EmulationError
 from ..int_tuple import idx2crd
 from .emulator import Sm90Emulator
 
-__all__ = ["verify_tma"]
+__all__ = ["verify_tma", "element_bytes"]
 
 
 def _prod(xs) -> int:
@@ -42,7 +44,7 @@ def _issue_all(plan: TmaPlan, emu: Sm90Emulator, gmem: np.ndarray, tile: tuple) 
     for cta in range(ctas):
         for issue in plan.stream(0, *tile, cta=cta):
             if plan.direction == "store":
-                emu.tma_store(plan.tensor_map, gmem, issue.coords, issue.smem)
+                emu.tma_store(plan.tensor_map, gmem, issue.coords, issue.smem, reduce=plan.reduce)
                 continue
             n = emu.tma_load(plan.tensor_map, gmem, issue.coords, issue.smem, cta=cta, mask=mask)
             for r in (range(ctas) if mask is not None else [cta]):
@@ -60,9 +62,46 @@ def _expected(plan: TmaPlan, coords: list, offsets: np.ndarray, gmem: np.ndarray
         inside = all(0 <= x < n for x, (n, _) in zip(g, modes))
         goff = sum(x * d for x, (_, d) in zip(g, modes)) * elem
         loaded[int(s)] = bytes(gmem[goff:goff + elem]) if inside else bytes(elem)
-        if inside:
+        if inside and plan.reduce is None:
             stored[goff:goff + elem] = smem[s:s + elem]
+        elif inside:
+            stored[goff:goff + elem] = _reduce_one(plan, stored[goff:goff + elem], smem[s:s + elem])
     return loaded, stored
+
+
+def element_bytes(rng: np.random.Generator, nbytes: int, dtype: str, finite: bool) -> np.ndarray:
+    """``nbytes`` random bytes; with ``finite``, floating-point elements are finite values in [-4, 4) (a
+    reduction's arithmetic on NaN payloads and infinities is not what is being checked)."""
+    if not finite or dtype not in ("f32", "f16", "bf16", "f64"):
+        return rng.integers(0, 256, nbytes, dtype=np.uint8)
+    values = rng.uniform(-4, 4, nbytes // {"f32": 4, "f16": 2, "bf16": 2, "f64": 8}[dtype])
+    if dtype == "bf16":
+        return (values.astype(np.float32).view(np.uint32) >> 16).astype(np.uint16).view(np.uint8)
+    return values.astype({"f32": np.float32, "f16": np.float16, "f64": np.float64}[dtype]).view(np.uint8)
+
+
+def _reduce_one(plan: TmaPlan, old: np.ndarray, new: np.ndarray) -> np.ndarray:
+    """One element's reduction from its bytes, as Python integers or floats (independent of the executor's
+    vectorised arithmetic)."""
+    dtype = plan.gmem.dtype.name
+    if dtype == "bf16":
+        a, b = (struct.unpack("<f", bytes(2) + bytes(x))[0] for x in (old, new))
+        r = {"add": a + b, "min": min(a, b), "max": max(a, b)}[str(plan.reduce)]
+        bits = struct.unpack("<I", struct.pack("<f", r))[0]
+        return np.frombuffer(struct.pack("<H", (bits + 0x7FFF + ((bits >> 16) & 1)) >> 16 & 0xFFFF), np.uint8)
+    fmt = {"u32": "<I", "i32": "<i", "u64": "<Q", "i64": "<q", "f32": "<f", "f16": "<e"}[dtype]
+    a, b = struct.unpack(fmt, bytes(old))[0], struct.unpack(fmt, bytes(new))[0]
+    bits = 8 * struct.calcsize(fmt)
+    r = {"add": lambda: a + b, "min": lambda: min(a, b), "max": lambda: max(a, b), "and": lambda: a & b,
+         "or": lambda: a | b, "xor": lambda: a ^ b, "inc": lambda: 0 if a >= b else a + 1,
+         "dec": lambda: b if a == 0 or a > b else a - 1}[str(plan.reduce)]()
+    if fmt[1] in "IQ":
+        r %= 1 << bits
+    elif fmt[1] in "iq":
+        r = (r + (1 << (bits - 1))) % (1 << bits) - (1 << (bits - 1))
+    elif fmt[1] in "fe":
+        return np.frombuffer(np.array([r], dtype=fmt).tobytes(), np.uint8)
+    return np.frombuffer(struct.pack(fmt, r), np.uint8)
 
 
 def verify_tma(plan: TmaPlan, seed: int = 0) -> None:
@@ -83,7 +122,8 @@ def verify_tma(plan: TmaPlan, seed: int = 0) -> None:
     ctas = plan.multicast.ctas if plan.multicast else 1
     for t in _tile_indices(plan):
         emu = Sm90Emulator(smem_bytes=smem_bytes, ctas=ctas)
-        gmem, smem = (rng.integers(0, 256, n, dtype=np.uint8) for n in (nbytes, smem_bytes))
+        finite = plan.reduce is not None
+        gmem, smem = (element_bytes(rng, n, plan.gmem.dtype.name, finite) for n in (nbytes, smem_bytes))
         emu.write_smem(0, smem)
         loaded, stored = _expected(plan, coords, offsets, gmem, smem, [a * n for a, n in zip(t, plan.tile_shape)],
                                    elem)

@@ -10,7 +10,7 @@ import pytest
 
 from pycute.compile import runtime
 
-from tests.copy.tma.cases import CASES, MULTICAST
+from tests.copy.tma.cases import CASES, MULTICAST, REDUCE
 
 INFO = runtime.device_info()
 REASON = None if INFO is not None and INFO[1][0] >= 9 else "TMA needs a CUDA GPU of compute capability 9.0 or newer"
@@ -43,3 +43,16 @@ def test_a_multicast_load_fills_every_cta_of_the_cluster_as_the_emulator_says(na
     for t in verdict["tiles"]:
         assert t["smem"] is None, t
         assert t["spins"] < 1 << 26, f"tile {t['tile']}: an mbarrier never completed (expect_tx off?)"
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(REASON is not None, reason=REASON or "")
+def test_every_reduction_combines_as_the_emulator_says():
+    """One child process for all reductions (each is a load and a reduce of two tiles)."""
+    names = [c[0] for c in REDUCE]
+    script = "import json; from tests.gpu.tma_probe import main; print(json.dumps([main(n) for n in %r]))" % names
+    run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=ROOT, timeout=300)
+    assert run.returncode == 0, run.stderr[-2000:]
+    for verdict in json.loads(run.stdout.strip().splitlines()[-1]):
+        for t in verdict["tiles"]:
+            assert t["smem"] is None and t["array"] is None, (verdict["case"], t)

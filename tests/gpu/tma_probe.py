@@ -13,7 +13,7 @@ from pycute.errors import PlanError
 from pycute.copy.tma import make_tma_copy
 from pycute.harness.tma import TmaRoundTrip
 
-from tests.copy.tma.cases import CASES, MULTICAST
+from tests.copy.tma.cases import CASES, MULTICAST, REDUCE
 
 
 def first_difference(got, want):
@@ -34,9 +34,23 @@ def multicast(name: str) -> dict:
     return out
 
 
+def reduction(name: str) -> dict:
+    _, g, s, op, tiles = next(c for c in REDUCE if c[0] == name)
+    rt = TmaRoundTrip(make_tma_copy(s, g), make_tma_copy(g, s, reduce=op))
+    gpu = runtime.Gpu()
+    out = {"case": name, "reduce": op, "tiles": []}
+    for tile in tiles:
+        r = rt.run(gpu, tile, seed=len(out["tiles"]))
+        out["tiles"].append({"tile": list(tile), "spins": r["spins"], "smem": first_difference(*r["smem"]),
+                             "array": first_difference(*r["array"])})
+    return out
+
+
 def main(name: str) -> dict:
     if any(c[0] == name for c in MULTICAST):
         return multicast(name)
+    if any(c[0] == name for c in REDUCE):
+        return reduction(name)
     _, g, s, tiles = next(c for c in CASES if c[0] == name)
     load = make_tma_copy(s, g)
     try:

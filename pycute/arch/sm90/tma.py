@@ -14,7 +14,7 @@ from .swizzle import SWIZZLE_32B, SWIZZLE_64B, SWIZZLE_128B
 __all__ = ["MAX_RANK", "MAX_BOX", "GLOBAL_ALIGN", "STRIDE_ALIGN", "STRIDE_LIMIT", "DIM_LIMIT", "INNER_BOX_ALIGN",
            "SMEM_ALIGN", "TX_LIMIT", "TmaSwizzle", "TMA_SWIZZLES", "tma_swizzle_of_bytes", "DATA_TYPES",
            "L2_PROMOTION_128B", "OOB_FILL_NONE", "INTERLEAVE_NONE", "TmaDirection", "tma_ptx", "TMA_SASS",
-           "TMA_TARGETS", "MAX_MULTICAST"]
+           "TMA_TARGETS", "MAX_MULTICAST", "ReduceOp", "REDUCE_TYPES"]
 
 MAX_RANK = 5                  # tensorRank 1..5
 MAX_BOX = 256                 # boxDim[i] 1..256
@@ -32,6 +32,14 @@ TX_LIMIT = (1 << 20) - 1      # an mbarrier phase's transaction count (PTX #para
 TMA_TARGETS = ("sm_90a", "sm_100a", "sm_100f", "sm_103a", "sm_103f", "sm_110a", "sm_110f")
 
 TmaDirection = Literal["load", "store", "prefetch"]
+ReduceOp = Literal["add", "min", "max", "inc", "dec", "and", "or", "xor"]
+
+#: cp.reduce.async.bulk.tensor: the element types each operation takes (PTX ISA
+#: #data-movement-and-conversion-instructions-cp-reduce-async-bulk-tensor).
+REDUCE_TYPES: dict[ReduceOp, tuple[str, ...]] = {
+    "add": ("u32", "i32", "u64", "f32", "f16", "bf16"), "min": ("u32", "i32", "u64", "i64", "f16", "bf16"),
+    "max": ("u32", "i32", "u64", "i64", "f16", "bf16"), "inc": ("u32",), "dec": ("u32",),
+    "and": ("u32", "i32", "u64", "i64"), "or": ("u32", "i32", "u64", "i64"), "xor": ("u32", "i32", "u64", "i64")}
 
 
 @attrs.frozen
@@ -70,9 +78,11 @@ OOB_FILL_NONE = 0             # CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE: out-of-bounds
 INTERLEAVE_NONE = 0
 
 
-def tma_ptx(direction: TmaDirection, rank: int, multicast: bool = False) -> str:
+def tma_ptx(direction: TmaDirection, rank: int, multicast: bool = False, reduce: ReduceOp | None = None) -> str:
     """The tile-mode instruction: a load completing on an mbarrier (with ``multicast``, written to and signalled in
-    every CTA of a mask), a store completing in a bulk group."""
+    every CTA of a mask), a store (with ``reduce``, a reduction into global memory) completing in a bulk group."""
+    if reduce is not None:
+        return f"cp.reduce.async.bulk.tensor.{rank}d.global.shared::cta.{reduce}.tile.bulk_group"
     if direction == "load":
         return (f"cp.async.bulk.tensor.{rank}d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
                 + (".multicast::cluster" if multicast else ""))

@@ -120,6 +120,11 @@ class TmaPlan:
         return self.smem if self.direction == "load" else self.gmem
 
     @property
+    def reduce(self) -> str | None:
+        """The reduction a store applies (``add``, ``min``, ...), or None."""
+        return self.atom.reduce
+
+    @property
     def tile_shape(self) -> tuple[int, ...]:
         """The tile's extent in each global mode."""
         shape = self.smem.layout.shape
@@ -192,7 +197,8 @@ class TmaPlan:
     def explain(self) -> str:
         m = self.tensor_map
         n = len(self.instructions)
-        lines = [f"TMA {self.direction} plan: {self.src!r} -> {self.dst!r}",
+        kind = f"{self.reduce} reduction" if self.reduce else self.direction
+        lines = [f"TMA {kind} plan: {self.src!r} -> {self.dst!r}",
                  f"  instruction {self.atom.ptx}",
                  f"  tensor map  {m.dtype} (type {m.data_type}), dims {m.global_dims}, strides {m.global_strides} B, "
                  f"box {m.box}, element strides {m.element_strides}, swizzle {m.swizzle.name}, L2 promotion 128B, "
@@ -217,7 +223,8 @@ class TmaPlan:
 
     def __repr__(self) -> str:
         m = self.tensor_map
-        return (f"TmaPlan({self.direction}, {len(self.instructions)} x {m.rank}d box {m.box}, swizzle "
+        kind = f"reduce.{self.reduce}" if self.reduce else self.direction
+        return (f"TmaPlan({kind}, {len(self.instructions)} x {m.rank}d box {m.box}, swizzle "
                 f"{m.swizzle.name}, expect_tx {self.expect_tx} B)")
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import itertools
 
 from ...arch.sm90.tma import (DATA_TYPES, DIM_LIMIT, GLOBAL_ALIGN, INNER_BOX_ALIGN, MAX_BOX, MAX_MULTICAST, MAX_RANK, SMEM_ALIGN,
-                              STRIDE_ALIGN, STRIDE_LIMIT, TMA_SWIZZLES, TX_LIMIT, TmaDirection, TmaSwizzle,
+                              REDUCE_TYPES, STRIDE_ALIGN, STRIDE_LIMIT, TMA_SWIZZLES, TX_LIMIT, ReduceOp, TmaDirection, TmaSwizzle,
                               tma_swizzle_of_bytes)
 from ...atoms.tma import tma_atom
 from ...basis import ScaledBasis
@@ -237,12 +237,26 @@ def _multicast(dims: list, box_elems: int, ctas: int, elem: int, where: str) -> 
     return dims, TmaMulticast(ctas, j, n // ctas, box_elems // ctas * elem)
 
 
+def _check_reduce(reduce: object, direction: str, dtype: str, where: str) -> ReduceOp:
+    if not isinstance(reduce, str):
+        raise TypeError(f"make_tma_copy: reduce must be one of {', '.join(REDUCE_TYPES)} or None, got {reduce!r}")
+    if reduce not in REDUCE_TYPES:
+        raise PlanError(f"make_tma_copy: reduce={reduce!r}: TMA reduces with {', '.join(REDUCE_TYPES)}{where}")
+    if direction != "store":
+        raise PlanError(f"make_tma_copy: a reduction goes from shared to global memory (dst the array){where}")
+    if dtype not in REDUCE_TYPES[reduce]:
+        raise PlanError(f"make_tma_copy: .{reduce} reduces {', '.join(REDUCE_TYPES[reduce])} elements, not {dtype} "
+                        f"(PTX ISA, cp.reduce.async.bulk.tensor){where}")
+    return reduce
+
+
 def make_tma_copy(dst: GlobalTensor | SmemTensor, src: GlobalTensor | SmemTensor,
-                  multicast: int | None = None) -> TmaPlan:
+                  multicast: int | None = None, reduce: ReduceOp | None = None) -> TmaPlan:
     """Plan a TMA load (``src`` a whole global array, ``dst`` the shared tile) or store (the reverse) of one tile:
     mode ``i`` of the tile is a window of mode ``i`` of the array, and the generated code takes a tile index per
     mode. ``multicast=n`` splits a load over the ``n`` CTAs of a cluster, each writing its slice into all of them
-    (``.multicast::cluster``). The fewest boxes (largest legal box), the tensor map's parameters and
+    (``.multicast::cluster``); ``reduce`` makes a store a reduction into the array (``"add"``, ``"min"``, ...,
+    each for the element types PTX allows). The fewest boxes (largest legal box), the tensor map's parameters and
     ``expect_tx``; PlanError names the broken rule."""
     direction: TmaDirection
     if isinstance(dst, SmemTensor) and isinstance(src, GlobalTensor):
@@ -262,6 +276,7 @@ def make_tma_copy(dst: GlobalTensor | SmemTensor, src: GlobalTensor | SmemTensor
         raise PlanError(f"make_tma_copy: run-time indices of the shared tile are not planned yet (slice one "
                         f"stage){where}")
     elem = DTYPE_BYTES[gmem.dtype.name]
+    op = None if reduce is None else _check_reduce(reduce, direction, gmem.dtype.name, where)
     arrays = _array_modes(gmem, where)
     first = _check_array(arrays, gmem, elem, where)
     mode = _swizzle(smem, elem, where)
@@ -281,11 +296,12 @@ def make_tma_copy(dst: GlobalTensor | SmemTensor, src: GlobalTensor | SmemTensor
         box_elems //= ctas
     params = TensorMapParams(gmem.dtype.name, DATA_TYPES[gmem.dtype.name], tuple(d[0] for d in dims),
                              tuple(d[1] for d in dims[1:]), tuple(d[2] for d in dims), (1,) * len(dims), mode)
-    atom = tma_atom(direction, len(dims), mc is not None)
+    atom = tma_atom(direction, len(dims), mc is not None, op)
     insts = _instructions(rest, box_elems * (mc.ctas if mc else 1), dims, atom.ptx, elem, smem.offset * elem, where)
     if direction == "store" and (params.global_dims[0] * elem) % INNER_BOX_ALIGN:
         raise PlanError(f"make_tma_copy: the array's rows are {params.global_dims[0] * elem} B; a TMA store writes "
-                        f"every {INNER_BOX_ALIGN}-byte unit it touches whole, so the bytes past each row's end up to "
+                        f"every {INNER_BOX_ALIGN}-byte unit it touches whole (a reduction is held to the same rule), "
+                        f"so the bytes past each row's end up to "
                         f"the next {INNER_BOX_ALIGN}-byte boundary would be overwritten (measured on the H200, "
                         f"docs/tma.md){where}")
     plan = TmaPlan(direction, atom, gmem, smem, params, tuple(tile_coords), tuple(insts), tuple(why), mc)

@@ -113,5 +113,165 @@ __device__ __forceinline__ void pycute_tma_load_multicast_5d(const void* map, un
   asm volatile("cp.async.bulk.tensor.5d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster [%0], [%1, {%4, %5, %6, %7, %8}], [%2], %3;"
                :: "r"(smem), "l"(map), "r"(mbar), "h"(mask), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(c4) : "memory");
 }
+__device__ __forceinline__ void pycute_tma_reduce_add_1d(const void* map, unsigned smem, int c0) {
+  asm volatile("cp.reduce.async.bulk.tensor.1d.global.shared::cta.add.tile.bulk_group [%0, {%2}], [%1];"
+               :: "l"(map), "r"(smem), "r"(c0) : "memory");
+}
+__device__ __forceinline__ void pycute_tma_reduce_add_2d(const void* map, unsigned smem, int c0, int c1) {
+  asm volatile("cp.reduce.async.bulk.tensor.2d.global.shared::cta.add.tile.bulk_group [%0, {%2, %3}], [%1];"
+               :: "l"(map), "r"(smem), "r"(c0), "r"(c1) : "memory");
+}
+__device__ __forceinline__ void pycute_tma_reduce_add_3d(const void* map, unsigned smem, int c0, int c1, int c2) {
+  asm volatile("cp.reduce.async.bulk.tensor.3d.global.shared::cta.add.tile.bulk_group [%0, {%2, %3, %4}], [%1];"
+               :: "l"(map), "r"(smem), "r"(c0), "r"(c1), "r"(c2) : "memory");
+}
+__device__ __forceinline__ void pycute_tma_reduce_add_4d(const void* map, unsigned smem, int c0, int c1, int c2, int c3) {
+  asm volatile("cp.reduce.async.bulk.tensor.4d.global.shared::cta.add.tile.bulk_group [%0, {%2, %3, %4, %5}], [%1];"
+               :: "l"(map), "r"(smem), "r"(c0), "r"(c1), "r"(c2), "r"(c3) : "memory");
+}
+__device__ __forceinline__ void pycute_tma_reduce_add_5d(const void* map, unsigned smem, int c0, int c1, int c2, int c3, int c4) {
+  asm volatile("cp.reduce.async.bulk.tensor.5d.global.shared::cta.add.tile.bulk_group [%0, {%2, %3, %4, %5, %6}], [%1];"
+               :: "l"(map), "r"(smem), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(c4) : "memory");
+}
+__device__ __forceinline__ void pycute_tma_reduce_min_1d(const void* map, unsigned smem, int c0) {
+  asm volatile("cp.reduce.async.bulk.tensor.1d.global.shared::cta.min.tile.bulk_group [%0, {%2}], [%1];"
+               :: "l"(map), "r"(smem), "r"(c0) : "memory");
+}
+__device__ __forceinline__ void pycute_tma_reduce_min_2d(const void* map, unsigned smem, int c0, int c1) {
+  asm volatile("cp.reduce.async.bulk.tensor.2d.global.shared::cta.min.tile.bulk_group [%0, {%2, %3}], [%1];"
+               :: "l"(map), "r"(smem), "r"(c0), "r"(c1) : "memory");
+}
+__device__ __forceinline__ void pycute_tma_reduce_min_3d(const void* map, unsigned smem, int c0, int c1, int c2) {
+  asm volatile("cp.reduce.async.bulk.tensor.3d.global.shared::cta.min.tile.bulk_group [%0, {%2, %3, %4}], [%1];"
+               :: "l"(map), "r"(smem), "r"(c0), "r"(c1), "r"(c2) : "memory");
+}
+__device__ __forceinline__ void pycute_tma_reduce_min_4d(const void* map, unsigned smem, int c0, int c1, int c2, int c3) {
+  asm volatile("cp.reduce.async.bulk.tensor.4d.global.shared::cta.min.tile.bulk_group [%0, {%2, %3, %4, %5}], [%1];"
+               :: "l"(map), "r"(smem), "r"(c0), "r"(c1), "r"(c2), "r"(c3) : "memory");
+}
+__device__ __forceinline__ void pycute_tma_reduce_min_5d(const void* map, unsigned smem, int c0, int c1, int c2, int c3, int c4) {
+  asm volatile("cp.reduce.async.bulk.tensor.5d.global.shared::cta.min.tile.bulk_group [%0, {%2, %3, %4, %5, %6}], [%1];"
+               :: "l"(map), "r"(smem), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(c4) : "memory");
+}
+__device__ __forceinline__ void pycute_tma_reduce_max_1d(const void* map, unsigned smem, int c0) {
+  asm volatile("cp.reduce.async.bulk.tensor.1d.global.shared::cta.max.tile.bulk_group [%0, {%2}], [%1];"
+               :: "l"(map), "r"(smem), "r"(c0) : "memory");
+}
+__device__ __forceinline__ void pycute_tma_reduce_max_2d(const void* map, unsigned smem, int c0, int c1) {
+  asm volatile("cp.reduce.async.bulk.tensor.2d.global.shared::cta.max.tile.bulk_group [%0, {%2, %3}], [%1];"
+               :: "l"(map), "r"(smem), "r"(c0), "r"(c1) : "memory");
+}
+__device__ __forceinline__ void pycute_tma_reduce_max_3d(const void* map, unsigned smem, int c0, int c1, int c2) {
+  asm volatile("cp.reduce.async.bulk.tensor.3d.global.shared::cta.max.tile.bulk_group [%0, {%2, %3, %4}], [%1];"
+               :: "l"(map), "r"(smem), "r"(c0), "r"(c1), "r"(c2) : "memory");
+}
+__device__ __forceinline__ void pycute_tma_reduce_max_4d(const void* map, unsigned smem, int c0, int c1, int c2, int c3) {
+  asm volatile("cp.reduce.async.bulk.tensor.4d.global.shared::cta.max.tile.bulk_group [%0, {%2, %3, %4, %5}], [%1];"
+               :: "l"(map), "r"(smem), "r"(c0), "r"(c1), "r"(c2), "r"(c3) : "memory");
+}
+__device__ __forceinline__ void pycute_tma_reduce_max_5d(const void* map, unsigned smem, int c0, int c1, int c2, int c3, int c4) {
+  asm volatile("cp.reduce.async.bulk.tensor.5d.global.shared::cta.max.tile.bulk_group [%0, {%2, %3, %4, %5, %6}], [%1];"
+               :: "l"(map), "r"(smem), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(c4) : "memory");
+}
+__device__ __forceinline__ void pycute_tma_reduce_inc_1d(const void* map, unsigned smem, int c0) {
+  asm volatile("cp.reduce.async.bulk.tensor.1d.global.shared::cta.inc.tile.bulk_group [%0, {%2}], [%1];"
+               :: "l"(map), "r"(smem), "r"(c0) : "memory");
+}
+__device__ __forceinline__ void pycute_tma_reduce_inc_2d(const void* map, unsigned smem, int c0, int c1) {
+  asm volatile("cp.reduce.async.bulk.tensor.2d.global.shared::cta.inc.tile.bulk_group [%0, {%2, %3}], [%1];"
+               :: "l"(map), "r"(smem), "r"(c0), "r"(c1) : "memory");
+}
+__device__ __forceinline__ void pycute_tma_reduce_inc_3d(const void* map, unsigned smem, int c0, int c1, int c2) {
+  asm volatile("cp.reduce.async.bulk.tensor.3d.global.shared::cta.inc.tile.bulk_group [%0, {%2, %3, %4}], [%1];"
+               :: "l"(map), "r"(smem), "r"(c0), "r"(c1), "r"(c2) : "memory");
+}
+__device__ __forceinline__ void pycute_tma_reduce_inc_4d(const void* map, unsigned smem, int c0, int c1, int c2, int c3) {
+  asm volatile("cp.reduce.async.bulk.tensor.4d.global.shared::cta.inc.tile.bulk_group [%0, {%2, %3, %4, %5}], [%1];"
+               :: "l"(map), "r"(smem), "r"(c0), "r"(c1), "r"(c2), "r"(c3) : "memory");
+}
+__device__ __forceinline__ void pycute_tma_reduce_inc_5d(const void* map, unsigned smem, int c0, int c1, int c2, int c3, int c4) {
+  asm volatile("cp.reduce.async.bulk.tensor.5d.global.shared::cta.inc.tile.bulk_group [%0, {%2, %3, %4, %5, %6}], [%1];"
+               :: "l"(map), "r"(smem), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(c4) : "memory");
+}
+__device__ __forceinline__ void pycute_tma_reduce_dec_1d(const void* map, unsigned smem, int c0) {
+  asm volatile("cp.reduce.async.bulk.tensor.1d.global.shared::cta.dec.tile.bulk_group [%0, {%2}], [%1];"
+               :: "l"(map), "r"(smem), "r"(c0) : "memory");
+}
+__device__ __forceinline__ void pycute_tma_reduce_dec_2d(const void* map, unsigned smem, int c0, int c1) {
+  asm volatile("cp.reduce.async.bulk.tensor.2d.global.shared::cta.dec.tile.bulk_group [%0, {%2, %3}], [%1];"
+               :: "l"(map), "r"(smem), "r"(c0), "r"(c1) : "memory");
+}
+__device__ __forceinline__ void pycute_tma_reduce_dec_3d(const void* map, unsigned smem, int c0, int c1, int c2) {
+  asm volatile("cp.reduce.async.bulk.tensor.3d.global.shared::cta.dec.tile.bulk_group [%0, {%2, %3, %4}], [%1];"
+               :: "l"(map), "r"(smem), "r"(c0), "r"(c1), "r"(c2) : "memory");
+}
+__device__ __forceinline__ void pycute_tma_reduce_dec_4d(const void* map, unsigned smem, int c0, int c1, int c2, int c3) {
+  asm volatile("cp.reduce.async.bulk.tensor.4d.global.shared::cta.dec.tile.bulk_group [%0, {%2, %3, %4, %5}], [%1];"
+               :: "l"(map), "r"(smem), "r"(c0), "r"(c1), "r"(c2), "r"(c3) : "memory");
+}
+__device__ __forceinline__ void pycute_tma_reduce_dec_5d(const void* map, unsigned smem, int c0, int c1, int c2, int c3, int c4) {
+  asm volatile("cp.reduce.async.bulk.tensor.5d.global.shared::cta.dec.tile.bulk_group [%0, {%2, %3, %4, %5, %6}], [%1];"
+               :: "l"(map), "r"(smem), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(c4) : "memory");
+}
+__device__ __forceinline__ void pycute_tma_reduce_and_1d(const void* map, unsigned smem, int c0) {
+  asm volatile("cp.reduce.async.bulk.tensor.1d.global.shared::cta.and.tile.bulk_group [%0, {%2}], [%1];"
+               :: "l"(map), "r"(smem), "r"(c0) : "memory");
+}
+__device__ __forceinline__ void pycute_tma_reduce_and_2d(const void* map, unsigned smem, int c0, int c1) {
+  asm volatile("cp.reduce.async.bulk.tensor.2d.global.shared::cta.and.tile.bulk_group [%0, {%2, %3}], [%1];"
+               :: "l"(map), "r"(smem), "r"(c0), "r"(c1) : "memory");
+}
+__device__ __forceinline__ void pycute_tma_reduce_and_3d(const void* map, unsigned smem, int c0, int c1, int c2) {
+  asm volatile("cp.reduce.async.bulk.tensor.3d.global.shared::cta.and.tile.bulk_group [%0, {%2, %3, %4}], [%1];"
+               :: "l"(map), "r"(smem), "r"(c0), "r"(c1), "r"(c2) : "memory");
+}
+__device__ __forceinline__ void pycute_tma_reduce_and_4d(const void* map, unsigned smem, int c0, int c1, int c2, int c3) {
+  asm volatile("cp.reduce.async.bulk.tensor.4d.global.shared::cta.and.tile.bulk_group [%0, {%2, %3, %4, %5}], [%1];"
+               :: "l"(map), "r"(smem), "r"(c0), "r"(c1), "r"(c2), "r"(c3) : "memory");
+}
+__device__ __forceinline__ void pycute_tma_reduce_and_5d(const void* map, unsigned smem, int c0, int c1, int c2, int c3, int c4) {
+  asm volatile("cp.reduce.async.bulk.tensor.5d.global.shared::cta.and.tile.bulk_group [%0, {%2, %3, %4, %5, %6}], [%1];"
+               :: "l"(map), "r"(smem), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(c4) : "memory");
+}
+__device__ __forceinline__ void pycute_tma_reduce_or_1d(const void* map, unsigned smem, int c0) {
+  asm volatile("cp.reduce.async.bulk.tensor.1d.global.shared::cta.or.tile.bulk_group [%0, {%2}], [%1];"
+               :: "l"(map), "r"(smem), "r"(c0) : "memory");
+}
+__device__ __forceinline__ void pycute_tma_reduce_or_2d(const void* map, unsigned smem, int c0, int c1) {
+  asm volatile("cp.reduce.async.bulk.tensor.2d.global.shared::cta.or.tile.bulk_group [%0, {%2, %3}], [%1];"
+               :: "l"(map), "r"(smem), "r"(c0), "r"(c1) : "memory");
+}
+__device__ __forceinline__ void pycute_tma_reduce_or_3d(const void* map, unsigned smem, int c0, int c1, int c2) {
+  asm volatile("cp.reduce.async.bulk.tensor.3d.global.shared::cta.or.tile.bulk_group [%0, {%2, %3, %4}], [%1];"
+               :: "l"(map), "r"(smem), "r"(c0), "r"(c1), "r"(c2) : "memory");
+}
+__device__ __forceinline__ void pycute_tma_reduce_or_4d(const void* map, unsigned smem, int c0, int c1, int c2, int c3) {
+  asm volatile("cp.reduce.async.bulk.tensor.4d.global.shared::cta.or.tile.bulk_group [%0, {%2, %3, %4, %5}], [%1];"
+               :: "l"(map), "r"(smem), "r"(c0), "r"(c1), "r"(c2), "r"(c3) : "memory");
+}
+__device__ __forceinline__ void pycute_tma_reduce_or_5d(const void* map, unsigned smem, int c0, int c1, int c2, int c3, int c4) {
+  asm volatile("cp.reduce.async.bulk.tensor.5d.global.shared::cta.or.tile.bulk_group [%0, {%2, %3, %4, %5, %6}], [%1];"
+               :: "l"(map), "r"(smem), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(c4) : "memory");
+}
+__device__ __forceinline__ void pycute_tma_reduce_xor_1d(const void* map, unsigned smem, int c0) {
+  asm volatile("cp.reduce.async.bulk.tensor.1d.global.shared::cta.xor.tile.bulk_group [%0, {%2}], [%1];"
+               :: "l"(map), "r"(smem), "r"(c0) : "memory");
+}
+__device__ __forceinline__ void pycute_tma_reduce_xor_2d(const void* map, unsigned smem, int c0, int c1) {
+  asm volatile("cp.reduce.async.bulk.tensor.2d.global.shared::cta.xor.tile.bulk_group [%0, {%2, %3}], [%1];"
+               :: "l"(map), "r"(smem), "r"(c0), "r"(c1) : "memory");
+}
+__device__ __forceinline__ void pycute_tma_reduce_xor_3d(const void* map, unsigned smem, int c0, int c1, int c2) {
+  asm volatile("cp.reduce.async.bulk.tensor.3d.global.shared::cta.xor.tile.bulk_group [%0, {%2, %3, %4}], [%1];"
+               :: "l"(map), "r"(smem), "r"(c0), "r"(c1), "r"(c2) : "memory");
+}
+__device__ __forceinline__ void pycute_tma_reduce_xor_4d(const void* map, unsigned smem, int c0, int c1, int c2, int c3) {
+  asm volatile("cp.reduce.async.bulk.tensor.4d.global.shared::cta.xor.tile.bulk_group [%0, {%2, %3, %4, %5}], [%1];"
+               :: "l"(map), "r"(smem), "r"(c0), "r"(c1), "r"(c2), "r"(c3) : "memory");
+}
+__device__ __forceinline__ void pycute_tma_reduce_xor_5d(const void* map, unsigned smem, int c0, int c1, int c2, int c3, int c4) {
+  asm volatile("cp.reduce.async.bulk.tensor.5d.global.shared::cta.xor.tile.bulk_group [%0, {%2, %3, %4, %5, %6}], [%1];"
+               :: "l"(map), "r"(smem), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(c4) : "memory");
+}
 
 #endif  // PYCUTE_TMA_CUH

@@ -42,6 +42,38 @@ def _box_addresses(params: Any, coords: tuple, smem: int, store: bool = False
     return offset, inside, (sw(linear) if sw is not None else linear)
 
 
+_NUMPY = {2: "<u4", 3: "<i4", 4: "<u8", 5: "<i8", 7: "<f4", 6: "<f2"}       # CUtensorMapDataType -> numpy
+
+
+def _bf16_to_f64(bits: np.ndarray) -> np.ndarray:
+    return (bits.astype(np.uint32) << 16).view(np.float32).astype(np.float64)
+
+
+def _f64_to_bf16(x: np.ndarray) -> np.ndarray:
+    """Round to nearest even, through float32 (exact enough: 24 bits >= 2 x 8 + 2, no double-rounding error)."""
+    bits = x.astype(np.float32).view(np.uint32).astype(np.uint64)
+    return ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16).astype(np.uint16)
+
+
+def _combine(op: str, data_type: int, old: np.ndarray, new: np.ndarray) -> np.ndarray:
+    """``old op new`` elementwise as PTX's reductions define it (bytes in, bytes out)."""
+    if data_type == 9:                                        # bf16: through float64, rounded once
+        a, b = _bf16_to_f64(old.view("<u2")), _bf16_to_f64(new.view("<u2"))
+        r = {"add": a + b, "min": np.minimum(a, b), "max": np.maximum(a, b)}[op]
+        return _f64_to_bf16(r).view(np.uint8)
+    a, b = old.view(_NUMPY[data_type]), new.view(_NUMPY[data_type])
+    if a.dtype.kind == "f":
+        x, y = a.astype(np.float64), b.astype(np.float64)
+        r = {"add": x + y, "min": np.minimum(x, y), "max": np.maximum(x, y)}[op].astype(a.dtype)
+        return r.view(np.uint8)
+    with np.errstate(over="ignore"):
+        r = {"add": lambda: a + b, "min": lambda: np.minimum(a, b), "max": lambda: np.maximum(a, b),
+             "and": lambda: a & b, "or": lambda: a | b, "xor": lambda: a ^ b,
+             "inc": lambda: np.where(a >= b, 0, a + 1).astype(a.dtype),
+             "dec": lambda: np.where((a == 0) | (a > b), b, a - 1).astype(a.dtype)}[op]()
+    return r.view(np.uint8)
+
+
 class TmaExecutor(Machine):
     """TMA loads and stores between a global byte array and a CTA's shared memory."""
 
@@ -76,8 +108,10 @@ class TmaExecutor(Machine):
             self.ctas[self._cta(t)].smem[rel] = data
         return int(offset.size * elem)
 
-    def tma_store(self, params: Any, gmem: np.ndarray, coords: tuple, smem: int, cta: int = 0) -> None:
-        """One box from shared memory at ``smem`` into ``gmem`` (in place); out-of-bounds elements are dropped."""
+    def tma_store(self, params: Any, gmem: np.ndarray, coords: tuple, smem: int, cta: int = 0,
+                  reduce: str | None = None) -> None:
+        """One box from shared memory at ``smem`` into ``gmem`` (in place); out-of-bounds elements are dropped.
+        With ``reduce`` each element is combined with the array's (``add``, ``min``, ...)."""
         if any(c < 0 for c in coords):
             raise EmulationError(f"TMA store at coordinates {coords}: a store's coordinates are non-negative (PTX "
                                  f"#data-movement-and-conversion-instructions-tensor-copy-restrictions)")
@@ -89,6 +123,10 @@ class TmaExecutor(Machine):
         if dst.size and dst.max() >= gmem.size:
             raise EmulationError(f"TMA: an in-bounds element at byte {int(dst.max())} lies past the {gmem.size}-byte "
                                  f"array the tensor map describes")
+        if reduce is not None:
+            gmem[dst] = _combine(reduce, params.data_type, gmem[dst].reshape(-1).copy(),
+                                 np.ascontiguousarray(data[inside]).reshape(-1)).reshape(dst.shape)
+            return
         gmem[dst] = data[inside]
 
 

@@ -64,3 +64,13 @@ MULTICAST = [
     ("f32-2d-x4", pc.make_global_tensor(pc.f32, Layout((300, 96), (96, 1))), smem(pc.f32, Layout((64, 32), (32, 1))),
      4, [(0, 0), (4, 2)]),
 ]
+
+#: Reductions: (name, array, tile, operation, tile indices); each loads a tile of A and reduces it into B.
+REDUCE = [(f"{d.name}-{op}", pc.make_global_tensor(d, Layout((100, 64), (64, 1))), smem(d, Layout((32, 64), (64, 1))), op,
+           [(0, 0), (3, 0)])
+          for d, ops in ((pc.u32, ("add", "min", "max", "inc", "dec", "and", "or", "xor")), (pc.i32, ("add", "min", "max")),
+                         (pc.f32, ("add",)), (pc.f16, ("add", "min", "max")), (pc.bf16, ("add", "min", "max")),
+                         (pc.u64, ("add", "min", "max", "xor")), (pc.i64, ("min", "max")))
+          for op in ops]
+REDUCE.append(("bf16-kmajor-128B-add", pc.make_global_tensor(pc.bf16, Layout((300, 128), (128, 1))),
+               pc.kmajor_smem_tensor(pc.bf16, 128, 64, "128B"), "add", [(0, 0), (2, 1)]))

@@ -10,7 +10,7 @@ from pycute.compile import compile_cuda, runtime
 from pycute.copy.tma import make_tma_copy
 from pycute.sim.verify import verify_tma
 
-from .cases import CASES, MULTICAST
+from .cases import CASES, MULTICAST, REDUCE
 
 STORE_REFUSED = {"bf16-kmajor-128B-K-not-atom", "f32-rows-not-16B", "bf16-rows-not-16B", "u8-rows-not-16B"}
 
@@ -192,3 +192,35 @@ def test_a_prefetch_names_the_loads_boxes_and_assembles_to_utmapf(arch):
     assert trace_entry(compiled.ptx, {0: 0x7000_0000, 1: 1, 2: 0}, {}, "k").tma == prefetch.stream(0, 1, 0)
     with pytest.raises(pc.PlanError, match="a prefetch is made from a load plan"):
         make_tma_copy(g, s).prefetch()
+
+
+@pytest.mark.parametrize("name,g,s,op,tiles", REDUCE, ids=[c[0] for c in REDUCE])
+def test_every_reduction_emulates_as_the_layouts_and_the_operation_say(name, g, s, op, tiles):
+    plan = make_tma_copy(g, s, reduce=op)
+    assert plan.reduce == op and plan.atom.sass == "UTMAREDG" and f".{op}.tile.bulk_group" in plan.atom.ptx
+    verify_tma(plan, seed=6)
+
+
+@pytest.mark.parametrize("arch", ["sm_90a", "sm_100a"])
+@pytest.mark.parametrize("op", ["add", "min", "xor"])
+def test_a_reduction_assembles_to_utmaredg_of_its_operation(arch, op):
+    s = pc.make_smem_tensor(pc.u32, Layout((32, 64), (64, 1)))
+    g = pc.make_global_tensor(pc.u32, Layout((100, 64), (64, 1)))
+    src = make_tma_copy(g, s, reduce=op).cuda("red") + \
+        'extern "C" __global__ void k(const void* map, unsigned s, int a, int b) { red(map, s, a, b); }'
+    assert compile_cuda(src, arch=arch).histogram().get(f"UTMAREDG.2D.{op.upper()}") == 1
+
+
+@pytest.mark.parametrize("dtype,op,match", [(pc.f32, "min", ".min reduces u32, i32, u64, i64, f16, bf16 elements, not f32"),
+                                            (pc.u8, "add", ".add reduces u32, i32, u64, f32, f16, bf16 elements, not u8"),
+                                            (pc.u32, "mul", "TMA reduces with add, min, max")])
+def test_a_reduction_ptx_does_not_define_is_refused(dtype, op, match):
+    g = pc.make_global_tensor(dtype, Layout((64, 64), (64, 1)))
+    with pytest.raises(pc.PlanError, match=match):
+        make_tma_copy(g, pc.make_smem_tensor(dtype, Layout((32, 64), (64, 1))), reduce=op)
+
+
+def test_a_load_does_not_reduce():
+    with pytest.raises(pc.PlanError, match="a reduction goes from shared to global memory"):
+        make_tma_copy(pc.make_smem_tensor(pc.u32, Layout((32, 64), (64, 1))),
+                      pc.make_global_tensor(pc.u32, Layout((64, 64), (64, 1))), reduce="add")

@@ -8,6 +8,7 @@ import struct
 import attrs
 import numpy as np
 
+from ..arch.sm90.tma import NAN_FILL_UNIT, OOB_FILL_NAN
 from ..atoms.tma import tma_atom
 
 from ..copy.tma.plan import TmaPlan
@@ -57,11 +58,12 @@ def _expected(plan: TmaPlan, coords: list, offsets: np.ndarray, gmem: np.ndarray
     """What the layouts say: the shared bytes per tile element after a load, the array after a store."""
     modes = _array_modes(plan)
     loaded, stored = {}, gmem.copy()
+    fill = NAN_FILL_UNIT * (elem // 2) if plan.tensor_map.oob_fill == OOB_FILL_NAN else bytes(elem)
     for c, s in zip(coords, offsets):
         g = [o + c[k] for k, o in enumerate(origin)]
         inside = all(0 <= x < n for x, (n, _) in zip(g, modes))
         goff = sum(x * d for x, (_, d) in zip(g, modes)) * elem
-        loaded[int(s)] = bytes(gmem[goff:goff + elem]) if inside else bytes(elem)
+        loaded[int(s)] = bytes(gmem[goff:goff + elem]) if inside else fill
         if inside and plan.reduce is None:
             stored[goff:goff + elem] = smem[s:s + elem]
         elif inside:

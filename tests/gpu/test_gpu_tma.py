@@ -10,7 +10,7 @@ import pytest
 
 from pycute.compile import runtime
 
-from tests.copy.tma.cases import CASES, MULTICAST, REDUCE
+from tests.copy.tma.cases import CASES, MULTICAST, NAN_FILL, REDUCE
 
 INFO = runtime.device_info()
 REASON = None if INFO is not None and INFO[1][0] >= 9 else "TMA needs a CUDA GPU of compute capability 9.0 or newer"
@@ -34,7 +34,7 @@ def test_tma_round_trip_matches_the_emulator_bit_for_bit(name):
 
 @pytest.mark.gpu
 @pytest.mark.skipif(REASON is not None, reason=REASON or "")
-@pytest.mark.parametrize("name", [c[0] for c in MULTICAST])
+@pytest.mark.parametrize("name", [c[0] for c in MULTICAST] + [c[0] for c in NAN_FILL])
 def test_a_multicast_load_fills_every_cta_of_the_cluster_as_the_emulator_says(name):
     run = subprocess.run([sys.executable, "-m", "tests.gpu.tma_probe", name], capture_output=True, text=True,
                          cwd=ROOT, timeout=120)

@@ -13,7 +13,7 @@ from pycute.errors import PlanError
 from pycute.copy.tma import make_tma_copy
 from pycute.harness.tma import TmaRoundTrip
 
-from tests.copy.tma.cases import CASES, MULTICAST, REDUCE
+from tests.copy.tma.cases import CASES, MULTICAST, NAN_FILL, REDUCE
 
 
 def first_difference(got, want):
@@ -46,7 +46,20 @@ def reduction(name: str) -> dict:
     return out
 
 
+def nan_fill(name: str) -> dict:
+    _, g, s, tiles = next(c for c in NAN_FILL if c[0] == name)
+    rt = TmaRoundTrip(make_tma_copy(s, g, oob_fill="nan"), None)
+    gpu = runtime.Gpu()
+    out = {"case": name, "tiles": []}
+    for tile in tiles:
+        r = rt.run(gpu, tile, seed=len(out["tiles"]))
+        out["tiles"].append({"tile": list(tile), "spins": r["spins"], "smem": first_difference(*r["smem"])})
+    return out
+
+
 def main(name: str) -> dict:
+    if any(c[0] == name for c in NAN_FILL):
+        return nan_fill(name)
     if any(c[0] == name for c in MULTICAST):
         return multicast(name)
     if any(c[0] == name for c in REDUCE):

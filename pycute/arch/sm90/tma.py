@@ -14,7 +14,8 @@ from .swizzle import SWIZZLE_32B, SWIZZLE_64B, SWIZZLE_128B
 __all__ = ["MAX_RANK", "MAX_BOX", "GLOBAL_ALIGN", "STRIDE_ALIGN", "STRIDE_LIMIT", "DIM_LIMIT", "INNER_BOX_ALIGN",
            "SMEM_ALIGN", "TX_LIMIT", "TmaSwizzle", "TMA_SWIZZLES", "tma_swizzle_of_bytes", "DATA_TYPES",
            "L2_PROMOTION_128B", "OOB_FILL_NONE", "INTERLEAVE_NONE", "TmaDirection", "tma_ptx", "TMA_SASS",
-           "TMA_TARGETS", "MAX_MULTICAST", "ReduceOp", "REDUCE_TYPES"]
+           "TMA_TARGETS", "MAX_MULTICAST", "ReduceOp", "REDUCE_TYPES", "OOB_FILL_NAN",
+           "NAN_FILL_UNIT", "NAN_FILL_TYPES", "OobFill"]
 
 MAX_RANK = 5                  # tensorRank 1..5
 MAX_BOX = 256                 # boxDim[i] 1..256
@@ -75,6 +76,12 @@ DATA_TYPES = {"u8": 0, "i8": 0, "f8e4m3": 0, "f8e5m2": 0, "ue8m0": 0, "ue4m3": 0
               "i32": 3, "u64": 4, "i64": 5, "f16": 6, "f32": 7, "f64": 8, "bf16": 9, "tf32": 11}
 L2_PROMOTION_128B = 2         # CU_TENSOR_MAP_L2_PROMOTION_L2_128B, what CuTe uses
 OOB_FILL_NONE = 0             # CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE: out-of-bounds elements load as zeros
+OOB_FILL_NAN = 1              # ..._NAN_REQUEST_ZERO_FMA: floating-point types only
+#: What the NaN fill writes: this 16-bit NaN in every 2-byte unit of an out-of-bounds element, whatever its type
+#: (f16, bf16, f32, tf32, f64 measured on the H200, docs/tma-h200-nan-fill.jsonl).
+NAN_FILL_UNIT = bytes.fromhex("f77f")
+NAN_FILL_TYPES = ("f16", "bf16", "f32", "tf32", "f64")
+OobFill = Literal["zero", "nan"]
 INTERLEAVE_NONE = 0
 
 

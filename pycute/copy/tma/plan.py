@@ -202,7 +202,7 @@ class TmaPlan:
                  f"  instruction {self.atom.ptx}",
                  f"  tensor map  {m.dtype} (type {m.data_type}), dims {m.global_dims}, strides {m.global_strides} B, "
                  f"box {m.box}, element strides {m.element_strides}, swizzle {m.swizzle.name}, L2 promotion 128B, "
-                 f"OOB fill zeros",
+                 f"OOB fill {'NaN' if m.oob_fill else 'zeros'}",
                  f"  count       {n} box{'es' if n != 1 else ''} of {m.box_bytes} B per tile; lower bound "
                  f"{self.lower_bound}",
                  f"  expect_tx   {self.expect_tx} B per tile (full boxes, out-of-bounds parts included)"]

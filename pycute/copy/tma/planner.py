@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import itertools
 
-from ...arch.sm90.tma import (DATA_TYPES, DIM_LIMIT, GLOBAL_ALIGN, INNER_BOX_ALIGN, MAX_BOX, MAX_MULTICAST, MAX_RANK, SMEM_ALIGN,
-                              REDUCE_TYPES, STRIDE_ALIGN, STRIDE_LIMIT, TMA_SWIZZLES, TX_LIMIT, ReduceOp, TmaDirection, TmaSwizzle,
+from ...arch.sm90.tma import (NAN_FILL_TYPES, OOB_FILL_NAN, OOB_FILL_NONE, DATA_TYPES, DIM_LIMIT, GLOBAL_ALIGN, INNER_BOX_ALIGN, MAX_BOX, MAX_MULTICAST, MAX_RANK, SMEM_ALIGN,
+                              REDUCE_TYPES, STRIDE_ALIGN, STRIDE_LIMIT, TMA_SWIZZLES, TX_LIMIT, OobFill, ReduceOp, TmaDirection, TmaSwizzle,
                               tma_swizzle_of_bytes)
 from ...atoms.tma import tma_atom
 from ...basis import ScaledBasis
@@ -250,13 +250,24 @@ def _check_reduce(reduce: object, direction: str, dtype: str, where: str) -> Red
     return reduce
 
 
+def _check_fill(fill: object, direction: str, dtype: str, where: str) -> int:
+    if fill not in ("zero", "nan"):
+        raise PlanError(f"make_tma_copy: oob_fill={fill!r}: out-of-bounds elements load as 'zero' or 'nan'{where}")
+    if fill == "nan" and (direction != "load" or dtype not in NAN_FILL_TYPES):
+        raise PlanError(f"make_tma_copy: the NaN fill is for loads of {', '.join(NAN_FILL_TYPES)} elements, not a "
+                        f"{direction} of {dtype} (the driver refuses it for integers){where}")
+    return OOB_FILL_NAN if fill == "nan" else OOB_FILL_NONE
+
+
 def make_tma_copy(dst: GlobalTensor | SmemTensor, src: GlobalTensor | SmemTensor,
-                  multicast: int | None = None, reduce: ReduceOp | None = None) -> TmaPlan:
+                  multicast: int | None = None, reduce: ReduceOp | None = None,
+                  oob_fill: OobFill = "zero") -> TmaPlan:
     """Plan a TMA load (``src`` a whole global array, ``dst`` the shared tile) or store (the reverse) of one tile:
     mode ``i`` of the tile is a window of mode ``i`` of the array, and the generated code takes a tile index per
     mode. ``multicast=n`` splits a load over the ``n`` CTAs of a cluster, each writing its slice into all of them
     (``.multicast::cluster``); ``reduce`` makes a store a reduction into the array (``"add"``, ``"min"``, ...,
-    each for the element types PTX allows). The fewest boxes (largest legal box), the tensor map's parameters and
+    each for the element types PTX allows); ``oob_fill="nan"`` loads out-of-bounds float elements as NaN. The
+    fewest boxes (largest legal box), the tensor map's parameters and
     ``expect_tx``; PlanError names the broken rule."""
     direction: TmaDirection
     if isinstance(dst, SmemTensor) and isinstance(src, GlobalTensor):
@@ -277,6 +288,7 @@ def make_tma_copy(dst: GlobalTensor | SmemTensor, src: GlobalTensor | SmemTensor
                         f"stage){where}")
     elem = DTYPE_BYTES[gmem.dtype.name]
     op = None if reduce is None else _check_reduce(reduce, direction, gmem.dtype.name, where)
+    fill = _check_fill(oob_fill, direction, gmem.dtype.name, where)
     arrays = _array_modes(gmem, where)
     first = _check_array(arrays, gmem, elem, where)
     mode = _swizzle(smem, elem, where)
@@ -295,7 +307,8 @@ def make_tma_copy(dst: GlobalTensor | SmemTensor, src: GlobalTensor | SmemTensor
         dims, mc = _multicast(dims, box_elems, ctas, elem, where)
         box_elems //= ctas
     params = TensorMapParams(gmem.dtype.name, DATA_TYPES[gmem.dtype.name], tuple(d[0] for d in dims),
-                             tuple(d[1] for d in dims[1:]), tuple(d[2] for d in dims), (1,) * len(dims), mode)
+                             tuple(d[1] for d in dims[1:]), tuple(d[2] for d in dims), (1,) * len(dims), mode,
+                             oob_fill=fill)
     atom = tma_atom(direction, len(dims), mc is not None, op)
     insts = _instructions(rest, box_elems * (mc.ctas if mc else 1), dims, atom.ptx, elem, smem.offset * elem, where)
     if direction == "store" and (params.global_dims[0] * elem) % INNER_BOX_ALIGN:

@@ -11,6 +11,7 @@ from typing import Any, Callable
 import numpy as np
 
 from ...errors import EmulationError
+from ...arch.sm90.tma import NAN_FILL_UNIT, OOB_FILL_NAN
 from ...atoms.tma import TmaIssue
 from ..machine import Machine
 
@@ -96,6 +97,8 @@ class TmaExecutor(Machine):
         elem = _ELEM_BYTES[params.data_type]
         rel = self._bytes(params, addresses, cta)
         data = np.zeros((offset.size, elem), dtype=np.uint8)
+        if params.oob_fill == OOB_FILL_NAN:
+            data[:] = np.frombuffer(NAN_FILL_UNIT * (elem // 2), dtype=np.uint8)
         src = offset[inside][:, None] + np.arange(elem)[None, :]
         if src.size and src.max() >= gmem.size:
             raise EmulationError(f"TMA: an in-bounds element at byte {int(src.max())} lies past the {gmem.size}-byte "

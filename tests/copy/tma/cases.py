@@ -74,3 +74,8 @@ REDUCE = [(f"{d.name}-{op}", pc.make_global_tensor(d, Layout((100, 64), (64, 1))
           for op in ops]
 REDUCE.append(("bf16-kmajor-128B-add", pc.make_global_tensor(pc.bf16, Layout((300, 128), (128, 1))),
                pc.kmajor_smem_tensor(pc.bf16, 128, 64, "128B"), "add", [(0, 0), (2, 1)]))
+
+#: Loads with the NaN out-of-bounds fill: (name, array, tile, tile indices past the array's edge).
+NAN_FILL = [(f"{d.name}-nan-fill", pc.make_global_tensor(d, Layout((40, 64), (64, 1))),
+             smem(d, Layout((64, 128 // (d.bits // 8)), (128 // (d.bits // 8), 1))), [(0, 0), (1, 0)])
+            for d in (pc.f16, pc.bf16, pc.f32, pc.f64)]

@@ -10,7 +10,7 @@ from pycute.compile import compile_cuda, runtime
 from pycute.copy.tma import make_tma_copy
 from pycute.sim.verify import verify_tma
 
-from .cases import CASES, MULTICAST, REDUCE
+from .cases import CASES, MULTICAST, NAN_FILL, REDUCE
 
 STORE_REFUSED = {"bf16-kmajor-128B-K-not-atom", "f32-rows-not-16B", "bf16-rows-not-16B", "u8-rows-not-16B"}
 
@@ -224,3 +224,21 @@ def test_a_load_does_not_reduce():
     with pytest.raises(pc.PlanError, match="a reduction goes from shared to global memory"):
         make_tma_copy(pc.make_smem_tensor(pc.u32, Layout((32, 64), (64, 1))),
                       pc.make_global_tensor(pc.u32, Layout((64, 64), (64, 1))), reduce="add")
+
+
+@pytest.mark.parametrize("name,g,s,tiles", NAN_FILL, ids=[c[0] for c in NAN_FILL])
+def test_the_nan_fill_loads_the_measured_nan_out_of_bounds(name, g, s, tiles):
+    plan = make_tma_copy(s, g, oob_fill="nan")
+    assert plan.tensor_map.oob_fill == 1 and "OOB fill NaN" in plan.explain()
+    verify_tma(plan, seed=8)
+
+
+@pytest.mark.parametrize("dst,src,match", [
+    (pc.make_smem_tensor(pc.u32, Layout((32, 64), (64, 1))), pc.make_global_tensor(pc.u32, Layout((64, 64), (64, 1))),
+     "the NaN fill is for loads of f16, bf16, f32, tf32, f64 elements, not a load of u32"),
+    (pc.make_global_tensor(pc.f32, Layout((64, 64), (64, 1))), pc.make_smem_tensor(pc.f32, Layout((32, 64), (64, 1))),
+     "not a store of f32"),
+])
+def test_the_nan_fill_is_refused_where_the_driver_or_ptx_do_not_define_it(dst, src, match):
+    with pytest.raises(pc.PlanError, match=match):
+        make_tma_copy(dst, src, oob_fill="nan")

@@ -37,23 +37,25 @@ def cases(lib):
 
 def median_us(fn, batch: int = 50, repeats: int = 15, setup=None) -> float:
     """Median over ``repeats`` of the mean time of ``batch`` calls of ``fn``, in microseconds, with garbage
-    collection paused as ``timeit`` does; a ``setup`` called before each call has its own time subtracted."""
+    collection paused as ``timeit`` does. A ``setup`` (clearing the caches for a cold time) runs before each call
+    outside the timed region, so every sample is a measurement of ``fn`` alone and never negative."""
     gc.disable()
     try:
         samples = []
         for _ in range(repeats):
-            t0 = time.perf_counter()
+            if setup is None:
+                t0 = time.perf_counter()
+                for _ in range(batch):
+                    fn()
+                samples.append((time.perf_counter() - t0) / batch)
+                continue
+            total = 0.0
             for _ in range(batch):
-                if setup is not None:
-                    setup()
-                fn()
-            samples.append((time.perf_counter() - t0) / batch)
-        if setup is not None:
-            t0 = time.perf_counter()
-            for _ in range(batch * repeats):
                 setup()
-            overhead = (time.perf_counter() - t0) / (batch * repeats)
-            samples = [t - overhead for t in samples]
+                t0 = time.perf_counter()
+                fn()
+                total += time.perf_counter() - t0
+            samples.append(total / batch)
     finally:
         gc.enable()
     return statistics.median(samples) * 1e6

@@ -48,6 +48,9 @@ _ALIASES = {"uint8": u8, "int8": i8, "float8_e4m3fn": f8e4m3, "float8_e5m2": f8e
             "uint32": u32, "int32": i32, "uint64": u64, "int64": i64, "float64": f64, "double": f64}
 
 
+#: A bf16 is the high half of an f32's bits.
+BF16_SHIFT = 16
+
 #: The element widths a tensor can have: the types above and 64-bit words (PTX ISA "Fundamental Types").
 ELEMENT_BITS = (4, 6, 8, 16, 32, 64)
 

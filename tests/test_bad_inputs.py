@@ -307,6 +307,24 @@ BAD = {
         "expected a pycute.compile.runtime.Gpu to launch on, got NoneType"),
     "shiftl by 2**40": (lambda: pc.shiftl(1, 2 ** 40), L, "shiftl: a shift of 1099511627776 bits"),
     "shiftr by a float": (lambda: pc.shiftr(1, 1.5), T, "shiftr: the shift"),
+    # -- TMA ----------------------------------------------------------------------------------------------------
+    "make_tma_copy of None": (lambda: pc.make_tma_copy(None, pc.make_global_tensor(pc.f32, Layout(64))), T,
+                              "one tensor is a global array"),
+    "make_tma_copy multicast a string": (lambda: pc.make_tma_copy(pc.make_smem_tensor(pc.f32, Layout((8, 32), (32, 1))),
+                                                                  pc.make_global_tensor(pc.f32, Layout((64, 32), (32, 1))),
+                                                                  multicast="2"), T, "make_tma_copy: multicast"),
+    "make_tma_copy reduce an int": (lambda: pc.make_tma_copy(pc.make_global_tensor(pc.u32, Layout((64, 32), (32, 1))),
+                                                             pc.make_smem_tensor(pc.u32, Layout((8, 32), (32, 1))),
+                                                             reduce=1), T, "reduce must be one of add"),
+    "make_tma_copy oob_fill unknown": (lambda: pc.make_tma_copy(pc.make_smem_tensor(pc.f32, Layout((8, 32), (32, 1))),
+                                                                pc.make_global_tensor(pc.f32, Layout((64, 32), (32, 1))),
+                                                                oob_fill="inf"), P, "oob_fill='inf'"),
+    "TMA stream tile index a float": (lambda: pc.make_tma_copy(pc.make_smem_tensor(pc.f32, Layout((8, 32), (32, 1))),
+                                                               pc.make_global_tensor(pc.f32, Layout((64, 32), (32, 1)))
+                                                               ).stream(0, 1.5, 0), T, "tile index of mode 0"),
+    "TMA stream of a negative tile": (lambda: pc.make_tma_copy(pc.make_smem_tensor(pc.f32, Layout((8, 32), (32, 1))),
+                                                               pc.make_global_tensor(pc.f32, Layout((64, 32), (32, 1)))
+                                                               ).stream(0, -1, 0), P, "tile index -1 of mode 0 is negative"),
 }
 
 

@@ -10,6 +10,7 @@ import numpy as np
 
 from ..arch.sm90.tma import NAN_FILL_UNIT, OOB_FILL_NAN
 from ..atoms.tma import tma_atom
+from ..dtypes import BF16_SHIFT
 
 from ..copy.tma.plan import TmaPlan
 from ..errors import EmulationError
@@ -78,7 +79,7 @@ def element_bytes(rng: np.random.Generator, nbytes: int, dtype: str, finite: boo
         return rng.integers(0, 256, nbytes, dtype=np.uint8)
     values = rng.uniform(-4, 4, nbytes // {"f32": 4, "f16": 2, "bf16": 2, "f64": 8}[dtype])
     if dtype == "bf16":
-        return (values.astype(np.float32).view(np.uint32) >> 16).astype(np.uint16).view(np.uint8)
+        return (values.astype(np.float32).view(np.uint32) >> BF16_SHIFT).astype(np.uint16).view(np.uint8)
     return values.astype({"f32": np.float32, "f16": np.float16, "f64": np.float64}[dtype]).view(np.uint8)
 
 
@@ -90,7 +91,8 @@ def _reduce_one(plan: TmaPlan, old: np.ndarray, new: np.ndarray) -> np.ndarray:
         a, b = (struct.unpack("<f", bytes(2) + bytes(x))[0] for x in (old, new))
         r = {"add": a + b, "min": min(a, b), "max": max(a, b)}[str(plan.reduce)]
         bits = struct.unpack("<I", struct.pack("<f", r))[0]
-        return np.frombuffer(struct.pack("<H", (bits + 0x7FFF + ((bits >> 16) & 1)) >> 16 & 0xFFFF), np.uint8)
+        rounded = (bits + (1 << (BF16_SHIFT - 1)) - 1 + ((bits >> BF16_SHIFT) & 1)) >> BF16_SHIFT
+        return np.frombuffer(struct.pack("<H", rounded), np.uint8)
     fmt = {"u32": "<I", "i32": "<i", "u64": "<Q", "i64": "<q", "f32": "<f", "f16": "<e"}[dtype]
     a, b = struct.unpack(fmt, bytes(old))[0], struct.unpack(fmt, bytes(new))[0]
     bits = 8 * struct.calcsize(fmt)

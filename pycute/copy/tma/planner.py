@@ -259,16 +259,8 @@ def _check_fill(fill: object, direction: str, dtype: str, where: str) -> int:
     return OOB_FILL_NAN if fill == "nan" else OOB_FILL_NONE
 
 
-def make_tma_copy(dst: GlobalTensor | SmemTensor, src: GlobalTensor | SmemTensor,
-                  multicast: int | None = None, reduce: ReduceOp | None = None,
-                  oob_fill: OobFill = "zero") -> TmaPlan:
-    """Plan a TMA load (``src`` a whole global array, ``dst`` the shared tile) or store (the reverse) of one tile:
-    mode ``i`` of the tile is a window of mode ``i`` of the array, and the generated code takes a tile index per
-    mode. ``multicast=n`` splits a load over the ``n`` CTAs of a cluster, each writing its slice into all of them
-    (``.multicast::cluster``); ``reduce`` makes a store a reduction into the array (``"add"``, ``"min"``, ...,
-    each for the element types PTX allows); ``oob_fill="nan"`` loads out-of-bounds float elements as NaN. The
-    fewest boxes (largest legal box), the tensor map's parameters and
-    ``expect_tx``; PlanError names the broken rule."""
+def _operands(dst: object, src: object) -> tuple[TmaDirection, GlobalTensor, SmemTensor]:
+    """``(direction, array, tile)`` of a copy, after the checks that need neither the layouts nor the options."""
     direction: TmaDirection
     if isinstance(dst, SmemTensor) and isinstance(src, GlobalTensor):
         direction, gmem, smem = "load", src, dst
@@ -286,6 +278,21 @@ def make_tma_copy(dst: GlobalTensor | SmemTensor, src: GlobalTensor | SmemTensor
     if smem.dynamic:
         raise PlanError(f"make_tma_copy: run-time indices of the shared tile are not planned yet (slice one "
                         f"stage){where}")
+    return direction, gmem, smem
+
+
+def make_tma_copy(dst: GlobalTensor | SmemTensor, src: GlobalTensor | SmemTensor,
+                  multicast: int | None = None, reduce: ReduceOp | None = None,
+                  oob_fill: OobFill = "zero") -> TmaPlan:
+    """Plan a TMA load (``src`` a whole global array, ``dst`` the shared tile) or store (the reverse) of one tile:
+    mode ``i`` of the tile is a window of mode ``i`` of the array, and the generated code takes a tile index per
+    mode. ``multicast=n`` splits a load over the ``n`` CTAs of a cluster, each writing its slice into all of them
+    (``.multicast::cluster``); ``reduce`` makes a store a reduction into the array (``"add"``, ``"min"``, ...,
+    each for the element types PTX allows); ``oob_fill="nan"`` loads out-of-bounds float elements as NaN. The
+    fewest boxes (largest legal box), the tensor map's parameters and
+    ``expect_tx``; PlanError names the broken rule."""
+    direction, gmem, smem = _operands(dst, src)
+    where = _where(gmem, smem)
     elem = DTYPE_BYTES[gmem.dtype.name]
     op = None if reduce is None else _check_reduce(reduce, direction, gmem.dtype.name, where)
     fill = _check_fill(oob_fill, direction, gmem.dtype.name, where)

@@ -13,6 +13,7 @@ import numpy as np
 from ...errors import EmulationError
 from ...arch.sm90.tma import NAN_FILL_UNIT, OOB_FILL_NAN
 from ...atoms.tma import TmaIssue
+from ...dtypes import BF16_SHIFT
 from ..machine import Machine
 
 __all__ = ["TmaExecutor", "decode"]
@@ -47,13 +48,14 @@ _NUMPY = {2: "<u4", 3: "<i4", 4: "<u8", 5: "<i8", 7: "<f4", 6: "<f2"}       # CU
 
 
 def _bf16_to_f64(bits: np.ndarray) -> np.ndarray:
-    return (bits.astype(np.uint32) << 16).view(np.float32).astype(np.float64)
+    return (bits.astype(np.uint32) << BF16_SHIFT).view(np.float32).astype(np.float64)
 
 
 def _f64_to_bf16(x: np.ndarray) -> np.ndarray:
     """Round to nearest even, through float32 (exact enough: 24 bits >= 2 x 8 + 2, no double-rounding error)."""
     bits = x.astype(np.float32).view(np.uint32).astype(np.uint64)
-    return ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16).astype(np.uint16)
+    half = (1 << (BF16_SHIFT - 1)) - 1
+    return ((bits + half + ((bits >> BF16_SHIFT) & 1)) >> BF16_SHIFT).astype(np.uint16)
 
 
 def _combine(op: str, data_type: int, old: np.ndarray, new: np.ndarray) -> np.ndarray:

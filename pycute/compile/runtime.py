@@ -115,6 +115,12 @@ class Gpu:
         info = device_info()
         return f"Gpu({info[0]}, sm_{info[1][0]}{info[1][1]})" if info else "Gpu(?)"
 
+    def multiprocessors(self) -> int:
+        """The device's SM count."""
+        from cuda.bindings import driver
+        attr = driver.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT
+        return int(_check(driver.cuDeviceGetAttribute(attr, int(self.device.device_id)), "cuDeviceGetAttribute"))
+
     def kernel(self, compiled: Any, entry: str) -> Any:
         """The ``cuda.core`` Kernel ``entry`` of a ``Compiled`` (or of a cuda.core ``ObjectCode``)."""
         code = compiled.object_code() if hasattr(compiled, "object_code") else compiled

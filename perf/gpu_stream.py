@@ -31,7 +31,7 @@ def memcpy_ms(gpu, src, dst, nbytes: int, repeats: int = 5) -> float:
     from cuda.core import EventOptions
     times = []
     for _ in range(repeats + 1):
-        start, stop = (gpu.device.create_event(EventOptions(enable_timing=True)) for _ in range(2))
+        start, stop = (gpu.device.create_event(runtime._timing_options(EventOptions)) for _ in range(2))
         gpu.stream.record(start)
         driver.cuMemcpyDtoDAsync(int(dst.handle), int(src.handle), nbytes, int(gpu.stream.handle))
         gpu.stream.record(stop)

@@ -82,7 +82,7 @@ def emit_tma_copy(plan: TmaPlan, name: str = "pycute_tma_copy") -> str:
     """The issuing function of ``plan`` and ``<name>_expect_tx`` (a load's bytes per tile)."""
     check_function_name(name)
     m = plan.tensor_map
-    tiles = ", ".join(f"int t{k}" for k in range(len(plan.tile_shape)))
+    tiles = ", ".join([f"int t{k}" for k in range(len(plan.tile_shape))] + [f"unsigned {s.name}" for s in plan.stages])
     load = plan.direction == "load"
     head = [f"// {len(plan.instructions)} x {plan.atom.ptx} (box {m.box}, swizzle {m.swizzle.name}), "
             f"pycute C ABI {ABI_VERSION}",
@@ -113,6 +113,7 @@ def emit_tma_copy(plan: TmaPlan, name: str = "pycute_tma_copy") -> str:
     for inst in plan.instructions:
         coords = ", ".join(_coordinate(plan, d, c) for d, c in enumerate(inst.coords))
         smem = f"smem + {inst.smem_offset}u" if inst.smem_offset else "smem"
+        smem += "".join(f" + {s.name} * {s.smem_step}u" for s in plan.stages)
         if mc is not None:
             smem += f" + rank * {mc.smem_step}u"
             args = f"map, {smem}, mbar, {mc.mask:#x}, {coords}"

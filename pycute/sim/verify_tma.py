@@ -109,10 +109,15 @@ def _reduce_one(plan: TmaPlan, old: np.ndarray, new: np.ndarray) -> np.ndarray:
 
 
 def verify_tma(plan: TmaPlan, seed: int = 0) -> None:
-    """Emulate a TMA plan for its first, last and past-the-end tiles (every CTA of a multicast) and compare with
-    the layouts alone; raises EmulationError naming the first difference."""
+    """Emulate a TMA plan for its first, last and past-the-end tiles (every CTA of a multicast; the first and last
+    value of each run-time index) and compare with the layouts alone; raises EmulationError at the first
+    difference."""
     if not isinstance(plan, TmaPlan):
         raise TypeError(f"verify_tma: expected a TmaPlan (make_tma_copy), got {type(plan).__name__}")
+    if plan.stages:
+        for values in ({s.name: 0 for s in plan.stages}, {s.name: s.extent - 1 for s in plan.stages}):
+            verify_tma(plan.at(**values), seed)
+        return
     if plan.direction == "prefetch":            # a prefetch names the boxes of the load it was made from
         atom = tma_atom("load", plan.atom.rank)
         plan = attrs.evolve(plan, direction="load", atom=atom,

@@ -15,7 +15,7 @@ from ...tensor.smem import SmemTensor
 from ...views import view
 from ..protocol import Rejection
 
-__all__ = ["TensorMapParams", "TmaInstruction", "TmaMulticast", "TmaTileCoord", "TmaPlan"]
+__all__ = ["TensorMapParams", "TmaInstruction", "TmaMulticast", "TmaStage", "TmaTileCoord", "TmaPlan"]
 
 
 @attrs.frozen
@@ -68,6 +68,16 @@ class TmaTileCoord:
 
 
 @attrs.frozen
+class TmaStage:
+    """A run-time index of the shared tile (``tile[:, :, dynamic("stage")]``): value ``v`` in ``[0, extent)`` moves
+    every box ``v * smem_step`` bytes; the generated function takes it as ``unsigned <name>``."""
+
+    name: str
+    extent: int
+    smem_step: int
+
+
+@attrs.frozen
 class TmaMulticast:
     """A load split over the ``ctas`` CTAs of a cluster (CuTe's multicast split): CTA ``r`` issues the plan's
     boxes moved by ``r * coord_step`` on dimension ``dim`` and ``r * smem_step`` bytes, each written to and
@@ -108,6 +118,7 @@ class TmaPlan:
     instructions: tuple[TmaInstruction, ...]
     rejected: tuple[Rejection, ...] = attrs.field(default=(), eq=False)
     multicast: TmaMulticast | None = None
+    stages: tuple[TmaStage, ...] = ()       # the shared tile's run-time indices; ``smem`` is their value 0
 
     VARIANT: ClassVar[str] = "tma"
 
@@ -163,14 +174,38 @@ class TmaPlan:
             raise PlanError(f"CTA {cta}: the plan is issued by {ctas} CTA(s)")
         return cta
 
-    def stream(self, smem_base: int, *tile: int, cta: int = 0) -> list[TmaIssue]:
-        """``TmaIssue(ptx, coords, smem)`` per instruction for the buffer at shared address ``smem_base`` and tile
-        index ``tile``, as CTA ``cta`` of a multicast issues them."""
+    def stage_offset(self, **values: int) -> int:
+        """Bytes the run-time indices' values move every box (each value in range, every index given)."""
+        unknown = sorted(set(values) - {s.name for s in self.stages})
+        if unknown:
+            raise PlanError(f"the plan has no run-time index {', '.join(unknown)} (it has "
+                            f"{', '.join(s.name for s in self.stages) or 'none'})")
+        offset = 0
+        for s in self.stages:
+            if s.name not in values:
+                raise PlanError(f"the run-time index {s.name!r} needs a value ({s.name}=0..{s.extent - 1})")
+            v = as_int(values[s.name], f"the value of {s.name}")
+            if not 0 <= v < s.extent:
+                raise PlanError(f"{s.name}={v} is outside [0, {s.extent})")
+            offset += v * s.smem_step
+        return offset
+
+    def at(self, **values: int) -> "TmaPlan":
+        """The static plan of one value of each run-time index: value 0's boxes moved by the indices' steps."""
+        shift = self.stage_offset(**values)
+        elem = DTYPE_BYTES[self.tensor_map.dtype]
+        return attrs.evolve(self, smem=attrs.evolve(self.smem, offset=self.smem.offset + shift // elem), stages=(),
+                            instructions=tuple(attrs.evolve(i, smem_offset=i.smem_offset + shift)
+                                               for i in self.instructions))
+
+    def stream(self, smem_base: int, *tile: int, cta: int = 0, **values: int) -> list[TmaIssue]:
+        """``TmaIssue(ptx, coords, smem)`` per instruction for the buffer at shared address ``smem_base``, tile
+        index ``tile`` and the values of the run-time indices, as CTA ``cta`` of a multicast issues them."""
         smem_base = as_int(smem_base, "stream: smem_base")
         if smem_base % self.smem.base_align:
             raise PlanError(f"stream: smem_base {smem_base:#x} is not aligned to the {self.smem.base_align} B the "
                             f"plan assumes for the buffer")
-        shift = self._cta(cta) * self.multicast.smem_step if self.multicast else 0
+        shift = (self._cta(cta) * self.multicast.smem_step if self.multicast else 0) + self.stage_offset(**values)
         return [TmaIssue(i.ptx, c, 0 if self.direction == "prefetch" else smem_base + shift + i.smem_offset)
                 for i, c in zip(self.instructions, self.coords(tile, cta))]
 
@@ -213,6 +248,9 @@ class TmaPlan:
         if self.rejected:
             lines.append("  larger boxes refused:")
             lines += [f"    {r.candidate:<22} {r.reason}" for r in self.rejected]
+        for s in self.stages:
+            lines.append(f"  run-time    {s.name} in [0, {s.extent}): +{s.smem_step} B shared memory per unit (every "
+                         f"value keeps the boxes aligned)")
         lines.append("  tile index -> coordinates: " + ", ".join(
             f"t{t.mode} * {t.scale} on dim {t.dim}" for t in self.tile))
         lines.append("  boxes (coordinates from the tile's; shared-memory byte offset):")

@@ -25,7 +25,8 @@ from ...swizzle import Swizzle
 from ...tensor.gmem import GlobalTensor
 from ...tensor.smem import SmemTensor
 from ..protocol import Rejection
-from .plan import DTYPE_BYTES, TensorMapParams, TmaInstruction, TmaMulticast, TmaPlan, TmaTileCoord
+from .plan import (DTYPE_BYTES, TensorMapParams, TmaInstruction, TmaMulticast, TmaPlan, TmaStage,
+                   TmaTileCoord)
 
 __all__ = ["make_tma_copy"]
 
@@ -275,10 +276,20 @@ def _operands(dst: object, src: object) -> tuple[TmaDirection, GlobalTensor, Sme
     if gmem.dtype.name not in DATA_TYPES:
         raise PlanError(f"make_tma_copy: a tensor map has no type for {gmem.dtype.name} (it names "
                         f"{', '.join(sorted(DATA_TYPES))}){where}")
-    if smem.dynamic:
-        raise PlanError(f"make_tma_copy: run-time indices of the shared tile are not planned yet (slice one "
-                        f"stage){where}")
     return direction, gmem, smem
+
+
+def _stages(smem: SmemTensor, mode: TmaSwizzle, elem: int, where: str) -> tuple[TmaStage, ...]:
+    """The shared tile's run-time indices as byte steps; every value keeps each box on its alignment."""
+    need = max(SMEM_ALIGN, mode.repeat)
+    out = []
+    for d in smem.dynamic:
+        step = d.stride * elem
+        if not is_int(d.stride) or step % need:
+            raise PlanError(f"make_tma_copy: run-time index {d.name!r} moves the tile by {step} B; each value must keep "
+                            f"the boxes {need}-byte aligned (a multiple of {need} B){where}")
+        out.append(TmaStage(d.name, d.extent, step))
+    return tuple(out)
 
 
 def make_tma_copy(dst: GlobalTensor | SmemTensor, src: GlobalTensor | SmemTensor,
@@ -299,6 +310,8 @@ def make_tma_copy(dst: GlobalTensor | SmemTensor, src: GlobalTensor | SmemTensor
     arrays = _array_modes(gmem, where)
     first = _check_array(arrays, gmem, elem, where)
     mode = _swizzle(smem, elem, where)
+    stages = _stages(smem, mode, elem, where)
+    smem = smem.at(**{d.name: 0 for d in smem.dynamic}) if smem.dynamic else smem
     modes, tile = _smem_modes(smem, len(arrays), where)
     box, rest, why = _box(_split_256(modes), first, arrays)
     if not box:
@@ -324,7 +337,7 @@ def make_tma_copy(dst: GlobalTensor | SmemTensor, src: GlobalTensor | SmemTensor
                         f"so the bytes past each row's end up to "
                         f"the next {INNER_BOX_ALIGN}-byte boundary would be overwritten (measured on the H200, "
                         f"docs/tma.md){where}")
-    plan = TmaPlan(direction, atom, gmem, smem, params, tuple(tile_coords), tuple(insts), tuple(why), mc)
+    plan = TmaPlan(direction, atom, gmem, smem, params, tuple(tile_coords), tuple(insts), tuple(why), mc, stages)
     if direction == "load" and plan.expect_tx > TX_LIMIT:
         raise PlanError(f"make_tma_copy: one tile is {plan.expect_tx} B; an mbarrier phase counts at most {TX_LIMIT} "
                         f"transaction bytes (split the tile){where}")

@@ -242,3 +242,20 @@ def test_the_nan_fill_loads_the_measured_nan_out_of_bounds(name, g, s, tiles):
 def test_the_nan_fill_is_refused_where_the_driver_or_ptx_do_not_define_it(dst, src, match):
     with pytest.raises(pc.PlanError, match=match):
         make_tma_copy(dst, src, oob_fill="nan")
+
+
+def test_a_run_time_stage_of_the_tile_moves_every_box_and_is_a_parameter_of_the_function():
+    ring = pc.make_smem_tensor(pc.bf16, pc.ComposedLayout(pc.Swizzle(3, 3, 3), 0, Layout((128, 64, 4), (64, 1, 8192))))
+    plan = make_tma_copy(ring[:, :, pc.dynamic("stage")], BF16)
+    assert [(s.name, s.extent, s.smem_step) for s in plan.stages] == [("stage", 4, 16384)]
+    assert plan.stream(0, 1, 1, stage=3) == make_tma_copy(ring[:, :, 3], BF16).stream(0, 1, 1)
+    assert "int t0, int t1, unsigned stage)" in plan.cuda("ld") and "smem + stage * 16384u" in plan.cuda("ld")
+    plan.verify()
+    with pytest.raises(pc.PlanError, match="stage=4 is outside"):
+        plan.stream(0, 0, 0, stage=4)
+
+
+def test_a_stage_that_would_misalign_the_boxes_is_refused():
+    ring = pc.make_smem_tensor(pc.bf16, Layout((8, 64, 4), (64, 1, 520)))
+    with pytest.raises(pc.PlanError, match="run-time index .stage. moves the tile by 1040 B"):
+        make_tma_copy(ring[:, :, pc.dynamic("stage")], BF16)

@@ -33,7 +33,8 @@ from .parse import parse_layout
 from .arch.sm100 import SmemDescriptor, SwizzleMode, TCol, TLane
 from .arch.sm100.tmem import alloc_columns_for
 from .tensor import (GlobalTensor, RegisterFragment, SmemTensor, TmemAllocation, TmemTensor, dynamic,
-                     kmajor_smem_tensor, make_fragment, make_global_tensor, make_smem_tensor, make_tmem_tensor)
+                     global_tensor_from, kmajor_smem_tensor, make_fragment, make_global_tensor, make_smem_tensor,
+                     make_tmem_tensor)
 from .atoms import CopyAtom, Tcgen05CpAtom, TmemLoadAtom, TmemStoreAtom, atom_tmem_tensor
 from .copy import (CopyPlan, Plan, Tcgen05CpPlan, Tcgen05LdStPlan, TmaPlan, TmemCopyPlan, copy_async, expected_tmem,
                    make_tiled_copy, make_tma_copy, make_tmem_copy)
@@ -72,7 +73,8 @@ __all__ = [
     "tile_to_shape", "slice_and_offset", "is_layout", "shiftl", "shiftr", "parse_layout", "clear_caches",
     # copies: tensors by memory space (the canonical K-major tiles by swizzle name), the family's one operator,
     # atoms, plans, TMEM placement
-    "make_global_tensor", "make_smem_tensor", "make_tmem_tensor", "make_fragment", "GlobalTensor", "RegisterFragment",
+    "make_global_tensor", "global_tensor_from", "make_smem_tensor", "make_tmem_tensor", "make_fragment",
+    "GlobalTensor", "RegisterFragment",
     "kmajor_smem_tensor", "atom_tmem_tensor", "copy_async", "verify", "make_tma_copy", "TmaPlan", "make_tiled_copy",
     "verify_plan", "expected_tmem", "dynamic", "TmemAllocation", "alloc_columns_for", "TmemTensor", "SmemTensor",
     "CopyAtom", "Tcgen05CpAtom", "TmemLoadAtom", "TmemStoreAtom",

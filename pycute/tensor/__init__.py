@@ -3,7 +3,7 @@ canonical K-major tiles), tensor memory (``make_tmem_tensor``, placed by ``TmemA
 (``make_fragment``). Each has a ``space``, which is what ``copy_async`` dispatches on, and run-time coordinates
 (``dynamic``)."""
 from .region import Dynamic, DynamicIndex, MemorySpace, Region, dynamic
-from .gmem import GlobalTensor, make_global_tensor
+from .gmem import GlobalTensor, global_tensor_from, make_global_tensor
 from .smem import SmemTensor, make_smem_tensor
 from .tmem import TmemPlacement, TmemTensor, make_tmem_tensor
 from .rmem import RegisterFragment, make_fragment

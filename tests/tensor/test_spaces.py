@@ -39,3 +39,40 @@ def test_a_fragment_is_whole_warps_of_threads():
         pc.make_fragment(pc.f32, 48)
     with pytest.raises(TypeError, match="make_fragment: the layout must be a"):
         pc.make_fragment(pc.f32, 32, "x")
+
+
+class _CudaArray:
+    """What CuPy, Numba or PyTorch offer: the CUDA array interface (version 3)."""
+
+    def __init__(self, shape, typestr, address, strides=None):
+        self.__cuda_array_interface__ = {"shape": shape, "typestr": typestr, "data": (address, False),
+                                         "strides": strides, "version": 3}
+
+
+def test_a_cuda_array_becomes_a_global_tensor_with_its_layout_alignment_and_address():
+    g = pc.global_tensor_from(_CudaArray((300, 96), "<f4", 0x7F00_0000_0200))
+    assert (g.dtype, g.layout, g.base_align, g.address) == (pc.f32, Layout((300, 96), (96, 1)), 512, 0x7F00_0000_0200)
+    padded = pc.global_tensor_from(_CudaArray((64, 100), "<f2", 0x1000, strides=(224, 2)))
+    assert padded.layout == Layout((64, 100), (112, 1)) and padded.base_align == 1024
+    plan = pc.make_tma_copy(pc.make_smem_tensor(pc.f32, Layout((64, 32), (32, 1))), g)
+    assert plan.tensor_map.global_dims == (96, 300) and plan.gmem.address == 0x7F00_0000_0200
+
+
+def test_a_dlpack_array_is_read_through_its_capsule_and_a_host_array_is_refused():
+    np = pytest.importorskip("numpy")
+    from pycute.tensor.gmem import dlpack_fields
+    host = np.zeros((4, 6), dtype=np.float32)[:, 1:5]
+    name, shape, strides, address, device = dlpack_fields(host)
+    assert (name, shape, strides, device) == ("f32", (4, 4), (6, 1), 1) and address == host.ctypes.data
+    with pytest.raises(pc.PlanError, match="DLPack device type 1, not a CUDA device"):
+        pc.global_tensor_from(host)
+
+
+@pytest.mark.parametrize("array,error,match", [
+    (object(), TypeError, "expected an object with __cuda_array_interface__ or __dlpack__, got object"),
+    (_CudaArray((4,), "<c8", 16), pc.PlanError, "typestr '<c8' has no pycute dtype"),
+    (_CudaArray((4, 4), "<f4", 16, strides=(18, 4)), pc.PlanError, "byte strides"),
+])
+def test_an_array_pycute_cannot_describe_is_refused(array, error, match):
+    with pytest.raises(error, match=match):
+        pc.global_tensor_from(array)

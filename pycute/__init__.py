@@ -55,7 +55,8 @@ __version__ = "0.2.0"
 __all__ = [
     # values and errors
     "Layout", "ComposedLayout", "Swizzle", "ScaledBasis", "E", "TLane", "TCol", "DType", "SmemDescriptor",
-    "SwizzleMode", "Plan", "Tcgen05CpPlan", "Tcgen05LdStPlan", "CopyPlan", "TmemCopyPlan", "PycuteError", "LayoutError", "PlanError", "CompileError", "DescriptorError",
+    "SwizzleMode", "Plan", "Tcgen05CpPlan", "Tcgen05LdStPlan", "CopyPlan", "TmemCopyPlan", "PycuteError",
+    "LayoutError", "PlanError", "CompileError", "DescriptorError",
     "EmulationError",
     # dtypes
     "dtype", "u8", "i8", "f8e4m3", "f8e5m2", "bf16", "f16", "f32", "tf32", "u16", "i16", "u32", "i32", "f4e2m1",

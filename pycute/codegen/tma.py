@@ -45,7 +45,8 @@ def _wrapper(direction: str, rank: int) -> str:
         regs = ", ".join(f"%{1 + k}" for k in range(rank))
         operands = ", ".join(f'"r"(c{k})' for k in range(rank))
         return (f"__device__ __forceinline__ void {tma_helper('prefetch', rank)}(const void* map, {coords}) {{\n"
-                f'  asm volatile("{tma_ptx("prefetch", rank)} [%0, {{{regs}}}];" :: "l"(map), {operands} : "memory");\n}}')
+                f'  asm volatile("{tma_ptx("prefetch", rank)} [%0, {{{regs}}}];"\n'
+                f'               :: "l"(map), {operands} : "memory");\n}}')
     if direction == "load":
         regs = ", ".join(f"%{3 + k}" for k in range(rank))
         operands = ", ".join(f'"r"(c{k})' for k in range(rank))
@@ -107,8 +108,9 @@ def emit_tma_copy(plan: TmaPlan, name: str = "pycute_tma_copy") -> str:
     mc = plan.multicast
     body = []
     if mc is not None:
-        head += [f"// Multicast: every CTA of a {mc.ctas}-CTA cluster calls it; CTA r loads slice r into all of them, and",
-                 "// each CTA's mbarrier receives the whole tile (arm it in every CTA, then a cluster barrier, first)."]
+        head += [f"// Multicast: every CTA of a {mc.ctas}-CTA cluster calls it; CTA r loads slice r into all of",
+                 "// them, and each CTA's mbarrier receives the whole tile (arm it in every CTA, then a cluster",
+                 "// barrier, first)."]
         body.append(f"  const unsigned rank = pycute_cluster_ctarank();   // 0..{mc.ctas - 1}")
     for inst in plan.instructions:
         coords = ", ".join(_coordinate(plan, d, c) for d, c in enumerate(inst.coords))

@@ -16,7 +16,8 @@ import numpy as np
 
 from ..errors import CompileError
 
-__all__ = ["driver_available", "device_info", "skip_reason", "Gpu", "check_gpu", "encode_tensor_map", "tensor_map_bytes"]
+__all__ = ["driver_available", "device_info", "skip_reason", "Gpu", "check_gpu", "encode_tensor_map",
+           "tensor_map_bytes"]
 
 
 @functools.lru_cache(maxsize=1)
@@ -147,7 +148,8 @@ class Gpu:
         return host
 
     def launch(self, kernel: Any, *args: Any, grid: int | tuple[int, ...] = 1, block: int | tuple[int, ...] = 128,
-               cluster: int | tuple[int, ...] | None = None, dynamic_smem: int = 0, events: bool = False) -> float | None:
+               cluster: int | tuple[int, ...] | None = None, dynamic_smem: int = 0,
+               events: bool = False) -> float | None:
         """Launch ``kernel`` (from ``Gpu.kernel``) with ``grid`` blocks of ``block`` threads -- CUDA's units: with
         ``cluster`` blocks per cluster, ``grid`` still counts blocks, and a kernel compiled with
         ``__cluster_dims__`` needs no ``cluster`` -- and ``dynamic_smem`` bytes of dynamic shared memory; waits

@@ -1,6 +1,7 @@
 """The copy family: one sub-package per variant (``tma``: global <-> shared through a tensor map; ``tcgen05_cp``:
-shared memory -> TMEM; ``tcgen05_ldst``: TMEM <-> registers), each with a ``planner`` and the ``plan`` record it returns, all following one protocol
-(``protocol.Plan``), and ``copy_async``, which picks the variant by the tensors' memory spaces."""
+shared memory -> TMEM; ``tcgen05_ldst``: TMEM <-> registers), each with a ``planner`` and the ``plan`` record it
+returns, all following one protocol (``protocol.Plan``), and ``copy_async``, which picks the variant by the tensors'
+memory spaces."""
 from .protocol import Plan, Reject, Rejection
 from .tcgen05_cp import CopyPlan, CpInstruction, DynamicCoord, Smem, Tcgen05CpPlan, expected_tmem, make_tiled_copy
 from .tcgen05_ldst import (TmemCopyPlan, TmemLdStInstruction, Tcgen05LdStPlan, WarpInstruction, make_tmem_copy)

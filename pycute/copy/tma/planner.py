@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import itertools
 
-from ...arch.sm90.tma import (NAN_FILL_TYPES, OOB_FILL_NAN, OOB_FILL_NONE, DATA_TYPES, DIM_LIMIT, GLOBAL_ALIGN, INNER_BOX_ALIGN, MAX_BOX, MAX_MULTICAST, MAX_RANK, SMEM_ALIGN,
-                              REDUCE_TYPES, STRIDE_ALIGN, STRIDE_LIMIT, TMA_SWIZZLES, TX_LIMIT, OobFill, ReduceOp, TmaDirection, TmaSwizzle,
+from ...arch.sm90.tma import (DATA_TYPES, DIM_LIMIT, GLOBAL_ALIGN, INNER_BOX_ALIGN, MAX_BOX, MAX_MULTICAST, MAX_RANK,
+                              NAN_FILL_TYPES, OOB_FILL_NAN, OOB_FILL_NONE, REDUCE_TYPES, SMEM_ALIGN, STRIDE_ALIGN,
+                              STRIDE_LIMIT, TMA_SWIZZLES, TX_LIMIT, OobFill, ReduceOp, TmaDirection, TmaSwizzle,
                               tma_swizzle_of_bytes)
 from ...atoms.tma import tma_atom
 from ...basis import ScaledBasis
@@ -286,8 +287,8 @@ def _stages(smem: SmemTensor, mode: TmaSwizzle, elem: int, where: str) -> tuple[
     for d in smem.dynamic:
         step = d.stride * elem
         if not is_int(d.stride) or step % need:
-            raise PlanError(f"make_tma_copy: run-time index {d.name!r} moves the tile by {step} B; each value must keep "
-                            f"the boxes {need}-byte aligned (a multiple of {need} B){where}")
+            raise PlanError(f"make_tma_copy: run-time index {d.name!r} moves the tile by {step} B; each value must "
+                            f"keep the boxes {need}-byte aligned (a multiple of {need} B){where}")
         out.append(TmaStage(d.name, d.extent, step))
     return tuple(out)
 

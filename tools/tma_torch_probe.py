@@ -1,5 +1,6 @@
-"""TMA on arrays PyTorch made: global_tensor_from reads a bf16 tensor through DLPack and an f32 tensor through the
-CUDA array interface; the round-trip kernel loads a tile of one and stores it into the other. One JSON line per case."""
+"""TMA on arrays PyTorch made: global_tensor_from reads bf16 and f32 tensors (through DLPack, which PyTorch offers
+beside the CUDA array interface that calls bf16 '<V2'); the round-trip kernel loads each tile of one and stores it
+into the other. One JSON line per case."""
 import json
 
 import numpy as np
@@ -13,7 +14,7 @@ gpu = runtime.Gpu()
 for name, make, tile in (
         ("bf16 via DLPack", lambda: torch.randn(300, 128, device="cuda").to(torch.bfloat16),
          pc.kmajor_smem_tensor(pc.bf16, 128, 64, "128B")),
-        ("f32 via the CUDA array interface", lambda: torch.randn(300, 96, device="cuda"),
+        ("f32 via DLPack", lambda: torch.randn(300, 96, device="cuda"),
          pc.make_smem_tensor(pc.f32, pc.Layout((64, 32), (32, 1))))):
     x = make()
     y = torch.zeros_like(x)

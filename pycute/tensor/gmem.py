@@ -102,13 +102,13 @@ def global_tensor_from(array: object) -> GlobalTensor:
     ``__dlpack__`` (PyTorch, JAX, CuPy), without importing those libraries: its dtype, its layout in the array's
     axis order (strides in elements), the base's alignment (the largest power of two dividing the address, at most
     1024) and the address (``plan.tensor_map.encode(tensor.address)``). Keep the array alive while it is used."""
-    if hasattr(array, "__cuda_array_interface__"):
-        name, shape, strides, address = _cuda_array_interface(array)
-    elif hasattr(array, "__dlpack__"):
+    if hasattr(array, "__dlpack__"):            # first: it names bf16, which the array interface calls '<V2'
         name, shape, strides, address, device = dlpack_fields(array)
         if device not in _DLPACK_CUDA:
             raise PlanError(f"global_tensor_from: the array is on DLPack device type {device}, not a CUDA device "
                             f"(TMA reads device memory)")
+    elif hasattr(array, "__cuda_array_interface__"):
+        name, shape, strides, address = _cuda_array_interface(array)
     else:
         raise TypeError(f"global_tensor_from: expected an object with __cuda_array_interface__ or __dlpack__, got "
                         f"{type(array).__name__}")

@@ -3,7 +3,7 @@
 from ``arch.sm90.tma``."""
 from __future__ import annotations
 
-from ..arch.sm90.tma import MAX_RANK, REDUCE_TYPES, ReduceOp, tma_ptx
+from ..arch.sm90.tma import MAX_RANK, REDUCE_TYPES, tma_ptx
 from ..copy.tma.plan import TmaPlan
 from ..views import provides
 from .common import ABI_VERSION, check_function_name
@@ -19,54 +19,38 @@ def tma_helper(direction: str, rank: int, multicast: bool = False, reduce: str |
     return f"pycute_tma_{direction}{'_multicast' if multicast else ''}_{rank}d"
 
 
-def _reduce_wrapper(op: ReduceOp, rank: int) -> str:
+# Per wrapper form: its parameters before the coordinates, its operands ({c}: the coordinates' registers) and the
+# constraints of the operands before the coordinates.
+_FORMS = {
+    "load": ("const void* map, unsigned smem, unsigned mbar, ", "[%0], [%1, {c}], [%2]",
+             '"r"(smem), "l"(map), "r"(mbar)'),
+    "multicast": ("const void* map, unsigned smem, unsigned mbar, unsigned short mask, ", "[%0], [%1, {c}], [%2], %3",
+                  '"r"(smem), "l"(map), "r"(mbar), "h"(mask)'),
+    "store": ("const void* map, unsigned smem, ", "[%0, {c}], [%1]", '"l"(map), "r"(smem)'),
+    "prefetch": ("const void* map, ", "[%0, {c}]", '"l"(map)'),
+}
+
+
+def _wrapper(name: str, ptx: str, form: str, rank: int) -> str:
+    """``name(<form's parameters>, int c0, ...)``: the one ``asm`` statement of ``ptx`` at those coordinates."""
+    params, operands, leading = _FORMS[form]
+    first = leading.count("(")                                # the coordinates' first operand number
     coords = ", ".join(f"int c{k}" for k in range(rank))
-    regs = ", ".join(f"%{2 + k}" for k in range(rank))
-    operands = ", ".join(f'"r"(c{k})' for k in range(rank))
-    return (f"__device__ __forceinline__ void {tma_helper('store', rank, reduce=op)}(const void* map, unsigned smem, "
-            f"{coords}) {{\n"
-            f'  asm volatile("{tma_ptx("store", rank, reduce=op)} [%0, {{{regs}}}], [%1];"\n'
-            f'               :: "l"(map), "r"(smem), {operands} : "memory");\n}}')
-
-
-def _multicast_wrapper(rank: int) -> str:
-    coords = ", ".join(f"int c{k}" for k in range(rank))
-    regs = ", ".join(f"%{4 + k}" for k in range(rank))
-    operands = ", ".join(f'"r"(c{k})' for k in range(rank))
-    return (f"__device__ __forceinline__ void {tma_helper('load', rank, True)}(const void* map, unsigned smem, "
-            f"unsigned mbar, unsigned short mask, {coords}) {{\n"
-            f'  asm volatile("{tma_ptx("load", rank, True)} [%0], [%1, {{{regs}}}], [%2], %3;"\n'
-            f'               :: "r"(smem), "l"(map), "r"(mbar), "h"(mask), {operands} : "memory");\n}}')
-
-
-def _wrapper(direction: str, rank: int) -> str:
-    coords = ", ".join(f"int c{k}" for k in range(rank))
-    if direction == "prefetch":
-        regs = ", ".join(f"%{1 + k}" for k in range(rank))
-        operands = ", ".join(f'"r"(c{k})' for k in range(rank))
-        return (f"__device__ __forceinline__ void {tma_helper('prefetch', rank)}(const void* map, {coords}) {{\n"
-                f'  asm volatile("{tma_ptx("prefetch", rank)} [%0, {{{regs}}}];"\n'
-                f'               :: "l"(map), {operands} : "memory");\n}}')
-    if direction == "load":
-        regs = ", ".join(f"%{3 + k}" for k in range(rank))
-        operands = ", ".join(f'"r"(c{k})' for k in range(rank))
-        return (f"__device__ __forceinline__ void {tma_helper('load', rank)}(const void* map, unsigned smem, "
-                f"unsigned mbar, {coords}) {{\n"
-                f'  asm volatile("{tma_ptx("load", rank)} [%0], [%1, {{{regs}}}], [%2];"\n'
-                f'               :: "r"(smem), "l"(map), "r"(mbar), {operands} : "memory");\n}}')
-    regs = ", ".join(f"%{2 + k}" for k in range(rank))
-    operands = ", ".join(f'"r"(c{k})' for k in range(rank))
-    return (f"__device__ __forceinline__ void {tma_helper('store', rank)}(const void* map, unsigned smem, "
-            f"{coords}) {{\n"
-            f'  asm volatile("{tma_ptx("store", rank)} [%0, {{{regs}}}], [%1];"\n'
-            f'               :: "l"(map), "r"(smem), {operands} : "memory");\n}}')
+    regs = ", ".join(f"%{first + k}" for k in range(rank))
+    constraints = ", ".join(f'"r"(c{k})' for k in range(rank))
+    return (f"__device__ __forceinline__ void {name}({params}{coords}) {{\n"
+            f'  asm volatile("{ptx} {operands.format(c="{" + regs + "}")};"\n'
+            f'               :: {leading}, {constraints} : "memory");\n}}')
 
 
 def tma_header_functions() -> str:
-    """Every rank's load and store wrapper (the header's TMA part)."""
-    return "\n".join([_wrapper(d, r) for d in ("load", "store", "prefetch") for r in range(1, MAX_RANK + 1)]
-                     + [_multicast_wrapper(r) for r in range(1, MAX_RANK + 1)]
-                     + [_reduce_wrapper(op, r) for op in REDUCE_TYPES for r in range(1, MAX_RANK + 1)])
+    """Every rank's load, store, prefetch, multicast load and reduction wrapper (the header's TMA part)."""
+    ranks = range(1, MAX_RANK + 1)
+    plain = [_wrapper(tma_helper(d, r), tma_ptx(d, r), d, r) for d in ("load", "store", "prefetch") for r in ranks]
+    multicast = [_wrapper(tma_helper("load", r, True), tma_ptx("load", r, True), "multicast", r) for r in ranks]
+    reduce = [_wrapper(tma_helper("store", r, reduce=op), tma_ptx("store", r, reduce=op), "store", r)
+              for op in REDUCE_TYPES for r in ranks]
+    return "\n".join(plain + multicast + reduce)
 
 
 def _coordinate(plan: TmaPlan, dim: int, offset: int) -> str:

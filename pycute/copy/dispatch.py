@@ -7,6 +7,7 @@ A new variant adds its planner in its own sub-package and a row here; it edits n
 """
 from __future__ import annotations
 
+import functools
 import inspect
 from typing import Any, Callable, Literal
 
@@ -43,16 +44,18 @@ class CopyVariant:
     @property
     def options(self) -> frozenset[str]:
         """The keyword options ``copy_async`` passes on to this variant."""
-        return frozenset(p for p in inspect.signature(self.plan).parameters if p not in ("dst", "src"))
+        return _options(self.plan)
+
+
+@functools.lru_cache(maxsize=None)
+def _options(plan: Callable[..., Plan]) -> frozenset[str]:
+    """A planner's keyword options (its parameters but the two tensors), read once from its signature."""
+    return frozenset(p for p in inspect.signature(plan).parameters if p not in ("dst", "src"))
 
 
 def _check_dtypes(dst, src, name: str) -> None:
     if dst.dtype != src.dtype:
         raise PlanError(f"{name} moves values unchanged: source {src.dtype.name}, destination {dst.dtype.name}")
-
-
-def _tma(dst: Any, src: Any) -> Plan:
-    return make_tma_copy(dst, src)
 
 
 def _tcgen05_cp(dst, src, cta_group: int = 1, shape: str | None = None, multicast: str | None = None,
@@ -74,8 +77,8 @@ def _tcgen05_st(dst, src: RegisterFragment, max_registers: int = 32, shape: str 
 
 #: The copy family, by memory pair. cp.async, bulk copies and DSMEM add their rows here.
 VARIANTS: tuple[CopyVariant, ...] = (
-    CopyVariant("tma_load", "global", "shared", TMA_TARGETS, 0, _tma),
-    CopyVariant("tma_store", "shared", "global", TMA_TARGETS, 0, _tma),
+    CopyVariant("tma_load", "global", "shared", TMA_TARGETS, 0, make_tma_copy),
+    CopyVariant("tma_store", "shared", "global", TMA_TARGETS, 0, make_tma_copy),
     CopyVariant("tcgen05_cp", "shared", "tmem", TCGEN05_TARGETS, 0, _tcgen05_cp),
     CopyVariant("tcgen05_ld", "tmem", "register", TCGEN05_TARGETS, 0, _tcgen05_ld),
     CopyVariant("tcgen05_st", "register", "tmem", TCGEN05_TARGETS, 0, _tcgen05_st),

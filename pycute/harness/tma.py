@@ -10,7 +10,7 @@ from ..compile.nvrtc import Compiled, compile_cuda
 from ..compile.runtime import Gpu, check_gpu, tensor_map_bytes
 from ..copy.tma.plan import TmaPlan
 from ..errors import CompileError
-from ..int_tuple import idx2crd
+from ..int_tuple import idx2crd, product
 from ..sim.emulator import Sm90Emulator
 from ..sim.verify_tma import element_bytes
 from ..codegen.tma import emit_tma_copy
@@ -48,10 +48,9 @@ class TmaRoundTrip:
     @property
     def smem_bytes(self) -> int:
         """Shared bytes from the buffer base that cover the tile (a whole KiB)."""
-        elem = self.load.tensor_map.box_bytes // int(np.prod(self.load.tensor_map.box))
         tile = self.load.tile_shape
-        last = max(self.load.smem.element_offset(*tuple(idx2crd(i, tile))) for i in range(int(np.prod(tile))))
-        return -(-(last + 1) * elem // 1024) * 1024
+        last = max(self.load.smem.element_offset(*tuple(idx2crd(i, tile))) for i in range(product(tile)))
+        return -(-(last + 1) * self.load.elem_bytes // 1024) * 1024
 
     def source(self) -> str:
         modes = len(self.load.tile_shape)
@@ -99,10 +98,7 @@ extern "C" __global__ void tma_roundtrip(const pycute_tensor_map* in_map, const 
     def arrays(self, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
         """Array A's and array B's initial bytes."""
         rng = np.random.default_rng(seed)
-        shape, stride = self.load.gmem.layout.shape, self.load.gmem.layout.stride
-        modes = list(zip(shape, stride)) if isinstance(shape, tuple) else [(shape, stride)]
-        elem = self.load.tensor_map.box_bytes // int(np.prod(self.load.tensor_map.box))
-        nbytes = -(-(sum((n - 1) * d for n, d in modes) + 1) * elem // 16) * 16     # whole 16-byte units
+        nbytes = self.load.array_bytes
         finite = self.store is not None and self.store.reduce is not None
         dtype = self.load.gmem.dtype.name
         return element_bytes(rng, nbytes, dtype, finite), element_bytes(rng, nbytes, dtype, finite)

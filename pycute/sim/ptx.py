@@ -188,8 +188,8 @@ class _Thread:
             self.trace.append((op, [self.value(a.strip("[]")) if a.strip("[]") in self.regs else a for a in args]))
         elif base == "mbarrier" and parts[1] in ("try_wait", "test_wait"):
             self.regs[args[0]] = 1                           # the phase has completed (no asynchrony here)
-        elif _family(op) is not None:
-            self._issue(str(_family(op)), op, args)
+        elif (family := _family(op)) is not None:
+            self._issue(family, op, args)
         elif base == "shfl":
             # The one thread modelled stands for its warp: shfl.sync returns its own value, which is the source
             # lane's for warp-uniform operands (what pycute_warp_index() shuffles).

@@ -14,27 +14,15 @@ from ..dtypes import BF16_SHIFT
 
 from ..copy.tma.plan import TmaPlan
 from ..errors import EmulationError
-from ..int_tuple import idx2crd
+from ..int_tuple import idx2crd, product
 from .emulator import Sm90Emulator
 
 __all__ = ["verify_tma", "element_bytes"]
 
 
-def _prod(xs) -> int:
-    n = 1
-    for x in xs:
-        n *= x
-    return n
-
-
-def _array_modes(plan: TmaPlan) -> list:
-    shape, stride = plan.gmem.layout.shape, plan.gmem.layout.stride
-    return list(zip(shape, stride)) if isinstance(shape, tuple) else [(shape, stride)]
-
-
 def _tile_indices(plan: TmaPlan) -> list[tuple[int, ...]]:
     """The first tile, the last (partial where the array is not a multiple of the tile) and one past the end."""
-    last = tuple(-(-n // t) - 1 for (n, _), t in zip(_array_modes(plan), plan.tile_shape))
+    last = tuple(-(-n // t) - 1 for (n, _), t in zip(plan.array_modes, plan.tile_shape))
     return [tuple(0 for _ in last), last, tuple(x + 1 for x in last)]
 
 
@@ -57,7 +45,7 @@ def _issue_all(plan: TmaPlan, emu: Sm90Emulator, gmem: np.ndarray, tile: tuple) 
 def _expected(plan: TmaPlan, coords: list, offsets: np.ndarray, gmem: np.ndarray, smem: np.ndarray,
               origin: list, elem: int) -> tuple[dict, np.ndarray]:
     """What the layouts say: the shared bytes per tile element after a load, the array after a store."""
-    modes = _array_modes(plan)
+    modes = plan.array_modes
     loaded, stored = {}, gmem.copy()
     fill = NAN_FILL_UNIT * (elem // 2) if plan.tensor_map.oob_fill == OOB_FILL_NAN else bytes(elem)
     for c, s in zip(coords, offsets):
@@ -123,9 +111,8 @@ def verify_tma(plan: TmaPlan, seed: int = 0) -> None:
         plan = attrs.evolve(plan, direction="load", atom=atom,
                             instructions=tuple(attrs.evolve(i, ptx=atom.ptx) for i in plan.instructions))
     rng = np.random.default_rng(seed)
-    elem = plan.tensor_map.box_bytes // _prod(plan.tensor_map.box)
-    nbytes = -(-(sum((n - 1) * d for n, d in _array_modes(plan)) + 1) * elem // 16) * 16   # whole 16-byte units
-    coords = [tuple(idx2crd(i, plan.tile_shape)) for i in range(_prod(plan.tile_shape))]
+    elem, nbytes = plan.elem_bytes, plan.array_bytes
+    coords = [tuple(idx2crd(i, plan.tile_shape)) for i in range(product(plan.tile_shape))]
     offsets = np.array([plan.smem.element_offset(*c) for c in coords], dtype=np.int64) * elem
     smem_bytes = -(-(int(offsets.max()) + elem) // 1024) * 1024
     ctas = plan.multicast.ctas if plan.multicast else 1

@@ -8,9 +8,9 @@ import attrs
 
 from ..dtypes import DType, DTypeLike, element_dtype
 from ..errors import PlanError
-from ..int_tuple import as_int, flatten, is_int
+from ..int_tuple import as_int, product
 from ..layout import Layout
-from .region import DynamicIndex, Region
+from .region import DynamicIndex, Region, check_int_strides
 
 __all__ = ["GlobalTensor", "make_global_tensor", "global_tensor_from", "dlpack_fields"]
 
@@ -39,9 +39,7 @@ def make_global_tensor(dtype: DTypeLike, layout: Layout, base_align: int = 16) -
     dt = element_dtype(dtype, "make_global_tensor")
     if not isinstance(layout, Layout):
         raise TypeError(f"make_global_tensor: the layout must be a Layout, got {type(layout).__name__}")
-    for d in flatten(layout.stride):
-        if not is_int(d):
-            raise PlanError(f"global-memory layout {layout!r} has a non-integer stride {d!r}")
+    check_int_strides(layout, "global-memory layout")
     base_align = as_int(base_align, "make_global_tensor: base_align")
     if base_align < 1 or base_align & (base_align - 1):
         raise PlanError(f"make_global_tensor: base_align {base_align} is not a power of two")
@@ -113,14 +111,7 @@ def global_tensor_from(array: object) -> GlobalTensor:
         raise TypeError(f"global_tensor_from: expected an object with __cuda_array_interface__ or __dlpack__, got "
                         f"{type(array).__name__}")
     if strides is None:                                        # C order: the last axis contiguous
-        strides = tuple(int(_prod(shape[k + 1:])) for k in range(len(shape)))
+        strides = tuple(product(shape[k + 1:]) for k in range(len(shape)))
     layout = Layout(shape if len(shape) > 1 else shape[0], strides if len(shape) > 1 else strides[0])
     align = address & -address if address else 1024
     return attrs.evolve(make_global_tensor(name, layout, base_align=min(align, 1024)), address=address)
-
-
-def _prod(xs: tuple) -> int:
-    n = 1
-    for x in xs:
-        n *= x
-    return n

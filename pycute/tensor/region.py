@@ -19,7 +19,7 @@ from ..composition import composition
 from ..layout import Layout, coalesce, make_layout
 from ..views import svg_of
 
-__all__ = ["MemorySpace", "Region", "Dynamic", "DynamicIndex", "dynamic"]
+__all__ = ["MemorySpace", "Region", "Dynamic", "DynamicIndex", "dynamic", "index_values", "check_int_strides"]
 
 #: Where a tensor lives: global memory, a CTA's shared memory, tensor memory, or a thread's registers.
 MemorySpace = Literal["global", "shared", "tmem", "register"]
@@ -144,6 +144,32 @@ def _region(layout: Layout, offset, key, where: str):
     return (modes[0] if len(modes) == 1 else make_layout(*modes)), offset, tuple(dynamic_indices)
 
 
+def check_int_strides(layout: Layout, what: str) -> None:
+    """A PlanError naming ``what`` (``"shared-memory layout"``) unless every stride of ``layout`` is an integer."""
+    for d in flatten(layout.stride):
+        if not is_int(d):
+            raise PlanError(f"{what} {layout!r} has a non-integer stride {d!r}")
+
+
+def index_values(indices: tuple, values: dict, where: str) -> list[int]:
+    """The value of each run-time index (anything with a ``name`` and an ``extent``), in their order; a PlanError,
+    prefixed by ``where``, for an unknown name, a missing value or one outside ``[0, extent)``."""
+    names = {d.name for d in indices}
+    unknown = sorted(set(values) - names)
+    if unknown:
+        raise PlanError(f"{where}no run-time index named {', '.join(unknown)} (it has "
+                        f"{', '.join(sorted(names)) or 'none'})")
+    out = []
+    for d in indices:
+        if d.name not in values:
+            raise PlanError(f"{where}the run-time index {d.name!r} needs a value ({d.name}=0..{d.extent - 1})")
+        v = as_int(values[d.name], f"{where}the value of {d.name}")
+        if not 0 <= v < d.extent:
+            raise PlanError(f"{where}{d.name}={v} is outside [0, {d.extent})")
+        out.append(v)
+    return out
+
+
 class Region:
     """What the tensor kinds share: a dtype, a region layout with its offset, and slicing into sub-regions."""
 
@@ -184,17 +210,7 @@ class Region:
     def at(self, **values: int) -> Any:
         """The static tensor at the given values of its run-time indices (every index needs a value in range)."""
         offset = self.offset
-        names = {d.name for d in self.dynamic}
-        unknown = sorted(set(values) - names)
-        if unknown:
-            raise PlanError(f"{self.KIND}: no run-time index named {', '.join(unknown)} (it has "
-                            f"{', '.join(sorted(names)) or 'none'})")
-        for d in self.dynamic:
-            if d.name not in values:
-                raise PlanError(f"{self.KIND}: the run-time index {d.name!r} needs a value ({d.name}=0..{d.extent - 1})")
-            v = as_int(values[d.name], f"{self.KIND}: the value of {d.name}")
-            if not 0 <= v < d.extent:
-                raise PlanError(f"{self.KIND}: {d.name}={v} is outside [0, {d.extent})")
+        for d, v in zip(self.dynamic, index_values(self.dynamic, values, f"{self.KIND}: ")):
             offset = offset + d.stride * v if v else offset
         return attrs.evolve(cast(Any, self), offset=offset, dynamic=())
 

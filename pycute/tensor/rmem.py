@@ -23,7 +23,6 @@ class RegisterFragment:
     threads: int
     layout: Layout | None = None
 
-    KIND = "register fragment"
     SPACE = "register"
 
     @property

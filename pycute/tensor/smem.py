@@ -9,10 +9,10 @@ import attrs
 
 from ..dtypes import DType, DTypeLike, element_dtype
 from ..errors import PlanError
-from ..int_tuple import as_int, flatten, is_int
+from ..int_tuple import as_int
 from ..layout import Layout
 from ..swizzle import ComposedLayout, Swizzle
-from .region import DynamicIndex, Region
+from .region import DynamicIndex, Region, check_int_strides
 
 __all__ = ["SmemTensor", "make_smem_tensor"]
 
@@ -58,9 +58,7 @@ def make_smem_tensor(dtype: DTypeLike, layout: Layout | ComposedLayout, base_ali
     """A shared-memory tensor whose buffer base is aligned to ``base_align`` bytes."""
     dt = element_dtype(dtype, "make_smem_tensor")
     sw, inner = _swizzle_and_layout(layout)
-    for d in flatten(inner.stride):
-        if not is_int(d):
-            raise PlanError(f"shared-memory layout {inner!r} has a non-integer stride {d!r}")
+    check_int_strides(inner, "shared-memory layout")
     base_align = as_int(base_align, "make_smem_tensor: base_align")
     if base_align < 16 or base_align & (base_align - 1):
         raise PlanError(f"base_align {base_align!r} must be a power of two of at least 16 bytes")

@@ -1,7 +1,6 @@
 """The result of make_tiled_copy: which atom, which descriptor, which instructions, and why."""
 from __future__ import annotations
 
-import itertools
 import numbers
 from typing import ClassVar, Literal
 
@@ -159,7 +158,9 @@ class Tcgen05CpPlan:
         point = tuple(values[d.name] for d in self.dynamic)       # in range: the tensors' at() checked each value
         smem = sum(v * d.smem_step for v, d in zip(point, self.dynamic))
         tmem = sum(v * d.tmem_step for v, d in zip(point, self.dynamic))
-        index = list(itertools.product(*(range(d.extent) for d in self.dynamic))).index(point)
+        index = 0
+        for v, d in zip(point, self.dynamic):             # the spans are in itertools.product order
+            index = index * d.extent + v
         start, end = self.spans[index]
         return attrs.evolve(self, src=src, dst=dst, dynamic=(), spans=(), smem_start=start, smem_end=end,
                             instructions=tuple(attrs.evolve(i, tmem_offset=i.tmem_offset + tmem,

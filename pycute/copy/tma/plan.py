@@ -9,8 +9,10 @@ import attrs
 from ...arch.sm90.tma import DATA_TYPES, INTERLEAVE_NONE, L2_PROMOTION_128B, OOB_FILL_NONE, TmaDirection, TmaSwizzle
 from ...atoms.tma import TmaAtom, TmaIssue, tma_atom
 from ...errors import PlanError
-from ...int_tuple import as_int
+from ...dtypes import dtype
+from ...int_tuple import as_int, product
 from ...tensor.gmem import GlobalTensor
+from ...tensor.region import index_values
 from ...tensor.smem import SmemTensor
 from ...views import view
 from ..protocol import Rejection
@@ -40,10 +42,7 @@ class TensorMapParams:
 
     @property
     def box_bytes(self) -> int:
-        n = DTYPE_BYTES[self.dtype]
-        for b in self.box:
-            n *= b
-        return n
+        return DTYPE_BYTES[self.dtype] * product(self.box)
 
     def encode(self, global_address: int) -> Any:
         """The ``CUtensorMap`` for an array at ``global_address`` (a device pointer), through the CUDA driver's
@@ -53,9 +52,7 @@ class TensorMapParams:
 
 
 #: Bytes per element of the types a tensor map names.
-DTYPE_BYTES = {"u8": 1, "i8": 1, "f8e4m3": 1, "f8e5m2": 1, "ue8m0": 1, "ue4m3": 1, "u16": 2, "i16": 2, "f16": 2,
-               "bf16": 2, "u32": 4, "i32": 4, "f32": 4, "tf32": 4, "u64": 8, "i64": 8, "f64": 8}
-assert set(DTYPE_BYTES) == set(DATA_TYPES)
+DTYPE_BYTES = {name: dtype(name).bits // 8 for name in DATA_TYPES}
 
 
 @attrs.frozen
@@ -139,7 +136,23 @@ class TmaPlan:
     def tile_shape(self) -> tuple[int, ...]:
         """The tile's extent in each global mode."""
         shape = self.smem.layout.shape
-        return tuple(int(_size(m)) for m in (shape if isinstance(shape, tuple) else (shape,)))
+        return tuple(product(m) for m in (shape if isinstance(shape, tuple) else (shape,)))
+
+    @property
+    def elem_bytes(self) -> int:
+        return DTYPE_BYTES[self.tensor_map.dtype]
+
+    @property
+    def array_modes(self) -> list[tuple[int, int]]:
+        """``(extent, stride in elements)`` per mode of the array."""
+        shape, stride = self.gmem.layout.shape, self.gmem.layout.stride
+        return list(zip(shape, stride)) if isinstance(shape, tuple) else [(shape, stride)]
+
+    @property
+    def array_bytes(self) -> int:
+        """Bytes from the array's base through its last element, in whole 16-byte units (TMA's store unit)."""
+        last = sum((n - 1) * d for n, d in self.array_modes)
+        return -(-(last + 1) * self.elem_bytes // 16) * 16
 
     @property
     def expect_tx(self) -> int:
@@ -149,7 +162,8 @@ class TmaPlan:
 
     @property
     def lower_bound(self) -> int:
-        """Fewest instructions: one box, unless the tile holds more than one phase's transaction count."""
+        """Fewest instructions any plan could use: one box (256 elements in each of five dimensions hold any tile
+        a CTA's shared memory can)."""
         return 1
 
     def coords(self, tile: tuple[int, ...], cta: int = 0) -> list[tuple[int, ...]]:
@@ -176,25 +190,13 @@ class TmaPlan:
 
     def stage_offset(self, **values: int) -> int:
         """Bytes the run-time indices' values move every box (each value in range, every index given)."""
-        unknown = sorted(set(values) - {s.name for s in self.stages})
-        if unknown:
-            raise PlanError(f"the plan has no run-time index {', '.join(unknown)} (it has "
-                            f"{', '.join(s.name for s in self.stages) or 'none'})")
-        offset = 0
-        for s in self.stages:
-            if s.name not in values:
-                raise PlanError(f"the run-time index {s.name!r} needs a value ({s.name}=0..{s.extent - 1})")
-            v = as_int(values[s.name], f"the value of {s.name}")
-            if not 0 <= v < s.extent:
-                raise PlanError(f"{s.name}={v} is outside [0, {s.extent})")
-            offset += v * s.smem_step
-        return offset
+        return sum(v * s.smem_step for s, v in zip(self.stages, index_values(self.stages, values, "TMA plan: ")))
 
     def at(self, **values: int) -> "TmaPlan":
         """The static plan of one value of each run-time index: value 0's boxes moved by the indices' steps."""
         shift = self.stage_offset(**values)
-        elem = DTYPE_BYTES[self.tensor_map.dtype]
-        return attrs.evolve(self, smem=attrs.evolve(self.smem, offset=self.smem.offset + shift // elem), stages=(),
+        return attrs.evolve(self, smem=attrs.evolve(self.smem, offset=self.smem.offset + shift // self.elem_bytes),
+                            stages=(),
                             instructions=tuple(attrs.evolve(i, smem_offset=i.smem_offset + shift)
                                                for i in self.instructions))
 
@@ -264,12 +266,3 @@ class TmaPlan:
         kind = f"reduce.{self.reduce}" if self.reduce else self.direction
         return (f"TmaPlan({kind}, {len(self.instructions)} x {m.rank}d box {m.box}, swizzle "
                 f"{m.swizzle.name}, expect_tx {self.expect_tx} B)")
-
-
-def _size(mode: Any) -> int:
-    if isinstance(mode, tuple):
-        n = 1
-        for m in mode:
-            n *= _size(m)
-        return n
-    return int(mode)

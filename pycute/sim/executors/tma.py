@@ -13,12 +13,12 @@ import numpy as np
 from ...errors import EmulationError
 from ...arch.sm90.tma import NAN_FILL_UNIT, OOB_FILL_NAN
 from ...atoms.tma import TmaIssue
+from ...copy.tma.plan import DTYPE_BYTES
 from ...dtypes import BF16_SHIFT
 from ..machine import Machine
 
 __all__ = ["TmaExecutor", "decode"]
 
-_ELEM_BYTES = {0: 1, 1: 2, 2: 4, 3: 4, 4: 8, 5: 8, 6: 2, 7: 4, 8: 8, 9: 2, 11: 4}    # CUtensorMapDataType -> bytes
 
 
 def _box_addresses(params: Any, coords: tuple, smem: int, store: bool = False
@@ -26,7 +26,7 @@ def _box_addresses(params: Any, coords: tuple, smem: int, store: bool = False
     """Per box element (dim 0 fastest): its global byte offset, whether it is in bounds, and its (swizzled)
     shared-memory byte address. A store writes every 16-byte unit of a row it touches whole (measured on the H200,
     docs/tma.md), so for stores dimension 0 reaches the next 16-byte boundary."""
-    elem = _ELEM_BYTES[params.data_type]
+    elem = DTYPE_BYTES[params.dtype]
     box, dims = params.box, list(params.global_dims)
     if store:
         dims[0] = -(-dims[0] * elem // 16) * 16 // elem
@@ -82,7 +82,7 @@ class TmaExecutor(Machine):
 
     def _bytes(self, params: Any, addresses: np.ndarray, cta: int) -> np.ndarray:
         c = self.ctas[self._cta(cta)]
-        elem = _ELEM_BYTES[params.data_type]
+        elem = DTYPE_BYTES[params.dtype]
         rel = addresses[:, None] - c.smem_base + np.arange(elem)[None, :]
         if rel.min() < 0 or rel.max() >= c.smem.size:
             raise EmulationError(f"TMA: the box reaches shared memory [{int(addresses.min()):#x}, "
@@ -96,7 +96,7 @@ class TmaExecutor(Machine):
         ``mask``, of every CTA whose bit is set: ``.multicast::cluster``); returns the bytes it delivers to each
         receiving CTA's mbarrier (the whole box)."""
         offset, inside, addresses = _box_addresses(params, coords, smem)
-        elem = _ELEM_BYTES[params.data_type]
+        elem = DTYPE_BYTES[params.dtype]
         rel = self._bytes(params, addresses, cta)
         data = np.zeros((offset.size, elem), dtype=np.uint8)
         if params.oob_fill == OOB_FILL_NAN:
@@ -121,7 +121,7 @@ class TmaExecutor(Machine):
             raise EmulationError(f"TMA store at coordinates {coords}: a store's coordinates are non-negative (PTX "
                                  f"#data-movement-and-conversion-instructions-tensor-copy-restrictions)")
         offset, inside, addresses = _box_addresses(params, coords, smem, store=True)
-        elem = _ELEM_BYTES[params.data_type]
+        elem = DTYPE_BYTES[params.dtype]
         rel = self._bytes(params, addresses, cta)
         data = self.ctas[self._cta(cta)].smem[rel]
         dst = offset[inside][:, None] + np.arange(elem)[None, :]

@@ -5,5 +5,7 @@ from .common import ABI_VERSION, check_function_name
 from .tcgen05_cp import commit_asm, emit_device_function, emit_helpers, helper_name
 from .tcgen05_ldst import emit_tmem_copy, ldst_helper
 from .tma import emit_tma_copy, tma_helper
+from .cp_async import cp_async_helper, emit_cp_async_copy
+from .bulk import emit_bulk_copy, emit_dsmem_copy
 from .header import header_path, headers, include_dir, sm100_header
 from .probe import PROBE_SHARED_SYMBOL, ldst_probe_source, no_call_probe_source, probe_entry, probe_source

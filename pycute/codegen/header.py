@@ -1,8 +1,11 @@
 """The device headers a kernel composes around generated copies, one per mechanism, rendered from the facts of
 ``arch/`` and shipped as package data under ``include_dir()``:
 
+* ``pycute/cp_async.cuh``: cp.async copies, groups, the mbarrier arrive (``arch.sm80``; sm_80 and later,
+  standing alone);
 * ``pycute/common.cuh``: warps, elect, clusters, mbarriers, proxy fences (``arch.sm90``; sm_90 and later);
 * ``pycute/tma.cuh``: TMA tile loads and stores, the tensor map type, bulk groups, expect_tx (``arch.sm90``);
+* ``pycute/bulk.cuh``: flat bulk copies, DSMEM copies, ``mapa`` and remote mbarrier arrivals (``arch.sm90``);
 * ``pycute/tcgen05.cuh``: the shared-memory descriptor, TMEM allocation, tcgen05 fences and commit, and the soft
   build's TMEM model with its tcgen05.cp (``arch.sm100``);
 * ``pycute/tcgen05_ldst.cuh``: tcgen05.ld / st wrappers of every shape and their software model (``arch.sm100``);
@@ -28,6 +31,8 @@ from .common import ABI_VERSION
 from .constants import field_get, swizzle_tables
 from .tcgen05_ldst import ldst_header_functions, ldst_header_tables
 from .tma import tma_header_functions
+from .cp_async import cp_async_header
+from .bulk import bulk_header
 from .templates import render
 
 __all__ = ["ABI_VERSION", "HEADER_NAME", "PARTS", "headers", "sm100_header", "header_path", "include_dir",
@@ -71,8 +76,10 @@ def tma_header() -> str:
 
 #: The parts of ``pycute/sm100.cuh``, in include order: (name, what it holds, its renderer).
 PARTS = (
+    ("pycute/cp_async.cuh", "cp.async copies, groups and the mbarrier arrive (sm_80 and later)", cp_async_header),
     ("pycute/common.cuh", "warps, elect, clusters, mbarriers, proxy fences (sm_90 and later)", common_header),
     ("pycute/tma.cuh", "TMA tile loads and stores, tensor maps, bulk groups, expect_tx (sm_90)", tma_header),
+    ("pycute/bulk.cuh", "flat bulk copies, DSMEM, mapa, remote mbarrier arrivals (sm_90)", bulk_header),
     ("pycute/tcgen05.cuh", "shared-memory descriptor, TMEM allocation, tcgen05 fences and commit, the soft model",
      tcgen05_header),
     ("pycute/tcgen05_ldst.cuh", "tcgen05.ld / tcgen05.st, every shape x .num x pack", tcgen05_ldst_header),

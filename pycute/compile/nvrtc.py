@@ -21,7 +21,7 @@ from .cache import CompileCache
 
 __all__ = ["Compiled", "compile_cuda", "nvrtc_version", "ARCHES", "include_dir"]
 
-ARCHES = ("sm_100a", "sm_100f", "sm_103a", "sm_103f", "sm_110a", "sm_110f", "sm_90a")
+ARCHES = ("sm_100a", "sm_100f", "sm_103a", "sm_103f", "sm_110a", "sm_110f", "sm_90a", "sm_80")
 _DEFAULT_OPTIONS = ("-std=c++17",)
 
 
@@ -215,7 +215,8 @@ def compile_cuda(source: str, arch: str = "sm_100a", options: Sequence[str] = ()
                         f"{options!r}")
     if arch not in ARCHES:
         raise CompileError(f"unsupported arch {arch!r}; one of {', '.join(ARCHES)} (tcgen05 needs an sm_100a, "
-                           f"sm_100f, sm_103a/f or sm_110a/f target; sm_90a is for the no-tcgen05 runtime check)")
+                           f"sm_100f, sm_103a/f or sm_110a/f target; sm_90a runs Hopper-era copies and the soft build; sm_80 "
+                           f"cp.async alone)")
     options = tuple(_DEFAULT_OPTIONS) + tuple(options) + _include_options(include_dirs)
     store = _store(cache)
     key = cache_key(source, arch, options) if store is not None else None

@@ -14,18 +14,24 @@ from typing import Any, Callable, Literal
 import attrs
 
 from ..arch.sm100.targets import TCGEN05_TARGETS
+from ..arch.sm80.cp_async import CP_ASYNC_TARGETS, CpAsyncCache, L2Prefetch
 from ..arch.sm90.tma import TMA_TARGETS
 from ..errors import PlanError
 from ..tensor.region import MemorySpace
+from ..tensor.gmem import GlobalTensor
 from ..tensor.rmem import RegisterFragment
-from .protocol import Plan, Rejection
+from .bulk.planner import make_bulk_copy
+from .cp_async.planner import make_cp_async_copy
+from .dsmem.planner import make_dsmem_copy
+from .protocol import Completion, Plan, Rejection
 from .tcgen05_cp.planner import make_tiled_copy
 from .tma.planner import make_tma_copy
 from .tcgen05_ldst.planner import make_tmem_copy
 
 __all__ = ["CopyVariant", "VARIANTS", "VariantName", "copy_async"]
 
-VariantName = Literal["tma_load", "tma_store", "tcgen05_cp", "tcgen05_ld", "tcgen05_st"]
+VariantName = Literal["tma_load", "tma_store", "bulk_load", "bulk_store", "cp_async", "dsmem", "tcgen05_cp",
+                      "tcgen05_ld", "tcgen05_st"]
 
 
 @attrs.frozen
@@ -58,6 +64,41 @@ def _check_dtypes(dst, src, name: str) -> None:
         raise PlanError(f"{name} moves values unchanged: source {src.dtype.name}, destination {dst.dtype.name}")
 
 
+def _completes(name: str, has: str, asked: Completion | None) -> None:
+    """The caller's completion is the variant's, or a PlanError (a variant never drops a completion it was asked
+    for: the caller's wait would hang, or pass before the bytes land)."""
+    if asked is not None and asked != has:
+        raise PlanError(f"{name} completes by {has!r}, not the {asked!r} asked for")
+
+
+# The global <-> shared variants take ``threads`` (how many threads call: cp.async spreads over them; TMA and bulk
+# copies are issued by one elected thread of them) and ``completion`` (what the caller waits on).
+def _tma(dst, src, multicast: int | None = None, reduce: str | None = None, oob_fill: str = "zero",
+         threads: int | None = None, completion: Completion | None = None) -> Plan:
+    _completes("a TMA " + ("load" if isinstance(src, GlobalTensor) else "store"),
+               "expect_tx" if isinstance(src, GlobalTensor) else "group", completion)
+    return make_tma_copy(dst, src, multicast, reduce, oob_fill)  # type: ignore[arg-type]
+
+
+def _bulk(dst, src, threads: int | None = None, completion: Completion | None = None) -> Plan:
+    _completes("a bulk " + ("load" if isinstance(src, GlobalTensor) else "store"),
+               "expect_tx" if isinstance(src, GlobalTensor) else "group", completion)
+    return make_bulk_copy(dst, src)
+
+
+def _cp_async(dst, src, threads: int = 128, cache: CpAsyncCache | None = None, l2_prefetch: L2Prefetch | None = None,
+              completion: Completion | None = None) -> Plan:
+    if completion == "expect_tx":
+        raise PlanError("cp.async completes by a group or one mbarrier arrival per thread ('group' or 'arrive'), "
+                        "not by transaction bytes ('expect_tx')")
+    return make_cp_async_copy(dst, src, threads, cache, l2_prefetch, completion or "group")
+
+
+def _dsmem(dst, src, completion: Completion | None = None) -> Plan:
+    _completes("a DSMEM copy", "expect_tx", completion)
+    return make_dsmem_copy(dst, src)
+
+
 def _tcgen05_cp(dst, src, cta_group: int = 1, shape: str | None = None, multicast: str | None = None,
                 decompress: str | None = None) -> Plan:
     return make_tiled_copy(dst, src, cta_group, shape=shape, multicast=multicast, decompress=decompress)
@@ -75,10 +116,16 @@ def _tcgen05_st(dst, src: RegisterFragment, max_registers: int = 32, shape: str 
     return make_tmem_copy(dst, "st", src.warps, max_registers, shape, num, pack, fragment=src.layout)
 
 
-#: The copy family, by memory pair. cp.async, bulk copies and DSMEM add their rows here.
+#: The copy family, by memory pair. Global -> shared tries TMA (one thread, the fewest instructions, bounds checked),
+#: then a flat bulk copy (no tensor map; whole tiles of contiguous runs), then cp.async (any thread count, 4-byte
+#: alignment, sm_80): each refuses a completion it cannot give, so none is picked that would drop the caller's.
 VARIANTS: tuple[CopyVariant, ...] = (
-    CopyVariant("tma_load", "global", "shared", TMA_TARGETS, 0, make_tma_copy),
-    CopyVariant("tma_store", "shared", "global", TMA_TARGETS, 0, make_tma_copy),
+    CopyVariant("tma_load", "global", "shared", TMA_TARGETS, 0, _tma),
+    CopyVariant("bulk_load", "global", "shared", TMA_TARGETS, 1, _bulk),
+    CopyVariant("cp_async", "global", "shared", CP_ASYNC_TARGETS, 2, _cp_async),
+    CopyVariant("tma_store", "shared", "global", TMA_TARGETS, 0, _tma),
+    CopyVariant("bulk_store", "shared", "global", TMA_TARGETS, 1, _bulk),
+    CopyVariant("dsmem", "shared", "shared", TMA_TARGETS, 0, _dsmem),
     CopyVariant("tcgen05_cp", "shared", "tmem", TCGEN05_TARGETS, 0, _tcgen05_cp),
     CopyVariant("tcgen05_ld", "tmem", "register", TCGEN05_TARGETS, 0, _tcgen05_ld),
     CopyVariant("tcgen05_st", "register", "tmem", TCGEN05_TARGETS, 0, _tcgen05_st),
@@ -119,7 +166,8 @@ def copy_async(dst: Any, src: Any, *, variant: VariantName | None = None, arch: 
                **config: Any) -> Plan:
     """Plan a copy from ``src`` to ``dst`` with the first variant, in priority order, that the two tensors' memory
     spaces select and that fits; ``variant=`` forces one, ``arch=`` keeps the variants that target has, and
-    ``config`` goes to the variant's planner (``cta_group``, ``shape``, ``max_registers``, ...). Raises
+    ``config`` goes to the variant's planner (``cta_group``, ``shape``, ``max_registers``, ``threads``,
+    ``completion`` = ``"expect_tx"`` / ``"arrive"`` / ``"group"``: the wait the caller has written, ...). Raises
     ``PlanError`` with a variant x reason table when none fits, ``TypeError`` for an option no variant of the pair
     takes."""
     src_space, dst_space = _space(src, "src"), _space(dst, "dst")

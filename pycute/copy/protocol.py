@@ -9,9 +9,14 @@ code), ``cuda(name)`` (the device function) and ``verify()`` (the emulator again
 """
 from __future__ import annotations
 
-from typing import Any, ClassVar, NamedTuple, Protocol, runtime_checkable
+from typing import Any, ClassVar, Literal, NamedTuple, Protocol, runtime_checkable
 
-__all__ = ["Plan", "Rejection", "Reject"]
+__all__ = ["Plan", "Rejection", "Reject", "Completion"]
+
+#: How the caller learns that a copy has landed: ``expect_tx`` (an mbarrier counts the bytes: TMA and bulk loads,
+#: DSMEM), ``arrive`` (one mbarrier arrival per copying thread: cp.async's arrive.noinc), ``group`` (the issuing
+#: thread's cp.async or bulk groups: commit, then wait). tcgen05 copies complete through tcgen05.commit / wait.
+Completion = Literal["expect_tx", "arrive", "group"]
 
 
 class Rejection(NamedTuple):

@@ -2,3 +2,5 @@
 ``LdStRoundTrip`` for tcgen05.ld/st): above code generation, compilation and emulation, which they combine."""
 from .tcgen05_cp import RoundTrip, Timing, roundtrip_source
 from .tcgen05_ldst import LdStRoundTrip
+from .cp_async import CpAsyncRoundTrip
+from .bulk import BulkRoundTrip, DsmemRoundTrip

@@ -40,6 +40,11 @@ class CtaState:
         self.tmem = np.zeros((LANES, COLUMNS), dtype=np.uint32)
         self.allocated = np.zeros(COLUMNS, dtype=bool)
         self.pending: list[tuple[np.ndarray, int, np.ndarray, str]] = []
+        # cp.async per thread: copies not yet committed, committed groups (oldest first), mbarrier arrivals
+        self.cp_async_pending: dict[int, list[tuple[int, np.ndarray]]] = {}
+        self.cp_async_groups: dict[int, list[list[tuple[int, np.ndarray]]]] = {}
+        self.arrivals: dict[int, int] = {}
+        self.tx_bytes: dict[int, int] = {}
 
     def __repr__(self) -> str:
         cols = int(self.allocated.sum())

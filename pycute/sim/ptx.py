@@ -16,14 +16,17 @@ import re
 
 from ..codegen.probe import PROBE_SHARED_SYMBOL, probe_entry
 from ..errors import CompileError
-from .executors import tcgen05_cp, tcgen05_ldst, tma
+from .executors import bulk, cp_async, tcgen05_cp, tcgen05_ldst, tma
 
 #: PTX opcode prefix -> the executor's decoder of its issued instructions (pycute.sim.executors).
 ISSUE_DECODERS = {"tcgen05.cp": tcgen05_cp.decode, "tcgen05.ld": tcgen05_ldst.decode, "tcgen05.st": tcgen05_ldst.decode,
-                  "cp.async.bulk.tensor": tma.decode, "cp.async.bulk.prefetch.tensor": tma.decode}
+                  "cp.async.bulk.tensor": tma.decode, "cp.async.bulk.prefetch.tensor": tma.decode,
+                  "cp.async.ca": cp_async.decode, "cp.async.cg": cp_async.decode,
+                  "cp.async.bulk.shared::cluster": bulk.decode, "cp.async.bulk.global": bulk.decode}
 #: Which of a thread's lists each family's records go to.
 _RECORDS = {"tcgen05.cp": "issued", "tcgen05.ld": "ldst", "tcgen05.st": "ldst", "cp.async.bulk.tensor": "tma",
-            "cp.async.bulk.prefetch.tensor": "tma"}
+            "cp.async.bulk.prefetch.tensor": "tma", "cp.async.ca": "cp_async", "cp.async.cg": "cp_async",
+            "cp.async.bulk.shared::cluster": "bulk", "cp.async.bulk.global": "bulk"}
 
 
 def _family(op: str) -> str | None:
@@ -43,7 +46,8 @@ _ENTRY_DIRECTIVE = re.compile(r"\.(?:maxntid|reqntid|minnctapersm|maxnctapersm|r
 # Statements that order or signal but write no register of the thread.
 _SYNC_OPS = ("bar", "barrier", "fence", "membar")
 _SYNC_TCGEN05 = ("commit", "fence::before_thread_sync", "fence::after_thread_sync", "wait::ld", "wait::st")
-_SYNC_BULK = ("cp.async.bulk.commit_group", "cp.async.bulk.wait_group")
+_SYNC_BULK = ("cp.async.bulk.commit_group", "cp.async.bulk.wait_group", "cp.async.commit_group", "cp.async.wait_group",
+              "cp.async.wait_all", "cp.async.mbarrier.arrive")
 _SKIP = re.compile(r"^(?:\.reg|\.local|\.shared|\.pragma|\.loc|\.maxntid|\.reqntid|\.minnctapersm|//|\{|\})")
 _LABEL = re.compile(r"^([\w$]+):$")
 
@@ -123,7 +127,7 @@ _COMPARE = {"eq": lambda x, y: x == y, "ne": lambda x, y: x != y, "lt": lambda x
             "le": lambda x, y: x <= y, "gt": lambda x, y: x > y, "ge": lambda x, y: x >= y,
             "lo": lambda x, y: x < y, "ls": lambda x, y: x <= y, "hi": lambda x, y: x > y, "hs": lambda x, y: x >= y}
 
-_ALU_OPS = set(_BINARY) | {"mul", "div", "rem", "mov", "not", "neg", "mad", "cvt", "cvta", "setp", "selp"}
+_ALU_OPS = set(_BINARY) | {"mul", "div", "rem", "mov", "not", "neg", "mad", "cvt", "cvta", "setp", "selp", "bfi", "bfe"}
 
 
 class _Thread:
@@ -136,6 +140,8 @@ class _Thread:
         self.issued: list = []
         self.ldst: list = []
         self.tma: list = []
+        self.cp_async: list = []
+        self.bulk: list = []
         self.trace: list = []
 
     def value(self, tok: str, bits: int = 64) -> int:
@@ -190,6 +196,8 @@ class _Thread:
             self.regs[args[0]] = 1                           # the phase has completed (no asynchrony here)
         elif (family := _family(op)) is not None:
             self._issue(family, op, args)
+        elif base == "mapa":                                 # this model's shared::cluster windows
+            self.regs[args[0]] = (self.value(args[1], 32) + self.value(args[2], 32) * bulk.CLUSTER_WINDOW) & _MASK[bits]
         elif base == "shfl":
             # The one thread modelled stands for its warp: shfl.sync returns its own value, which is the source
             # lane's for warp-uniform operands (what pycute_warp_index() shuffles).
@@ -232,6 +240,14 @@ class _Thread:
             if a[1] == 0:
                 raise CompileError(f"PTX division by zero in {stmt!r}")
             return (a[0] // a[1] if base == "div" else a[0] % a[1]) & mask
+        if base == "bfi":                                # insert a's low len bits into b at pos
+            pos, length = a[2] & 0xFF, a[3] & 0xFF
+            field = ((1 << length) - 1) << pos
+            return ((a[1] & ~field) | ((a[0] << pos) & field)) & mask
+        if base == "bfe":                                # extract len bits at pos (sign-extended for .s)
+            pos, length = a[1] & 0xFF, a[2] & 0xFF
+            x = (a[0] >> pos) & ((1 << length) - 1) if length else 0
+            return (_signed(x, length) if signed and length else x) & mask
         if base in ("mov", "not", "neg", "mad"):
             return {"mov": lambda: a[0], "not": lambda: ~a[0], "neg": lambda: -a[0],
                     "mad": lambda: a[0] * a[1] + a[2]}[base]() & mask

@@ -128,6 +128,11 @@ class TmaPlan:
         return self.smem if self.direction == "load" else self.gmem
 
     @property
+    def completion(self) -> str | None:
+        """``expect_tx`` for a load (the mbarrier counts its bytes), ``group`` for a store, None for a prefetch."""
+        return {"load": "expect_tx", "store": "group"}.get(self.direction)
+
+    @property
     def reduce(self) -> str | None:
         """The reduction a store applies (``add``, ``min``, ...), or None."""
         return self.atom.reduce

@@ -7,15 +7,19 @@
 // builder, pass -I "$(python -m pycute include-dir)".
 //
 // The parts, one per mechanism, each includable alone:
+//   pycute/cp_async.cuh      cp.async copies, groups and the mbarrier arrive (sm_80 and later)
 //   pycute/common.cuh        warps, elect, clusters, mbarriers, proxy fences (sm_90 and later)
 //   pycute/tma.cuh           TMA tile loads and stores, tensor maps, bulk groups, expect_tx (sm_90)
+//   pycute/bulk.cuh          flat bulk copies, DSMEM, mapa, remote mbarrier arrivals (sm_90)
 //   pycute/tcgen05.cuh       shared-memory descriptor, TMEM allocation, tcgen05 fences and commit, the soft model
 //   pycute/tcgen05_ldst.cuh  tcgen05.ld / tcgen05.st, every shape x .num x pack
 #ifndef PYCUTE_SM100_CUH
 #define PYCUTE_SM100_CUH
 
+#include "pycute/cp_async.cuh"
 #include "pycute/common.cuh"
 #include "pycute/tma.cuh"
+#include "pycute/bulk.cuh"
 #include "pycute/tcgen05.cuh"
 #include "pycute/tcgen05_ldst.cuh"
 

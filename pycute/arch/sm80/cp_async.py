@@ -1,0 +1,41 @@
+"""``cp.async`` (LDGSTS) as data: the sizes, cache operators and L2 prefetch sizes a copy takes, its completion
+mechanisms, the instruction spellings and the SASS they assemble to (PTX ISA
+#data-movement-and-conversion-instructions-cp-async; docs/cp-async-bulk-dsmem.md records what ran on the H200)."""
+from __future__ import annotations
+
+from typing import Literal
+
+__all__ = ["CP_ASYNC_SIZES", "CG_SIZE", "L2_PREFETCH_SIZES", "CP_ASYNC_TARGETS", "CpAsyncCache", "CpAsyncCompletion",
+           "L2Prefetch", "cp_async_ptx", "COMMIT_GROUP_PTX", "WAIT_GROUP_PTX", "ARRIVE_NOINC_PTX", "CP_ASYNC_SASS"]
+
+#: Bytes one cp.async moves, widest first; source and destination are aligned to the size (PTX ISA: undefined
+#: otherwise).
+CP_ASYNC_SIZES = (16, 8, 4)
+#: ``.cg`` (cache in L2 only) takes 16 bytes and nothing else (ptxas: "expected to be 16"); ``.ca`` takes all three.
+CG_SIZE = 16
+#: ``.L2::64B`` / ``.L2::128B`` / ``.L2::256B``: L2 may fetch that much around the source (a hint).
+L2_PREFETCH_SIZES = (64, 128, 256)
+
+CpAsyncCache = Literal["ca", "cg"]
+#: ``group``: cp.async.commit_group, then the caller waits with cp.async.wait_group; ``arrive``: each thread's
+#: copies arrive on an mbarrier (``cp.async.mbarrier.arrive.noinc``: the barrier's count includes the threads).
+CpAsyncCompletion = Literal["group", "arrive"]
+L2Prefetch = Literal[64, 128, 256]
+
+#: The targets that have cp.async (sm_80 and later).
+CP_ASYNC_TARGETS = ("sm_80", "sm_86", "sm_87", "sm_89", "sm_90", "sm_90a", "sm_100a", "sm_100f", "sm_103a",
+                    "sm_103f", "sm_110a", "sm_110f", "sm_120", "sm_120a")
+
+COMMIT_GROUP_PTX = "cp.async.commit_group"
+WAIT_GROUP_PTX = "cp.async.wait_group"
+ARRIVE_NOINC_PTX = "cp.async.mbarrier.arrive.noinc.shared::cta.b64"
+
+
+def cp_async_ptx(cache: CpAsyncCache, l2_prefetch: L2Prefetch | None = None) -> str:
+    """The opcode of a cp.async with ``cache`` (``ca``: L1 and L2, ``cg``: L2 only) and an optional L2 prefetch
+    size; its operands are ``[dst], [src], cp-size, src-size`` (the zero-filling form)."""
+    return f"cp.async.{cache}.shared.global" + (f".L2::{l2_prefetch}B" if l2_prefetch else "")
+
+
+#: SASS opcode prefix every cp.async assembles to (LDGSTS.E, .64, .128, with .BYPASS for .cg and .ZFILL).
+CP_ASYNC_SASS = "LDGSTS"

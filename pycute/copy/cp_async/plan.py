@@ -1,0 +1,196 @@
+"""The result of make_cp_async_copy: which thread copies which elements (a CuTe TV layout over the tile), the
+per-iteration instructions, and the index arithmetic the generated code and the stream share."""
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+import attrs
+
+from ...arch.sm80.cp_async import CpAsyncCompletion
+from ...atoms.cp_async import CpAsyncAtom, CpAsyncIssue
+from ...errors import PlanError
+from ...int_tuple import as_int, product
+from ...layout import Layout
+from ...tensor.gmem import GlobalTensor
+from ...tensor.smem import SmemTensor
+from ...tensor.tile import mode_extents
+from ...views import view
+from ..protocol import Rejection
+from ..stages import SmemStage, stage_offset
+
+__all__ = ["Terms", "CpAsyncInstruction", "CpAsyncPlan"]
+
+
+@attrs.frozen
+class Terms:
+    """An index function of a tile element's position ``e`` (colexicographic over the plan's mode order):
+    ``const + sum((e // div) % mod * coef)``, the form a layout takes on a linear index."""
+
+    terms: tuple[tuple[int, int, int], ...]
+    const: int = 0
+
+    def __call__(self, e: Any) -> Any:
+        """The value at ``e`` (an int, or a numpy array elementwise)."""
+        return self.const + sum(((e // div) % mod * coef for div, mod, coef in self.terms), 0 * e)
+
+
+@attrs.frozen
+class CpAsyncInstruction:
+    """Iteration ``iteration`` of every thread: thread ``t`` copies vector ``t + iteration * threads``; only the
+    first ``active`` threads copy in it (fewer than all in a last, partial iteration)."""
+
+    iteration: int
+    ptx: str
+    active: int
+
+
+@attrs.frozen(repr=False)
+class CpAsyncPlan:
+    """A validated cp.async copy of one tile of a global array into shared memory by ``threads`` threads: vector
+    ``j`` is the ``vector`` elements from ``j * vector`` in colexicographic order over modes ``order`` (the array's
+    contiguous mode first, so that consecutive threads read consecutive global bytes); thread ``t`` copies vectors
+    ``t, t + threads, ...``. Elements outside the array are zero-filled (``src-size``)."""
+
+    gmem: GlobalTensor
+    smem: SmemTensor
+    atom: CpAsyncAtom
+    threads: int
+    vector: int
+    order: tuple[int, ...]
+    instructions: tuple[CpAsyncInstruction, ...]
+    coords: tuple[Terms, ...]                    # per array mode: the element's tile coordinate
+    gmem_terms: Terms                            # the element's global offset (elements) from the tile's origin
+    smem_terms: Terms                            # the element's shared offset (elements) before the swizzle
+    linear: frozenset[str]                       # the quantities that are thread part + iteration part
+    completion: CpAsyncCompletion = "group"
+    stages: tuple[SmemStage, ...] = ()
+    rejected: tuple[Rejection, ...] = attrs.field(default=(), eq=False)
+
+    VARIANT: ClassVar[str] = "cp_async"
+
+    @property
+    def src(self) -> GlobalTensor:
+        return self.gmem
+
+    @property
+    def dst(self) -> SmemTensor:
+        return self.smem
+
+    @property
+    def elem_bytes(self) -> int:
+        return self.smem.bits // 8
+
+    @property
+    def tile_shape(self) -> tuple[int, ...]:
+        return mode_extents(self.smem.layout)
+
+    @property
+    def array_modes(self) -> list[tuple[int, int]]:
+        shape, stride = self.gmem.layout.shape, self.gmem.layout.stride
+        return list(zip(shape, stride)) if isinstance(shape, tuple) else [(shape, stride)]
+
+    @property
+    def vectors(self) -> int:
+        """cp.async instructions per tile, all threads together."""
+        return product(self.tile_shape) // self.vector
+
+    @property
+    def lower_bound(self) -> int:
+        """Fewest cp.async per thread any plan could use: the tile in 16-byte copies over the threads."""
+        return -(-product(self.tile_shape) * self.elem_bytes // (16 * self.threads))
+
+    @property
+    def arrivals(self) -> int:
+        """What an mbarrier completion adds to the barrier's expected arrivals: one per thread (``.noinc``)."""
+        return self.threads if self.completion == "arrive" else 0
+
+    @property
+    def tv_layout(self) -> Layout:
+        """``(thread, value) -> element index`` (colexicographic over ``order``), CuTe's TV layout; values of a
+        partial last iteration past the tile are not copied."""
+        t, v, n = self.threads, self.vector, len(self.instructions)
+        return Layout((t, (v, n)), (v, (1, t * v)))
+
+    def element(self, e: int) -> tuple[int, ...]:
+        """The tile coordinate of element ``e`` (colexicographic over ``order``)."""
+        return tuple(c(e) for c in self.coords)
+
+    def smem_byte(self, e: Any) -> Any:
+        """Element ``e``'s shared byte address from the buffer base (swizzled)."""
+        x = self.smem_terms(e)
+        return (self.smem.swizzle(x) if self.smem.swizzle is not None else x) * self.elem_bytes
+
+    def stream(self, smem_base: int, *tile: int, thread: int = 0, **values: int) -> list[CpAsyncIssue]:
+        """Thread ``thread``'s cp.async for the buffer at shared address ``smem_base`` and tile index ``tile``;
+        global addresses are byte offsets from the array's base (0 for a copy wholly out of bounds)."""
+        smem_base, thread = as_int(smem_base, "stream: smem_base"), as_int(thread, "stream: thread")
+        if smem_base % self.smem.base_align:
+            raise PlanError(f"stream: smem_base {smem_base:#x} is not aligned to the {self.smem.base_align} B the "
+                            f"plan assumes")
+        if not 0 <= thread < self.threads:
+            raise PlanError(f"stream: thread {thread} is not one of the plan's {self.threads}")
+        if len(tile) != len(self.tile_shape):
+            raise PlanError(f"stream: the tile index has {len(tile)} entries; the array has {len(self.tile_shape)} "
+                            f"modes")
+        origin = [as_int(t, "stream: tile index") * n for t, n in zip(tile, self.tile_shape)]
+        shift = smem_base + stage_offset(self.stages, values, "cp.async plan: ")
+        elem, size = self.elem_bytes, self.atom.size
+        out = []
+        for inst in self.instructions:
+            if thread >= inst.active:
+                continue
+            e = (thread + inst.iteration * self.threads) * self.vector
+            src_size = self._src_size(origin, self.element(e))
+            gmem = (sum(o * d for o, (_, d) in zip(origin, self.array_modes)) + self.gmem_terms(e)) * elem
+            out.append(CpAsyncIssue(inst.ptx, shift + self.smem_byte(e), gmem if src_size else 0, size, src_size))
+        return out
+
+    def _src_size(self, origin: list[int], coord: tuple[int, ...]) -> int:
+        """Bytes of the vector at tile coordinate ``coord`` inside the array (the rest is zero-filled)."""
+        inside = self.vector
+        for k, ((n, _), o, c) in enumerate(zip(self.array_modes, origin, coord)):
+            g = o + c
+            if k == self.order[0]:
+                inside = min(max(n - g, 0), self.vector)
+            elif not 0 <= g < n:
+                return 0
+        return inside * self.elem_bytes if min(origin) >= 0 else 0
+
+    def cuda(self, name: str = "pycute_cp_async_copy") -> str:
+        """A ``__device__`` function every one of the ``threads`` threads calls: ``name(const void* gmem, unsigned
+        smem, unsigned thread, int t0, ...[, unsigned mbar])``."""
+        return view("cuda", self, name)
+
+    def verify(self, seed: int = 0) -> None:
+        """Emulate every thread's copies for several tiles (one partly out of bounds) and compare with the
+        layouts alone."""
+        view("verify", self, seed=seed)
+
+    def explain(self) -> str:
+        n = len(self.instructions)
+        last = self.instructions[-1].active
+        lines = [f"cp.async plan: {self.src!r} -> {self.dst!r}",
+                 f"  instruction {self.atom.ptx} ({self.atom.size} B = {self.vector} x {self.smem.dtype.name}), "
+                 f"src-size zero-fills what lies outside the array",
+                 f"  threads     {self.threads}: {n} cp.async each{self._partial(last)}, {self.vectors} per tile; "
+                 f"lower bound {self.lower_bound} per thread",
+                 f"  TV layout   {self.tv_layout!r} (thread, value) -> element, colexicographic over modes "
+                 f"{self.order} (mode {self.order[0]} contiguous in the array: coalesced)",
+                 f"  completion  " + ("cp.async.commit_group; wait with cp.async.wait_group, then a barrier"
+                                      if self.completion == "group" else
+                                      f"cp.async.mbarrier.arrive.noinc: the mbarrier expects {self.arrivals} more "
+                                      f"arrivals")]
+        lines += [f"  straight    {q}: thread part + iteration part (computed once)" for q in sorted(self.linear)]
+        if self.rejected:
+            lines.append("  wider copies refused:")
+            lines += [f"    {r.candidate:<6} {r.reason}" for r in self.rejected]
+        for s in self.stages:
+            lines.append(f"  run-time    {s.name} in [0, {s.extent}): +{s.smem_step} B shared memory per unit")
+        return "\n".join(lines)
+
+    def _partial(self, last: int) -> str:
+        return "" if last == self.threads else f" (the last by threads 0..{last - 1})"
+
+    def __repr__(self) -> str:
+        return (f"CpAsyncPlan({self.threads} threads x {len(self.instructions)} x {self.atom.ptx} {self.atom.size} B, "
+                f"{self.completion})")

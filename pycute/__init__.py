@@ -36,7 +36,8 @@ from .tensor import (GlobalTensor, RegisterFragment, SmemTensor, TmemAllocation,
                      global_tensor_from, kmajor_smem_tensor, make_fragment, make_global_tensor, make_smem_tensor,
                      make_tmem_tensor)
 from .atoms import CopyAtom, Tcgen05CpAtom, TmemLoadAtom, TmemStoreAtom, atom_tmem_tensor
-from .copy import (CopyPlan, Plan, Tcgen05CpPlan, Tcgen05LdStPlan, TmaPlan, TmemCopyPlan, copy_async, expected_tmem,
+from .copy import (BulkPlan, CopyPlan, CpAsyncPlan, DsmemPlan, Plan, Tcgen05CpPlan, Tcgen05LdStPlan, TmaPlan,
+                   TmemCopyPlan, copy_async, expected_tmem, make_bulk_copy, make_cp_async_copy, make_dsmem_copy,
                    make_tiled_copy, make_tma_copy, make_tmem_copy)
 from .mma import mma_accumulator
 from . import compile  # pycute.compile (NVRTC, cache, SASS), reachable as pc.compile
@@ -76,7 +77,8 @@ __all__ = [
     # atoms, plans, TMEM placement
     "make_global_tensor", "global_tensor_from", "make_smem_tensor", "make_tmem_tensor", "make_fragment",
     "GlobalTensor", "RegisterFragment",
-    "kmajor_smem_tensor", "atom_tmem_tensor", "copy_async", "verify", "make_tma_copy", "TmaPlan", "make_tiled_copy",
+    "kmajor_smem_tensor", "atom_tmem_tensor", "copy_async", "verify", "make_tma_copy", "TmaPlan",
+    "make_cp_async_copy", "CpAsyncPlan", "make_bulk_copy", "BulkPlan", "make_dsmem_copy", "DsmemPlan", "make_tiled_copy",
     "verify_plan", "expected_tmem", "dynamic", "TmemAllocation", "alloc_columns_for", "TmemTensor", "SmemTensor",
     "CopyAtom", "Tcgen05CpAtom", "TmemLoadAtom", "TmemStoreAtom",
     # composing into a kernel: the protocol header, the completion signal, a standalone probe kernel, NVRTC

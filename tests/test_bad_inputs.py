@@ -135,7 +135,7 @@ BAD = {
     "compile None": (lambda: compile_cuda(None), T, "source must be CUDA C++ text"),
     "compile cache text": (lambda: compile_cuda("x", cache="x"), T, "cache must be True, False, None"),
     "compile options text": (lambda: compile_cuda("x", options=[1]), T, "options a sequence of str"),
-    "compile arch": (lambda: compile_cuda("x", arch="sm_80"), C, "unsupported arch"),
+    "compile arch": (lambda: compile_cuda("x", arch="sm_70"), C, "unsupported arch"),
     "cache directory int": (lambda: CompileCache(5), T, "directory must be a path"),
     "emulator fill -1": (lambda: Sm100Emulator(fill_tmem=-1), E, "not a 32-bit TMEM cell value"),
     "emulator fill float": (lambda: Sm100Emulator(fill_tmem=1.0), T, "fill_tmem must be an integer"),

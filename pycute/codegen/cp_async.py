@@ -4,7 +4,7 @@ mbarrier arrive), rendered from ``arch.sm80.cp_async``."""
 from __future__ import annotations
 
 from ..arch.sm80.cp_async import (ARRIVE_NOINC_PTX, CG_SIZE, COMMIT_GROUP_PTX, CP_ASYNC_SIZES, L2_PREFETCH_SIZES,
-                                  WAIT_GROUP_PTX, cp_async_ptx)
+                                  WAIT_GROUP_PTX, CpAsyncCache, L2Prefetch, cp_async_ptx)
 from ..copy.cp_async.plan import CpAsyncPlan, Terms
 from ..swizzle import Swizzle
 from ..views import provides
@@ -19,7 +19,7 @@ def cp_async_helper(cache: str, size: int, l2_prefetch: int | None = None) -> st
     return f"pycute_cp_async_{cache}_{size}" + (f"_l2_{l2_prefetch}" if l2_prefetch else "")
 
 
-def _wrapper(cache: str, size: int, l2: int | None) -> str:
+def _wrapper(cache: CpAsyncCache, size: int, l2: L2Prefetch | None) -> str:
     return (f"__device__ __forceinline__ void {cp_async_helper(cache, size, l2)}(unsigned smem, const void* gmem, "
             f"unsigned src_size) {{\n"
             f'  asm volatile("{cp_async_ptx(cache, l2)} [%0], [%1], {size}, %2;" :: "r"(smem), "l"(gmem), '
@@ -28,7 +28,8 @@ def _wrapper(cache: str, size: int, l2: int | None) -> str:
 
 def cp_async_header() -> str:
     """The text of ``pycute/cp_async.cuh``."""
-    forms = [(c, s) for s in CP_ASYNC_SIZES for c in ("ca", "cg") if c == "ca" or s == CG_SIZE]
+    caches: tuple[CpAsyncCache, ...] = ("ca", "cg")
+    forms = [(c, s) for s in CP_ASYNC_SIZES for c in caches if c == "ca" or s == CG_SIZE]
     functions = [_wrapper(c, s, l2) for c, s in forms for l2 in (None, *L2_PREFETCH_SIZES)]
     return render("header_cp_async.cuh", abi=ABI_VERSION, cp_async_functions="\n".join(functions),
                   commit=COMMIT_GROUP_PTX, wait=WAIT_GROUP_PTX, arrive=ARRIVE_NOINC_PTX)

@@ -36,9 +36,13 @@ def test_each_memory_pair_of_the_family_goes_to_its_planner_and_plans_what_the_d
 def test_the_table_has_one_row_per_variant_and_pair_and_every_row_names_its_targets():
     rows = {(v.name, v.src, v.dst) for v in VARIANTS}
     assert rows == {("tma_load", "global", "shared"), ("tma_store", "shared", "global"),
+                    ("bulk_load", "global", "shared"), ("bulk_store", "shared", "global"),
+                    ("cp_async", "global", "shared"), ("dsmem", "shared", "shared"),
                     ("tcgen05_cp", "shared", "tmem"), ("tcgen05_ld", "tmem", "register"),
                     ("tcgen05_st", "register", "tmem")}
-    assert all("sm_100a" in v.targets and ("sm_90a" in v.targets) == v.name.startswith("tma") for v in VARIANTS)
+    assert all("sm_100a" in v.targets and ("sm_90a" in v.targets) == (not v.name.startswith("tcgen05"))
+               for v in VARIANTS)
+    assert [v.name for v in VARIANTS if "sm_80" in v.targets] == ["cp_async"]
 
 
 def test_options_go_to_the_variant():
@@ -108,3 +112,47 @@ def test_verify_checks_every_variant_in_the_emulator():
         plan.verify(seed=3)
     with pytest.raises(TypeError, match="verify: expected a copy plan"):
         pc.verify(smem())
+
+
+# -- cp.async, bulk copies and DSMEM ---------------------------------------------------------------------------------
+def _g(dtype, shape, stride):
+    return pc.make_global_tensor(dtype, pc.Layout(shape, stride))
+
+
+def _s(dtype, shape, stride):
+    return pc.make_smem_tensor(dtype, pc.Layout(shape, stride))
+
+
+def test_a_tile_tma_refuses_goes_to_cp_async_naming_why_tma_and_bulk_did_not_fit():
+    g, s = _g(pc.f16, (100, 36), (36, 1)), _s(pc.f16, (64, 32), (32, 1))
+    plan = pc.copy_async(s, g)
+    assert plan.VARIANT == "cp_async" and plan.atom.size == 8
+    with pytest.raises(pc.PlanError, match=r"tma_load .*stride of 72 B[\s\S]*bulk_load .*not a whole number of tiles"
+                                           r"[\s\S]*cp_async .*not by transaction bytes"):
+        pc.copy_async(s, g, completion="expect_tx")
+
+
+@pytest.mark.parametrize("completion, variant", [(None, "tma"), ("expect_tx", "tma"), ("arrive", "cp_async"),
+                                                 ("group", "cp_async")])
+def test_the_callers_completion_is_never_dropped(completion, variant):
+    g, s = _g(pc.bf16, (128, 64), (64, 1)), _s(pc.bf16, (64, 64), (64, 1))
+    plan = pc.copy_async(s, g, completion=completion, threads=128)
+    assert plan.VARIANT == variant and plan.completion == (completion or "expect_tx")
+
+
+def test_each_forced_variant_plans_or_gives_its_own_reason():
+    g, s = _g(pc.bf16, (128, 64), (64, 1)), _s(pc.bf16, (64, 64), (64, 1))
+    assert pc.copy_async(s, g, variant="bulk_load").VARIANT == "bulk"
+    assert pc.copy_async(g, s, variant="bulk_store").completion == "group"
+    with pytest.raises(pc.PlanError, match="a bulk store completes by 'group', not the 'expect_tx' asked for"):
+        pc.copy_async(g, s, variant="bulk_store", completion="expect_tx")
+
+
+def test_shared_to_shared_is_a_dsmem_copy():
+    plan = pc.copy_async(_s(pc.f32, (32, 32), (32, 1)), _s(pc.f32, (32, 32), (32, 1)))
+    assert plan.VARIANT == "dsmem" and plan.expect_tx == 4096
+
+
+def test_an_arch_without_tma_keeps_cp_async():
+    g, s = _g(pc.bf16, (128, 64), (64, 1)), _s(pc.bf16, (64, 64), (64, 1))
+    assert pc.copy_async(s, g, arch="sm_80").VARIANT == "cp_async"

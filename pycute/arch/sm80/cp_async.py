@@ -13,14 +13,14 @@ __all__ = ["CP_ASYNC_SIZES", "CG_SIZE", "L2_PREFETCH_SIZES", "CP_ASYNC_TARGETS",
 CP_ASYNC_SIZES = (16, 8, 4)
 #: ``.cg`` (cache in L2 only) takes 16 bytes and nothing else (ptxas: "expected to be 16"); ``.ca`` takes all three.
 CG_SIZE = 16
+L2Prefetch = Literal[64, 128, 256]
 #: ``.L2::64B`` / ``.L2::128B`` / ``.L2::256B``: L2 may fetch that much around the source (a hint).
-L2_PREFETCH_SIZES = (64, 128, 256)
+L2_PREFETCH_SIZES: tuple[L2Prefetch, ...] = (64, 128, 256)
 
 CpAsyncCache = Literal["ca", "cg"]
 #: ``group``: cp.async.commit_group, then the caller waits with cp.async.wait_group; ``arrive``: each thread's
 #: copies arrive on an mbarrier (``cp.async.mbarrier.arrive.noinc``: the barrier's count includes the threads).
 CpAsyncCompletion = Literal["group", "arrive"]
-L2Prefetch = Literal[64, 128, 256]
 
 #: The targets that have cp.async (sm_80 and later).
 CP_ASYNC_TARGETS = ("sm_80", "sm_86", "sm_87", "sm_89", "sm_90", "sm_90a", "sm_100a", "sm_100f", "sm_103a",

@@ -74,7 +74,7 @@ def _check_width(size: int, elem: int, modes: list, order: tuple, tile: tuple, g
 
 
 def _width(elem: int, *args) -> tuple[int, list[Rejection]]:
-    rejected = []
+    rejected: list[Rejection] = []
     for size in CP_ASYNC_SIZES:
         if size % elem:
             continue

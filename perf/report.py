@@ -279,8 +279,16 @@ def costs(results, out):
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m perf.report", description=__doc__)
     parser.add_argument("--json", help="write the numbers to this file")
+    parser.add_argument("--gpu", action="store_true", help="only the GPU throughput of pycute's copy kernels "
+                        "(perf/gpu_report.py) against the same run's memcpy")
     args = parser.parse_args(argv)
     out = sys.stdout
+    if args.gpu:
+        from .gpu_report import report, write
+        numbers = report(out)
+        if args.json:
+            write(numbers, args.json)
+        return 0
     t0 = time.perf_counter()
     print(f"pycute performance report — {platform.machine()}, Python {platform.python_version()}, "
           f"no claims about hardware that was not present", file=out)

@@ -131,7 +131,7 @@ class BulkPlan:
                  f"  instruction {self.atom.ptx}",
                  f"  count       {n} chunk{'s' if n != 1 else ''} (16-byte aligned runs, whole 16-byte units); "
                  f"lower bound {self.lower_bound}",
-                 f"  completion  " + (f"the mbarrier expects {self.expect_tx} B per tile" if self.direction == "load"
+                 "  completion  " + (f"the mbarrier expects {self.expect_tx} B per tile" if self.direction == "load"
                                       else "one bulk group (commit, then wait_group.read / wait_group)"),
                  f"  tiles       {self.tiles} per mode (no bounds check: the array is whole tiles)"]
         lines += [f"  run-time    {s.name} in [0, {s.extent}): +{s.smem_step} B shared memory" for s in self.stages]

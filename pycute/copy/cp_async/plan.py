@@ -176,7 +176,7 @@ class CpAsyncPlan:
                  f"lower bound {self.lower_bound} per thread",
                  f"  TV layout   {self.tv_layout!r} (thread, value) -> element, colexicographic over modes "
                  f"{self.order} (mode {self.order[0]} contiguous in the array: coalesced)",
-                 f"  completion  " + ("cp.async.commit_group; wait with cp.async.wait_group, then a barrier"
+                 "  completion  " + ("cp.async.commit_group; wait with cp.async.wait_group, then a barrier"
                                       if self.completion == "group" else
                                       f"cp.async.mbarrier.arrive.noinc: the mbarrier expects {self.arrivals} more "
                                       f"arrivals")]

@@ -12,10 +12,10 @@ from ...errors import PlanError
 from ...dtypes import dtype
 from ...int_tuple import as_int, product
 from ...tensor.gmem import GlobalTensor
-from ...tensor.region import index_values
 from ...tensor.smem import SmemTensor
 from ...views import view
 from ..protocol import Rejection
+from ..stages import SmemStage, stage_offset
 
 __all__ = ["TensorMapParams", "TmaInstruction", "TmaMulticast", "TmaStage", "TmaTileCoord", "TmaPlan"]
 
@@ -64,14 +64,9 @@ class TmaTileCoord:
     scale: int
 
 
-@attrs.frozen
-class TmaStage:
-    """A run-time index of the shared tile (``tile[:, :, dynamic("stage")]``): value ``v`` in ``[0, extent)`` moves
-    every box ``v * smem_step`` bytes; the generated function takes it as ``unsigned <name>``."""
-
-    name: str
-    extent: int
-    smem_step: int
+#: A run-time index of the shared tile (``tile[:, :, dynamic("stage")]``): value ``v`` moves every box ``v *
+#: smem_step`` bytes; the generated function takes it as ``unsigned <name>`` (the record every variant shares).
+TmaStage = SmemStage
 
 
 @attrs.frozen
@@ -195,7 +190,7 @@ class TmaPlan:
 
     def stage_offset(self, **values: int) -> int:
         """Bytes the run-time indices' values move every box (each value in range, every index given)."""
-        return sum(v * s.smem_step for s, v in zip(self.stages, index_values(self.stages, values, "TMA plan: ")))
+        return stage_offset(self.stages, values, "TMA plan: ")
 
     def at(self, **values: int) -> "TmaPlan":
         """The static plan of one value of each run-time index: value 0's boxes moved by the indices' steps."""

@@ -26,7 +26,8 @@ from ...swizzle import Swizzle
 from ...tensor.gmem import GlobalTensor
 from ...tensor.smem import SmemTensor
 from ..protocol import Rejection
-from .plan import (DTYPE_BYTES, TensorMapParams, TmaInstruction, TmaMulticast, TmaPlan, TmaStage,
+from ..stages import smem_stages
+from .plan import (DTYPE_BYTES, TensorMapParams, TmaInstruction, TmaMulticast, TmaPlan,
                    TmaTileCoord)
 
 __all__ = ["make_tma_copy"]
@@ -280,19 +281,6 @@ def _operands(dst: object, src: object) -> tuple[TmaDirection, GlobalTensor, Sme
     return direction, gmem, smem
 
 
-def _stages(smem: SmemTensor, mode: TmaSwizzle, elem: int, where: str) -> tuple[TmaStage, ...]:
-    """The shared tile's run-time indices as byte steps; every value keeps each box on its alignment."""
-    need = max(SMEM_ALIGN, mode.repeat)
-    out = []
-    for d in smem.dynamic:
-        step = d.stride * elem
-        if not is_int(d.stride) or step % need:
-            raise PlanError(f"make_tma_copy: run-time index {d.name!r} moves the tile by {step} B; each value must "
-                            f"keep the boxes {need}-byte aligned (a multiple of {need} B){where}")
-        out.append(TmaStage(d.name, d.extent, step))
-    return tuple(out)
-
-
 def make_tma_copy(dst: GlobalTensor | SmemTensor, src: GlobalTensor | SmemTensor,
                   multicast: int | None = None, reduce: ReduceOp | None = None,
                   oob_fill: OobFill = "zero") -> TmaPlan:
@@ -311,7 +299,7 @@ def make_tma_copy(dst: GlobalTensor | SmemTensor, src: GlobalTensor | SmemTensor
     arrays = _array_modes(gmem, where)
     first = _check_array(arrays, gmem, elem, where)
     mode = _swizzle(smem, elem, where)
-    stages = _stages(smem, mode, elem, where)
+    stages = smem_stages(smem, SMEM_ALIGN, "make_tma_copy")
     smem = smem.at(**{d.name: 0 for d in smem.dynamic}) if smem.dynamic else smem
     modes, tile = _smem_modes(smem, len(arrays), where)
     box, rest, why = _box(_split_256(modes), first, arrays)

@@ -54,3 +54,11 @@ def test_the_generated_code_maps_the_peer_and_issues_the_chunks():
     assert [(i.dst, i.src, i.size, i.peer) for i in got] == \
         [(i.dst, i.src, i.size, i.peer) for i in plan.stream(0x2000, 0x400, peer=3)]
     assert sum("UBLKCP.S.S" in i for i in code.instructions()) == len(plan.instructions)
+
+
+def test_runs_starting_inside_a_16_byte_unit_are_refused_where_tvm_emits_them():
+    """TVM 0.27's dsmem emits 64 copies of 16 B starting 8 bytes into each row here (perf/tvm_dsmem_chunks.py)."""
+    buf = pc.make_smem_tensor(pc.bf16, Layout((64, 64), (64, 1)))
+    with pytest.raises(pc.PlanError, match=r"run of 16 B from shared \+8 to the peer's shared \+8"):
+        make_dsmem_copy(buf[0:64, 4:12], buf[0:64, 4:12])
+    assert len(make_dsmem_copy(buf[0:64, 8:16], buf[0:64, 8:16]).instructions) == 64

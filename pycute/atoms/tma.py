@@ -7,6 +7,7 @@ from typing import NamedTuple
 
 import attrs
 
+from ..arch.sm100.tma_pair import tma_pair_ptx
 from ..arch.sm90.tma import MAX_RANK, TMA_SASS, ReduceOp, TmaDirection, tma_ptx
 from ..errors import PlanError
 
@@ -31,6 +32,7 @@ class TmaAtom:
     rank: int
     multicast: bool = False
     reduce: ReduceOp | None = None
+    pair: bool = False                  # .cta_group::2 (sm_100a): the pair's bytes complete on one CTA's barrier
 
     def __attrs_post_init__(self) -> None:
         if self.direction not in ("load", "store", "prefetch"):
@@ -41,10 +43,14 @@ class TmaAtom:
             raise PlanError("only TMA loads multicast (PTX ISA: .multicast::cluster)")
         if self.reduce is not None and self.direction != "store":
             raise PlanError("a TMA reduction goes from shared to global memory (a store direction)")
+        if self.pair and (self.direction != "load" or self.multicast):
+            raise PlanError("pycute plans the .cta_group::2 form for plain loads (not stores, prefetches or "
+                            "multicasts)")
 
     @property
     def ptx(self) -> str:
-        return tma_ptx(self.direction, self.rank, self.multicast, self.reduce)
+        return tma_pair_ptx(self.rank) if self.pair else tma_ptx(self.direction, self.rank, self.multicast,
+                                                                 self.reduce)
 
     @property
     def sass(self) -> str:
@@ -52,7 +58,8 @@ class TmaAtom:
         return "UTMAREDG" if self.reduce is not None else TMA_SASS[self.direction]
 
 
-def tma_atom(direction: TmaDirection, rank: int, multicast: bool = False, reduce: ReduceOp | None = None) -> TmaAtom:
+def tma_atom(direction: TmaDirection, rank: int, multicast: bool = False, reduce: ReduceOp | None = None,
+             pair: bool = False) -> TmaAtom:
     """The atom of a ``rank``-dimensional tile-mode ``direction`` (``multicast``: to every CTA of a mask;
-    ``reduce``: a store that reduces)."""
-    return TmaAtom(direction, rank, multicast, reduce)
+    ``reduce``: a store that reduces; ``pair``: a cta_group::2 load)."""
+    return TmaAtom(direction, rank, multicast, reduce, pair)

@@ -3,7 +3,7 @@ header part ``pycute/bulk.cuh`` (the flat load / store / DSMEM wrappers, ``mapa`
 ``arch.sm90.bulk``."""
 from __future__ import annotations
 
-from ..arch.sm90.bulk import BULK_ALIGN, MAPA_PTX, bulk_ptx
+from ..arch.sm90.bulk import BULK_ALIGN, bulk_ptx
 from ..copy.bulk.plan import BulkPlan
 from ..copy.dsmem.plan import DsmemPlan
 from ..views import provides
@@ -16,7 +16,7 @@ __all__ = ["bulk_header", "emit_bulk_copy", "emit_dsmem_copy"]
 def bulk_header() -> str:
     """The text of ``pycute/bulk.cuh``."""
     return render("header_bulk.cuh", abi=ABI_VERSION, align=BULK_ALIGN, load=bulk_ptx("load"),
-                  store=bulk_ptx("store"), dsmem=bulk_ptx("dsmem"), mapa=MAPA_PTX)
+                  store=bulk_ptx("store"), dsmem=bulk_ptx("dsmem"))
 
 
 def _stage_terms(stages) -> str:

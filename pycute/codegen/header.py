@@ -25,6 +25,7 @@ from ..arch.sm100.smem import SMEM_MAX_BYTES
 from ..arch.sm100.swizzle_modes import UNIT_BYTES, SwizzleMode
 from ..arch.sm100.tmem import ALLOC_COLUMNS, CELL_BITS, COLUMNS, LANE_SHIFT, LANES, QUADRANT_LANES
 from ..arch.sm100.tcgen05_ldst import PACK_BITS
+from ..arch.sm90.bulk import MAPA_PTX
 from ..arch.sm90.warp import FULL_WARP_MASK, WARP_THREADS
 from ..compile.nvrtc import include_dir
 from .common import ABI_VERSION
@@ -71,7 +72,7 @@ def tcgen05_ldst_header() -> str:
 
 def tma_header() -> str:
     """The text of ``pycute/tma.cuh``."""
-    return render("header_tma.cuh", abi=ABI_VERSION, tma_functions=tma_header_functions())
+    return render("header_tma.cuh", abi=ABI_VERSION, tma_functions=tma_header_functions(), mapa=MAPA_PTX)
 
 
 #: The parts of ``pycute/sm100.cuh``, in include order: (name, what it holds, its renderer).

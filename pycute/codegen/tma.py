@@ -3,6 +3,7 @@
 from ``arch.sm90.tma``."""
 from __future__ import annotations
 
+from ..arch.sm100.tma_pair import tma_pair_ptx
 from ..arch.sm90.tma import MAX_RANK, REDUCE_TYPES, tma_ptx
 from ..copy.tma.plan import TmaPlan
 from ..views import provides
@@ -11,12 +12,13 @@ from .common import ABI_VERSION, check_function_name
 __all__ = ["emit_tma_copy", "tma_helper", "tma_header_functions"]
 
 
-def tma_helper(direction: str, rank: int, multicast: bool = False, reduce: str | None = None) -> str:
-    """The header's wrapper of a ``rank``-dimensional tile-mode load (``multicast``: to a CTA mask), store (or
-    ``reduce``) or prefetch."""
+def tma_helper(direction: str, rank: int, multicast: bool = False, reduce: str | None = None,
+               pair: bool = False) -> str:
+    """The header's wrapper of a ``rank``-dimensional tile-mode load (``multicast``: to a CTA mask; ``pair``: the
+    cta_group::2 form), store (or ``reduce``) or prefetch."""
     if reduce is not None:
         return f"pycute_tma_reduce_{reduce}_{rank}d"
-    return f"pycute_tma_{direction}{'_multicast' if multicast else ''}_{rank}d"
+    return f"pycute_tma_{direction}{'_multicast' if multicast else ''}{'_pair' if pair else ''}_{rank}d"
 
 
 # Per wrapper form: its parameters before the coordinates, its operands ({c}: the coordinates' registers) and the
@@ -48,6 +50,7 @@ def tma_header_functions() -> str:
     ranks = range(1, MAX_RANK + 1)
     plain = [_wrapper(tma_helper(d, r), tma_ptx(d, r), d, r) for d in ("load", "store", "prefetch") for r in ranks]
     multicast = [_wrapper(tma_helper("load", r, True), tma_ptx("load", r, True), "multicast", r) for r in ranks]
+    multicast += [_wrapper(tma_helper("load", r, pair=True), tma_pair_ptx(r), "load", r) for r in ranks]
     reduce = [_wrapper(tma_helper("store", r, reduce=op), tma_ptx("store", r, reduce=op), "store", r)
               for op in REDUCE_TYPES for r in ranks]
     return "\n".join(plain + multicast + reduce)
@@ -91,6 +94,11 @@ def emit_tma_copy(plan: TmaPlan, name: str = "pycute_tma_copy") -> str:
         sig = f"const void* map, unsigned smem, {tiles}"
     mc = plan.multicast
     body = []
+    if plan.atom.pair:
+        head += ["// Pair load (.cta_group::2, sm_100a): each CTA of the pair calls it with its own tile and `mbar` the",
+                 f"// CTA-local address of the barrier; the even CTA's barrier receives both ({name}_expect_tx bytes).",
+                 "// Only the even CTA arms it."]
+        body.append("  mbar = pycute_mapa(mbar, pycute_cluster_ctarank() & ~1u);   // the even CTA's barrier")
     if mc is not None:
         head += [f"// Multicast: every CTA of a {mc.ctas}-CTA cluster calls it; CTA r loads slice r into all of",
                  "// them, and each CTA's mbarrier receives the whole tile (arm it in every CTA, then a cluster",
@@ -107,7 +115,7 @@ def emit_tma_copy(plan: TmaPlan, name: str = "pycute_tma_copy") -> str:
             args = f"map, {coords}"
         else:
             args = f"map, {smem}, mbar, {coords}" if load else f"map, {smem}, {coords}"
-        body.append(f"  {tma_helper(plan.direction, m.rank, mc is not None, plan.reduce)}({args});")
+        body.append(f"  {tma_helper(plan.direction, m.rank, mc is not None, plan.reduce, plan.atom.pair)}({args});")
     if plan.direction == "store":
         body.append("  pycute_bulk_commit_group();")
     lines = ['#include "pycute/tma.cuh"', "", *head]

@@ -16,7 +16,7 @@ import numpy as np
 
 from ..errors import CompileError
 
-__all__ = ["driver_available", "device_info", "skip_reason", "Gpu", "check_gpu", "encode_tensor_map",
+__all__ = ["driver_available", "device_info", "skip_reason", "Gpu", "check_gpu", "encode_tensor_map", "tensor_map_arg",
            "tensor_map_bytes"]
 
 
@@ -226,6 +226,14 @@ def encode_tensor_map(params: Any, address: int) -> Any:
     if int(err) != 0:
         raise CompileError(f"cuTensorMapEncodeTiled refused the map ({err}): {params!r} at {address:#x}")
     return tmap
+
+
+def tensor_map_arg(tmap: Any) -> Any:
+    """A ``CUtensorMap`` as a kernel argument passed by value (the kernel declares ``const __grid_constant__
+    pycute_tensor_map map`` and hands ``&map`` to the TMA functions; no tensormap fence is needed): 128 bytes the
+    launch copies into the parameter space."""
+    import ctypes
+    return (ctypes.c_uint8 * 128).from_buffer_copy(tensor_map_bytes(tmap))
 
 
 def tensor_map_bytes(tmap: Any) -> bytes:

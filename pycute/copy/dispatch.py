@@ -74,10 +74,10 @@ def _completes(name: str, has: str, asked: Completion | None) -> None:
 # The global <-> shared variants take ``threads`` (how many threads call: cp.async spreads over them; TMA and bulk
 # copies are issued by one elected thread of them) and ``completion`` (what the caller waits on).
 def _tma(dst, src, multicast: int | None = None, reduce: str | None = None, oob_fill: str = "zero",
-         threads: int | None = None, completion: Completion | None = None) -> Plan:
+         cta_group: int = 1, threads: int | None = None, completion: Completion | None = None) -> Plan:
     _completes("a TMA " + ("load" if isinstance(src, GlobalTensor) else "store"),
                "expect_tx" if isinstance(src, GlobalTensor) else "group", completion)
-    return make_tma_copy(dst, src, multicast, reduce, oob_fill)  # type: ignore[arg-type]
+    return make_tma_copy(dst, src, multicast, reduce, oob_fill, cta_group)  # type: ignore[arg-type]
 
 
 def _bulk(dst, src, threads: int | None = None, completion: Completion | None = None) -> Plan:
@@ -186,8 +186,14 @@ def copy_async(dst: Any, src: Any, *, variant: VariantName | None = None, arch: 
             rejected.append(Rejection(row.name, f"takes no option {', '.join(extra)}"))
             continue
         try:
-            return row.plan(dst, src, **config)
+            plan = row.plan(dst, src, **config)
         except PlanError as why:
             rejected.append(Rejection(row.name, why))
+            continue
+        targets = getattr(plan, "targets", row.targets)
+        if arch is None or arch in targets:
+            return plan
+        rejected.append(Rejection(row.name, f"the plan's instruction ({plan.instructions[0].ptx}) needs one of "
+                                            f"{', '.join(targets)}, not {arch}"))
     table = "\n".join(f"  {r.candidate:<12} " + str(r.reason).replace("\n", "\n" + " " * 15) for r in rejected)
     raise PlanError(f"copy_async: no variant copies {src!r} -> {dst!r}:\n{table}")

@@ -7,7 +7,7 @@ import attrs
 import numpy as np
 
 from ..compile.nvrtc import Compiled, compile_cuda
-from ..compile.runtime import Gpu, check_gpu, tensor_map_bytes
+from ..compile.runtime import Gpu, check_gpu, tensor_map_arg, tensor_map_bytes
 from ..copy.tma.plan import TmaPlan
 from ..errors import CompileError
 from ..int_tuple import idx2crd, product
@@ -36,6 +36,7 @@ class TmaRoundTrip:
 
     load: TmaPlan
     store: TmaPlan | None
+    grid_constant: bool = False         # the maps as __grid_constant__ kernel parameters, not in global memory
 
     def __attrs_post_init__(self) -> None:
         _check_pair(self.load, self.store)
@@ -58,10 +59,13 @@ class TmaRoundTrip:
         args = ", ".join(f"t{k}" for k in range(modes))
         store = "" if self.store is None else emit_tma_copy(self.store, "rt_store").replace(
             '#include "pycute/tma.cuh"\n', "")
+        by_value = self.grid_constant
+        maps = ("const __grid_constant__ pycute_tensor_map in_param, const __grid_constant__ pycute_tensor_map "
+                "out_param" if by_value else "const pycute_tensor_map* in_map, const pycute_tensor_map* out_map")
         store_call = "" if self.store is None else f"rt_store(out_map, base, {args});"
         return (emit_tma_copy(self.load, "rt_load") + store + f"""
-extern "C" __global__ void tma_roundtrip(const pycute_tensor_map* in_map, const pycute_tensor_map* out_map,
-                                         unsigned char* dump, unsigned* status, {tiles}) {{
+extern "C" __global__ void tma_roundtrip({maps}, unsigned char* dump, unsigned* status, {tiles}) {{
+  {"const pycute_tensor_map* in_map = &in_param; const pycute_tensor_map* out_map = &out_param;" if by_value else ""}
   extern __shared__ unsigned char raw[];
   __shared__ __align__(8) unsigned long long mbar;
   const unsigned base = (pycute_smem_address(raw) + 1023u) & ~1023u;
@@ -69,8 +73,7 @@ extern "C" __global__ void tma_roundtrip(const pycute_tensor_map* in_map, const 
   const unsigned m = pycute_smem_address(&mbar);
   for (unsigned i = threadIdx.x; i < {self.smem_bytes}u; i += blockDim.x) buf[i] = {_MARKER};
   if (threadIdx.x == 0) {{
-    pycute_tensormap_acquire(in_map);
-    pycute_tensormap_acquire(out_map);
+    {"" if by_value else "pycute_tensormap_acquire(in_map); pycute_tensormap_acquire(out_map);"}
     pycute_mbarrier_init(m, 1);
     pycute_mbarrier_arrive_expect_tx(m, rt_load_expect_tx);
   }}
@@ -124,9 +127,11 @@ extern "C" __global__ void tma_roundtrip(const pycute_tensor_map* in_map, const 
         gpu = check_gpu(gpu)
         a, b = self.arrays(seed)
         d_a, d_b = gpu.upload(a), gpu.upload(b)
-        maps = [np.frombuffer(tensor_map_bytes(plan.tensor_map.encode(int(buf.handle))), dtype=np.uint8)
-                for plan, buf in ((self.load, d_a), (self.store or self.load, d_b))]
-        d_in, d_out = gpu.upload(maps[0]), gpu.upload(maps[1])
+        maps = [plan.tensor_map.encode(int(buf.handle)) for plan, buf in ((self.load, d_a), (self.store or self.load, d_b))]
+        if self.grid_constant:
+            d_in, d_out = (tensor_map_arg(m) for m in maps)
+        else:
+            d_in, d_out = (gpu.upload(np.frombuffer(tensor_map_bytes(m), dtype=np.uint8)) for m in maps)
         d_dump = gpu.upload(np.zeros(self.ctas * self.smem_bytes, dtype=np.uint8))
         d_status = gpu.upload(np.zeros(self.ctas, dtype=np.uint32))
         kernel = gpu.kernel(self.compile(arch), "tma_roundtrip")

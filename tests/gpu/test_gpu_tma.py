@@ -56,3 +56,18 @@ def test_every_reduction_combines_as_the_emulator_says():
     for verdict in json.loads(run.stdout.strip().splitlines()[-1]):
         for t in verdict["tiles"]:
             assert t["smem"] is None and t["array"] is None, (verdict["case"], t)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(REASON is not None, reason=REASON or "")
+@pytest.mark.parametrize("name", ["bf16-kmajor-128B", "u8-5d", "f32-2d-plain"])
+def test_tensor_maps_passed_as_grid_constant_parameters_load_and_store_the_same_bytes(name):
+    """The maps as ``const __grid_constant__`` kernel parameters (runtime.tensor_map_arg through cuda.core's
+    launch), no tensormap fence: the round trip equals the emulator as with maps in global memory."""
+    run = subprocess.run([sys.executable, "-m", "tests.gpu.tma_probe", name, "--grid-constant"], capture_output=True,
+                         text=True, cwd=ROOT, timeout=120)
+    assert run.returncode == 0, run.stderr[-2000:]
+    verdict = json.loads(run.stdout.strip().splitlines()[-1])
+    assert verdict["grid_constant"]
+    for t in verdict["tiles"]:
+        assert t["smem"] is None and t["array"] is None, t

@@ -57,7 +57,7 @@ def nan_fill(name: str) -> dict:
     return out
 
 
-def main(name: str) -> dict:
+def main(name: str, grid_constant: bool = False) -> dict:
     if any(c[0] == name for c in NAN_FILL):
         return nan_fill(name)
     if any(c[0] == name for c in MULTICAST):
@@ -70,9 +70,9 @@ def main(name: str) -> dict:
         store, refused = make_tma_copy(g, s), None
     except PlanError as e:       # a refused store still runs, forced, to hold the emulator's model of it
         store, refused = forced_store(load), str(e).splitlines()[0]
-    rt = TmaRoundTrip(load, store)
+    rt = TmaRoundTrip(load, store, grid_constant)
     gpu = runtime.Gpu()
-    out = {"case": name, "store_refused": refused, "tiles": []}
+    out = {"case": name, "store_refused": refused, "grid_constant": grid_constant, "tiles": []}
     for tile in tiles:
         r = rt.run(gpu, tile, seed=len(out["tiles"]))
         out["tiles"].append({"tile": list(tile), "spins": r["spins"],
@@ -88,4 +88,4 @@ def forced_store(load):
 
 
 if __name__ == "__main__":
-    print(json.dumps(main(sys.argv[1])))
+    print(json.dumps(main(sys.argv[1], "--grid-constant" in sys.argv[2:])))

@@ -22,14 +22,6 @@ __device__ __forceinline__ void pycute_bulk_store(void* gmem, unsigned smem, uns
   asm volatile("${store} [%0], [%1], %2;" :: "l"(gmem), "r"(smem), "r"(bytes) : "memory");
 }
 
-// The shared::cluster address of CTA-local shared address `addr` in CTA `rank` of the cluster (32 bits, the form
-// the bulk copies' shared::cluster operands take).
-__device__ __forceinline__ unsigned pycute_mapa(unsigned addr, unsigned rank) {
-  unsigned out;
-  asm volatile("${mapa} %0, %1, %2;" : "=r"(out) : "r"(addr), "r"(rank));
-  return out;
-}
-
 // `bytes` from this CTA's shared `smem` to shared::cluster address `remote` (another CTA's, from pycute_mapa),
 // completing on the mbarrier at shared::cluster address `remote_mbar` (the receiver's).
 __device__ __forceinline__ void pycute_dsmem_copy(unsigned remote, unsigned smem, unsigned bytes,

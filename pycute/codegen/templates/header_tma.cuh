@@ -25,6 +25,14 @@ __device__ __forceinline__ void pycute_mbarrier_arrive_expect_tx(unsigned mbar, 
                : "memory");
 }
 
+// The shared::cluster address of CTA-local shared address `addr` in CTA `rank` of the cluster (32 bits, the form
+// the shared::cluster operands of TMA and bulk copies take).
+__device__ __forceinline__ unsigned pycute_mapa(unsigned addr, unsigned rank) {
+  unsigned out;
+  asm volatile("${mapa} %0, %1, %2;" : "=r"(out) : "r"(addr), "r"(rank));
+  return out;
+}
+
 // Bulk groups of this thread's stores (PTX ISA, cp.async.bulk.commit_group / wait_group).
 __device__ __forceinline__ void pycute_bulk_commit_group() { asm volatile("cp.async.bulk.commit_group;" ::: "memory"); }
 template <int N>

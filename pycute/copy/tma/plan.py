@@ -6,7 +6,9 @@ from typing import Any, ClassVar
 
 import attrs
 
-from ...arch.sm90.tma import DATA_TYPES, INTERLEAVE_NONE, L2_PROMOTION_128B, OOB_FILL_NONE, TmaDirection, TmaSwizzle
+from ...arch.sm100.tma_pair import PAIR_CTAS, TMA_PAIR_TARGETS
+from ...arch.sm90.tma import (DATA_TYPES, INTERLEAVE_NONE, L2_PROMOTION_128B, OOB_FILL_NONE, TMA_TARGETS, TmaDirection,
+                              TmaSwizzle)
 from ...atoms.tma import TmaAtom, TmaIssue, tma_atom
 from ...errors import PlanError
 from ...dtypes import dtype
@@ -111,6 +113,7 @@ class TmaPlan:
     rejected: tuple[Rejection, ...] = attrs.field(default=(), eq=False)
     multicast: TmaMulticast | None = None
     stages: tuple[TmaStage, ...] = ()       # the shared tile's run-time indices; ``smem`` is their value 0
+    element: str | None = None              # the tensors' own type when the map's element is wider (widen.py)
 
     VARIANT: ClassVar[str] = "tma"
 
@@ -156,9 +159,15 @@ class TmaPlan:
 
     @property
     def expect_tx(self) -> int:
-        """Bytes one tile delivers to each CTA's mbarrier (a load's ``arrive.expect_tx`` count): every box, and with
-        multicast every CTA's boxes."""
-        return self.tensor_map.box_bytes * len(self.instructions) * (self.multicast.ctas if self.multicast else 1)
+        """Bytes one tile delivers to each CTA's mbarrier (a load's ``arrive.expect_tx`` count): every box, with
+        multicast every CTA's boxes, and for a pair load both CTAs' boxes on the even CTA's barrier."""
+        ctas = self.multicast.ctas if self.multicast else PAIR_CTAS if self.atom.pair else 1
+        return self.tensor_map.box_bytes * len(self.instructions) * ctas
+
+    @property
+    def targets(self) -> tuple[str, ...]:
+        """The compilation targets that have the plan's instruction (a pair load: sm_100a and later)."""
+        return TMA_PAIR_TARGETS if self.atom.pair else TMA_TARGETS
 
     @property
     def lower_bound(self) -> int:
@@ -236,6 +245,8 @@ class TmaPlan:
         n = len(self.instructions)
         kind = f"{self.reduce} reduction" if self.reduce else self.direction
         lines = [f"TMA {kind} plan: {self.src!r} -> {self.dst!r}",
+                 *([f"  element     {self.element} widened to {m.dtype}: {self.gmem.bits // dtype(self.element).bits} "
+                    f"per tensor-map element (same bytes, fewer elements per box)"] if self.element else []),
                  f"  instruction {self.atom.ptx}",
                  f"  tensor map  {m.dtype} (type {m.data_type}), dims {m.global_dims}, strides {m.global_strides} B, "
                  f"box {m.box}, element strides {m.element_strides}, swizzle {m.swizzle.name}, L2 promotion 128B, "
@@ -243,6 +254,9 @@ class TmaPlan:
                  f"  count       {n} box{'es' if n != 1 else ''} of {m.box_bytes} B per tile; lower bound "
                  f"{self.lower_bound}",
                  f"  expect_tx   {self.expect_tx} B per tile (full boxes, out-of-bounds parts included)"]
+        if self.atom.pair:
+            lines.append(f"  pair        .cta_group::2 ({', '.join(self.targets[:2])}, ...): each CTA of the pair loads "
+                         f"its own tile; both complete on the even CTA's mbarrier, which expects the {self.expect_tx} B")
         if self.multicast is not None:
             mc = self.multicast
             lines.append(f"  multicast   {mc.ctas} CTAs (mask {mc.mask:#06x}): CTA r issues the boxes moved by r x "
@@ -263,6 +277,6 @@ class TmaPlan:
 
     def __repr__(self) -> str:
         m = self.tensor_map
-        kind = f"reduce.{self.reduce}" if self.reduce else self.direction
+        kind = f"reduce.{self.reduce}" if self.reduce else self.direction + (".pair" if self.atom.pair else "")
         return (f"TmaPlan({kind}, {len(self.instructions)} x {m.rank}d box {m.box}, swizzle "
                 f"{m.swizzle.name}, expect_tx {self.expect_tx} B)")

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import itertools
 
+import attrs
+
 from ...arch.sm90.tma import (DATA_TYPES, DIM_LIMIT, GLOBAL_ALIGN, INNER_BOX_ALIGN, MAX_BOX, MAX_MULTICAST, MAX_RANK,
                               NAN_FILL_TYPES, OOB_FILL_NAN, OOB_FILL_NONE, REDUCE_TYPES, SMEM_ALIGN, STRIDE_ALIGN,
                               STRIDE_LIMIT, TMA_SWIZZLES, TX_LIMIT, OobFill, ReduceOp, TmaDirection, TmaSwizzle,
@@ -25,8 +27,9 @@ from ...modes import make_identity_layout
 from ...swizzle import Swizzle
 from ...tensor.gmem import GlobalTensor
 from ...tensor.smem import SmemTensor
-from ..protocol import Rejection
+from ..protocol import Reject, Rejection
 from ..stages import smem_stages
+from .widen import WIDE_TYPES, widen
 from .plan import (DTYPE_BYTES, TensorMapParams, TmaInstruction, TmaMulticast, TmaPlan,
                    TmaTileCoord)
 
@@ -149,6 +152,21 @@ def _box(modes: list, first_axis: int, arrays: list) -> tuple[list, list, list]:
         box.append((n, axis, step))
         covered[axis] *= n
     return box, [], why
+
+
+def _map_rank(box: list, arrays: int) -> int:
+    """Tensor-map dimensions a box needs: its own and one per array mode it does not cover (at least two)."""
+    return max(2, len(box) + sum(1 for a in range(arrays) if not any(b[1] == a for b in box)))
+
+
+def _within_rank(box: list, rest: list, arrays: int, why: list) -> tuple[list, list]:
+    """The box with its outermost dimensions moved to further instructions until the map has at most five
+    dimensions (several boxes rather than a refusal)."""
+    while _map_rank(box, arrays) > MAX_RANK and len(box) > 1:
+        why.append(Rejection(f"box with mode {len(box) - 1}", f"the tensor map would need {_map_rank(box, arrays)} "
+                             f"dimensions (at most {MAX_RANK}): this part of the tile is issued as further boxes"))
+        box, rest = box[:-1], [box[-1]] + rest
+    return box, rest
 
 
 def _dims(box: list, arrays: list, tile: tuple, elem: int, where: str) -> tuple[list, list]:
@@ -275,24 +293,27 @@ def _operands(dst: object, src: object) -> tuple[TmaDirection, GlobalTensor, Sme
     where = _where(gmem, smem)
     if gmem.dtype != smem.dtype:
         raise PlanError(f"make_tma_copy: TMA copies values unchanged: {gmem.dtype.name} and {smem.dtype.name}{where}")
-    if gmem.dtype.name not in DATA_TYPES:
-        raise PlanError(f"make_tma_copy: a tensor map has no type for {gmem.dtype.name} (it names "
-                        f"{', '.join(sorted(DATA_TYPES))}){where}")
     return direction, gmem, smem
 
 
-def make_tma_copy(dst: GlobalTensor | SmemTensor, src: GlobalTensor | SmemTensor,
-                  multicast: int | None = None, reduce: ReduceOp | None = None,
-                  oob_fill: OobFill = "zero") -> TmaPlan:
-    """Plan a TMA load (``src`` a whole global array, ``dst`` the shared tile) or store (the reverse) of one tile:
-    mode ``i`` of the tile is a window of mode ``i`` of the array, and the generated code takes a tile index per
-    mode. ``multicast=n`` splits a load over the ``n`` CTAs of a cluster, each writing its slice into all of them
-    (``.multicast::cluster``); ``reduce`` makes a store a reduction into the array (``"add"``, ``"min"``, ...,
-    each for the element types PTX allows); ``oob_fill="nan"`` loads out-of-bounds float elements as NaN. The
-    fewest boxes (largest legal box), the tensor map's parameters and
-    ``expect_tx``; PlanError names the broken rule."""
-    direction, gmem, smem = _operands(dst, src)
+def _check_cta_group(cta_group: object, direction: str, multicast: object) -> bool:
+    """Whether the copy is a pair load (``cta_group=2``), after its rules."""
+    group = as_int(cta_group, "make_tma_copy: cta_group")
+    if group not in (1, 2):
+        raise PlanError(f"make_tma_copy: cta_group={group}: a TMA load is issued for one CTA (1) or a pair (2)")
+    if group == 2 and (direction != "load" or multicast is not None):
+        raise PlanError("make_tma_copy: cta_group=2 is the pair form of a plain load (PTX: .cta_group is a load "
+                        "qualifier; pycute does not plan it with multicast)")
+    return group == 2
+
+
+def _plan(direction: TmaDirection, gmem: GlobalTensor, smem: SmemTensor, multicast: int | None,
+          reduce: ReduceOp | None, oob_fill: OobFill, pair: bool = False) -> TmaPlan:
+    """The plan of one element type (the tensors' own, or a wider one)."""
     where = _where(gmem, smem)
+    if gmem.dtype.name not in DATA_TYPES:
+        raise PlanError(f"make_tma_copy: a tensor map has no type for {gmem.dtype.name} (it names "
+                        f"{', '.join(sorted(DATA_TYPES))}){where}")
     elem = DTYPE_BYTES[gmem.dtype.name]
     op = None if reduce is None else _check_reduce(reduce, direction, gmem.dtype.name, where)
     fill = _check_fill(oob_fill, direction, gmem.dtype.name, where)
@@ -305,6 +326,7 @@ def make_tma_copy(dst: GlobalTensor | SmemTensor, src: GlobalTensor | SmemTensor
     box, rest, why = _box(_split_256(modes), first, arrays)
     if not box:
         raise PlanError(f"make_tma_copy: no box fits: {why[0].reason}{where}")
+    box, rest = _within_rank(box, rest, len(arrays), why)
     _check_smem(smem, mode, box[0][0] * elem, where)
     dims, tile_coords = _dims(box, arrays, tile, elem, where)
     box_elems = 1
@@ -318,7 +340,7 @@ def make_tma_copy(dst: GlobalTensor | SmemTensor, src: GlobalTensor | SmemTensor
     params = TensorMapParams(gmem.dtype.name, DATA_TYPES[gmem.dtype.name], tuple(d[0] for d in dims),
                              tuple(d[1] for d in dims[1:]), tuple(d[2] for d in dims), (1,) * len(dims), mode,
                              oob_fill=fill)
-    atom = tma_atom(direction, len(dims), mc is not None, op)
+    atom = tma_atom(direction, len(dims), mc is not None, op, pair)
     insts = _instructions(rest, box_elems * (mc.ctas if mc else 1), dims, atom.ptx, elem, smem.offset * elem, where)
     if direction == "store" and (params.global_dims[0] * elem) % INNER_BOX_ALIGN:
         raise PlanError(f"make_tma_copy: the array's rows are {params.global_dims[0] * elem} B; a TMA store writes "
@@ -331,3 +353,36 @@ def make_tma_copy(dst: GlobalTensor | SmemTensor, src: GlobalTensor | SmemTensor
         raise PlanError(f"make_tma_copy: one tile is {plan.expect_tx} B; an mbarrier phase counts at most {TX_LIMIT} "
                         f"transaction bytes (split the tile){where}")
     return plan
+
+
+def make_tma_copy(dst: GlobalTensor | SmemTensor, src: GlobalTensor | SmemTensor,
+                  multicast: int | None = None, reduce: ReduceOp | None = None,
+                  oob_fill: OobFill = "zero", cta_group: int = 1) -> TmaPlan:
+    """Plan a TMA load (``src`` a whole global array, ``dst`` the shared tile) or store (the reverse) of one tile:
+    mode ``i`` of the tile is a window of mode ``i`` of the array, and the generated code takes a tile index per
+    mode. ``multicast=n`` splits a load over the ``n`` CTAs of a cluster, each writing its slice into all of them
+    (``.multicast::cluster``); ``reduce`` makes a store a reduction into the array (``"add"``, ``"min"``, ...,
+    each for the element types PTX allows); ``oob_fill="nan"`` loads out-of-bounds float elements as NaN. The
+    fewest boxes (largest legal box; the tensor map's element widened where that gives fewer, or where the type
+    has no tensor-map type: 4-bit floats), the tensor map's parameters and ``expect_tx``; ``cta_group=2`` makes
+    a load the sm_100a pair form (``.cta_group::2``: both CTAs' bytes on the even CTA's barrier). PlanError names
+    the broken rule."""
+    direction, gmem, smem = _operands(dst, src)
+    pair = _check_cta_group(cta_group, direction, multicast)
+    best, error, why = None, None, []
+    try:
+        best = _plan(direction, gmem, smem, multicast, reduce, oob_fill, pair)
+    except PlanError as e:
+        error = e
+    if (best is None or len(best.instructions) > 1) and reduce is None and oob_fill == "zero":
+        for nbytes in WIDE_TYPES:
+            try:
+                plan = _plan(direction, *widen(gmem, smem, nbytes), multicast, reduce, oob_fill, pair)
+            except (Reject, PlanError) as e:
+                why.append(Rejection(f"as {WIDE_TYPES[nbytes]}", str(e).split("\n")[0]))
+                continue
+            if best is None or len(plan.instructions) < len(best.instructions):
+                best = attrs.evolve(plan, element=gmem.dtype.name)
+    if best is None:
+        raise PlanError(str(error) + "".join(f"\n  {r}" for r in why if gmem.dtype.name not in DATA_TYPES))
+    return best

@@ -25,6 +25,14 @@ __device__ __forceinline__ void pycute_mbarrier_arrive_expect_tx(unsigned mbar, 
                : "memory");
 }
 
+// The shared::cluster address of CTA-local shared address `addr` in CTA `rank` of the cluster (32 bits, the form
+// the shared::cluster operands of TMA and bulk copies take).
+__device__ __forceinline__ unsigned pycute_mapa(unsigned addr, unsigned rank) {
+  unsigned out;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(out) : "r"(addr), "r"(rank));
+  return out;
+}
+
 // Bulk groups of this thread's stores (PTX ISA, cp.async.bulk.commit_group / wait_group).
 __device__ __forceinline__ void pycute_bulk_commit_group() { asm volatile("cp.async.bulk.commit_group;" ::: "memory"); }
 template <int N>
@@ -117,6 +125,26 @@ __device__ __forceinline__ void pycute_tma_load_multicast_4d(const void* map, un
 __device__ __forceinline__ void pycute_tma_load_multicast_5d(const void* map, unsigned smem, unsigned mbar, unsigned short mask, int c0, int c1, int c2, int c3, int c4) {
   asm volatile("cp.async.bulk.tensor.5d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster [%0], [%1, {%4, %5, %6, %7, %8}], [%2], %3;"
                :: "r"(smem), "l"(map), "r"(mbar), "h"(mask), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(c4) : "memory");
+}
+__device__ __forceinline__ void pycute_tma_load_pair_1d(const void* map, unsigned smem, unsigned mbar, int c0) {
+  asm volatile("cp.async.bulk.tensor.1d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.cta_group::2 [%0], [%1, {%3}], [%2];"
+               :: "r"(smem), "l"(map), "r"(mbar), "r"(c0) : "memory");
+}
+__device__ __forceinline__ void pycute_tma_load_pair_2d(const void* map, unsigned smem, unsigned mbar, int c0, int c1) {
+  asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.cta_group::2 [%0], [%1, {%3, %4}], [%2];"
+               :: "r"(smem), "l"(map), "r"(mbar), "r"(c0), "r"(c1) : "memory");
+}
+__device__ __forceinline__ void pycute_tma_load_pair_3d(const void* map, unsigned smem, unsigned mbar, int c0, int c1, int c2) {
+  asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.cta_group::2 [%0], [%1, {%3, %4, %5}], [%2];"
+               :: "r"(smem), "l"(map), "r"(mbar), "r"(c0), "r"(c1), "r"(c2) : "memory");
+}
+__device__ __forceinline__ void pycute_tma_load_pair_4d(const void* map, unsigned smem, unsigned mbar, int c0, int c1, int c2, int c3) {
+  asm volatile("cp.async.bulk.tensor.4d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.cta_group::2 [%0], [%1, {%3, %4, %5, %6}], [%2];"
+               :: "r"(smem), "l"(map), "r"(mbar), "r"(c0), "r"(c1), "r"(c2), "r"(c3) : "memory");
+}
+__device__ __forceinline__ void pycute_tma_load_pair_5d(const void* map, unsigned smem, unsigned mbar, int c0, int c1, int c2, int c3, int c4) {
+  asm volatile("cp.async.bulk.tensor.5d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.cta_group::2 [%0], [%1, {%3, %4, %5, %6, %7}], [%2];"
+               :: "r"(smem), "l"(map), "r"(mbar), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(c4) : "memory");
 }
 __device__ __forceinline__ void pycute_tma_reduce_add_1d(const void* map, unsigned smem, int c0) {
   asm volatile("cp.reduce.async.bulk.tensor.1d.global.shared::cta.add.tile.bulk_group [%0, {%2}], [%1];"

@@ -32,7 +32,7 @@ CASES = [
     case("bf16-kmajor-128B-K-not-atom", pc.bf16, Layout((128, 100), (112, 1)),
          pc.kmajor_smem_tensor(pc.bf16, 128, 128, "128B"), [(0, 0), (1, 1)]),
     case("f32-1d-256", pc.f32, Layout(1000, 1), smem(pc.f32, Layout(256, 1)), [(0,), (3,), (4,)]),
-    case("f32-1d-512-two-boxes", pc.f32, Layout(1000, 1), smem(pc.f32, Layout(512, 1)), [(0,), (1,), (2,)]),
+    case("f32-1d-512-widened-to-u64", pc.f32, Layout(1000, 1), smem(pc.f32, Layout(512, 1)), [(0,), (1,), (2,)]),
     case("f32-3d", pc.f32, Layout((4, 64, 96), (6144, 96, 1)), smem(pc.f32, Layout((2, 16, 32), (512, 32, 1))),
          [(0, 0, 0), (1, 3, 2), (2, 4, 3)]),
     case("u8-5d", pc.u8, Layout((2, 3, 4, 8, 32), (3072, 1024, 256, 32, 1)),
@@ -51,6 +51,12 @@ CASES = [
          [(0, 0), (3, 2), (4, 3)]),
     case("u64-kmajor-128B", pc.u64, Layout((70, 32), (32, 1)), smem(pc.u64, pc.ComposedLayout(
         pc.Swizzle(3, 1, 3), 0, Layout(((8, 8), (16, 2)), ((16, 128), (1, 1024))))), [(0, 0), (1, 1)]),
+    case("bf16-5d-kmajor-128B-rank-budget", pc.bf16, Layout((2, 3, 4, 130, 128), (199680, 66560, 16640, 128, 1)),
+         smem(pc.bf16, pc.ComposedLayout(pc.Swizzle(3, 3, 3), 0, Layout((1, 1, 1, (8, 16), (64, 2)),
+                                                                        (0, 0, 0, (64, 512), (1, 8192))))),
+         [(0, 0, 0, 0, 0), (1, 2, 3, 1, 0), (1, 2, 3, 2, 0)]),
+    case("f4-kmajor-128B-widened-to-u8", "f4e2m1", Layout((300, 256), (256, 1)),
+         pc.kmajor_smem_tensor("f4e2m1", 128, 256, "128B"), [(0, 0), (2, 0), (3, 1)]),
     case("f32-box-larger-than-array", pc.f32, Layout((20, 24), (24, 1)), smem(pc.f32, Layout((64, 32), (32, 1))),
          [(0, 0), (1, 1)]),
 ]

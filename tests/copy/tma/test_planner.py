@@ -44,7 +44,7 @@ def test_a_kmajor_128B_bf16_tile_is_one_3d_box_with_the_swizzle_atoms_as_a_dimen
     assert plan.coords((3, 2)) == [(0, 384, 4)]
 
 
-@pytest.mark.parametrize("name,boxes,box", [("f32-512-rows-two-boxes", 2, (32, 256)), ("f32-1d-512-two-boxes", 2, (256, 1)),
+@pytest.mark.parametrize("name,boxes,box", [("f32-512-rows-two-boxes", 2, (32, 256)), ("f32-1d-512-widened-to-u64", 1, (256, 1)),
                                             ("bf16-kmajor-128B-K-not-atom", 2, (64, 128)), ("u8-5d", 1, (32, 8, 2, 1, 1)),
                                             ("f32-2d-plain", 1, (32, 64))])
 def test_a_box_grows_until_a_rule_stops_it_and_the_rest_repeats_it(name, boxes, box):
@@ -100,7 +100,7 @@ def test_copy_async_sends_global_and_shared_pairs_to_tma():
 
 
 @pytest.mark.parametrize("arch", ["sm_90a", "sm_100a"])
-@pytest.mark.parametrize("name", ["bf16-kmajor-128B", "f32-512-rows-two-boxes", "u8-5d", "f32-1d-512-two-boxes"])
+@pytest.mark.parametrize("name", ["bf16-kmajor-128B", "f32-512-rows-two-boxes", "u8-5d", "f32-1d-512-widened-to-u64"])
 def test_the_device_function_assembles_to_the_planned_tma_instructions(arch, name):
     _, g, s, _ = next(c for c in CASES if c[0] == name)
     load, store = make_tma_copy(s, g), make_tma_copy(g, s)

@@ -228,12 +228,38 @@ def encode_tensor_map(params: Any, address: int) -> Any:
     return tmap
 
 
-def tensor_map_arg(tmap: Any) -> Any:
-    """A ``CUtensorMap`` as a kernel argument passed by value (the kernel declares ``const __grid_constant__
-    pycute_tensor_map map`` and hands ``&map`` to the TMA functions; no tensormap fence is needed): 128 bytes the
-    launch copies into the parameter space."""
-    import ctypes
-    return (ctypes.c_uint8 * 128).from_buffer_copy(tensor_map_bytes(tmap))
+class _ArrayView:
+    """A device array as ``__cuda_array_interface__`` (row-major shape, byte strides), for cuda.core's views."""
+
+    def __init__(self, address: int, shape: tuple, strides: tuple, itemsize: int):
+        self.__cuda_array_interface__ = {"shape": shape, "strides": strides, "typestr": f"<u{itemsize}",
+                                         "data": (address, False), "version": 3}
+
+
+def tensor_map_arg(params: Any, address: int) -> Any:
+    """A plan's tensor map (``copy.tma.TensorMapParams``) for the array at ``address``, as a kernel argument
+    passed by value: cuda.core's ``TensorMapDescriptor``, encoded by the driver from the same parameters. The
+    kernel declares ``const __grid_constant__ pycute_tensor_map map`` and hands ``&map`` to the TMA functions (no
+    tensormap fence is needed). Needs a CUDA driver (CompileError elsewhere)."""
+    if not driver_available():
+        raise CompileError(f"encoding a tensor map needs the CUDA driver: {skip_reason()}")
+    from cuda.core.utils import StridedMemoryView
+    from cuda.core._tensor_map import (TensorMapDataType, TensorMapL2Promotion, TensorMapOOBFill,
+                                       TensorMapSwizzle)
+    elem = {0: 1, 1: 2, 2: 4, 3: 4, 4: 8, 5: 8, 6: 2, 7: 4, 8: 8, 9: 2, 11: 4}[params.data_type]
+    view = StridedMemoryView.from_cuda_array_interface(
+        _ArrayView(int(address), tuple(reversed(params.global_dims)),
+                   tuple(reversed((elem,) + tuple(params.global_strides))), elem), stream_ptr=-1)
+    data_type = {0: "UINT8", 1: "UINT16", 2: "UINT32", 3: "INT32", 4: "UINT64", 5: "INT64", 6: "FLOAT16",
+                 7: "FLOAT32", 8: "FLOAT64", 9: "BFLOAT16", 11: "TFLOAT32"}[params.data_type]
+    swizzle = ("NONE", "SWIZZLE_32B", "SWIZZLE_64B", "SWIZZLE_128B")[params.swizzle.code]
+    return view.as_tensor_map(tuple(reversed(params.box)), element_strides=tuple(reversed(params.element_strides)),
+                              data_type=getattr(TensorMapDataType, data_type),
+                              swizzle=getattr(TensorMapSwizzle, swizzle),
+                              l2_promotion=(TensorMapL2Promotion.NONE, TensorMapL2Promotion.L2_64B,
+                                            TensorMapL2Promotion.L2_128B, TensorMapL2Promotion.L2_256B)[
+                                  params.l2_promotion],
+                              oob_fill=(TensorMapOOBFill.NONE, TensorMapOOBFill.NAN_REQUEST_ZERO_FMA)[params.oob_fill])
 
 
 def tensor_map_bytes(tmap: Any) -> bytes:

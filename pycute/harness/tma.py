@@ -127,11 +127,12 @@ extern "C" __global__ void tma_roundtrip({maps}, unsigned char* dump, unsigned* 
         gpu = check_gpu(gpu)
         a, b = self.arrays(seed)
         d_a, d_b = gpu.upload(a), gpu.upload(b)
-        maps = [plan.tensor_map.encode(int(buf.handle)) for plan, buf in ((self.load, d_a), (self.store or self.load, d_b))]
+        pairs = ((self.load, d_a), (self.store or self.load, d_b))
         if self.grid_constant:
-            d_in, d_out = (tensor_map_arg(m) for m in maps)
+            d_in, d_out = (tensor_map_arg(p.tensor_map, int(b.handle)) for p, b in pairs)
         else:
-            d_in, d_out = (gpu.upload(np.frombuffer(tensor_map_bytes(m), dtype=np.uint8)) for m in maps)
+            d_in, d_out = (gpu.upload(np.frombuffer(tensor_map_bytes(p.tensor_map.encode(int(b.handle))),
+                                                    dtype=np.uint8)) for p, b in pairs)
         d_dump = gpu.upload(np.zeros(self.ctas * self.smem_bytes, dtype=np.uint8))
         d_status = gpu.upload(np.zeros(self.ctas, dtype=np.uint32))
         kernel = gpu.kernel(self.compile(arch), "tma_roundtrip")

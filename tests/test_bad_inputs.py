@@ -322,6 +322,31 @@ BAD = {
     "TMA stream tile index a float": (lambda: pc.make_tma_copy(pc.make_smem_tensor(pc.f32, Layout((8, 32), (32, 1))),
                                                                pc.make_global_tensor(pc.f32, Layout((64, 32), (32, 1)))
                                                                ).stream(0, 1.5, 0), T, "tile index of mode 0"),
+    "make_tma_copy cta_group a string": (lambda: pc.make_tma_copy(pc.make_smem_tensor(pc.f32, Layout((8, 32), (32, 1))),
+                                                                  pc.make_global_tensor(pc.f32, Layout((64, 32), (32, 1))),
+                                                                  cta_group="2"), T, "make_tma_copy: cta_group"),
+    "make_cp_async_copy threads a string": (lambda: pc.make_cp_async_copy(
+        pc.make_smem_tensor(pc.f32, Layout((8, 32), (32, 1))), pc.make_global_tensor(pc.f32, Layout((64, 32), (32, 1))),
+        threads="128"), T, "make_cp_async_copy: threads"),
+    "make_cp_async_copy of a store": (lambda: pc.make_cp_async_copy(
+        pc.make_global_tensor(pc.f32, Layout((64, 32), (32, 1))), pc.make_smem_tensor(pc.f32, Layout((8, 32), (32, 1)))),
+        T, "into a shared tile"),
+    "cp.async stream of a thread past the plan": (lambda: pc.make_cp_async_copy(
+        pc.make_smem_tensor(pc.f32, Layout((8, 32), (32, 1))), pc.make_global_tensor(pc.f32, Layout((64, 32), (32, 1))),
+        threads=32).stream(0, 0, 0, thread=32), P, "thread 32 is not one of the plan's 32"),
+    "make_bulk_copy of two shared tiles": (lambda: pc.make_bulk_copy(pc.make_smem_tensor(pc.f32, Layout(64, 1)),
+                                                                     pc.make_smem_tensor(pc.f32, Layout(64, 1))),
+                                           T, "one tensor is a global array"),
+    "make_dsmem_copy of a global array": (lambda: pc.make_dsmem_copy(pc.make_smem_tensor(pc.f32, Layout(64, 1)),
+                                                                     pc.make_global_tensor(pc.f32, Layout(64, 1))),
+                                          T, "both tensors are shared tiles"),
+    "make_dsmem_copy of different extents": (lambda: pc.make_dsmem_copy(pc.make_smem_tensor(pc.f32, Layout(64, 1)),
+                                                                        pc.make_smem_tensor(pc.f32, Layout(32, 1))),
+                                             P, "the tiles' extents differ ((32,) and (64,))"),
+    "copy_async completion unknown": (lambda: pc.copy_async(pc.make_smem_tensor(pc.f32, Layout((8, 32), (32, 1))),
+                                                            pc.make_global_tensor(pc.f32, Layout((64, 32), (32, 1))),
+                                                            variant="cp_async", completion="fence"),
+                                      P, "completion='fence'"),
     "TMA stream of a negative tile": (lambda: pc.make_tma_copy(pc.make_smem_tensor(pc.f32, Layout((8, 32), (32, 1))),
                                                                pc.make_global_tensor(pc.f32, Layout((64, 32), (32, 1)))
                                                                ).stream(0, -1, 0), P, "tile index -1 of mode 0 is negative"),

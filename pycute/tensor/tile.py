@@ -12,7 +12,13 @@ from .gmem import GlobalTensor
 from .smem import SmemTensor
 from .values import smem_element_offsets
 
-__all__ = ["mode_extents", "whole_array_modes", "contiguous_mode", "tile_elements", "byte_runs"]
+__all__ = ["layout_modes", "mode_extents", "whole_array_modes", "contiguous_mode", "tile_elements", "byte_runs"]
+
+
+def layout_modes(layout: Layout) -> list[tuple]:
+    """``[(shape, stride)]`` per top-level mode (a rank-1 layout has one)."""
+    shape, stride = layout.shape, layout.stride
+    return list(zip(shape, stride)) if isinstance(shape, tuple) else [(shape, stride)]
 
 
 def mode_extents(layout: Layout) -> tuple[int, ...]:
@@ -26,8 +32,7 @@ def whole_array_modes(gmem: GlobalTensor, who: str) -> list[tuple[int, int]]:
     if gmem.offset != 0 or gmem.dynamic:
         raise PlanError(f"{who}: give the whole array (offset 0, no run-time index); the tile index picks the tile "
                         f"({gmem!r})")
-    shape, stride = gmem.layout.shape, gmem.layout.stride
-    modes = list(zip(shape, stride)) if isinstance(shape, tuple) else [(shape, stride)]
+    modes = layout_modes(gmem.layout)
     for k, (n, d) in enumerate(modes):
         if not (is_int(n) and is_int(d)):
             raise PlanError(f"{who}: array mode {k} {n}:{d} is hierarchical; give one extent and one stride per "

@@ -12,7 +12,7 @@ from ...errors import PlanError
 from ...int_tuple import as_int
 from ...tensor.gmem import GlobalTensor
 from ...tensor.smem import SmemTensor
-from ...tensor.tile import mode_extents
+from ...tensor.tile import layout_modes, mode_extents
 from ...views import view
 from ..protocol import Rejection
 from ..stages import SmemStage, stage_offset
@@ -73,8 +73,7 @@ class BulkPlan:
 
     @property
     def array_modes(self) -> list[tuple[int, int]]:
-        shape, stride = self.gmem.layout.shape, self.gmem.layout.stride
-        return list(zip(shape, stride)) if isinstance(shape, tuple) else [(shape, stride)]
+        return layout_modes(self.gmem.layout)
 
     @property
     def tiles(self) -> tuple[int, ...]:

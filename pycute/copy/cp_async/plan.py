@@ -13,7 +13,7 @@ from ...int_tuple import as_int, product
 from ...layout import Layout
 from ...tensor.gmem import GlobalTensor
 from ...tensor.smem import SmemTensor
-from ...tensor.tile import mode_extents
+from ...tensor.tile import layout_modes, mode_extents
 from ...views import view
 from ..protocol import Rejection
 from ..stages import SmemStage, stage_offset
@@ -86,8 +86,7 @@ class CpAsyncPlan:
 
     @property
     def array_modes(self) -> list[tuple[int, int]]:
-        shape, stride = self.gmem.layout.shape, self.gmem.layout.stride
-        return list(zip(shape, stride)) if isinstance(shape, tuple) else [(shape, stride)]
+        return layout_modes(self.gmem.layout)
 
     @property
     def vectors(self) -> int:

@@ -15,6 +15,7 @@ from ...dtypes import dtype
 from ...int_tuple import as_int, product
 from ...tensor.gmem import GlobalTensor
 from ...tensor.smem import SmemTensor
+from ...tensor.tile import layout_modes, mode_extents
 from ...views import view
 from ..protocol import Rejection
 from ..stages import SmemStage, stage_offset
@@ -138,8 +139,7 @@ class TmaPlan:
     @property
     def tile_shape(self) -> tuple[int, ...]:
         """The tile's extent in each global mode."""
-        shape = self.smem.layout.shape
-        return tuple(product(m) for m in (shape if isinstance(shape, tuple) else (shape,)))
+        return mode_extents(self.smem.layout)
 
     @property
     def elem_bytes(self) -> int:
@@ -148,8 +148,7 @@ class TmaPlan:
     @property
     def array_modes(self) -> list[tuple[int, int]]:
         """``(extent, stride in elements)`` per mode of the array."""
-        shape, stride = self.gmem.layout.shape, self.gmem.layout.stride
-        return list(zip(shape, stride)) if isinstance(shape, tuple) else [(shape, stride)]
+        return layout_modes(self.gmem.layout)
 
     @property
     def array_bytes(self) -> int:

@@ -21,12 +21,13 @@ from ...atoms.tma import tma_atom
 from ...basis import ScaledBasis
 from ...composition import composition, right_inverse
 from ...errors import PlanError
-from ...int_tuple import as_int, flatten, is_int
+from ...int_tuple import as_int, flatten
 from ...layout import Layout, coalesce
 from ...modes import make_identity_layout
 from ...swizzle import Swizzle
 from ...tensor.gmem import GlobalTensor
 from ...tensor.smem import SmemTensor
+from ...tensor.tile import whole_array_modes
 from ..protocol import Reject, Rejection
 from ..stages import smem_stages
 from .widen import WIDE_TYPES, widen
@@ -42,15 +43,7 @@ def _where(gmem: GlobalTensor, smem: SmemTensor) -> str:
 
 def _array_modes(gmem: GlobalTensor, where: str) -> list[tuple[int, int]]:
     """``[(extent, stride in elements)]`` per mode of the whole array; each mode one extent and one stride."""
-    if gmem.offset != 0 or gmem.dynamic:
-        raise PlanError(f"make_tma_copy: give the whole array (offset 0, no run-time index); the tile index picks "
-                        f"the tile{where}")
-    shape, stride = gmem.layout.shape, gmem.layout.stride
-    modes = list(zip(shape, stride)) if isinstance(shape, tuple) else [(shape, stride)]
-    for k, (n, d) in enumerate(modes):
-        if not (is_int(n) and is_int(d)):
-            raise PlanError(f"make_tma_copy: array mode {k} {n}:{d} is hierarchical; a tensor map dimension is one "
-                            f"extent and one stride (reshape the array){where}")
+    modes = whole_array_modes(gmem, "make_tma_copy")
     if len(modes) > MAX_RANK:
         raise PlanError(f"make_tma_copy: the array has {len(modes)} modes; a tensor map has at most {MAX_RANK}{where}")
     return modes

@@ -12,7 +12,7 @@ from ...swizzle import Swizzle
 from ...tensor.gmem import GlobalTensor
 from ...tensor.region import DynamicIndex
 from ...tensor.smem import SmemTensor
-from ...tensor.tile import contiguous_mode, whole_array_modes
+from ...tensor.tile import contiguous_mode, layout_modes, whole_array_modes
 from ..protocol import Reject
 
 __all__ = ["WIDE_TYPES", "widen"]
@@ -21,15 +21,10 @@ __all__ = ["WIDE_TYPES", "widen"]
 WIDE_TYPES = {1: "u8", 2: "u16", 4: "u32", 8: "u64"}
 
 
-def _modes(layout: Layout) -> list[tuple]:
-    shape, stride = layout.shape, layout.stride
-    return list(zip(shape, stride)) if isinstance(shape, tuple) else [(shape, stride)]
-
-
 def _widen_tile(smem: SmemTensor, u: int, n: int) -> tuple[Layout, Swizzle | None]:
     """The tile's layout and swizzle in units of ``n`` elements: mode ``u`` starts with a stride-1 run of a
     multiple of ``n`` elements, every other stride divides by ``n``."""
-    modes = _modes(smem.layout)
+    modes = layout_modes(smem.layout)
     if len(modes) <= u:
         raise Reject("the tile has no mode {u}", u=u)
     out = []

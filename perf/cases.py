@@ -4,7 +4,7 @@ from pycute.arch.sm100 import alloc_columns_for
 from pycute import Layout, TCol, TLane, make_smem_tensor, make_tmem_tensor
 from pycute.atoms import TCGEN05_CP_ATOMS
 from pycute.atoms.tcgen05_cp import atom_tmem_tensor
-from pycute.tensor.canonical import kmajor_smem_tensor
+from pycute.tensor.canonical import kmajor_smem_buffer, kmajor_smem_tensor
 
 
 def demo_copy():
@@ -18,7 +18,7 @@ def atom_copy(atom, middle=4, dtype=pc.bf16, swizzle="128B"):
     """A K-major copy that ``atom`` plans in ``middle`` instructions."""
     k = middle * atom.bits // dtype.bits
     columns = alloc_columns_for(max(k * dtype.bits // 32, 1))
-    src = kmajor_smem_tensor(dtype, atom.rows, k, swizzle)[0:atom.rows, 0:k]
+    src = kmajor_smem_buffer(dtype, atom.rows, k, swizzle)[0:atom.rows, 0:k]
     return atom_tmem_tensor(dtype, atom, k, columns=columns), src
 
 
@@ -74,7 +74,7 @@ def cute_comparison_copies():
     sf = [make_smem_tensor(pc.u32, Layout((32, 4, n), (4, 1, 128))) for n in (8, 2)]
     sf_t = [make_tmem_tensor(pc.u32, Layout((32, 4, n), (TLane, TCol, 4 * TCol)), replica=Layout(4, 32 * TLane),
                              columns=32) for n in (8, 2)]
-    f32 = kmajor_smem_tensor(pc.f32, 4, 8, "none")[0:4, 0:8]
+    f32 = kmajor_smem_buffer(pc.f32, 4, 8, "none")[0:4, 0:8]
     return list(zip(CUTE_DSL_ISSUE_COST, [
         pc.make_tiled_copy(d, q), pc.make_tiled_copy(d, q, shape="128x128b"), pc.make_tiled_copy(sf_t[0], sf[0]),
         pc.make_tiled_copy(sf_t[1], sf[1], cta_group=2),

@@ -14,7 +14,7 @@ import pycute as pc
 
 from .atoms import TCGEN05_CP_ATOMS
 from .atoms.tcgen05_cp import atom_tmem_tensor
-from .tensor.canonical import kmajor_smem_tensor
+from .tensor.canonical import kmajor_smem_buffer
 from .copy.tcgen05_cp.plan import Tcgen05CpPlan
 
 __all__ = ["run_demo", "demo_copies"]
@@ -29,12 +29,12 @@ def demo_copies() -> list[tuple[str, Tcgen05CpPlan]]:
     out = [("article demo 32x16 u8", pc.make_tiled_copy(dst[0:32, 0:16], src[0:32, 0:16], cta_group=1))]
     for atom in TCGEN05_CP_ATOMS:
         k = 4 * atom.bits // 16
-        s = kmajor_smem_tensor(pc.bf16, atom.rows, k, "128B")[0:atom.rows, 0:k]
+        s = kmajor_smem_buffer(pc.bf16, atom.rows, k, "128B")[0:atom.rows, 0:k]
         out.append((f"{atom.rows}x{k} bf16 SW128", pc.make_tiled_copy(
             atom_tmem_tensor(pc.bf16, atom, k), s, cta_group=atom.cta_group, shape=atom.shape,
             multicast=atom.multicast or None)))
     atom = TCGEN05_CP_ATOMS[2]
-    s = kmajor_smem_tensor(pc.bf16, 128, 32, "128B")[0:128, 0:32]
+    s = kmajor_smem_buffer(pc.bf16, 128, 32, "128B")[0:128, 0:32]
     out.append(("128x32 bf16, inferred", pc.make_tiled_copy(atom_tmem_tensor(pc.bf16, atom, 32), s)))
     return out
 

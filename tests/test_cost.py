@@ -11,7 +11,7 @@ from pycute.atoms import cp_candidates
 from pycute.harness.tcgen05_cp import RoundTrip
 from pycute.compile.elf import kernel_resources
 from pycute.atoms.tcgen05_cp import atom_tmem_tensor
-from pycute.tensor.canonical import kmajor_smem_tensor
+from pycute.tensor.canonical import kmajor_smem_buffer
 from pycute.cost import ISSUE_FLOOR, copy_cost, issue_costs, issue_floor
 from pycute.demo import demo_copies
 
@@ -24,7 +24,7 @@ def test_cost_of_the_article_demo():
 
 
 def test_lower_bound_uses_the_widest_legal_atom_not_the_forced_one():
-    src = kmajor_smem_tensor(pc.bf16, 128, 32, "128B")[0:128, 0:32]
+    src = kmajor_smem_buffer(pc.bf16, 128, 32, "128B")[0:128, 0:32]
     plan = pc.make_tiled_copy(atom_tmem_tensor(pc.bf16, cp_candidates(1)[2], 32), src, shape="128x128b")
     c = copy_cost(plan)
     assert c.instructions == 4 and c.widest_legal == "128x256b" and c.lower_bound == 2

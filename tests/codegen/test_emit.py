@@ -8,7 +8,7 @@ from pycute.compile import compile_cuda
 from pycute.arch.sm100 import SmemDescriptor
 from pycute.atoms import cp_candidates
 from pycute.codegen.tcgen05_cp import ISSUE_MODES, emit_device_function, emit_helpers, helper_name
-from pycute.tensor.canonical import kmajor_smem_tensor
+from pycute.tensor.canonical import kmajor_smem_buffer, kmajor_smem_tensor
 
 
 def sw128_plan(cta_group=1):
@@ -53,7 +53,7 @@ def test_each_further_copy_advances_the_descriptor_by_its_offset_and_tmem_offset
 
 def test_a_region_that_starts_inside_the_buffer_offsets_the_pointer_not_the_template():
     # OR-ing a nonzero start field into the template would corrupt the address; the offset goes on the pointer.
-    src = kmajor_smem_tensor(pc.bf16, 128, 64, "128B")[0:128, 8:16]
+    src = kmajor_smem_buffer(pc.bf16, 128, 64, "128B")[0:128, 8:16]
     plan = pc.make_tiled_copy(pc.make_tmem_tensor(pc.bf16, pc.Layout((128, 8), (pc.TLane, pc.TCol)), columns=32), src)
     assert plan.instructions[0].smem_offset == 16
     code = emit_device_function(plan, "copy_c")

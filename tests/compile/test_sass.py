@@ -6,7 +6,7 @@ from pycute.arch.sm100 import alloc_columns_for
 from pycute.atoms import cp_candidates
 from pycute.compile import utccp_instructions
 from pycute.atoms.tcgen05_cp import atom_tmem_tensor
-from pycute.tensor.canonical import kmajor_smem_tensor
+from pycute.tensor.canonical import kmajor_smem_buffer
 from pycute.harness.tcgen05_cp import RoundTrip
 from pycute.codegen.probe import probe_source
 
@@ -16,7 +16,7 @@ CASES = [(atom, sw) for g in (1, 2) for atom in cp_candidates(g) for sw in ("non
 def plan_for(atom, swizzle, middle=4, dtype=pc.bf16):
     k = middle * atom.bits // dtype.bits
     columns = alloc_columns_for(k * dtype.bits // 32)
-    src = kmajor_smem_tensor(dtype, atom.rows, k, swizzle)[0:atom.rows, 0:k]
+    src = kmajor_smem_buffer(dtype, atom.rows, k, swizzle)[0:atom.rows, 0:k]
     return pc.make_tiled_copy(atom_tmem_tensor(dtype, atom, k, columns), src, cta_group=atom.cta_group,
                               shape=atom.shape, multicast=atom.multicast or None)
 

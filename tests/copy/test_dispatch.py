@@ -8,7 +8,7 @@ from pycute.copy import VARIANTS
 
 
 def smem():
-    return pc.kmajor_smem_tensor(pc.bf16, 128, 64, "128B")[0:128, 0:64]
+    return pc.kmajor_smem_buffer(pc.bf16, 128, 64, "128B")[0:128, 0:64]
 
 
 def tmem(dtype=pc.bf16, columns=32):

@@ -9,7 +9,7 @@ from pycute.copy import Reject, Rejection
 
 
 def cp_plan():
-    src = pc.kmajor_smem_tensor(pc.bf16, 128, 64, "128B")[0:128, 0:64]
+    src = pc.kmajor_smem_buffer(pc.bf16, 128, 64, "128B")[0:128, 0:64]
     return pc.make_tiled_copy(pc.make_tmem_tensor(pc.bf16, Layout((128, 64), (TLane, TCol)), columns=32), src)
 
 

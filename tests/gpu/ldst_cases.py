@@ -5,7 +5,7 @@ import numpy as np
 import pycute as pc
 from pycute import Layout, TCol, TLane
 from pycute.harness.tcgen05_ldst import LdStRoundTrip
-from pycute.tensor.canonical import kmajor_smem_tensor
+from pycute.tensor.canonical import kmajor_smem_buffer
 from pycute.copy.tcgen05_ldst.cells import tensor_cells
 from pycute.sim import Sm100Emulator, run_tmem_copy
 
@@ -17,7 +17,7 @@ def cp_then_ld():
     for g in (1, 2):
         for dtype, swizzle in ((pc.bf16, "128B"), (pc.f32, "none"), (pc.u8, "32B")):
             k = 2 * 256 // dtype.bits
-            src = kmajor_smem_tensor(dtype, 128, k, swizzle)[0:128, 0:k]
+            src = kmajor_smem_buffer(dtype, 128, k, swizzle)[0:128, 0:k]
             dst = pc.make_tmem_tensor(dtype, Layout((128, k), (TLane, TCol)), columns=32)
             cp = pc.make_tiled_copy(dst, src, cta_group=g)
             for shape in SHAPES:

@@ -8,7 +8,7 @@ import pycute as pc
 from pycute.atoms import cp_candidates
 from pycute.compile import runtime
 from pycute.atoms.tcgen05_cp import atom_tmem_tensor
-from pycute.tensor.canonical import kmajor_smem_tensor
+from pycute.tensor.canonical import kmajor_smem_buffer
 from pycute.harness.tcgen05_cp import RoundTrip
 
 from . import compare
@@ -26,7 +26,7 @@ def plans():
         for atom in cp_candidates(g):
             for swizzle, dtype in (("128B", pc.bf16), ("none", pc.f32), ("32B", pc.u8)):
                 k = 4 * atom.bits // dtype.bits
-                s = kmajor_smem_tensor(dtype, atom.rows, k, swizzle)[0:atom.rows, 0:k]
+                s = kmajor_smem_buffer(dtype, atom.rows, k, swizzle)[0:atom.rows, 0:k]
                 d = atom_tmem_tensor(dtype, atom, k, columns=64)
                 out.append((f"{atom.name}-g{g}-{swizzle}-{dtype.name}",
                             pc.make_tiled_copy(d, s, cta_group=g, shape=atom.shape, multicast=atom.multicast or None)))

@@ -5,7 +5,7 @@ import pytest
 
 import pycute as pc
 from pycute import ComposedLayout, Layout, Swizzle
-from pycute.tensor.canonical import kmajor_smem_tensor
+from pycute.tensor.canonical import kmajor_smem_buffer, kmajor_smem_tensor
 from pycute.mma import make_umma_desc
 from pycute.sim.operand import decode, mma_operand, reference_mma, verify_operand
 
@@ -58,7 +58,7 @@ def test_an_atom_off_its_swizzle_pattern_is_refused():
 
 
 def test_a_k_slice_inside_the_swizzle_row_is_the_k_block_advance():
-    d = make_umma_desc(kmajor_smem_tensor(pc.bf16, 128, 64, "128B")[0:128, 8:56])   # starts 16 B into each row
+    d = make_umma_desc(kmajor_smem_buffer(pc.bf16, 128, 64, "128B")[0:128, 8:56])   # starts 16 B into each row
     assert d.start_offset == 16 and list(d.k_offsets) == [0, 32, 64]
     verify_operand(d, smem_base=0x8000)
 
@@ -81,7 +81,8 @@ def test_the_k_block_advance_is_the_layouts_offset_of_each_k_block(swizzle, k, o
 @pytest.mark.parametrize("dtype", [pc.u8, pc.bf16, pc.tf32])
 @pytest.mark.parametrize("swizzle", ["none", "32B", "64B", "128B"])
 def test_the_mma_reads_the_k_major_layouts_elements(dtype, swizzle):
-    verify_operand(make_umma_desc(kmajor_smem_tensor(dtype, 128, 2 * 256 // dtype.bits, swizzle)), smem_base=0x8000)
+    k = 2 * 256 // dtype.bits                            # two k-blocks: under 128B a slice of the swizzle row
+    verify_operand(make_umma_desc(kmajor_smem_buffer(dtype, 128, k, swizzle)[0:128, 0:k]), smem_base=0x8000)
 
 
 @pytest.mark.parametrize("swizzle_bits", [0, 1, 2, 3])

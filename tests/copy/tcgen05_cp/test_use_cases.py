@@ -2,7 +2,7 @@
 (docs/ptx-tcgen05.md section 6.4, worked examples A-C) rather than against pycute's own output."""
 import pycute as pc
 from pycute import ComposedLayout, Layout, Swizzle, TCol, TLane, make_smem_tensor, make_tmem_tensor
-from pycute.tensor.canonical import kmajor_smem_tensor
+from pycute.tensor.canonical import kmajor_smem_buffer, kmajor_smem_tensor
 
 
 def test_deepgemm_scale_factor_copy_matches_worked_example_a():
@@ -31,7 +31,7 @@ def test_128x256b_sw32_matches_worked_example_b():
 def test_128x128b_sw128_at_a_16_byte_offset_matches_worked_example_c():
     # A 128B-swizzled tile at S = 0x1000, copy of the second 16-byte chunk of each row (j = 1):
     # 0x4000404000010101, and row r reads physical chunk j ^ (r % 8).
-    src = kmajor_smem_tensor(pc.bf16, 128, 64, "128B")[0:128, 8:16]
+    src = kmajor_smem_buffer(pc.bf16, 128, 64, "128B")[0:128, 8:16]
     dst = make_tmem_tensor(pc.bf16, Layout((128, 8), (TLane, TCol)), columns=32)
     plan = pc.make_tiled_copy(dst, src)
     assert plan.atom.shape == "128x128b"

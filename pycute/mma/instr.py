@@ -10,6 +10,7 @@ from ..arch.sm100.tmem import check_cta_group
 from ..dtypes import DTypeLike, dtype as as_dtype
 from ..errors import DescriptorError, PlanError
 from ..int_tuple import as_int
+from ..views import view
 
 __all__ = ["InstrDescriptor", "make_instr_desc"]
 
@@ -39,6 +40,10 @@ class InstrDescriptor:
             raise DescriptorError(f"instruction descriptor {value:#010x}: bits {value & ~used & 0xFFFFFFFF:#010x} are "
                                   f"reserved for kind::{kind}")
         return cls(kind, value)
+
+    def cuda(self, name: str = "pycute_idesc") -> str:
+        """``constexpr unsigned name``: the descriptor as generated code (nothing to paste)."""
+        return view("cuda", self, name)
 
     def __repr__(self) -> str:
         f = self.fields

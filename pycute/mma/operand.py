@@ -17,7 +17,9 @@ from ..arch.sm100.mma import Major, K_BYTES, MMA_KINDS, TRANSPOSABLE
 from ..arch.sm100.swizzle_modes import UNIT_BYTES, SwizzleMode
 from ..tensor.values import layout_values
 from ..tensor.smem import SmemTensor
-from ..errors import DescriptorError
+from ..errors import DescriptorError, PlanError
+from ..tensor.stages import SmemStage, smem_stages, stage_offset
+from ..views import view
 from ..int_tuple import as_int
 from ..layout import Layout, make_layout
 from ..swizzle import Swizzle
@@ -37,6 +39,7 @@ class UmmaDescriptor:
     tensor: SmemTensor
     k_per_mma: int               # K elements one MMA reads (32 bytes)
     k_offsets: tuple             # bytes from the tile's first byte to each k-block's start
+    stages: tuple[SmemStage, ...] = ()      # the tile's run-time indices; ``tensor`` is their value 0
 
     @property
     def mn(self) -> int:
@@ -62,14 +65,21 @@ class UmmaDescriptor:
             raise DescriptorError(f"k-block {k} is outside the tile's {self.k_blocks} ({self.k} / {self.k_per_mma})")
         return self.k_offsets[k]
 
-    def encode(self, smem_base: int = 0, k: int = 0) -> int:
-        """The 64-bit descriptor of k-block ``k`` for a buffer at shared-window byte ``smem_base``."""
+    def encode(self, smem_base: int = 0, k: int = 0, **values: int) -> int:
+        """The 64-bit descriptor of k-block ``k`` for a buffer at shared-window byte ``smem_base`` (and each
+        run-time index at its value: ``stage=2``)."""
         return self.descriptor.encode(start_address=as_int(smem_base, "smem_base") + self.start_offset
-                                      + self.k_block_offset(k))
+                                      + self.k_block_offset(k) + stage_offset(self.stages, values, "UMMA descriptor: "))
+
+    def cuda(self, name: str = "pycute_umma_desc") -> str:
+        """``name(unsigned smem, unsigned k, <unsigned stage>...)``: the descriptor of k-block ``k`` for the buffer at
+        shared-window address ``smem``, as a ``__device__`` function (nothing to paste)."""
+        return view("cuda", self, name)
 
     def __repr__(self) -> str:
         d = self.descriptor
-        return (f"UmmaDescriptor({self.major}-major {d.swizzle.label}, LBO {d.lbo} B, SBO {d.sbo} B, "
+        staged = "".join(f", {s.name}<{s.extent}> +{s.smem_step} B" for s in self.stages)
+        return (f"UmmaDescriptor({self.major}-major {d.swizzle.label}, LBO {d.lbo} B, SBO {d.sbo} B{staged}, "
                 f"{self.mn}x{self.k} {self.tensor.dtype.name}, {self.k_blocks} k-block(s) of {self.k_per_mma} at "
                 f"+{list(self.k_offsets)} B, template {d.encode():#018x})")
 
@@ -175,8 +185,11 @@ def make_umma_desc(smem_tensor: SmemTensor, major: Major | None = None, kind: st
     if not isinstance(smem_tensor, SmemTensor):
         raise TypeError(f"make_umma_desc: expected a shared-memory tensor (make_smem_tensor), got {smem_tensor!r}")
     t = smem_tensor
-    if t.dynamic:
-        raise DescriptorError("make_umma_desc: run-time coordinates are not supported; describe tensor.at(...)")
+    try:
+        stages = smem_stages(t, UNIT_BYTES, "make_umma_desc")
+    except PlanError as e:
+        raise DescriptorError(str(e)) from None
+    t = t.at(**{d.name: 0 for d in t.dynamic}) if t.dynamic else t
     if t.layout.rank() != 2:
         raise DescriptorError(f"make_umma_desc: the tile is (MN, K); {t.layout!r} has rank {t.layout.rank()}")
     bits = t.bits
@@ -223,4 +236,4 @@ def make_umma_desc(smem_tensor: SmemTensor, major: Major | None = None, kind: st
                                   f"{begin % mode.row_pitch} B into a {mode.row_pitch} B swizzle row, and its "
                                   f"{K_BYTES} B would cross it")
         offsets.append(start // 8)
-    return UmmaDescriptor(SmemDescriptor(0, lbo, sbo, mode), maj, t, kmma, tuple(offsets))
+    return UmmaDescriptor(SmemDescriptor(0, lbo, sbo, mode), maj, t, kmma, tuple(offsets), stages)

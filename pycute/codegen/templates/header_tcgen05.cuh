@@ -36,6 +36,11 @@ __device__ __forceinline__ unsigned long long pycute_smem_desc(unsigned long lon
   return desc_template | (((pycute_smem_address(smem_buffer) + offset) >> ${start_shift}) & ${start_mask}u);
 }
 
+// The same from a shared-window address (what generated MMA descriptor functions take).
+__device__ __forceinline__ unsigned long long pycute_smem_desc_at(unsigned long long desc_template, unsigned address) {
+  return desc_template | ((address >> ${start_shift}) & ${start_mask}u);
+}
+
 // The descriptor `units` ${start_unit}-byte units further on: one 64-bit add (one UIADD3.64 on sm_100). The start field never
 // carries into the next field: a plan's footprint lies in the CTA's shared memory (at most ${smem_max} B, pycute
 // refuses more), so the buffer's offset plus the copy's offset stays below 2^${start_bits} B.

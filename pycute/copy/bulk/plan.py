@@ -15,7 +15,7 @@ from ...tensor.smem import SmemTensor
 from ...tensor.tile import layout_modes, mode_extents
 from ...views import view
 from ..protocol import Rejection
-from ..stages import SmemStage, stage_offset
+from ...tensor.stages import SmemStage, stage_offset
 
 __all__ = ["BulkChunk", "BulkPlan", "chunk_lines"]
 

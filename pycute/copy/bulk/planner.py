@@ -13,7 +13,7 @@ from ...errors import PlanError
 from ...tensor.gmem import GlobalTensor
 from ...tensor.smem import SmemTensor
 from ...tensor.tile import byte_runs, mode_extents, tile_elements, whole_array_modes
-from ..stages import smem_stages
+from ...tensor.stages import smem_stages
 from .plan import BulkChunk, BulkPlan
 
 __all__ = ["make_bulk_copy", "check_chunks"]

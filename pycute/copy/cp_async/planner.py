@@ -18,7 +18,7 @@ from ...tensor.gmem import GlobalTensor
 from ...tensor.smem import SmemTensor
 from ...tensor.tile import contiguous_mode, mode_extents, tile_elements, whole_array_modes
 from ..protocol import Reject, Rejection
-from ..stages import smem_stages
+from ...tensor.stages import smem_stages
 from .plan import CpAsyncInstruction, CpAsyncPlan, Terms
 
 __all__ = ["make_cp_async_copy"]

@@ -13,7 +13,7 @@ from ...tensor.smem import SmemTensor
 from ...views import view
 from ..bulk.plan import BulkChunk, chunk_lines
 from ..protocol import Rejection
-from ..stages import SmemStage, stage_offset
+from ...tensor.stages import SmemStage, stage_offset
 
 __all__ = ["DsmemPlan"]
 

@@ -11,7 +11,7 @@ from ...tensor.smem import SmemTensor
 from ...tensor.tile import byte_runs, mode_extents, tile_elements
 from ..bulk.plan import BulkChunk
 from ..bulk.planner import check_chunks
-from ..stages import smem_stages
+from ...tensor.stages import smem_stages
 from .plan import DsmemPlan
 
 __all__ = ["make_dsmem_copy"]

@@ -29,7 +29,7 @@ from ...tensor.gmem import GlobalTensor
 from ...tensor.smem import SmemTensor
 from ...tensor.tile import whole_array_modes
 from ..protocol import Reject, Rejection
-from ..stages import smem_stages
+from ...tensor.stages import smem_stages
 from .widen import WIDE_TYPES, widen
 from .plan import (DTYPE_BYTES, TensorMapParams, TmaInstruction, TmaMulticast, TmaPlan,
                    TmaTileCoord)

@@ -36,6 +36,11 @@ __device__ __forceinline__ unsigned long long pycute_smem_desc(unsigned long lon
   return desc_template | (((pycute_smem_address(smem_buffer) + offset) >> 4) & 0x3FFFu);
 }
 
+// The same from a shared-window address (what generated MMA descriptor functions take).
+__device__ __forceinline__ unsigned long long pycute_smem_desc_at(unsigned long long desc_template, unsigned address) {
+  return desc_template | ((address >> 4) & 0x3FFFu);
+}
+
 // The descriptor `units` 16-byte units further on: one 64-bit add (one UIADD3.64 on sm_100). The start field never
 // carries into the next field: a plan's footprint lies in the CTA's shared memory (at most 232448 B, pycute
 // refuses more), so the buffer's offset plus the copy's offset stays below 2^18 B.

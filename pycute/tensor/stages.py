@@ -7,8 +7,8 @@ import attrs
 
 from ..errors import PlanError
 from ..int_tuple import is_int
-from ..tensor.region import index_values
-from ..tensor.smem import SmemTensor
+from .region import index_values
+from .smem import SmemTensor
 
 __all__ = ["SmemStage", "smem_stages", "stage_offset"]
 

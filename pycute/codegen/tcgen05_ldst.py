@@ -94,10 +94,12 @@ def emit_tmem_copy(plan: Tcgen05LdStPlan, name: str = "pycute_tcgen05_ld", wait:
             f"same tmem_base (the tcgen05.alloc address); register j of regs is register j of the plan",
             "// (plan.fragment maps (thread, value) to the tensor's coordinate)."
             + ("" if wait else " No tcgen05.wait: the caller waits before using (ld) or reusing (st) them.")]
-    body = [f"__device__ __forceinline__ void {name}(unsigned tmem_base, {qualifier}unsigned (&regs)[{plan.registers}])"
-            " {", "  const unsigned warp = pycute_warp_index();",
+    stages = "".join(f", unsigned {s.name}" for s in plan.stages)
+    moved = "".join(f" + {s.name} * {s.columns}u" for s in plan.stages)
+    body = [f"__device__ __forceinline__ void {name}(unsigned tmem_base, {qualifier}unsigned (&regs)[{plan.registers}]"
+            f"{stages}) {{", "  const unsigned warp = pycute_warp_index();",
             f"  const unsigned taddr = tmem_base + ((PYCUTE_TMEM_QUADRANT_LANES * (warp % 4u)) << "
-            f"PYCUTE_TMEM_LANE_SHIFT){column}{chunk};"]
+            f"PYCUTE_TMEM_LANE_SHIFT){column}{chunk}{moved};"]
     body += [_call(i) for i in plan.per_warp]
     if wait:
         body.append(f"  pycute_tcgen05_wait_{plan.op}();")

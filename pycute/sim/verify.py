@@ -94,6 +94,10 @@ def verify_tmem_copy(plan: Tcgen05LdStPlan, seed: int = 0) -> None:
     the tensor receives its register value and no other cell changes. EmulationError names the first difference."""
     if not isinstance(plan, Tcgen05LdStPlan):
         raise TypeError(f"verify_tmem_copy: expected a Tcgen05LdStPlan (make_tmem_copy), got {type(plan).__name__}")
+    if plan.stages:                     # the first and the last value of each run-time column index
+        for values in ({s.name: 0 for s in plan.stages}, {s.name: s.extent - 1 for s in plan.stages}):
+            verify_tmem_copy(plan.at(**values), seed)
+        return
     rng = np.random.default_rng(seed)
     emu = Sm100Emulator(smem_bytes=0, fill_tmem=0)
     emu.alloc(COLUMNS)

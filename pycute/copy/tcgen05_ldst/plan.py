@@ -9,18 +9,29 @@ import numpy as np
 
 from ...atoms.tcgen05_ldst import Tcgen05LdStIssue, TmemLoadAtom, TmemStoreAtom, atom_cells
 from ...arch.sm100.tcgen05_ldst import LdStOp, register_lower_bound
-from ...arch.sm100.tmem import LANE_SHIFT, QUADRANT_LANES, split_address
+from ...arch.sm100.tmem import CELL_BITS, LANE_SHIFT, QUADRANT_LANES, TCol, split_address
 from ...errors import PlanError
 from ...int_tuple import idx2crd
 from ...layout import Layout
 from ..protocol import Rejection
 from ...views import view
+from ...tensor.region import index_values
 from ...tensor.tmem import TmemTensor
 from ...tensor.rmem import RegisterFragment
 from .cells import QuadrantBlock, fragment_layout, tensor_cells
 from ...typing import IntTuple
 
 __all__ = ["TmemLdStInstruction", "Tcgen05LdStPlan", "TmemCopyPlan", "WarpInstruction"]
+
+
+@attrs.frozen
+class ColumnStage:
+    """A run-time index of the TMEM tensor (``acc[:, dynamic("chunk")]``): value ``v`` in ``[0, extent)`` moves
+    every instruction ``v * columns`` 32-bit columns; the generated function takes it as ``unsigned <name>``."""
+
+    name: str
+    extent: int
+    columns: int
 
 
 @attrs.frozen
@@ -70,8 +81,20 @@ class Tcgen05LdStPlan:
     pack: bool
     per_cell: int
     rejected: tuple[Rejection, ...] = attrs.field(default=(), eq=False)
+    stages: tuple[ColumnStage, ...] = ()       # the tensor's run-time column indices; ``tensor`` is their value 0
 
     VARIANT: ClassVar[str] = "tcgen05_ldst"
+
+    def column_shift(self, **values: int) -> int:
+        """Columns the run-time indices' values move every instruction (each in range, every one given)."""
+        return sum(v * s.columns for s, v in zip(self.stages, index_values(self.stages, values, "tcgen05 plan: ")))
+
+    def at(self, **values: int) -> "Tcgen05LdStPlan":
+        """The static plan of one value of each run-time index: every instruction moved by its columns."""
+        shift = self.column_shift(**values)
+        elements = shift * CELL_BITS // self.tensor.bits
+        return attrs.evolve(self, block=attrs.evolve(self.block, column=self.block.column + shift), stages=(),
+                            tensor=attrs.evolve(self.tensor, offset=self.tensor.offset + elements * TCol))
 
     @property
     def fragment_tensor(self) -> RegisterFragment:
@@ -118,10 +141,12 @@ class Tcgen05LdStPlan:
         return tuple(WarpInstruction(w, i.ptx, self.warp_base(w) + (i.lane << LANE_SHIFT) + i.column, i.half_offset,
                                      i.registers) for w in range(self.warps) for i in self.per_warp)
 
-    def stream(self, tmem_base: int, warp: int) -> list[Tcgen05LdStIssue]:
+    def stream(self, tmem_base: int, warp: int, **values: int) -> list[Tcgen05LdStIssue]:
         """``Tcgen05LdStIssue(ptx, taddr, half_offset, registers)`` per instruction warp ``warp`` issues for the
-        allocation at ``tmem_base`` (what the PTX interpreter reads back from compiled code)."""
-        return [Tcgen05LdStIssue(i.ptx, tmem_base + i.tmem_offset, i.half_offset, len(i.registers))
+        allocation at ``tmem_base`` and the run-time indices' values (what the PTX interpreter reads back from
+        compiled code)."""
+        shift = self.column_shift(**values)
+        return [Tcgen05LdStIssue(i.ptx, tmem_base + i.tmem_offset + shift, i.half_offset, len(i.registers))
                 for i in self.instructions if i.warp == warp]
 
     def verify(self, seed: int = 0) -> None:
@@ -174,6 +199,8 @@ class Tcgen05LdStPlan:
             half = f", half at +{i.half_offset:#x}" if i.half_offset is not None else ""
             lines.append(f"    {i.ptx:<48} lane +{i.lane:<2} col +{i.column:<3} r{i.registers.start}.."
                          f"{i.registers.stop - 1}{half}")
+        lines += [f"  run-time    {s.name} in [0, {s.extent}): +{s.columns} columns per unit (every value planned "
+                  f"alike, the last inside the allocation)" for s in self.stages]
         return "\n".join(lines)
 
     def __repr__(self) -> str:

@@ -16,8 +16,9 @@ import attrs
 
 from ...arch.sm100.tcgen05_ldst import (HALF_SPLIT_SHAPE, LDST_NUMS, LDST_SHAPES, MAX_REGISTERS, PACK_BITS, SHAPE_ORDER,
                                         LdStOp)
-from ...arch.sm100.tmem import LANE_SHIFT, QUADRANT_LANES
+from ...arch.sm100.tmem import CELL_BITS, LANE_SHIFT, QUADRANT_LANES
 from ...atoms.tcgen05_ldst import ldst_atom
+from ...basis import basis_get
 from ...errors import PlanError
 from ...int_tuple import as_int
 from ...layout import Layout
@@ -25,7 +26,7 @@ from ..protocol import Reject, Rejection
 from ...tensor.tmem import TmemTensor
 from .cells import QuadrantBlock, TensorCells, tensor_cells
 from .match import match_fragment
-from .plan import Tcgen05LdStPlan, TmemLdStInstruction
+from .plan import ColumnStage, Tcgen05LdStPlan, TmemLdStInstruction
 
 __all__ = ["make_tmem_copy"]
 
@@ -122,10 +123,20 @@ def _check_request(tensor, op, warps, max_registers, shape, num, pack):
             raise PlanError(f"make_tmem_copy: num={num} is not a legal .num: a power of two from 1 to 128 (PTX Table 49)")
     if pack is not None and not isinstance(pack, bool):
         raise TypeError(f"make_tmem_copy: pack must be True, False or None, got {pack!r}")
-    if tensor.dynamic:
-        raise PlanError("make_tmem_copy: run-time coordinates are not supported for tcgen05.ld/st plans yet; "
-                        "plan each value with tensor.at(...)")
     return warps, cap, num
+
+
+def _column_stages(tensor: TmemTensor) -> tuple[ColumnStage, ...]:
+    """The tensor's run-time indices as whole 32-bit column steps (a lane step would move rows between warps)."""
+    out = []
+    for d in tensor.dynamic:
+        lanes, elems = basis_get(d.stride, "TLane"), basis_get(d.stride, "TCol")
+        if lanes or (elems * tensor.bits) % CELL_BITS:
+            raise PlanError(f"make_tmem_copy: run-time index {d.name!r} moves the tensor by {d.stride!r}; a "
+                            f"tcgen05.ld/st plan takes run-time column steps of whole 32-bit columns (a lane step "
+                            f"would move rows to another warp's quadrant)")
+        out.append(ColumnStage(d.name, d.extent, elems * tensor.bits // CELL_BITS))
+    return tuple(out)
 
 
 def _pack(cells: TensorCells, pack: bool | None, op: str) -> bool:
@@ -175,6 +186,15 @@ def make_tmem_copy(tensor: TmemTensor, op: LdStOp = "ld", warps: int = 4, max_re
     for exactly that register layout. Raises ``PlanError`` naming the rule and values.
     """
     warps, cap, num = _check_request(tensor, op, warps, max_registers, shape, num, pack)
+    if tensor.dynamic:
+        stages = _column_stages(tensor)
+        last = make_tmem_copy(tensor.at(**{d.name: d.extent - 1 for d in tensor.dynamic}), op, warps, max_registers,
+                              shape, num, pack, fragment)     # the last value fits its allocation too
+        plan = make_tmem_copy(tensor.at(**{d.name: 0 for d in tensor.dynamic}), op, warps, max_registers, shape,
+                              num, pack, fragment)
+        if last.per_warp != plan.per_warp:
+            raise PlanError(f"make_tmem_copy: the run-time indices' values are planned differently ({tensor!r})")
+        return attrs.evolve(plan, stages=stages)
     cells = tensor_cells(tensor, f"make_tmem_copy({op})")
     packed = _pack(cells, pack, op)
     block, groups = _warp_blocks(cells, warps)

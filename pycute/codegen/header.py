@@ -9,6 +9,7 @@
 * ``pycute/tcgen05.cuh``: the shared-memory descriptor, TMEM allocation, tcgen05 fences and commit, and the soft
   build's TMEM model with its tcgen05.cp (``arch.sm100``);
 * ``pycute/tcgen05_ldst.cuh``: tcgen05.ld / st wrappers of every shape and their software model (``arch.sm100``);
+* ``pycute/tcgen05_mma.cuh``: tcgen05.mma wrappers of every kind, cta_group and scale_vec (``arch.sm100.mma``);
 * ``pycute/sm100.cuh``: all of them, the one include the C ABI promises.
 
 A new copy variant adds its part to ``PARTS``. The shipped files are this module's output, checked in so that nvcc
@@ -34,6 +35,7 @@ from .tcgen05_ldst import ldst_header_functions, ldst_header_tables
 from .tma import tma_header_functions
 from .cp_async import cp_async_header
 from .bulk import bulk_header
+from .mma import mma_header_functions
 from .templates import render
 
 __all__ = ["ABI_VERSION", "HEADER_NAME", "PARTS", "headers", "sm100_header", "header_path", "include_dir",
@@ -75,6 +77,11 @@ def tma_header() -> str:
     return render("header_tma.cuh", abi=ABI_VERSION, tma_functions=tma_header_functions(), mapa=MAPA_PTX)
 
 
+def tcgen05_mma_header() -> str:
+    """The text of ``pycute/tcgen05_mma.cuh``."""
+    return render("header_tcgen05_mma.cuh", abi=ABI_VERSION, mma_functions=mma_header_functions())
+
+
 #: The parts of ``pycute/sm100.cuh``, in include order: (name, what it holds, its renderer).
 PARTS = (
     ("pycute/cp_async.cuh", "cp.async copies, groups and the mbarrier arrive (sm_80 and later)", cp_async_header),
@@ -84,6 +91,7 @@ PARTS = (
     ("pycute/tcgen05.cuh", "shared-memory descriptor, TMEM allocation, tcgen05 fences and commit, the soft model",
      tcgen05_header),
     ("pycute/tcgen05_ldst.cuh", "tcgen05.ld / tcgen05.st, every shape x .num x pack", tcgen05_ldst_header),
+    ("pycute/tcgen05_mma.cuh", "tcgen05.mma with shared-memory A and B, every kind x cta_group", tcgen05_mma_header),
 )
 
 

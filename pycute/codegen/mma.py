@@ -3,12 +3,40 @@ buffer address, the k-block and the run-time stages, and an instruction descript
 from ``pycute.mma``; the start-address field from the header's ``pycute_smem_desc_at``)."""
 from __future__ import annotations
 
+from ..arch.sm100.mma import MMA_KINDS, mma_ptx
 from ..mma.instr import InstrDescriptor
 from ..mma.operand import UmmaDescriptor
+from ..mma.plan import MmaPlan
 from ..views import provides
 from .common import ABI_VERSION, check_function_name
 
-__all__ = ["emit_umma_desc", "emit_instr_desc"]
+__all__ = ["emit_umma_desc", "emit_instr_desc", "emit_mma", "mma_helper", "mma_header_functions"]
+
+
+def mma_helper(kind: str, cta_group: int, scale_vec: int | None = None) -> str:
+    """The header's wrapper of one tcgen05.mma form (A and B descriptors)."""
+    return f"pycute_tcgen05_mma_{kind}" + (f"_{scale_vec}x" if scale_vec else "") + f"_cg{cta_group}"
+
+
+def _mma_wrapper(kind: str, cta_group: int, scale_vec: int | None) -> str:
+    scaled = scale_vec is not None
+    sf = ", unsigned sfa, unsigned sfb" if scaled else ""
+    operands = "[%0], %1, %2, %3, " + ("[%5], [%6], p" if scaled else "p")
+    inputs = '"r"(d), "l"(a), "l"(b), "r"(idesc), "r"(accumulate)' + (', "r"(sfa), "r"(sfb)' if scaled else "")
+    return (f"__device__ __forceinline__ void {mma_helper(kind, cta_group, scale_vec)}(unsigned d, unsigned long "
+            f"long a, unsigned long long b, unsigned idesc{sf}, unsigned accumulate) {{\n"
+            f'  asm volatile("{{\\n\\t.reg .pred p;\\n\\tsetp.ne.b32 p, %4, 0;\\n\\t{mma_ptx(kind, cta_group, scale_vec)} '
+            f'{operands};\\n\\t}}" :: {inputs} : "memory");\n}}')
+
+
+def mma_header_functions() -> str:
+    """Every kind x cta_group (x scale_vec) wrapper of tcgen05.mma with A and B descriptors."""
+    out = []
+    for kind, k in MMA_KINDS.items():
+        for group in (1, 2):
+            for vec in (k.scale_vecs if k.block_scaled else (None,)):
+                out.append(_mma_wrapper(kind, group, vec))
+    return "\n".join(out)
 
 
 def _k_offset(desc: UmmaDescriptor) -> tuple[list[str], str]:
@@ -45,3 +73,36 @@ def emit_umma_desc(desc: UmmaDescriptor, name: str = "pycute_umma_desc") -> str:
 def emit_instr_desc(desc: InstrDescriptor, name: str = "pycute_idesc") -> str:
     check_function_name(name)
     return f"// {desc!r}\nconstexpr unsigned {name} = {desc.value:#010x}u;\n"
+
+
+def _desc_expr(desc: UmmaDescriptor, smem: str, offset: int) -> str:
+    terms = [smem] + ([f"{desc.start_offset + offset}u"] if desc.start_offset + offset else [])
+    terms += [f"{s.name} * {s.smem_step}u" for s in desc.stages]
+    return f"pycute_smem_desc_at({desc.descriptor.encode():#018x}ull, {' + '.join(terms)})"
+
+
+@provides("cuda", MmaPlan)
+def emit_mma(plan: MmaPlan, name: str = "pycute_mma") -> str:
+    """The issuing function of ``plan``: one wrapper call per k-block."""
+    check_function_name(name)
+    scaled = plan.sfa is not None
+    names = {s.name for s in plan.a.stages + plan.b.stages}
+    stages = "".join(f", unsigned {n}" for n in sorted(names))
+    sig = (f"unsigned smem_a, unsigned smem_b, unsigned tmem_base{', unsigned tmem_sfa, unsigned tmem_sfb' if scaled else ''}"
+           f", unsigned accumulate{stages}")
+    helper = mma_helper(plan.atom.kind, plan.atom.cta_group, plan.atom.scale_vec)
+    body = []
+    for i in plan.instructions:
+        sf = f", tmem_sfa + {i.sfa_column}u, tmem_sfb + {i.sfb_column}u" if scaled else ""
+        acc = "accumulate" if i.k == 0 else "1u"
+        body.append(f"  {helper}(tmem_base + {plan.d_column}u, {_desc_expr(plan.a, 'smem_a', i.a_offset)}, "
+                    f"{_desc_expr(plan.b, 'smem_b', i.b_offset)}, {i.idesc:#010x}u{sf}, {acc});")
+    m, n, k = plan.shape
+    head = [f"// {len(plan.instructions)} x {plan.atom.ptx} (M {m} N {n} K {k}), pycute C ABI {ABI_VERSION}",
+            f"// A: {plan.a!r}", f"// B: {plan.b!r}",
+            "// Call from one thread (elected) after the operands have landed; `smem_a` / `smem_b` are the buffers'",
+            "// shared-window addresses, `tmem_base` the TMEM allocation's address"
+            + (", `tmem_sfa` / `tmem_sfb` the SF tensors' TMEM addresses" if scaled else "") + ";",
+            "// `accumulate` 0 overwrites D with the first k-block. Then pycute_tcgen05_commit<1>(mbar)."]
+    return "\n".join(['#include "pycute/sm100.cuh"', "", *head,
+                      f"__device__ __forceinline__ void {name}({sig}) {{", *body, "}"]) + "\n"

@@ -5,3 +5,5 @@ from .accumulator import accumulator_layout, mma_accumulator
 from .instr import InstrDescriptor, make_instr_desc
 from .operand import UmmaDescriptor, make_umma_desc
 from .scale import ScaleFactorTensor, check_scale_factor_copy, scale_factor_tensor
+from .plan import MmaInstruction, MmaPlan
+from .planner import make_mma

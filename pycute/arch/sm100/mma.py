@@ -16,7 +16,7 @@ from ...layout import Layout, make_layout
 from .tmem import LANES, QUADRANT_LANES, TCol, TLane
 
 __all__ = ["Major", "IdescField", "DENSE_FIELDS", "BLOCK_SCALED_FIELDS", "MmaKind", "MMA_KINDS", "WS_SHAPES",
-           "MAX_SHIFTS", "K_BYTES", "TRANSPOSABLE", "SF_CELL_BYTES", "scale_factor_layout", "SF_REPLICA"]
+           "MAX_SHIFTS", "K_BYTES", "TRANSPOSABLE", "SF_CELL_BYTES", "scale_factor_layout", "SF_REPLICA", "mma_ptx"]
 
 
 @attrs.frozen
@@ -124,3 +124,13 @@ def scale_factor_layout(rows: int, slots: int) -> Layout:
     slot = Layout(slots, TCol) if slots <= SF_CELL_BYTES else \
         Layout((SF_CELL_BYTES, slots // SF_CELL_BYTES), (TCol, SF_CELL_BYTES * groups * TCol))
     return make_layout(row, slot)
+
+
+def mma_ptx(kind: str, cta_group: int, scale_vec: int | None = None) -> str:
+    """The opcode of ``tcgen05.mma`` with A and B in shared memory (PTX ISA #tcgen05-mma): operands ``[d-tmem],
+    a-desc, b-desc, idesc, enable-input-d`` and, block-scaled, ``[scale-A-tmem], [scale-B-tmem]`` before the
+    predicate."""
+    head = f"tcgen05.mma.cta_group::{cta_group}.kind::{kind}"
+    if not MMA_KINDS[kind].block_scaled:
+        return head
+    return head + ".block_scale" + (f".scale_vec::{scale_vec}X" if scale_vec is not None else "")

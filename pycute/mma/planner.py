@@ -1,0 +1,99 @@
+"""make_mma: plan the ``tcgen05.mma`` instructions of one tile, ``D (+)= A B^T`` over its k-blocks, from the three
+tensors: A (M x K) and B (N x K) in shared memory, described by make_umma_desc; D in TMEM, which must be the
+accumulator layout the MMA writes (arch.sm100.datapath); for the block-scaled kinds the SF tensors of
+scale_factor_tensor, each k-block reading its SF id and column (PTX ISA #tcgen05-mma, #tcgen05-block-scaling)."""
+from __future__ import annotations
+
+from ..arch.sm100.mma import MMA_KINDS
+from ..arch.sm100.tmem import CELL_BITS
+from ..atoms.mma import MmaAtom
+from ..errors import DescriptorError, PlanError
+from ..tensor.smem import SmemTensor
+from ..tensor.tmem import TmemTensor
+from .accumulator import accumulator_layout
+from .instr import make_instr_desc
+from .operand import make_umma_desc
+from .plan import MmaInstruction, MmaPlan
+from .scale import ScaleFactorTensor
+
+__all__ = ["make_mma"]
+
+_DENSE = {"f16": "f16", "bf16": "f16", "tf32": "tf32", "i8": "i8", "u8": "i8"}
+
+
+def _kind(a: SmemTensor, b: SmemTensor, kind: str | None, scaled: bool) -> str:
+    if kind is not None:
+        if kind not in MMA_KINDS:
+            raise PlanError(f"make_mma: unknown kind {kind!r}; one of {', '.join(MMA_KINDS)}")
+        return kind
+    name = a.dtype.name
+    if name in _DENSE:
+        return _DENSE[name]
+    if scaled:
+        return "mxf4" if a.bits == 4 and b.bits == 4 else "mxf8f6f4"
+    return "f8f6f4"
+
+
+def _check_d(d: TmemTensor, kind: str, m: int, n: int, cta_group: int) -> int:
+    """D's column offset from the allocation base, after checking it is the MMA's accumulator."""
+    if d.dtype.name not in MMA_KINDS[kind].d_codes:
+        raise PlanError(f"make_mma: kind::{kind} accumulates into {', '.join(MMA_KINDS[kind].d_codes)}, not "
+                        f"{d.dtype.name}")
+    want = accumulator_layout(d.bits, m, n, cta_group)
+    if d.layout != want or d.lane_offset:
+        raise PlanError(f"make_mma: D {d!r} is not the {m}x{n} accumulator the MMA writes ({want!r} from lane 0; "
+                        f"mma_accumulator makes it)")
+    column = d.col_offset * d.bits
+    if column % CELL_BITS:
+        raise PlanError(f"make_mma: D starts {d.col_offset} {d.dtype.name} elements into TMEM, not on a column")
+    return column // CELL_BITS
+
+
+def _check_sf(sf: object, name: str, kind: str, rows: int, k_blocks: int) -> ScaleFactorTensor:
+    if not isinstance(sf, ScaleFactorTensor):
+        raise TypeError(f"make_mma: {name} must be a ScaleFactorTensor (scale_factor_tensor), got {sf!r}")
+    if sf.kind != kind or sf.rows != rows or sf.mmas < k_blocks:
+        raise PlanError(f"make_mma: {name} {sf!r} is not the SFs of {k_blocks} kind::{kind} MMA(s) for {rows} rows")
+    return sf
+
+
+def make_mma(d: TmemTensor, a: SmemTensor, b: SmemTensor, *, kind: str | None = None,
+             sfa: ScaleFactorTensor | None = None, sfb: ScaleFactorTensor | None = None,
+             scale_type: str | None = None, cta_group: int = 1) -> MmaPlan:
+    """Plan ``D (+)= A B^T`` (A M x K, B N x K, both in shared memory) as one ``tcgen05.mma`` per k-block. ``kind``
+    is inferred from the types (``mxf8f6f4`` / ``mxf4`` when SFs are given; name ``mxf4nvf4`` yourself);
+    ``sfa`` / ``sfb`` are the SF tensors (scale_factor_tensor) of the block-scaled kinds. DescriptorError or
+    PlanError names the rule a tensor breaks."""
+    if not (isinstance(d, TmemTensor) and isinstance(a, SmemTensor) and isinstance(b, SmemTensor)):
+        raise TypeError(f"make_mma: D is a TMEM tensor (mma_accumulator), A and B shared tiles, got "
+                        f"{type(d).__name__}, {type(a).__name__}, {type(b).__name__}")
+    if cta_group != 1:
+        raise PlanError("make_mma: pycute plans cta_group::1 MMAs (the pair's D and operand split is not planned "
+                        "yet)")
+    k = _kind(a, b, kind, sfa is not None or sfb is not None)
+    scaled = MMA_KINDS[k].block_scaled
+    if scaled != (sfa is not None and sfb is not None):
+        raise PlanError(f"make_mma: kind::{k} {'takes' if scaled else 'takes no'} scale factors (sfa and sfb)")
+    da, db = make_umma_desc(a, kind=k), make_umma_desc(b, kind=k)
+    if da.k != db.k:
+        raise DescriptorError(f"make_mma: A has K {da.k} and B K {db.k}")
+    m, n = da.mn, db.mn
+    d_column = _check_d(d, k, m, n, 1)
+    vec = None
+    if scaled:
+        sfa = _check_sf(sfa, "sfa", k, m, da.k_blocks)
+        sfb = _check_sf(sfb, "sfb", k, n, da.k_blocks)
+        if sfa.scale_vec != sfb.scale_vec:
+            raise PlanError(f"make_mma: SFA has scale_vec::{sfa.scale_vec}X and SFB ::{sfb.scale_vec}X")
+        vec, scale_type = sfa.scale_vec, scale_type or "ue8m0"
+    atom = MmaAtom(k, 1, vec)
+    insts = []
+    for j in range(da.k_blocks):
+        idesc = make_instr_desc(k, a.dtype, b.dtype, None if scaled else d.dtype, M=m, N=n, a_major=da.major,
+                                b_major=db.major, scale_type=scale_type, scale_vec=vec,
+                                sfa_id=sfa.sf_id(j) if sfa else 0, sfb_id=sfb.sf_id(j) if sfb else 0)
+        insts.append(MmaInstruction(j, da.k_offsets[j], db.k_offsets[j], idesc.value,
+                                    sfa.column(j) if sfa else None, sfb.column(j) if sfb else None))
+    first = make_instr_desc(k, a.dtype, b.dtype, None if scaled else d.dtype, M=m, N=n, a_major=da.major,
+                            b_major=db.major, scale_type=scale_type, scale_vec=vec)
+    return MmaPlan(atom, d, da, db, first, tuple(insts), d_column, sfa, sfb)

@@ -35,7 +35,7 @@ class UmmaDescriptor:
     major-ness, and the tile it describes; ``k_block_offset(k)`` is k-block ``k``'s start-address advance."""
 
     descriptor: SmemDescriptor
-    major: str
+    major: Major
     tensor: SmemTensor
     k_per_mma: int               # K elements one MMA reads (32 bytes)
     k_offsets: tuple             # bytes from the tile's first byte to each k-block's start
@@ -97,9 +97,9 @@ def _swizzle_mode(tensor: SmemTensor, bits: int) -> SwizzleMode:
         raise DescriptorError(f"make_umma_desc: {e}") from None
 
 
-def _major(layout: Layout, requested) -> str:
+def _major(layout: Layout, requested) -> Major:
     k_unit, mn_unit = layout(0, 1) == 1, layout(1, 0) == 1
-    inferred = "K" if k_unit and not mn_unit else "MN" if mn_unit and not k_unit else None
+    inferred: Major | None = "K" if k_unit and not mn_unit else "MN" if mn_unit and not k_unit else None
     if requested is not None and requested not in ("K", "MN"):
         raise DescriptorError(f"make_umma_desc: major is 'K' or 'MN', not {requested!r}")
     if inferred is None:

@@ -9,7 +9,8 @@ Written from the PTX ISA (facts and their tags in docs/ptx-tcgen05.md and docs/t
 """
 from __future__ import annotations
 
-from .executors import BulkExecutor, CpAsyncExecutor, Tcgen05CpExecutor, Tcgen05LdStExecutor, TmaExecutor
+from .executors import (BulkExecutor, CpAsyncExecutor, Tcgen05CpExecutor, Tcgen05LdStExecutor, Tcgen05MmaExecutor,
+                        TmaExecutor)
 from .machine import CtaState
 
 __all__ = ["Sm90Emulator", "Sm100Emulator", "CtaState"]
@@ -23,7 +24,8 @@ class Sm90Emulator(TmaExecutor, BulkExecutor, CpAsyncExecutor):
     CTAS_WHY = "a cluster of up to 16 CTAs, the non-portable maximum on the H100/H200"
 
 
-class Sm100Emulator(Tcgen05CpExecutor, Tcgen05LdStExecutor, TmaExecutor, BulkExecutor, CpAsyncExecutor):
+class Sm100Emulator(Tcgen05CpExecutor, Tcgen05LdStExecutor, Tcgen05MmaExecutor, TmaExecutor, BulkExecutor,
+                    CpAsyncExecutor):
     """CTAs with shared memory at ``smem_base`` and TMEM; issue ``cp``, ``commit``, then read back with ``ld`` (or
     ``st`` then ``ld``).
 

@@ -20,11 +20,13 @@ from .emulator import Sm100Emulator
 from ..copy.tma.plan import TmaPlan
 from .verify_tma import verify_tma
 from .verify_flat import verify_bulk, verify_cp_async, verify_dsmem
+from .verify_mma import verify_mma
+from ..mma.plan import MmaPlan
 from ..copy.bulk.plan import BulkPlan
 from ..copy.cp_async.plan import CpAsyncPlan
 from ..copy.dsmem.plan import DsmemPlan
 
-__all__ = ["verify", "verify_plan", "verify_tmem_copy", "verify_tma", "verify_cp_async", "verify_bulk", "verify_dsmem", "run_tmem_copy", "VERIFIERS"]
+__all__ = ["verify", "verify_plan", "verify_tmem_copy", "verify_tma", "verify_cp_async", "verify_bulk", "verify_dsmem", "verify_mma", "run_tmem_copy", "VERIFIERS"]
 
 
 def verify_plan(plan: Tcgen05CpPlan, seed: int = 0, smem_base: int = 0,
@@ -133,7 +135,8 @@ def verify_tmem_copy(plan: Tcgen05LdStPlan, seed: int = 0) -> None:
 #: Plan variant -> its check in the emulator.
 VERIFIERS: dict[str, Callable[..., None]] = {Tcgen05CpPlan.VARIANT: verify_plan, Tcgen05LdStPlan.VARIANT: verify_tmem_copy,
                                              TmaPlan.VARIANT: verify_tma, CpAsyncPlan.VARIANT: verify_cp_async,
-                                             BulkPlan.VARIANT: verify_bulk, DsmemPlan.VARIANT: verify_dsmem}
+                                             BulkPlan.VARIANT: verify_bulk, DsmemPlan.VARIANT: verify_dsmem,
+                                             MmaPlan.VARIANT: verify_mma}
 
 
 def verify(plan: Plan, seed: int = 0, **values: int) -> None:
@@ -152,3 +155,4 @@ provides("verify", TmaPlan)(verify_tma)
 provides("verify", CpAsyncPlan)(verify_cp_async)
 provides("verify", BulkPlan)(verify_bulk)
 provides("verify", DsmemPlan)(verify_dsmem)
+provides("verify", MmaPlan)(verify_mma)

@@ -6,3 +6,4 @@ from .tcgen05_ldst import Tcgen05LdStExecutor
 from .tma import TmaExecutor
 from .cp_async import CpAsyncExecutor
 from .bulk import BulkExecutor
+from .mma import Tcgen05MmaExecutor

@@ -1,0 +1,97 @@
+"""The MMA executor: ``tcgen05.mma`` with A and B read through their shared-memory descriptors, D in TMEM (PTX ISA
+#tcgen05-mma, #tcgen05-block-scaling). It computes in float64 from the element codes (``sim.operand``), rounds D
+to its 32-bit type once per instruction, and writes the M = 128, cta_group::1 accumulator (row m in lane m,
+column n). Block-scaled kinds read each row's SFs from quadrant 0 at the SF address's column plus ``row // 32``
+and byte ``sf_id + j``. What it does not model (16-bit D, 6-bit elements, other M, the pair) is an
+EmulationError."""
+from __future__ import annotations
+
+import re
+from typing import Callable
+
+import numpy as np
+
+from ...arch.sm100.mma import MMA_KINDS
+from ...arch.sm100.tmem import QUADRANT_LANES, split_address
+from ...atoms.mma import MmaIssue
+from ...errors import EmulationError
+from ...mma.instr import InstrDescriptor
+from ..machine import Machine, tmem_operand
+from ..operand import mma_operand, reference_mma
+
+__all__ = ["Tcgen05MmaExecutor", "decode"]
+
+_BITS = {"f16": 16, "bf16": 16, "tf32": 32, "f8e4m3": 8, "f8e5m2": 8, "i8": 8, "u8": 8}
+
+
+def _operand_bits(kind: str, dtype: str) -> int:
+    if dtype == "f4e2m1" and kind in ("mxf4", "mxf4nvf4"):
+        return 4
+    if dtype not in _BITS:
+        raise EmulationError(f"kind::{kind} operands of {dtype} are not modelled")
+    return _BITS[dtype]
+
+
+class Tcgen05MmaExecutor(Machine):
+    """tcgen05.mma against the CTAs' shared memory and TMEM."""
+
+    def _sfs(self, address: int, rows: int, sf_id: int, vec: int, cta: int) -> np.ndarray:
+        """(rows, vec) SF codes at TMEM ``address``: row r at column + r // 32, byte sf_id + j, lane r % 32."""
+        lane0, col = split_address(address)
+        tmem = self.ctas[cta].tmem
+        r = np.arange(rows)
+        cells = tmem[lane0 + r % QUADRANT_LANES, col + r // QUADRANT_LANES].astype(np.uint64)
+        return np.stack([(cells >> (8 * (sf_id + j))) & 0xFF for j in range(vec)], axis=1).astype(np.uint8)
+
+    def mma(self, issue: MmaIssue, cta: int = 0) -> None:
+        """Issue one MMA: D (+)= A B^T (scaled for the block-scaled kinds)."""
+        cta = self._cta(cta)
+        kind = re.search(r"kind::(\w+)", issue.ptx).group(1)          # type: ignore[union-attr]
+        k = MMA_KINDS[kind]
+        f = InstrDescriptor.decode(kind, issue.idesc).fields
+        names = {v: n for n, v in k.operand_codes.items()}
+        a_type, b_type, m, n = names[f["a_type"]], names[f["b_type"]], f["m"], f["n"]
+        if m != 128 or ".cta_group::1" not in issue.ptx:
+            raise EmulationError(f"{issue.ptx}: the emulator models M = 128, cta_group::1 (M = {m})")
+        bits = _operand_bits(kind, a_type)
+        kk = 256 // bits
+        c = self.ctas[cta]
+        a = mma_operand(issue.a_desc, "MN" if f["transpose_a"] else "K", m, kk, bits, c.smem, c.smem_base)
+        b = mma_operand(issue.b_desc, "MN" if f["transpose_b"] else "K", n, kk, _operand_bits(kind, b_type),
+                        c.smem, c.smem_base)
+        if k.block_scaled:
+            if issue.sfa is None or issue.sfb is None:
+                raise EmulationError(f"{issue.ptx}: a block-scaled MMA names its SF addresses")
+            vec = k.scale_vecs[0] if len(k.scale_vecs) == 1 else (4 if issue.ptx.endswith("4X") else 2)
+            types = {v: t for t, v in k.scale_types.items()}
+            sfa = self._sfs(issue.sfa, m, f["sfa_id"], vec, cta)
+            sfb = self._sfs(issue.sfb, n, f["sfb_id"], vec, cta)
+            prod = reference_mma(a, b, a_type, b_type, sfa, sfb, types[f["scale_type"]], kk // vec)
+        else:
+            prod = reference_mma(a, b, a_type, b_type)
+        self._accumulate(issue, prod, kind, cta)
+
+    def _accumulate(self, issue: MmaIssue, prod: np.ndarray, kind: str, cta: int) -> None:
+        lane, col = split_address(issue.d)
+        tmem = self.ctas[cta].tmem
+        m, n = prod.shape
+        if lane or col + n > tmem.shape[1]:
+            raise EmulationError(f"D at TMEM address {issue.d:#x}: lane {lane}, columns {col}..{col + n - 1}")
+        region = tmem[:m, col:col + n]
+        keep = 1 if issue.accumulate else 0
+        if kind == "i8":
+            total = region.view(np.int32).astype(np.int64) * keep + prod.astype(np.int64)
+            region[:] = (total & 0xFFFFFFFF).astype(np.uint32)
+            return
+        region[:] = (region.view(np.float32).astype(np.float64) * keep + prod).astype(np.float32).view(np.uint32)
+
+
+def decode(op: str, args: list, value: Callable[[str], int]) -> MmaIssue:
+    """A compiled ``tcgen05.mma`` as its issue record: ``[d], a-desc, b-desc, idesc{, [sfa], [sfb]}, p`` (the
+    predicate's value read as the accumulate flag)."""
+    d = tmem_operand(args[0], value, "tcgen05.mma D")
+    scaled = ".block_scale" in op
+    sfa = tmem_operand(args[4], value, "SFA") if scaled else None
+    sfb = tmem_operand(args[5], value, "SFB") if scaled else None
+    return MmaIssue(op, d, value(args[1]), value(args[2]), value(args[3]) & 0xFFFFFFFF, bool(value(args[-1])),
+                    sfa, sfb)

@@ -1,0 +1,103 @@
+"""MMA plans in the emulator against the layouts alone: A's and B's elements written into shared memory through
+their tiles' layouts and swizzles, the SFs into TMEM through the SF tensors' layouts (every replica), the plan's
+stream (or a given one) executed, and D compared bit for bit with ``reference_mma`` of the elements over the whole
+K. The element codes are chosen so that every product and sum is exact in float32 (small dyadic values, SFs
+powers of two), so any difference is a wrong element, scale or offset, not rounding."""
+from __future__ import annotations
+
+from typing import Callable
+
+import numpy as np
+
+from ..basis import basis_get
+from ..errors import EmulationError
+from ..mma.plan import MmaPlan
+from ..tensor.smem import SmemTensor
+from ..tensor.values import layout_values, smem_bytes_needed, smem_element_offsets
+from .emulator import Sm100Emulator
+from .operand import decode, reference_mma
+
+__all__ = ["verify_mma"]
+
+_SFA_COLUMN, _SFB_COLUMN = 256, 288     # where the SF tensors go in the emulator's TMEM (D takes columns 0-255)
+
+
+def _exact_codes(dtype: str, bits: int, rng: np.random.Generator, shape: tuple) -> np.ndarray:
+    """Random element codes whose values are multiples of 1/4 with |value| <= 4 (exact products and sums)."""
+    if bits == 32:                                   # tf32: f32 bit patterns of quarters (low mantissa bits 0)
+        quarters = rng.integers(-16, 17, size=shape).astype(np.float32) / np.float32(4)
+        return quarters.view(np.uint32).astype(np.uint64)
+    codes = np.arange(1 << bits, dtype=np.uint64)
+    with np.errstate(invalid="ignore", over="ignore"):
+        values = decode(codes, dtype)
+        ok = np.isfinite(values) & (np.abs(values) <= 4) & (values * 4 == np.round(values * 4))
+    return rng.choice(codes[ok], size=shape).astype(np.uint64)
+
+
+def _write_tile(image: np.ndarray, base: int, tile: SmemTensor, codes: np.ndarray) -> None:
+    """Element (mn, k) of ``tile`` (logical order mn fastest) at its swizzled place, ``bits`` wide."""
+    bits = tile.bits
+    flat = codes.T.reshape(-1)                       # (MN, K) -> index mn + MN * k
+    offsets = smem_element_offsets(tile) * bits + base * 8
+    for b in range(0, bits, 8) if bits >= 8 else [0]:
+        byte = (offsets + b) // 8
+        if bits >= 8:
+            image[byte] = ((flat >> np.uint64(b)) & np.uint64(0xFF)).astype(np.uint8)
+        else:                                        # 4-bit codes: the nibble at bit offset % 8
+            shift = (offsets % 8).astype(np.uint64)
+            np.bitwise_and.at(image, byte, (~(np.uint64(0xF) << shift) & np.uint64(0xFF)).astype(np.uint8))
+            np.bitwise_or.at(image, byte, ((flat & np.uint64(0xF)) << shift).astype(np.uint8))
+
+
+def _write_sfs(emu: Sm100Emulator, sf, column: int, codes: np.ndarray) -> None:
+    """SF (row, slot) codes into TMEM at ``column`` through the SF tensor's layout and every replica."""
+    t = sf.tensor
+    lanes = layout_values(t.layout, "TLane")
+    byte_cols = layout_values(t.layout, "TCol")
+    reps = layout_values(t.replica, "TLane") if t.replica is not None else np.zeros(1, np.int64)
+    flat = codes.T.reshape(-1)                       # (rows, slots) -> index row + rows * slot
+    tmem = emu.ctas[0].tmem
+    for rep in reps:
+        for lane, bc, code in zip(lanes + rep, byte_cols + basis_get(t.offset, "TCol"), flat):
+            col, shift = column + int(bc) // 4, 8 * (int(bc) % 4)
+            tmem[lane, col] = (int(tmem[lane, col]) & ~(0xFF << shift)) | (int(code) << shift)
+
+
+def verify_mma(plan: MmaPlan, seed: int = 0, stream: Callable[..., list] | None = None) -> None:
+    """Emulate ``plan`` (or ``stream(smem_a, smem_b, tmem_base, tmem_sfa, tmem_sfb)``) and compare D with the
+    reference MMA of the layouts' elements; EmulationError names the first differing element."""
+    if not isinstance(plan, MmaPlan):
+        raise TypeError(f"verify_mma: expected an MmaPlan (make_mma), got {type(plan).__name__}")
+    rng = np.random.default_rng(seed)
+    m, n, k = plan.shape
+    a_type, b_type = plan.a.tensor.dtype.name, plan.b.tensor.dtype.name
+    a = _exact_codes(a_type, plan.a.tensor.bits, rng, (m, k))
+    b = _exact_codes(b_type, plan.b.tensor.bits, rng, (n, k))
+    a_bytes = -(-smem_bytes_needed(plan.a.tensor) // 1024) * 1024
+    emu = Sm100Emulator(smem_bytes=a_bytes + smem_bytes_needed(plan.b.tensor), fill_tmem=0)
+    image = np.zeros(emu.ctas[0].smem.size, dtype=np.uint8)
+    _write_tile(image, 0, plan.a.tensor, a)
+    _write_tile(image, a_bytes, plan.b.tensor, b)
+    emu.write_smem(0, image)
+    emu.alloc(512)
+    sfa = sfb = None
+    if plan.sfa is not None and plan.sfb is not None:
+        slots = plan.sfa.mmas * plan.sfa.scale_vec
+        sfa = rng.integers(125, 130, (m, slots)).astype(np.uint8)      # ue8m0 2^-2 .. 2^2
+        sfb = rng.integers(125, 130, (n, slots)).astype(np.uint8)
+        _write_sfs(emu, plan.sfa, _SFA_COLUMN, sfa)
+        _write_sfs(emu, plan.sfb, _SFB_COLUMN, sfb)
+    issues = (stream or plan.stream)(0, a_bytes, 0, _SFA_COLUMN, _SFB_COLUMN)
+    for issue in issues:
+        emu.mma(issue)
+    if plan.sfa is not None and sfa is not None and sfb is not None:
+        block = plan.a.k_per_mma // plan.sfa.scale_vec
+        want = reference_mma(a, b, a_type, b_type, sfa[:, :k // block], sfb[:, :k // block], "ue8m0", block)
+    else:
+        want = reference_mma(a, b, a_type, b_type)
+    got = emu.ctas[0].tmem[:m, plan.d_column:plan.d_column + n].view(np.float32)
+    bad = np.argwhere(got != want.astype(np.float32))
+    if bad.size:
+        i, j = (int(x) for x in bad[0])
+        raise EmulationError(f"D[{i}, {j}] is {got[i, j]!r} after the MMAs, the layouts' elements give "
+                             f"{float(want[i, j])!r} ({len(bad)} elements differ)")

@@ -36,6 +36,7 @@ def compiled(request):
 
 def test_every_thread_issues_the_plans_stream(compiled):
     plan, code, tiles = compiled
+    assert sum(1 for i in code.instructions() if re.search(r"(^|\s)LDGSTS", i)) == len(plan.instructions)
     for tile in tiles:
         for thread in sorted({0, 1, plan.threads // 2, plan.threads - 1}):
             params = {0: GMEM, 1: SMEM, **{2 + k: t for k, t in enumerate(tile)}}
@@ -45,7 +46,7 @@ def test_every_thread_issues_the_plans_stream(compiled):
                 [(i.smem, i.gmem, i.size, i.src_size) for i in want], (tile, thread)
 
 
-@pytest.mark.parametrize("arch", ["sm_80", "sm_90a", "sm_100a"])
+@pytest.mark.parametrize("arch", ["sm_80", "sm_100a"])           # sm_90a: the stream test's build
 def test_sass_has_one_ldgsts_per_planned_instruction(compiled, arch):
     plan, _, _ = compiled
     sass = compile_cuda(probe_source(plan), arch=arch).instructions()

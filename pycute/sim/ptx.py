@@ -34,7 +34,7 @@ def _family(op: str) -> str | None:
     """The ISSUE_DECODERS key ``op`` starts with (``cp.async.bulk.tensor.2d...`` -> ``cp.async.bulk.tensor``)."""
     return next((k for k in ISSUE_DECODERS if op == k or op.startswith(k + ".")), None)
 
-__all__ = ["run_entry", "trace_entry", "probe_stream", "ldst_stream", "GENERIC_SHARED_WINDOW"]
+__all__ = ["run_entry", "trace_entry", "probe_stream", "ldst_stream", "GENERIC_SHARED_WINDOW", "SPECIAL_DEFAULTS"]
 
 #: Where this model places the shared window in the generic address space (cvta.shared adds it).
 GENERIC_SHARED_WINDOW = 0x7F00_0000_0000
@@ -46,7 +46,15 @@ _ENTRY_DIRECTIVE = re.compile(r"\.(?:maxntid|reqntid|minnctapersm|maxnctapersm|r
                               r"maxclusterrank|blocksareclusters|noreturn|pragma)\b[^.]*")
 # Statements that order or signal but write no register of the thread.
 _SYNC_OPS = ("bar", "barrier", "fence", "membar")
-_SYNC_TCGEN05 = ("commit", "fence::before_thread_sync", "fence::after_thread_sync", "wait::ld", "wait::st")
+_SYNC_TCGEN05 = ("commit", "fence::before_thread_sync", "fence::after_thread_sync", "wait::ld", "wait::st", "alloc",
+                 "dealloc", "relinquish_alloc_permit")
+#: The special registers of the grid and the cluster a thread may read, and their values when the caller gives none
+#: (PTX ISA "Special Registers"): one CTA of 128 threads, alone in its cluster.
+SPECIAL_DEFAULTS = {"%ctaid.x": 0, "%ctaid.y": 0, "%ctaid.z": 0, "%nctaid.x": 1, "%nctaid.y": 1, "%nctaid.z": 1,
+                    "%ntid.x": 128, "%ntid.y": 1, "%ntid.z": 1, "%cluster_ctarank": 0, "%cluster_nctarank": 1,
+                    "%cluster_ctaid.x": 0, "%cluster_ctaid.y": 0, "%cluster_ctaid.z": 0, "%cluster_nctaid.x": 1,
+                    "%cluster_nctaid.y": 1, "%cluster_nctaid.z": 1, "%clusterid.x": 0, "%clusterid.y": 0,
+                    "%clusterid.z": 0, "%nclusterid.x": 1, "%nclusterid.y": 1, "%nclusterid.z": 1}
 _SYNC_BULK = ("cp.async.bulk.commit_group", "cp.async.bulk.wait_group", "cp.async.commit_group", "cp.async.wait_group",
               "cp.async.wait_all", "cp.async.mbarrier.arrive")
 _SKIP = re.compile(r"^(?:\.reg|\.local|\.shared|\.pragma|\.loc|\.maxntid|\.reqntid|\.minnctapersm|//|\{|\})")
@@ -134,9 +142,14 @@ _ALU_OPS = set(_BINARY) | {"mul", "div", "rem", "mov", "not", "neg", "mad", "cvt
 class _Thread:
     """One thread's registers while it runs an entry's statements; ``issued`` collects its ``tcgen05.cp``."""
 
-    def __init__(self, params: dict, symbols: dict, lane: int, tid: int):
+    def __init__(self, params: dict, symbols: dict, lane: int, tid: int, specials: dict | None = None):
         self.params, self.symbols, self.lane = params, symbols, lane
-        self.specials = {"%tid.x": tid, "%tid.y": 0, "%tid.z": 0, "%laneid": lane}
+        unknown = sorted(set(specials or {}) - set(SPECIAL_DEFAULTS))
+        if unknown:
+            raise CompileError(f"special registers {', '.join(unknown)} are not modelled (one of "
+                               f"{', '.join(SPECIAL_DEFAULTS)})")
+        self.specials = {**SPECIAL_DEFAULTS, **(specials or {}), "%tid.x": tid, "%tid.y": 0, "%tid.z": 0,
+                         "%laneid": lane}
         self.regs: dict[str, int] = {}
         self.issued: list = []
         self.ldst: list = []
@@ -275,15 +288,17 @@ def run_entry(ptx: str, params: dict, symbols: dict, entry: str | None = None, m
 
 
 def trace_entry(ptx: str, params: dict, symbols: dict, entry: str | None = None, max_steps: int = 100_000,
-                lane: int = 0, tid: int | None = None) -> _Thread:
+                lane: int = 0, tid: int | None = None, specials: dict | None = None) -> _Thread:
     """As ``run_entry`` for thread ``tid`` (``%tid.x``; default ``lane``), returning the thread: ``.issued`` (the
-    ``tcgen05.cp`` stream), ``.ldst`` (``(op, taddr, immHalfSplitoff, registers)`` per ``tcgen05.ld/st``) and
-    ``.trace`` (every cp, ld/st, commit, fence, barrier, mbarrier and memory statement in program order)."""
+    ``tcgen05.cp`` stream), ``.ldst`` (``(op, taddr, immHalfSplitoff, registers)`` per ``tcgen05.ld/st``), ``.tma``,
+    ``.cp_async``, ``.bulk``, ``.mma`` and ``.trace`` (every issue, commit, fence, barrier, alloc, mbarrier and
+    memory statement in program order). ``specials`` sets the grid's and cluster's special registers
+    (``{"%ctaid.y": 3, "%cluster_ctarank": 1}``; ``SPECIAL_DEFAULTS`` otherwise)."""
     if not isinstance(ptx, str):
         raise TypeError(f"run_entry: the PTX must be text, got {type(ptx).__name__}")
     names, program, labels = _parse_entry(ptx, entry)
     values = {n: params[k] if k in params else params[n] for k, n in enumerate(names) if k in params or n in params}
-    thread = _Thread(values, symbols, lane, lane if tid is None else tid)
+    thread = _Thread(values, symbols, lane, lane if tid is None else tid, specials)
     pc = steps = 0
     while pc < len(program):
         steps += 1

@@ -11,7 +11,11 @@ from __future__ import annotations
 
 from typing import Any, ClassVar, Literal, NamedTuple, Protocol, runtime_checkable
 
-__all__ = ["Plan", "Rejection", "Reject", "Completion"]
+from ..tensor.gmem import GlobalTensor
+from ..tensor.smem import SmemTensor
+from ..tensor.tile import layout_modes, mode_extents
+
+__all__ = ["Plan", "Rejection", "Reject", "Completion", "ArrayTilePlan"]
 
 #: How the caller learns that a copy has landed: ``expect_tx`` (an mbarrier counts the bytes: TMA and bulk loads,
 #: DSMEM), ``arrive`` (one mbarrier arrival per copying thread: cp.async's arrive.noinc), ``group`` (the issuing
@@ -70,3 +74,25 @@ class Plan(Protocol):
     def cuda(self, *args: Any, **kwargs: Any) -> str: ...
 
     def verify(self, seed: int = 0) -> None: ...
+
+
+class ArrayTilePlan:
+    """What the plans of one tile of a whole global array share (TMA, bulk copies, cp.async): from the array
+    (``gmem``) and the tile (``smem``), the element bytes, the tile's extent per mode and the array's modes."""
+
+    gmem: GlobalTensor
+    smem: SmemTensor
+
+    @property
+    def elem_bytes(self) -> int:
+        return self.smem.bits // 8
+
+    @property
+    def tile_shape(self) -> tuple[int, ...]:
+        """The tile's extent in each array mode."""
+        return mode_extents(self.smem.layout)
+
+    @property
+    def array_modes(self) -> list[tuple[int, int]]:
+        """``(extent, stride in elements)`` per mode of the array."""
+        return layout_modes(self.gmem.layout)

@@ -8,6 +8,7 @@ import attrs
 import numpy as np
 
 from ..codegen.bulk import emit_bulk_copy, emit_dsmem_copy
+from .common import BUFFER_AND_BARRIER
 from ..compile.nvrtc import Compiled, compile_cuda
 from ..compile.runtime import Gpu, check_gpu
 from ..copy.bulk.plan import BulkPlan
@@ -50,11 +51,7 @@ class BulkRoundTrip:
         return (emit_bulk_copy(self.load, "rt_load") + store + f"""
 extern "C" __global__ void bulk_roundtrip(const unsigned char* a, unsigned char* b, unsigned char* dump,
                                           unsigned* status, {tiles}) {{
-  extern __shared__ unsigned char raw[];
-  __shared__ __align__(8) unsigned long long mbar;
-  const unsigned base = (pycute_smem_address(raw) + 1023u) & ~1023u;
-  unsigned char* buf = raw + (base - pycute_smem_address(raw));
-  const unsigned m = pycute_smem_address(&mbar);
+{BUFFER_AND_BARRIER}
   for (unsigned i = threadIdx.x; i < {self.smem_bytes}u; i += blockDim.x) buf[i] = {_MARKER};
   if (threadIdx.x == 0) {{
     pycute_mbarrier_init(m, 1);
@@ -137,11 +134,7 @@ class DsmemRoundTrip:
         n, r = self.ctas, self.region
         return (emit_dsmem_copy(self.plan, "rt_dsmem") + f"""
 extern "C" __global__ void dsmem_roundtrip(const unsigned char* images, unsigned char* dump, unsigned* status) {{
-  extern __shared__ unsigned char raw[];
-  __shared__ __align__(8) unsigned long long mbar;
-  const unsigned base = (pycute_smem_address(raw) + 1023u) & ~1023u;
-  unsigned char* buf = raw + (base - pycute_smem_address(raw));
-  const unsigned m = pycute_smem_address(&mbar);
+{BUFFER_AND_BARRIER}
   const unsigned rank = pycute_cluster_ctarank();
   for (unsigned i = threadIdx.x; i < {r}u; i += blockDim.x) buf[i] = images[rank * {r}u + i];
   if (threadIdx.x == 0) {{

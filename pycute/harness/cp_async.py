@@ -7,6 +7,7 @@ import attrs
 import numpy as np
 
 from ..codegen.cp_async import emit_cp_async_copy
+from .common import BUFFER_AND_BARRIER
 from ..compile.nvrtc import Compiled, compile_cuda
 from ..compile.runtime import Gpu, check_gpu
 from ..copy.cp_async.plan import CpAsyncPlan
@@ -49,11 +50,7 @@ class CpAsyncRoundTrip:
         return ('#include "pycute/common.cuh"\n' + emit_cp_async_copy(p, "rt_copy") + f"""
 extern "C" __global__ void cp_async_roundtrip(const unsigned char* gmem, unsigned char* dump, unsigned* status,
                                               {tiles}) {{
-  extern __shared__ unsigned char raw[];
-  __shared__ __align__(8) unsigned long long mbar;
-  const unsigned base = (pycute_smem_address(raw) + 1023u) & ~1023u;
-  unsigned char* buf = raw + (base - pycute_smem_address(raw));
-  const unsigned m = pycute_smem_address(&mbar);
+{BUFFER_AND_BARRIER}
   for (unsigned i = threadIdx.x; i < {self.smem_bytes}u; i += blockDim.x) buf[i] = {_MARKER};
   if (threadIdx.x == 0) pycute_mbarrier_init(m, {p.arrivals or 1}u);
   __syncthreads();

@@ -6,6 +6,7 @@ from __future__ import annotations
 import attrs
 import numpy as np
 
+from .common import BUFFER_AND_BARRIER
 from ..compile.nvrtc import Compiled, compile_cuda
 from ..compile.runtime import Gpu, check_gpu, tensor_map_arg, tensor_map_bytes
 from ..copy.tma.plan import TmaPlan
@@ -66,11 +67,7 @@ class TmaRoundTrip:
         return (emit_tma_copy(self.load, "rt_load") + store + f"""
 extern "C" __global__ void tma_roundtrip({maps}, unsigned char* dump, unsigned* status, {tiles}) {{
   {"const pycute_tensor_map* in_map = &in_param; const pycute_tensor_map* out_map = &out_param;" if by_value else ""}
-  extern __shared__ unsigned char raw[];
-  __shared__ __align__(8) unsigned long long mbar;
-  const unsigned base = (pycute_smem_address(raw) + 1023u) & ~1023u;
-  unsigned char* buf = raw + (base - pycute_smem_address(raw));
-  const unsigned m = pycute_smem_address(&mbar);
+{BUFFER_AND_BARRIER}
   for (unsigned i = threadIdx.x; i < {self.smem_bytes}u; i += blockDim.x) buf[i] = {_MARKER};
   if (threadIdx.x == 0) {{
     {"" if by_value else "pycute_tensormap_acquire(in_map); pycute_tensormap_acquire(out_map);"}

@@ -12,9 +12,8 @@ from ...errors import PlanError
 from ...int_tuple import as_int
 from ...tensor.gmem import GlobalTensor
 from ...tensor.smem import SmemTensor
-from ...tensor.tile import layout_modes, mode_extents
 from ...views import view
-from ..protocol import Rejection
+from ..protocol import ArrayTilePlan, Rejection
 from ...tensor.stages import SmemStage, stage_offset
 
 __all__ = ["BulkChunk", "BulkPlan", "chunk_lines"]
@@ -36,7 +35,7 @@ def chunk_lines(chunks: tuple[BulkChunk, ...], src: str, dst: str) -> list[str]:
 
 
 @attrs.frozen(repr=False)
-class BulkPlan:
+class BulkPlan(ArrayTilePlan):
     """A validated bulk copy of one tile between a global array and a shared tile: ``load`` (each chunk completes
     on the caller's mbarrier, which must expect ``expect_tx`` bytes) or ``store`` (one bulk group)."""
 
@@ -63,17 +62,6 @@ class BulkPlan:
         """``expect_tx`` for a load (the mbarrier counts its bytes), ``group`` for a store."""
         return "expect_tx" if self.direction == "load" else "group"
 
-    @property
-    def elem_bytes(self) -> int:
-        return self.smem.bits // 8
-
-    @property
-    def tile_shape(self) -> tuple[int, ...]:
-        return mode_extents(self.smem.layout)
-
-    @property
-    def array_modes(self) -> list[tuple[int, int]]:
-        return layout_modes(self.gmem.layout)
 
     @property
     def tiles(self) -> tuple[int, ...]:

@@ -13,9 +13,8 @@ from ...int_tuple import as_int, product
 from ...layout import Layout
 from ...tensor.gmem import GlobalTensor
 from ...tensor.smem import SmemTensor
-from ...tensor.tile import layout_modes, mode_extents
 from ...views import view
-from ..protocol import Rejection
+from ..protocol import ArrayTilePlan, Rejection
 from ...tensor.stages import SmemStage, stage_offset
 
 __all__ = ["Terms", "CpAsyncInstruction", "CpAsyncPlan"]
@@ -45,7 +44,7 @@ class CpAsyncInstruction:
 
 
 @attrs.frozen(repr=False)
-class CpAsyncPlan:
+class CpAsyncPlan(ArrayTilePlan):
     """A validated cp.async copy of one tile of a global array into shared memory by ``threads`` threads: vector
     ``j`` is the ``vector`` elements from ``j * vector`` in colexicographic order over modes ``order`` (the array's
     contiguous mode first, so that consecutive threads read consecutive global bytes); thread ``t`` copies vectors
@@ -76,17 +75,6 @@ class CpAsyncPlan:
     def dst(self) -> SmemTensor:
         return self.smem
 
-    @property
-    def elem_bytes(self) -> int:
-        return self.smem.bits // 8
-
-    @property
-    def tile_shape(self) -> tuple[int, ...]:
-        return mode_extents(self.smem.layout)
-
-    @property
-    def array_modes(self) -> list[tuple[int, int]]:
-        return layout_modes(self.gmem.layout)
 
     @property
     def vectors(self) -> int:

@@ -15,9 +15,8 @@ from ...dtypes import dtype
 from ...int_tuple import as_int, product
 from ...tensor.gmem import GlobalTensor
 from ...tensor.smem import SmemTensor
-from ...tensor.tile import layout_modes, mode_extents
 from ...views import view
-from ..protocol import Rejection
+from ..protocol import ArrayTilePlan, Rejection
 from ...tensor.stages import SmemStage, stage_offset
 
 __all__ = ["TensorMapParams", "TmaInstruction", "TmaMulticast", "TmaStage", "TmaTileCoord", "TmaPlan"]
@@ -99,7 +98,7 @@ class TmaInstruction:
 
 
 @attrs.frozen(repr=False)
-class TmaPlan:
+class TmaPlan(ArrayTilePlan):
     """A validated TMA copy of one tile between a global array and a shared-memory tile. ``instructions`` is
     exactly what the generated code issues for tile index ``(t0, t1, ...)``; a load's mbarrier must expect
     ``expect_tx`` bytes (full boxes, out-of-bounds parts included)."""
@@ -136,19 +135,6 @@ class TmaPlan:
         """The reduction a store applies (``add``, ``min``, ...), or None."""
         return self.atom.reduce
 
-    @property
-    def tile_shape(self) -> tuple[int, ...]:
-        """The tile's extent in each global mode."""
-        return mode_extents(self.smem.layout)
-
-    @property
-    def elem_bytes(self) -> int:
-        return DTYPE_BYTES[self.tensor_map.dtype]
-
-    @property
-    def array_modes(self) -> list[tuple[int, int]]:
-        """``(extent, stride in elements)`` per mode of the array."""
-        return layout_modes(self.gmem.layout)
 
     @property
     def array_bytes(self) -> int:

@@ -35,7 +35,7 @@ from .tcgen05_ldst import ldst_header_functions, ldst_header_tables
 from .tma import tma_header_functions
 from .cp_async import cp_async_header
 from .bulk import bulk_header
-from .mma import mma_header_functions
+from .mma import mma_header_functions, soft_mma_functions, soft_mma_tables
 from .templates import render
 
 __all__ = ["ABI_VERSION", "HEADER_NAME", "PARTS", "headers", "sm100_header", "header_path", "include_dir",
@@ -79,7 +79,11 @@ def tma_header() -> str:
 
 def tcgen05_mma_header() -> str:
     """The text of ``pycute/tcgen05_mma.cuh``."""
-    return render("header_tcgen05_mma.cuh", abi=ABI_VERSION, mma_functions=mma_header_functions())
+    return render("header_tcgen05_mma.cuh", abi=ABI_VERSION, mma_functions=mma_header_functions(),
+                  soft_mma_functions=soft_mma_functions(), soft_mma_tables=soft_mma_tables(), desc_start=field_get(START_ADDRESS, "desc"),
+                  desc_lbo=field_get(LBO, "desc"), desc_sbo=field_get(SBO, "desc"),
+                  desc_swizzle=field_get(SWIZZLE, "desc"), code_none=SwizzleMode.NONE.code, unit_bytes=UNIT_BYTES,
+                  window_mask=f"0x{START_ADDRESS.limit - 1:X}", column_mask=f"0x{(1 << LANE_SHIFT) - 1:X}")
 
 
 #: The parts of ``pycute/sm100.cuh``, in include order: (name, what it holds, its renderer).

@@ -10,7 +10,8 @@ from ..mma.plan import MmaPlan
 from ..views import provides
 from .common import ABI_VERSION, check_function_name
 
-__all__ = ["emit_umma_desc", "emit_instr_desc", "emit_mma", "mma_helper", "mma_header_functions"]
+__all__ = ["emit_umma_desc", "emit_instr_desc", "emit_mma", "mma_helper", "mma_header_functions", "soft_mma_tables",
+           "soft_mma_functions"]
 
 
 def mma_helper(kind: str, cta_group: int, scale_vec: int | None = None) -> str:
@@ -106,3 +107,57 @@ def emit_mma(plan: MmaPlan, name: str = "pycute_mma") -> str:
             "// `accumulate` 0 overwrites D with the first k-block. Then pycute_tcgen05_commit<1>(mbar)."]
     return "\n".join(['#include "pycute/sm100.cuh"', "", *head,
                       f"__device__ __forceinline__ void {name}({sig}) {{", *body, "}"]) + "\n"
+
+
+# The soft build's element formats (PYCUTE_SOFT_TCGEN05): id -> (bits, how the soft decoder reads it). Operand
+# types outside this table (6- and 4-bit floats, integers) trap in the soft model rather than guess.
+_SOFT_FORMATS = {"f16": (0, 16), "bf16": (1, 16), "tf32": (2, 32), "f8e4m3": (3, 8), "f8e5m2": (4, 8)}
+
+
+def _field(table, name: str, desc: str = "idesc") -> str:
+    f = next(f for f in table if f.name == name)
+    value = f"(({desc} >> {f.lo}) & {(1 << f.width) - 1}u)"
+    return f"({value} << {f.shift})" if f.shift else value
+
+
+def soft_mma_tables() -> str:
+    """The soft build's operand formats per kind and code, and their bits: C arrays for the header."""
+    rows = []
+    for kind in MMA_KINDS:
+        codes = ["-1"] * 8
+        for name, code in MMA_KINDS[kind].operand_codes.items():
+            if name in _SOFT_FORMATS and not MMA_KINDS[kind].block_scaled:
+                codes[code] = str(_SOFT_FORMATS[name][0])
+        rows.append("{" + ", ".join(codes) + "}")
+    bits = [str(b) for _, b in sorted(_SOFT_FORMATS.values())]
+    return "\n".join([f"static __device__ const int pycute_soft_mma_format[{len(rows)}][8] = {{{', '.join(rows)}}};",
+                      f"static __device__ const int pycute_soft_format_bits[{len(bits)}] = {{{', '.join(bits)}}};"])
+
+
+def soft_mma_functions() -> str:
+    """The soft build's tcgen05.mma (dense kinds, M 128, cta_group::1, D f32) and its wrappers: C text."""
+    from ..arch.sm100.mma import DENSE_FIELDS
+    kinds = list(MMA_KINDS)
+    wrappers = []
+    for k, kind in enumerate(kinds):
+        for group in (1, 2):
+            for vec in (MMA_KINDS[kind].scale_vecs if MMA_KINDS[kind].block_scaled else (None,)):
+                sf = ", unsigned sfa, unsigned sfb" if vec else ""
+                wrappers.append(f"__device__ __forceinline__ void {mma_helper(kind, group, vec)}(unsigned d, unsigned "
+                                f"long long a, unsigned long long b, unsigned idesc{sf}, unsigned accumulate) {{\n"
+                                f"  pycute_soft_tcgen05_mma({k}, {group}, {int(vec is not None)}, d, a, b, idesc, "
+                                f"accumulate);\n}}")
+    f = lambda name: _field(DENSE_FIELDS, name)                    # noqa: E731
+    return "\n".join([
+        "__device__ void pycute_soft_tcgen05_mma(int kind, int cta_group, int scaled, unsigned d, unsigned long long a,",
+        "                                        unsigned long long b, unsigned idesc, unsigned accumulate) {",
+        f"  const unsigned m = {f('m')}, n = {f('n')};",
+        f"  const int fa = pycute_soft_mma_format[kind][{f('a_type')}], fb = pycute_soft_mma_format[kind][{f('b_type')}];",
+        "  if (scaled || cta_group != 1 || m != 128u || fa < 0 || fb < 0) {",
+        '    printf("pycute soft tcgen05: tcgen05.mma kind %d, cta_group %d, M %u with these operand types is not '
+        'modelled (dense kinds, M 128, cta_group 1, f16/bf16/tf32/f8 operands)\\n", kind, cta_group, m);',
+        "    __trap();",
+        "  }",
+        f"  pycute_soft_mma_tile(d, a, b, m, n, fa, fb, {f('transpose_a')}, {f('transpose_b')}, accumulate);",
+        "}",
+        *wrappers])

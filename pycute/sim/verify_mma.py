@@ -17,12 +17,12 @@ from ..tensor.values import layout_values, smem_bytes_needed, smem_element_offse
 from .emulator import Sm100Emulator
 from .operand import decode, reference_mma
 
-__all__ = ["verify_mma"]
+__all__ = ["verify_mma", "exact_codes", "write_tile"]
 
 _SFA_COLUMN, _SFB_COLUMN = 256, 288     # where the SF tensors go in the emulator's TMEM (D takes columns 0-255)
 
 
-def _exact_codes(dtype: str, bits: int, rng: np.random.Generator, shape: tuple) -> np.ndarray:
+def exact_codes(dtype: str, bits: int, rng: np.random.Generator, shape: tuple) -> np.ndarray:
     """Random element codes whose values are multiples of 1/4 with |value| <= 4 (exact products and sums)."""
     if bits == 32:                                   # tf32: f32 bit patterns of quarters (low mantissa bits 0)
         quarters = rng.integers(-16, 17, size=shape).astype(np.float32) / np.float32(4)
@@ -34,7 +34,7 @@ def _exact_codes(dtype: str, bits: int, rng: np.random.Generator, shape: tuple) 
     return rng.choice(codes[ok], size=shape).astype(np.uint64)
 
 
-def _write_tile(image: np.ndarray, base: int, tile: SmemTensor, codes: np.ndarray) -> None:
+def write_tile(image: np.ndarray, base: int, tile: SmemTensor, codes: np.ndarray) -> None:
     """Element (mn, k) of ``tile`` (logical order mn fastest) at its swizzled place, ``bits`` wide."""
     bits = tile.bits
     flat = codes.T.reshape(-1)                       # (MN, K) -> index mn + MN * k
@@ -71,13 +71,13 @@ def verify_mma(plan: MmaPlan, seed: int = 0, stream: Callable[..., list] | None 
     rng = np.random.default_rng(seed)
     m, n, k = plan.shape
     a_type, b_type = plan.a.tensor.dtype.name, plan.b.tensor.dtype.name
-    a = _exact_codes(a_type, plan.a.tensor.bits, rng, (m, k))
-    b = _exact_codes(b_type, plan.b.tensor.bits, rng, (n, k))
+    a = exact_codes(a_type, plan.a.tensor.bits, rng, (m, k))
+    b = exact_codes(b_type, plan.b.tensor.bits, rng, (n, k))
     a_bytes = -(-smem_bytes_needed(plan.a.tensor) // 1024) * 1024
     emu = Sm100Emulator(smem_bytes=a_bytes + smem_bytes_needed(plan.b.tensor), fill_tmem=0)
     image = np.zeros(emu.ctas[0].smem.size, dtype=np.uint8)
-    _write_tile(image, 0, plan.a.tensor, a)
-    _write_tile(image, a_bytes, plan.b.tensor, b)
+    write_tile(image, 0, plan.a.tensor, a)
+    write_tile(image, a_bytes, plan.b.tensor, b)
     emu.write_smem(0, image)
     emu.alloc(512)
     sfa = sfb = None

@@ -6,8 +6,12 @@
 //
 // pycute_tcgen05_mma_<kind>[_<v>x]_cg<g>(d, a, b, idesc[, sfa, sfb], accumulate): D at TMEM address `d` (+)= A B^T,
 // A and B through their 64-bit shared-memory descriptors, `idesc` the instruction descriptor, SFs at TMEM
-// addresses `sfa` / `sfb` (block-scaled kinds); `accumulate` 0 overwrites D (PTX ISA, tcgen05.mma). The soft build
-// (PYCUTE_SOFT_TCGEN05) has no model of the MMA: these are left out of it.
+// addresses `sfa` / `sfb` (block-scaled kinds); `accumulate` 0 overwrites D (PTX ISA, tcgen05.mma).
+//
+// The soft build (PYCUTE_SOFT_TCGEN05) models the dense kinds with f16 / bf16 / tf32 / fp8 operands, M 128,
+// cta_group::1, an f32 D: the calling thread reads A and B through the descriptors (the canonical layouts and the
+// swizzle on absolute addresses), sums in double and rounds D once per instruction (as pycute's emulator does).
+// Every other form traps, naming itself.
 #ifndef PYCUTE_TCGEN05_MMA_CUH
 #define PYCUTE_TCGEN05_MMA_CUH
 
@@ -15,6 +19,86 @@
 
 #if !defined(PYCUTE_SOFT_TCGEN05)
 ${mma_functions}
-#endif  // !PYCUTE_SOFT_TCGEN05
+#else
+${soft_mma_tables}
+
+// An element code of soft format `fmt` (0 f16, 1 bf16, 2 tf32, 3 e4m3, 4 e5m2) as a double.
+__device__ double pycute_soft_minifloat(unsigned code, int ebits, int mbits, int bias, bool fn) {
+  const unsigned man = code & ((1u << mbits) - 1u), exp = (code >> mbits) & ((1u << ebits) - 1u);
+  const double sign = ((code >> (ebits + mbits)) & 1u) ? -1.0 : 1.0;
+  const unsigned top = (1u << ebits) - 1u;
+  if (fn ? (exp == top && man == (1u << mbits) - 1u) : (exp == top && man != 0u))
+    return __longlong_as_double(0x7FF8000000000000ull);
+  if (!fn && exp == top) return sign * __longlong_as_double(0x7FF0000000000000ull);
+  if (exp == 0u) return sign * ldexp(double(man), 1 - bias - mbits);
+  return sign * ldexp(double(man | (1u << mbits)), int(exp) - bias - mbits);
+}
+
+__device__ double pycute_soft_element(unsigned code, int fmt) {
+  switch (fmt) {
+    case 0: return pycute_soft_minifloat(code, 5, 10, 15, false);
+    case 1: return double(__uint_as_float(code << 16));
+    case 2: return double(__uint_as_float(code & 0xFFFFE000u));
+    case 3: return pycute_soft_minifloat(code, 4, 3, 7, true);
+    default: return pycute_soft_minifloat(code, 5, 2, 15, false);
+  }
+}
+
+// Element (mn, k) of the operand the descriptor `desc` addresses: its canonical offset (K- or MN-major), the
+// swizzle on the absolute byte address, then `bits` read from the executing CTA's shared memory.
+__device__ unsigned pycute_soft_operand(unsigned long long desc, unsigned mn_major, unsigned mn, unsigned k, int bits) {
+  const unsigned start = ${desc_start};
+  const unsigned lbo = ${desc_lbo};
+  const unsigned sbo = ${desc_sbo};
+  const unsigned sw = ${desc_swizzle};
+  const unsigned pitch = pycute_soft_pitch[sw], mask = pycute_soft_swizzle_mask[sw];
+  const int shift = pycute_soft_swizzle_shift[sw];
+  const unsigned t = 128u / unsigned(bits);                 // elements in a 16-byte unit
+  unsigned byte, bit;
+  if (!mn_major) {
+    byte = (mn % 8u) * (sw == ${code_none} ? ${unit_bytes}u : pitch) + (mn / 8u) * sbo
+           + (k / t) * (sw == ${code_none} ? lbo : ${unit_bytes}u);
+    bit = (k % t) * unsigned(bits);
+  } else if (sw == ${code_none}) {
+    byte = (mn / t) * sbo + (k % 8u) * ${unit_bytes}u + (k / 8u) * lbo;
+    bit = (mn % t) * unsigned(bits);
+  } else {
+    const unsigned per = pitch * 8u / unsigned(bits);
+    byte = (mn / per) * lbo + (k % 8u) * pitch + (k / 8u) * sbo;
+    bit = (mn % per) * unsigned(bits);
+  }
+  const unsigned lin = start + byte + bit / 8u;
+  const unsigned phys = lin ^ (shift >= 0 ? (lin & mask) >> shift : (lin & mask) << -shift);
+  const unsigned window_hi = pycute_smem_address(&pycute_soft_anchor) & ~${window_mask}u;
+  unsigned value = 0;
+  for (int b = 0; b < bits / 8; ++b) {
+    unsigned byte_value;
+    asm volatile("ld.shared.u8 %0, [%1];" : "=r"(byte_value) : "r"((window_hi | phys) + unsigned(b)) : "memory");
+    value |= byte_value << (8 * b);
+  }
+  return value;
+}
+
+__device__ void pycute_soft_mma_tile(unsigned d, unsigned long long a, unsigned long long b, unsigned m, unsigned n,
+                                     int fa, int fb, unsigned ta, unsigned tb, unsigned accumulate) {
+  const int bits = pycute_soft_format_bits[fa];
+  const unsigned kk = 256u / unsigned(bits);               // 32 bytes of K per instruction
+  pycute_soft_tmem_image* img = pycute_soft_image(pycute_cluster_ctarank());
+  const unsigned lane0 = d >> PYCUTE_TMEM_LANE_SHIFT, col0 = d & ${column_mask}u;
+  for (unsigned i = 0; i < m; ++i) {
+    for (unsigned j = 0; j < n; ++j) {
+      double sum = 0.0;
+      for (unsigned k = 0; k < kk; ++k)
+        sum += pycute_soft_element(pycute_soft_operand(a, ta, i, k, bits), fa)
+               * pycute_soft_element(pycute_soft_operand(b, tb, j, k, pycute_soft_format_bits[fb]), fb);
+      unsigned* cell = pycute_soft_cell(img, lane0 + i, col0 + j, "tcgen05.mma");
+      const double old = accumulate ? double(__uint_as_float(*cell)) : 0.0;
+      *cell = __float_as_uint(float(old + sum));
+    }
+  }
+}
+
+${soft_mma_functions}
+#endif  // PYCUTE_SOFT_TCGEN05
 
 #endif  // PYCUTE_TCGEN05_MMA_CUH

@@ -6,8 +6,12 @@
 //
 // pycute_tcgen05_mma_<kind>[_<v>x]_cg<g>(d, a, b, idesc[, sfa, sfb], accumulate): D at TMEM address `d` (+)= A B^T,
 // A and B through their 64-bit shared-memory descriptors, `idesc` the instruction descriptor, SFs at TMEM
-// addresses `sfa` / `sfb` (block-scaled kinds); `accumulate` 0 overwrites D (PTX ISA, tcgen05.mma). The soft build
-// (PYCUTE_SOFT_TCGEN05) has no model of the MMA: these are left out of it.
+// addresses `sfa` / `sfb` (block-scaled kinds); `accumulate` 0 overwrites D (PTX ISA, tcgen05.mma).
+//
+// The soft build (PYCUTE_SOFT_TCGEN05) models the dense kinds with f16 / bf16 / tf32 / fp8 operands, M 128,
+// cta_group::1, an f32 D: the calling thread reads A and B through the descriptors (the canonical layouts and the
+// swizzle on absolute addresses), sums in double and rounds D once per instruction (as pycute's emulator does).
+// Every other form traps, naming itself.
 #ifndef PYCUTE_TCGEN05_MMA_CUH
 #define PYCUTE_TCGEN05_MMA_CUH
 
@@ -62,6 +66,144 @@ __device__ __forceinline__ void pycute_tcgen05_mma_mxf4nvf4_2x_cg2(unsigned d, u
 __device__ __forceinline__ void pycute_tcgen05_mma_mxf4nvf4_4x_cg2(unsigned d, unsigned long long a, unsigned long long b, unsigned idesc, unsigned sfa, unsigned sfb, unsigned accumulate) {
   asm volatile("{\n\t.reg .pred p;\n\tsetp.ne.b32 p, %4, 0;\n\ttcgen05.mma.cta_group::2.kind::mxf4nvf4.block_scale.scale_vec::4X [%0], %1, %2, %3, [%5], [%6], p;\n\t}" :: "r"(d), "l"(a), "l"(b), "r"(idesc), "r"(accumulate), "r"(sfa), "r"(sfb) : "memory");
 }
-#endif  // !PYCUTE_SOFT_TCGEN05
+#else
+static __device__ const int pycute_soft_mma_format[7][8] = {{0, 1, -1, -1, -1, -1, -1, -1}, {-1, -1, 2, -1, -1, -1, -1, -1}, {3, 4, -1, -1, -1, -1, -1, -1}, {-1, -1, -1, -1, -1, -1, -1, -1}, {-1, -1, -1, -1, -1, -1, -1, -1}, {-1, -1, -1, -1, -1, -1, -1, -1}, {-1, -1, -1, -1, -1, -1, -1, -1}};
+static __device__ const int pycute_soft_format_bits[5] = {16, 16, 32, 8, 8};
+
+// An element code of soft format `fmt` (0 f16, 1 bf16, 2 tf32, 3 e4m3, 4 e5m2) as a double.
+__device__ double pycute_soft_minifloat(unsigned code, int ebits, int mbits, int bias, bool fn) {
+  const unsigned man = code & ((1u << mbits) - 1u), exp = (code >> mbits) & ((1u << ebits) - 1u);
+  const double sign = ((code >> (ebits + mbits)) & 1u) ? -1.0 : 1.0;
+  const unsigned top = (1u << ebits) - 1u;
+  if (fn ? (exp == top && man == (1u << mbits) - 1u) : (exp == top && man != 0u))
+    return __longlong_as_double(0x7FF8000000000000ull);
+  if (!fn && exp == top) return sign * __longlong_as_double(0x7FF0000000000000ull);
+  if (exp == 0u) return sign * ldexp(double(man), 1 - bias - mbits);
+  return sign * ldexp(double(man | (1u << mbits)), int(exp) - bias - mbits);
+}
+
+__device__ double pycute_soft_element(unsigned code, int fmt) {
+  switch (fmt) {
+    case 0: return pycute_soft_minifloat(code, 5, 10, 15, false);
+    case 1: return double(__uint_as_float(code << 16));
+    case 2: return double(__uint_as_float(code & 0xFFFFE000u));
+    case 3: return pycute_soft_minifloat(code, 4, 3, 7, true);
+    default: return pycute_soft_minifloat(code, 5, 2, 15, false);
+  }
+}
+
+// Element (mn, k) of the operand the descriptor `desc` addresses: its canonical offset (K- or MN-major), the
+// swizzle on the absolute byte address, then `bits` read from the executing CTA's shared memory.
+__device__ unsigned pycute_soft_operand(unsigned long long desc, unsigned mn_major, unsigned mn, unsigned k, int bits) {
+  const unsigned start = (unsigned((desc >> 0) & 0x3FFFull) * 16u);
+  const unsigned lbo = (unsigned((desc >> 16) & 0x3FFFull) * 16u);
+  const unsigned sbo = (unsigned((desc >> 32) & 0x3FFFull) * 16u);
+  const unsigned sw = unsigned((desc >> 61) & 0x7ull);
+  const unsigned pitch = pycute_soft_pitch[sw], mask = pycute_soft_swizzle_mask[sw];
+  const int shift = pycute_soft_swizzle_shift[sw];
+  const unsigned t = 128u / unsigned(bits);                 // elements in a 16-byte unit
+  unsigned byte, bit;
+  if (!mn_major) {
+    byte = (mn % 8u) * (sw == 0 ? 16u : pitch) + (mn / 8u) * sbo
+           + (k / t) * (sw == 0 ? lbo : 16u);
+    bit = (k % t) * unsigned(bits);
+  } else if (sw == 0) {
+    byte = (mn / t) * sbo + (k % 8u) * 16u + (k / 8u) * lbo;
+    bit = (mn % t) * unsigned(bits);
+  } else {
+    const unsigned per = pitch * 8u / unsigned(bits);
+    byte = (mn / per) * lbo + (k % 8u) * pitch + (k / 8u) * sbo;
+    bit = (mn % per) * unsigned(bits);
+  }
+  const unsigned lin = start + byte + bit / 8u;
+  const unsigned phys = lin ^ (shift >= 0 ? (lin & mask) >> shift : (lin & mask) << -shift);
+  const unsigned window_hi = pycute_smem_address(&pycute_soft_anchor) & ~0x3FFFFu;
+  unsigned value = 0;
+  for (int b = 0; b < bits / 8; ++b) {
+    unsigned byte_value;
+    asm volatile("ld.shared.u8 %0, [%1];" : "=r"(byte_value) : "r"((window_hi | phys) + unsigned(b)) : "memory");
+    value |= byte_value << (8 * b);
+  }
+  return value;
+}
+
+__device__ void pycute_soft_mma_tile(unsigned d, unsigned long long a, unsigned long long b, unsigned m, unsigned n,
+                                     int fa, int fb, unsigned ta, unsigned tb, unsigned accumulate) {
+  const int bits = pycute_soft_format_bits[fa];
+  const unsigned kk = 256u / unsigned(bits);               // 32 bytes of K per instruction
+  pycute_soft_tmem_image* img = pycute_soft_image(pycute_cluster_ctarank());
+  const unsigned lane0 = d >> PYCUTE_TMEM_LANE_SHIFT, col0 = d & 0xFFFFu;
+  for (unsigned i = 0; i < m; ++i) {
+    for (unsigned j = 0; j < n; ++j) {
+      double sum = 0.0;
+      for (unsigned k = 0; k < kk; ++k)
+        sum += pycute_soft_element(pycute_soft_operand(a, ta, i, k, bits), fa)
+               * pycute_soft_element(pycute_soft_operand(b, tb, j, k, pycute_soft_format_bits[fb]), fb);
+      unsigned* cell = pycute_soft_cell(img, lane0 + i, col0 + j, "tcgen05.mma");
+      const double old = accumulate ? double(__uint_as_float(*cell)) : 0.0;
+      *cell = __float_as_uint(float(old + sum));
+    }
+  }
+}
+
+__device__ void pycute_soft_tcgen05_mma(int kind, int cta_group, int scaled, unsigned d, unsigned long long a,
+                                        unsigned long long b, unsigned idesc, unsigned accumulate) {
+  const unsigned m = (((idesc >> 24) & 31u) << 4), n = (((idesc >> 17) & 63u) << 3);
+  const int fa = pycute_soft_mma_format[kind][((idesc >> 7) & 7u)], fb = pycute_soft_mma_format[kind][((idesc >> 10) & 7u)];
+  if (scaled || cta_group != 1 || m != 128u || fa < 0 || fb < 0) {
+    printf("pycute soft tcgen05: tcgen05.mma kind %d, cta_group %d, M %u with these operand types is not modelled (dense kinds, M 128, cta_group 1, f16/bf16/tf32/f8 operands)\n", kind, cta_group, m);
+    __trap();
+  }
+  pycute_soft_mma_tile(d, a, b, m, n, fa, fb, ((idesc >> 15) & 1u), ((idesc >> 16) & 1u), accumulate);
+}
+__device__ __forceinline__ void pycute_tcgen05_mma_f16_cg1(unsigned d, unsigned long long a, unsigned long long b, unsigned idesc, unsigned accumulate) {
+  pycute_soft_tcgen05_mma(0, 1, 0, d, a, b, idesc, accumulate);
+}
+__device__ __forceinline__ void pycute_tcgen05_mma_f16_cg2(unsigned d, unsigned long long a, unsigned long long b, unsigned idesc, unsigned accumulate) {
+  pycute_soft_tcgen05_mma(0, 2, 0, d, a, b, idesc, accumulate);
+}
+__device__ __forceinline__ void pycute_tcgen05_mma_tf32_cg1(unsigned d, unsigned long long a, unsigned long long b, unsigned idesc, unsigned accumulate) {
+  pycute_soft_tcgen05_mma(1, 1, 0, d, a, b, idesc, accumulate);
+}
+__device__ __forceinline__ void pycute_tcgen05_mma_tf32_cg2(unsigned d, unsigned long long a, unsigned long long b, unsigned idesc, unsigned accumulate) {
+  pycute_soft_tcgen05_mma(1, 2, 0, d, a, b, idesc, accumulate);
+}
+__device__ __forceinline__ void pycute_tcgen05_mma_f8f6f4_cg1(unsigned d, unsigned long long a, unsigned long long b, unsigned idesc, unsigned accumulate) {
+  pycute_soft_tcgen05_mma(2, 1, 0, d, a, b, idesc, accumulate);
+}
+__device__ __forceinline__ void pycute_tcgen05_mma_f8f6f4_cg2(unsigned d, unsigned long long a, unsigned long long b, unsigned idesc, unsigned accumulate) {
+  pycute_soft_tcgen05_mma(2, 2, 0, d, a, b, idesc, accumulate);
+}
+__device__ __forceinline__ void pycute_tcgen05_mma_i8_cg1(unsigned d, unsigned long long a, unsigned long long b, unsigned idesc, unsigned accumulate) {
+  pycute_soft_tcgen05_mma(3, 1, 0, d, a, b, idesc, accumulate);
+}
+__device__ __forceinline__ void pycute_tcgen05_mma_i8_cg2(unsigned d, unsigned long long a, unsigned long long b, unsigned idesc, unsigned accumulate) {
+  pycute_soft_tcgen05_mma(3, 2, 0, d, a, b, idesc, accumulate);
+}
+__device__ __forceinline__ void pycute_tcgen05_mma_mxf8f6f4_1x_cg1(unsigned d, unsigned long long a, unsigned long long b, unsigned idesc, unsigned sfa, unsigned sfb, unsigned accumulate) {
+  pycute_soft_tcgen05_mma(4, 1, 1, d, a, b, idesc, accumulate);
+}
+__device__ __forceinline__ void pycute_tcgen05_mma_mxf8f6f4_1x_cg2(unsigned d, unsigned long long a, unsigned long long b, unsigned idesc, unsigned sfa, unsigned sfb, unsigned accumulate) {
+  pycute_soft_tcgen05_mma(4, 2, 1, d, a, b, idesc, accumulate);
+}
+__device__ __forceinline__ void pycute_tcgen05_mma_mxf4_2x_cg1(unsigned d, unsigned long long a, unsigned long long b, unsigned idesc, unsigned sfa, unsigned sfb, unsigned accumulate) {
+  pycute_soft_tcgen05_mma(5, 1, 1, d, a, b, idesc, accumulate);
+}
+__device__ __forceinline__ void pycute_tcgen05_mma_mxf4_2x_cg2(unsigned d, unsigned long long a, unsigned long long b, unsigned idesc, unsigned sfa, unsigned sfb, unsigned accumulate) {
+  pycute_soft_tcgen05_mma(5, 2, 1, d, a, b, idesc, accumulate);
+}
+__device__ __forceinline__ void pycute_tcgen05_mma_mxf4nvf4_2x_cg1(unsigned d, unsigned long long a, unsigned long long b, unsigned idesc, unsigned sfa, unsigned sfb, unsigned accumulate) {
+  pycute_soft_tcgen05_mma(6, 1, 1, d, a, b, idesc, accumulate);
+}
+__device__ __forceinline__ void pycute_tcgen05_mma_mxf4nvf4_4x_cg1(unsigned d, unsigned long long a, unsigned long long b, unsigned idesc, unsigned sfa, unsigned sfb, unsigned accumulate) {
+  pycute_soft_tcgen05_mma(6, 1, 1, d, a, b, idesc, accumulate);
+}
+__device__ __forceinline__ void pycute_tcgen05_mma_mxf4nvf4_2x_cg2(unsigned d, unsigned long long a, unsigned long long b, unsigned idesc, unsigned sfa, unsigned sfb, unsigned accumulate) {
+  pycute_soft_tcgen05_mma(6, 2, 1, d, a, b, idesc, accumulate);
+}
+__device__ __forceinline__ void pycute_tcgen05_mma_mxf4nvf4_4x_cg2(unsigned d, unsigned long long a, unsigned long long b, unsigned idesc, unsigned sfa, unsigned sfb, unsigned accumulate) {
+  pycute_soft_tcgen05_mma(6, 2, 1, d, a, b, idesc, accumulate);
+}
+#endif  // PYCUTE_SOFT_TCGEN05
 
 #endif  // PYCUTE_TCGEN05_MMA_CUH

@@ -1,0 +1,120 @@
+"""The MMA round trip: shared memory filled with A's and B's elements (exact values, through their tiles' layouts),
+one thread issuing a make_mma plan's generated function (then tcgen05.commit), and every warp reading its lane
+quadrant of D back with tcgen05.ld. On an sm_100a GPU the MMA is the hardware's; with ``-DPYCUTE_SOFT_TCGEN05``
+on the H200 it is the header's software model. D must equal the emulator's for the same image."""
+from __future__ import annotations
+
+import attrs
+import numpy as np
+
+from ..codegen.mma import emit_mma
+from ..codegen.tcgen05_ldst import ldst_helper
+from ..compile.nvrtc import Compiled, compile_cuda
+from ..compile.runtime import Gpu, check_gpu
+from ..errors import CompileError
+from ..mma.plan import MmaPlan
+from ..sim.emulator import Sm100Emulator
+from ..sim.verify_mma import exact_codes, write_tile
+from ..tensor.values import smem_bytes_needed
+
+__all__ = ["MmaRoundTrip"]
+
+_CHUNK = 8
+
+
+@attrs.frozen
+class MmaRoundTrip:
+    """One tile of ``plan`` (dense kinds) on a GPU, D read back."""
+
+    plan: MmaPlan
+
+    def __attrs_post_init__(self) -> None:
+        if not isinstance(self.plan, MmaPlan) or self.plan.sfa is not None:
+            raise CompileError("MmaRoundTrip: a dense-kind MmaPlan (make_mma without scale factors)")
+
+    @property
+    def a_bytes(self) -> int:
+        return -(-smem_bytes_needed(self.plan.a.tensor) // 1024) * 1024
+
+    @property
+    def smem_bytes(self) -> int:
+        return self.a_bytes + smem_bytes_needed(self.plan.b.tensor)
+
+    @property
+    def columns(self) -> int:
+        n = self.plan.shape[1]
+        return max(32, 1 << (self.plan.d_column + n - 1).bit_length())
+
+    def image(self, seed: int = 0) -> np.ndarray:
+        """Shared memory's bytes: A's tile at 0, B's at ``a_bytes``."""
+        rng = np.random.default_rng(seed)
+        m, n, k = self.plan.shape
+        image = np.zeros(self.smem_bytes, dtype=np.uint8)
+        for tile, base, rows in ((self.plan.a.tensor, 0, m), (self.plan.b.tensor, self.a_bytes, n)):
+            write_tile(image, base, tile, exact_codes(tile.dtype.name, tile.bits, rng, (rows, k)))
+        return image
+
+    def source(self) -> str:
+        cols, n = self.columns, self.plan.shape[1]
+        ld = ldst_helper("ld", _CHUNK)
+        return emit_mma(self.plan, "tile_mma") + f"""
+extern "C" __global__ void __launch_bounds__(128, 1) mma_roundtrip(const unsigned char* image, unsigned* out) {{
+  extern __shared__ __align__(1024) unsigned char raw[];
+  __shared__ unsigned tmem_slot;
+  __shared__ __align__(8) unsigned long long done;
+  const unsigned tid = threadIdx.x, warp = pycute_warp_index(), lane = tid % 32u;
+  const unsigned base = (pycute_smem_address(raw) + 1023u) & ~1023u;
+  unsigned char* buf = raw + (base - pycute_smem_address(raw));
+  const unsigned m = pycute_smem_address(&done);
+  for (unsigned i = tid; i < {self.smem_bytes}u; i += blockDim.x) buf[i] = image[i];
+  if (warp == 0) {{
+    pycute_tmem_alloc<1>(pycute_smem_address(&tmem_slot), {cols}u);
+    pycute_tmem_relinquish_alloc_permit<1>();
+  }}
+  if (tid == 0) pycute_mbarrier_init(m, 1);
+  pycute_fence_proxy_async_shared();     // the generic fill, before the MMA (async proxy) reads it
+  pycute_tcgen05_fence_before_thread_sync();
+  __syncthreads();
+  pycute_tcgen05_fence_after_thread_sync();
+  const unsigned taddr = tmem_slot;
+  if (warp == 0 && pycute_elect_one_sync()) {{
+    tile_mma(base, base + {self.a_bytes}u, taddr, 0u);
+    pycute_tcgen05_commit<1>(m);
+  }}
+  pycute_mbarrier_wait_parity(m, 0);
+  pycute_tcgen05_fence_after_thread_sync();
+  const unsigned warp_taddr = taddr + ((PYCUTE_TMEM_QUADRANT_LANES * (warp % 4u)) << PYCUTE_TMEM_LANE_SHIFT);
+  for (unsigned c = 0; c < {self.plan.d_column + n}u; c += {_CHUNK}u) {{
+    unsigned v[{_CHUNK}];
+    {ld}(warp_taddr + c, v);
+    pycute_tcgen05_wait_ld();
+    for (unsigned k = 0; k < {_CHUNK}u; ++k) out[(PYCUTE_TMEM_QUADRANT_LANES * (warp % 4u) + lane) * {cols}u + c + k] = v[k];
+  }}
+  pycute_tcgen05_fence_before_thread_sync();
+  __syncthreads();
+  if (warp == 0) pycute_tmem_dealloc<1>(taddr, {cols}u);
+}}
+"""
+
+    def compile(self, arch: str = "sm_100a", soft: bool = False) -> Compiled:
+        return compile_cuda(self.source(), arch=arch, options=("-DPYCUTE_SOFT_TCGEN05",) if soft else ())
+
+    def emulate(self, seed: int = 0) -> np.ndarray:
+        """D (128 x N, float32 bits) the emulator says the kernel reads back."""
+        emu = Sm100Emulator(smem_bytes=self.smem_bytes, fill_tmem=0)
+        emu.write_smem(0, self.image(seed))
+        col = emu.alloc(self.columns)
+        for issue in self.plan.stream(0, self.a_bytes, col):
+            emu.mma(issue)
+        n = self.plan.shape[1]
+        return emu.ctas[0].tmem[:128, col + self.plan.d_column:col + self.plan.d_column + n].copy()
+
+    def run(self, gpu: Gpu, seed: int = 0, arch: str = "sm_90a", soft: bool = True) -> tuple[np.ndarray, np.ndarray]:
+        """``(got, want)``: D as the GPU reads it back and as the emulator says."""
+        gpu = check_gpu(gpu)
+        words = 128 * self.columns
+        out = gpu.run(self.compile(arch, soft).cubin, "mma_roundtrip", grid=1, block=128,
+                      dynamic_smem=self.smem_bytes + 1024, inputs=self.image(seed), out_words=words)
+        n = self.plan.shape[1]
+        got = out.reshape(128, self.columns)[:, self.plan.d_column:self.plan.d_column + n]
+        return got, self.emulate(seed)

@@ -50,6 +50,8 @@ _ALIASES = {"uint8": u8, "int8": i8, "float8_e4m3fn": f8e4m3, "float8_e5m2": f8e
 
 #: A bf16 is the high half of an f32's bits.
 BF16_SHIFT = 16
+#: tf32 in an f32 word: the sign, 8 exponent and the top 10 mantissa bits (the 13 below are ignored).
+TF32_MASK = 0xFFFFE000
 
 #: The element widths a tensor can have: the types above and 64-bit words (PTX ISA "Fundamental Types").
 ELEMENT_BITS = (4, 6, 8, 16, 32, 64)

@@ -29,6 +29,7 @@ from ..arch.sm100.tcgen05_ldst import PACK_BITS
 from ..arch.sm90.bulk import MAPA_PTX
 from ..arch.sm90.warp import FULL_WARP_MASK, WARP_THREADS
 from ..compile.nvrtc import include_dir
+from ..dtypes import BF16_SHIFT, TF32_MASK
 from .common import ABI_VERSION
 from .constants import field_get, swizzle_tables
 from .tcgen05_ldst import ldst_header_functions, ldst_header_tables
@@ -83,7 +84,8 @@ def tcgen05_mma_header() -> str:
                   soft_mma_functions=soft_mma_functions(), soft_mma_tables=soft_mma_tables(), desc_start=field_get(START_ADDRESS, "desc"),
                   desc_lbo=field_get(LBO, "desc"), desc_sbo=field_get(SBO, "desc"),
                   desc_swizzle=field_get(SWIZZLE, "desc"), code_none=SwizzleMode.NONE.code, unit_bytes=UNIT_BYTES,
-                  window_mask=f"0x{START_ADDRESS.limit - 1:X}", column_mask=f"0x{(1 << LANE_SHIFT) - 1:X}")
+                  window_mask=f"0x{START_ADDRESS.limit - 1:X}", column_mask=f"0x{(1 << LANE_SHIFT) - 1:X}",
+                  bf16_shift=BF16_SHIFT, tf32_mask=f"0x{TF32_MASK:X}")
 
 
 #: The parts of ``pycute/sm100.cuh``, in include order: (name, what it holds, its renderer).

@@ -13,6 +13,7 @@ import numpy as np
 from ..arch.sm100.descriptor import SmemDescriptor
 from ..arch.sm100.swizzle_modes import SwizzleMode
 from ..tensor.values import smem_element_offsets
+from ..dtypes import TF32_MASK
 from ..errors import EmulationError
 from ..mma.operand import UmmaDescriptor, canonical_offsets
 
@@ -90,7 +91,7 @@ def decode(code: np.ndarray, name: str) -> np.ndarray:
             return c.astype(np.uint16).view(np.float16).astype(np.float64)
         word = (c.astype(np.uint32) << np.uint32(16)) if name == "bf16" else c.astype(np.uint32)
         if name == "tf32":
-            word = word & np.uint32(0xFFFFE000)           # tf32 keeps 10 mantissa bits
+            word = word & np.uint32(TF32_MASK)           # tf32 keeps 10 mantissa bits
         return word.view(np.float32).astype(np.float64)
     if name == "f8e4m3":                                  # e4m3fn: no infinities, S.1111.111 is NaN
         v = _minifloat(c, 4, 3, 7, finite=True)

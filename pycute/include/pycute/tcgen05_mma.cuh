@@ -85,8 +85,8 @@ __device__ double pycute_soft_minifloat(unsigned code, int ebits, int mbits, int
 __device__ double pycute_soft_element(unsigned code, int fmt) {
   switch (fmt) {
     case 0: return pycute_soft_minifloat(code, 5, 10, 15, false);
-    case 1: return double(__uint_as_float(code << 16));
-    case 2: return double(__uint_as_float(code & 0xFFFFE000u));
+    case 1: return double(__uint_as_float(code << 16));         // bf16: the top half of an f32
+    case 2: return double(__uint_as_float(code & 0xFFFFE000u));        // tf32: 10 mantissa bits
     case 3: return pycute_soft_minifloat(code, 4, 3, 7, true);
     default: return pycute_soft_minifloat(code, 5, 2, 15, false);
   }

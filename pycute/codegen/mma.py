@@ -112,6 +112,8 @@ def emit_mma(plan: MmaPlan, name: str = "pycute_mma") -> str:
 # The soft build's element formats (PYCUTE_SOFT_TCGEN05): id -> (bits, how the soft decoder reads it). Operand
 # types outside this table (6- and 4-bit floats, integers) trap in the soft model rather than guess.
 _SOFT_FORMATS = {"f16": (0, 16), "bf16": (1, 16), "tf32": (2, 32), "f8e4m3": (3, 8), "f8e5m2": (4, 8)}
+#: The block-scaled kind the soft build models (one UE8M0 SF per 32 K: scale_vec::1X).
+_SOFT_SCALED = "mxf8f6f4"
 
 
 def _field(table, name: str, desc: str = "idesc") -> str:
@@ -126,7 +128,7 @@ def soft_mma_tables() -> str:
     for kind in MMA_KINDS:
         codes = ["-1"] * 8
         for name, code in MMA_KINDS[kind].operand_codes.items():
-            if name in _SOFT_FORMATS and not MMA_KINDS[kind].block_scaled:
+            if name in _SOFT_FORMATS and (not MMA_KINDS[kind].block_scaled or kind == _SOFT_SCALED):
                 codes[code] = str(_SOFT_FORMATS[name][0])
         rows.append("{" + ", ".join(codes) + "}")
     bits = [str(b) for _, b in sorted(_SOFT_FORMATS.values())]
@@ -143,21 +145,29 @@ def soft_mma_functions() -> str:
         for group in (1, 2):
             for vec in (MMA_KINDS[kind].scale_vecs if MMA_KINDS[kind].block_scaled else (None,)):
                 sf = ", unsigned sfa, unsigned sfb" if vec else ""
+                sfs = "sfa, sfb" if vec else "0u, 0u"
                 wrappers.append(f"__device__ __forceinline__ void {mma_helper(kind, group, vec)}(unsigned d, unsigned "
                                 f"long long a, unsigned long long b, unsigned idesc{sf}, unsigned accumulate) {{\n"
                                 f"  pycute_soft_tcgen05_mma({k}, {group}, {int(vec is not None)}, d, a, b, idesc, "
-                                f"accumulate);\n}}")
+                                f"{sfs}, accumulate);\n}}")
+    from ..arch.sm100.mma import BLOCK_SCALED_FIELDS
     f = lambda name: _field(DENSE_FIELDS, name)                    # noqa: E731
+    s = lambda name: _field(BLOCK_SCALED_FIELDS, name)             # noqa: E731
+    ue8m0 = MMA_KINDS[_SOFT_SCALED].scale_types["ue8m0"]
     return "\n".join([
         "__device__ void pycute_soft_tcgen05_mma(int kind, int cta_group, int scaled, unsigned d, unsigned long long a,",
-        "                                        unsigned long long b, unsigned idesc, unsigned accumulate) {",
-        f"  const unsigned m = {f('m')}, n = {f('n')};",
+        "                                        unsigned long long b, unsigned idesc, unsigned sfa, unsigned sfb,",
+        "                                        unsigned accumulate) {",
+        f"  const unsigned m = scaled ? {s('m')} : {f('m')}, n = {f('n')};",
         f"  const int fa = pycute_soft_mma_format[kind][{f('a_type')}], fb = pycute_soft_mma_format[kind][{f('b_type')}];",
-        "  if (scaled || cta_group != 1 || m != 128u || fa < 0 || fb < 0) {",
+        f"  if (cta_group != 1 || m != 128u || fa < 0 || fb < 0 || (scaled && (kind != {kinds.index(_SOFT_SCALED)} || "
+        f"{s('scale_type')} != {ue8m0}u))) {{",
         '    printf("pycute soft tcgen05: tcgen05.mma kind %d, cta_group %d, M %u with these operand types is not '
-        'modelled (dense kinds, M 128, cta_group 1, f16/bf16/tf32/f8 operands)\\n", kind, cta_group, m);',
+        'modelled (dense kinds and mxf8f6f4 with UE8M0 SFs, M 128, cta_group 1, f16/bf16/tf32/f8 operands)\\n", '
+        'kind, cta_group, m);',
         "    __trap();",
         "  }",
-        f"  pycute_soft_mma_tile(d, a, b, m, n, fa, fb, {f('transpose_a')}, {f('transpose_b')}, accumulate);",
+        f"  pycute_soft_mma_tile(d, a, b, m, n, fa, fb, {f('transpose_a')}, {f('transpose_b')}, accumulate, scaled, sfa,",
+        f"                       sfb, {s('sfa_id')}, {s('sfb_id')});",
         "}",
         *wrappers])

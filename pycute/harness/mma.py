@@ -1,6 +1,7 @@
-"""The MMA round trip: shared memory filled with A's and B's elements (exact values, through their tiles' layouts),
-one thread issuing a make_mma plan's generated function (then tcgen05.commit), and every warp reading its lane
-quadrant of D back with tcgen05.ld. On an sm_100a GPU the MMA is the hardware's; with ``-DPYCUTE_SOFT_TCGEN05``
+"""The MMA round trip: shared memory filled with A's and B's elements (exact values, through their tiles' layouts)
+and, for a block-scaled plan, the SFs (copied into TMEM by tcgen05.cp plans of the SF tensors, as a GEMM's SF
+pipeline does), one thread issuing a make_mma plan's generated function (then tcgen05.commit), and every warp
+reading its lane quadrant of D back with tcgen05.ld. On an sm_100a GPU the MMA is the hardware's; with ``-DPYCUTE_SOFT_TCGEN05``
 on the H200 it is the header's software model. D must equal the emulator's for the same image."""
 from __future__ import annotations
 
@@ -8,6 +9,12 @@ import attrs
 import numpy as np
 
 from ..codegen.mma import emit_mma
+from ..codegen.tcgen05_cp import emit_device_function
+from ..copy.tcgen05_cp.planner import make_tiled_copy
+from ..copy.tcgen05_cp.plan import Tcgen05CpPlan
+from ..dtypes import u8
+from ..layout import Layout
+from ..tensor.smem import make_smem_tensor
 from ..codegen.tcgen05_ldst import ldst_helper
 from ..compile.nvrtc import Compiled, compile_cuda
 from ..compile.runtime import Gpu, check_gpu
@@ -20,6 +27,15 @@ from ..tensor.values import smem_bytes_needed
 __all__ = ["MmaRoundTrip"]
 
 _CHUNK = 8
+_SF_COLUMNS = (256, 288)          # where the SFA and SFB tensors go in the 512-column allocation (D: 0-255)
+
+
+def _sf_copy(sf) -> Tcgen05CpPlan:
+    """The tcgen05.cp of a SF tensor from its shared-memory staging (32 rows x 16 B per 512-B unit, the SF slots
+    innermost)."""
+    rows, slots = sf.rows, sf.mmas * sf.scale_vec
+    smem = make_smem_tensor(u8, Layout(((32, 4, rows // 128), slots), ((16, 4, 512), 1)))
+    return make_tiled_copy(sf.tensor, smem)
 
 
 @attrs.frozen
@@ -29,21 +45,38 @@ class MmaRoundTrip:
     plan: MmaPlan
 
     def __attrs_post_init__(self) -> None:
-        if not isinstance(self.plan, MmaPlan) or self.plan.sfa is not None:
-            raise CompileError("MmaRoundTrip: a dense-kind MmaPlan (make_mma without scale factors)")
+        if not isinstance(self.plan, MmaPlan):
+            raise CompileError("MmaRoundTrip: an MmaPlan (make_mma)")
+
+    @property
+    def sf_copies(self) -> tuple[Tcgen05CpPlan, ...]:
+        """The SFA and SFB copies (none for a dense kind)."""
+        p = self.plan
+        return () if p.sfa is None or p.sfb is None else (_sf_copy(p.sfa), _sf_copy(p.sfb))
+
+    @property
+    def regions(self) -> tuple[int, ...]:
+        """Byte offsets of A, B, SFA, SFB in shared memory (each region a whole KiB)."""
+        sizes = [smem_bytes_needed(self.plan.a.tensor), smem_bytes_needed(self.plan.b.tensor)]
+        sizes += [smem_bytes_needed(c.src) for c in self.sf_copies]
+        out, at = [], 0
+        for size in sizes:
+            out.append(at)
+            at += -(-size // 1024) * 1024
+        return tuple(out + [at])
 
     @property
     def a_bytes(self) -> int:
-        return -(-smem_bytes_needed(self.plan.a.tensor) // 1024) * 1024
+        return self.regions[1]
 
     @property
     def smem_bytes(self) -> int:
-        return self.a_bytes + smem_bytes_needed(self.plan.b.tensor)
+        return self.regions[-1]
 
     @property
     def columns(self) -> int:
         n = self.plan.shape[1]
-        return max(32, 1 << (self.plan.d_column + n - 1).bit_length())
+        return 512 if self.sf_copies else max(32, 1 << (self.plan.d_column + n - 1).bit_length())
 
     def image(self, seed: int = 0) -> np.ndarray:
         """Shared memory's bytes: A's tile at 0, B's at ``a_bytes``."""
@@ -52,12 +85,20 @@ class MmaRoundTrip:
         image = np.zeros(self.smem_bytes, dtype=np.uint8)
         for tile, base, rows in ((self.plan.a.tensor, 0, m), (self.plan.b.tensor, self.a_bytes, n)):
             write_tile(image, base, tile, exact_codes(tile.dtype.name, tile.bits, rng, (rows, k)))
+        for copy, base in zip(self.sf_copies, self.regions[2:]):
+            rows, slots = copy.src.layout[0].size(), copy.src.layout[1].size()
+            write_tile(image, base, copy.src, rng.integers(125, 130, (rows, slots)).astype(np.uint64))   # 2^-2..2^2
         return image
 
     def source(self) -> str:
         cols, n = self.columns, self.plan.shape[1]
         ld = ldst_helper("ld", _CHUNK)
-        return emit_mma(self.plan, "tile_mma") + f"""
+        scaled = bool(self.sf_copies)
+        cps = "".join(emit_device_function(c, f"sf_cp{i}") for i, c in enumerate(self.sf_copies))
+        sf_calls = "".join(f"    sf_cp{i}(buf + {r}u, taddr + {col}u);\n"
+                           for i, (r, col) in enumerate(zip(self.regions[2:4], _SF_COLUMNS[:len(self.sf_copies)])))
+        sf_args = f"taddr + {_SF_COLUMNS[0]}u, taddr + {_SF_COLUMNS[1]}u, " if scaled else ""
+        return emit_mma(self.plan, "tile_mma") + cps + f"""
 extern "C" __global__ void __launch_bounds__(128, 1) mma_roundtrip(const unsigned char* image, unsigned* out) {{
   extern __shared__ __align__(1024) unsigned char raw[];
   __shared__ unsigned tmem_slot;
@@ -77,9 +118,11 @@ extern "C" __global__ void __launch_bounds__(128, 1) mma_roundtrip(const unsigne
   __syncthreads();
   pycute_tcgen05_fence_after_thread_sync();
   const unsigned taddr = tmem_slot;
-  if (warp == 0 && pycute_elect_one_sync()) {{
-    tile_mma(base, base + {self.a_bytes}u, taddr, 0u);
-    pycute_tcgen05_commit<1>(m);
+  if (warp == 0) {{                     // the SF copies (the whole warp; each elects a lane), then the MMAs
+{sf_calls}    if (pycute_elect_one_sync()) {{
+      tile_mma(base, base + {self.a_bytes}u, taddr, {sf_args}0u);
+      pycute_tcgen05_commit<1>(m);
+    }}
   }}
   pycute_mbarrier_wait_parity(m, 0);
   pycute_tcgen05_fence_after_thread_sync();
@@ -104,7 +147,9 @@ extern "C" __global__ void __launch_bounds__(128, 1) mma_roundtrip(const unsigne
         emu = Sm100Emulator(smem_bytes=self.smem_bytes, fill_tmem=0)
         emu.write_smem(0, self.image(seed))
         col = emu.alloc(self.columns)
-        for issue in self.plan.stream(0, self.a_bytes, col):
+        for copy, region, sf_col in zip(self.sf_copies, self.regions[2:], _SF_COLUMNS):
+            emu.run(copy.stream(region, col + sf_col))
+        for issue in self.plan.stream(0, self.a_bytes, col, col + _SF_COLUMNS[0], col + _SF_COLUMNS[1]):
             emu.mma(issue)
         n = self.plan.shape[1]
         return emu.ctas[0].tmem[:128, col + self.plan.d_column:col + self.plan.d_column + n].copy()

@@ -8,8 +8,8 @@
 // A and B through their 64-bit shared-memory descriptors, `idesc` the instruction descriptor, SFs at TMEM
 // addresses `sfa` / `sfb` (block-scaled kinds); `accumulate` 0 overwrites D (PTX ISA, tcgen05.mma).
 //
-// The soft build (PYCUTE_SOFT_TCGEN05) models the dense kinds with f16 / bf16 / tf32 / fp8 operands, M 128,
-// cta_group::1, an f32 D: the calling thread reads A and B through the descriptors (the canonical layouts and the
+// The soft build (PYCUTE_SOFT_TCGEN05) models the dense kinds with f16 / bf16 / tf32 / fp8 operands and
+// kind::mxf8f6f4 with UE8M0 SFs (1X), M 128, cta_group::1, an f32 D: the calling thread reads A and B through the descriptors (the canonical layouts and the
 // swizzle on absolute addresses), sums in double and rounds D once per instruction (as pycute's emulator does).
 // Every other form traps, naming itself.
 #ifndef PYCUTE_TCGEN05_MMA_CUH
@@ -79,8 +79,18 @@ __device__ unsigned pycute_soft_operand(unsigned long long desc, unsigned mn_maj
   return value;
 }
 
+// One UE8M0 SF of operand row `row` (1X: one per instruction): byte `id` of the cell in lane row % 32 (quadrant 0;
+// the SFs are replicated to all four) at the SF address's column + row / 32.
+__device__ double pycute_soft_scale(pycute_soft_tmem_image* img, unsigned sf, unsigned row, unsigned id) {
+  const unsigned lane = (sf >> PYCUTE_TMEM_LANE_SHIFT) + row % PYCUTE_TMEM_QUADRANT_LANES;
+  const unsigned col = (sf & ${column_mask}u) + row / PYCUTE_TMEM_QUADRANT_LANES;
+  const unsigned code = (*pycute_soft_cell(img, lane, col, "tcgen05.mma SF") >> (8u * id)) & 0xFFu;
+  return code == 0xFFu ? __longlong_as_double(0x7FF8000000000000ull) : ldexp(1.0, int(code) - 127);
+}
+
 __device__ void pycute_soft_mma_tile(unsigned d, unsigned long long a, unsigned long long b, unsigned m, unsigned n,
-                                     int fa, int fb, unsigned ta, unsigned tb, unsigned accumulate) {
+                                     int fa, int fb, unsigned ta, unsigned tb, unsigned accumulate, int scaled,
+                                     unsigned sfa, unsigned sfb, unsigned sfa_id, unsigned sfb_id) {
   const int bits = pycute_soft_format_bits[fa];
   const unsigned kk = 256u / unsigned(bits);               // 32 bytes of K per instruction
   pycute_soft_tmem_image* img = pycute_soft_image(pycute_cluster_ctarank());
@@ -91,6 +101,7 @@ __device__ void pycute_soft_mma_tile(unsigned d, unsigned long long a, unsigned 
       for (unsigned k = 0; k < kk; ++k)
         sum += pycute_soft_element(pycute_soft_operand(a, ta, i, k, bits), fa)
                * pycute_soft_element(pycute_soft_operand(b, tb, j, k, pycute_soft_format_bits[fb]), fb);
+      if (scaled) sum *= pycute_soft_scale(img, sfa, i, sfa_id) * pycute_soft_scale(img, sfb, j, sfb_id);
       unsigned* cell = pycute_soft_cell(img, lane0 + i, col0 + j, "tcgen05.mma");
       const double old = accumulate ? double(__uint_as_float(*cell)) : 0.0;
       *cell = __float_as_uint(float(old + sum));

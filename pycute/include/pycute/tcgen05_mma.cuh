@@ -8,8 +8,8 @@
 // A and B through their 64-bit shared-memory descriptors, `idesc` the instruction descriptor, SFs at TMEM
 // addresses `sfa` / `sfb` (block-scaled kinds); `accumulate` 0 overwrites D (PTX ISA, tcgen05.mma).
 //
-// The soft build (PYCUTE_SOFT_TCGEN05) models the dense kinds with f16 / bf16 / tf32 / fp8 operands, M 128,
-// cta_group::1, an f32 D: the calling thread reads A and B through the descriptors (the canonical layouts and the
+// The soft build (PYCUTE_SOFT_TCGEN05) models the dense kinds with f16 / bf16 / tf32 / fp8 operands and
+// kind::mxf8f6f4 with UE8M0 SFs (1X), M 128, cta_group::1, an f32 D: the calling thread reads A and B through the descriptors (the canonical layouts and the
 // swizzle on absolute addresses), sums in double and rounds D once per instruction (as pycute's emulator does).
 // Every other form traps, naming itself.
 #ifndef PYCUTE_TCGEN05_MMA_CUH
@@ -67,7 +67,7 @@ __device__ __forceinline__ void pycute_tcgen05_mma_mxf4nvf4_4x_cg2(unsigned d, u
   asm volatile("{\n\t.reg .pred p;\n\tsetp.ne.b32 p, %4, 0;\n\ttcgen05.mma.cta_group::2.kind::mxf4nvf4.block_scale.scale_vec::4X [%0], %1, %2, %3, [%5], [%6], p;\n\t}" :: "r"(d), "l"(a), "l"(b), "r"(idesc), "r"(accumulate), "r"(sfa), "r"(sfb) : "memory");
 }
 #else
-static __device__ const int pycute_soft_mma_format[7][8] = {{0, 1, -1, -1, -1, -1, -1, -1}, {-1, -1, 2, -1, -1, -1, -1, -1}, {3, 4, -1, -1, -1, -1, -1, -1}, {-1, -1, -1, -1, -1, -1, -1, -1}, {-1, -1, -1, -1, -1, -1, -1, -1}, {-1, -1, -1, -1, -1, -1, -1, -1}, {-1, -1, -1, -1, -1, -1, -1, -1}};
+static __device__ const int pycute_soft_mma_format[7][8] = {{0, 1, -1, -1, -1, -1, -1, -1}, {-1, -1, 2, -1, -1, -1, -1, -1}, {3, 4, -1, -1, -1, -1, -1, -1}, {-1, -1, -1, -1, -1, -1, -1, -1}, {3, 4, -1, -1, -1, -1, -1, -1}, {-1, -1, -1, -1, -1, -1, -1, -1}, {-1, -1, -1, -1, -1, -1, -1, -1}};
 static __device__ const int pycute_soft_format_bits[5] = {16, 16, 32, 8, 8};
 
 // An element code of soft format `fmt` (0 f16, 1 bf16, 2 tf32, 3 e4m3, 4 e5m2) as a double.
@@ -127,8 +127,18 @@ __device__ unsigned pycute_soft_operand(unsigned long long desc, unsigned mn_maj
   return value;
 }
 
+// One UE8M0 SF of operand row `row` (1X: one per instruction): byte `id` of the cell in lane row % 32 (quadrant 0;
+// the SFs are replicated to all four) at the SF address's column + row / 32.
+__device__ double pycute_soft_scale(pycute_soft_tmem_image* img, unsigned sf, unsigned row, unsigned id) {
+  const unsigned lane = (sf >> PYCUTE_TMEM_LANE_SHIFT) + row % PYCUTE_TMEM_QUADRANT_LANES;
+  const unsigned col = (sf & 0xFFFFu) + row / PYCUTE_TMEM_QUADRANT_LANES;
+  const unsigned code = (*pycute_soft_cell(img, lane, col, "tcgen05.mma SF") >> (8u * id)) & 0xFFu;
+  return code == 0xFFu ? __longlong_as_double(0x7FF8000000000000ull) : ldexp(1.0, int(code) - 127);
+}
+
 __device__ void pycute_soft_mma_tile(unsigned d, unsigned long long a, unsigned long long b, unsigned m, unsigned n,
-                                     int fa, int fb, unsigned ta, unsigned tb, unsigned accumulate) {
+                                     int fa, int fb, unsigned ta, unsigned tb, unsigned accumulate, int scaled,
+                                     unsigned sfa, unsigned sfb, unsigned sfa_id, unsigned sfb_id) {
   const int bits = pycute_soft_format_bits[fa];
   const unsigned kk = 256u / unsigned(bits);               // 32 bytes of K per instruction
   pycute_soft_tmem_image* img = pycute_soft_image(pycute_cluster_ctarank());
@@ -139,6 +149,7 @@ __device__ void pycute_soft_mma_tile(unsigned d, unsigned long long a, unsigned 
       for (unsigned k = 0; k < kk; ++k)
         sum += pycute_soft_element(pycute_soft_operand(a, ta, i, k, bits), fa)
                * pycute_soft_element(pycute_soft_operand(b, tb, j, k, pycute_soft_format_bits[fb]), fb);
+      if (scaled) sum *= pycute_soft_scale(img, sfa, i, sfa_id) * pycute_soft_scale(img, sfb, j, sfb_id);
       unsigned* cell = pycute_soft_cell(img, lane0 + i, col0 + j, "tcgen05.mma");
       const double old = accumulate ? double(__uint_as_float(*cell)) : 0.0;
       *cell = __float_as_uint(float(old + sum));
@@ -147,62 +158,64 @@ __device__ void pycute_soft_mma_tile(unsigned d, unsigned long long a, unsigned 
 }
 
 __device__ void pycute_soft_tcgen05_mma(int kind, int cta_group, int scaled, unsigned d, unsigned long long a,
-                                        unsigned long long b, unsigned idesc, unsigned accumulate) {
-  const unsigned m = (((idesc >> 24) & 31u) << 4), n = (((idesc >> 17) & 63u) << 3);
+                                        unsigned long long b, unsigned idesc, unsigned sfa, unsigned sfb,
+                                        unsigned accumulate) {
+  const unsigned m = scaled ? (((idesc >> 27) & 3u) << 7) : (((idesc >> 24) & 31u) << 4), n = (((idesc >> 17) & 63u) << 3);
   const int fa = pycute_soft_mma_format[kind][((idesc >> 7) & 7u)], fb = pycute_soft_mma_format[kind][((idesc >> 10) & 7u)];
-  if (scaled || cta_group != 1 || m != 128u || fa < 0 || fb < 0) {
-    printf("pycute soft tcgen05: tcgen05.mma kind %d, cta_group %d, M %u with these operand types is not modelled (dense kinds, M 128, cta_group 1, f16/bf16/tf32/f8 operands)\n", kind, cta_group, m);
+  if (cta_group != 1 || m != 128u || fa < 0 || fb < 0 || (scaled && (kind != 4 || ((idesc >> 23) & 1u) != 1u))) {
+    printf("pycute soft tcgen05: tcgen05.mma kind %d, cta_group %d, M %u with these operand types is not modelled (dense kinds and mxf8f6f4 with UE8M0 SFs, M 128, cta_group 1, f16/bf16/tf32/f8 operands)\n", kind, cta_group, m);
     __trap();
   }
-  pycute_soft_mma_tile(d, a, b, m, n, fa, fb, ((idesc >> 15) & 1u), ((idesc >> 16) & 1u), accumulate);
+  pycute_soft_mma_tile(d, a, b, m, n, fa, fb, ((idesc >> 15) & 1u), ((idesc >> 16) & 1u), accumulate, scaled, sfa,
+                       sfb, ((idesc >> 29) & 3u), ((idesc >> 4) & 3u));
 }
 __device__ __forceinline__ void pycute_tcgen05_mma_f16_cg1(unsigned d, unsigned long long a, unsigned long long b, unsigned idesc, unsigned accumulate) {
-  pycute_soft_tcgen05_mma(0, 1, 0, d, a, b, idesc, accumulate);
+  pycute_soft_tcgen05_mma(0, 1, 0, d, a, b, idesc, 0u, 0u, accumulate);
 }
 __device__ __forceinline__ void pycute_tcgen05_mma_f16_cg2(unsigned d, unsigned long long a, unsigned long long b, unsigned idesc, unsigned accumulate) {
-  pycute_soft_tcgen05_mma(0, 2, 0, d, a, b, idesc, accumulate);
+  pycute_soft_tcgen05_mma(0, 2, 0, d, a, b, idesc, 0u, 0u, accumulate);
 }
 __device__ __forceinline__ void pycute_tcgen05_mma_tf32_cg1(unsigned d, unsigned long long a, unsigned long long b, unsigned idesc, unsigned accumulate) {
-  pycute_soft_tcgen05_mma(1, 1, 0, d, a, b, idesc, accumulate);
+  pycute_soft_tcgen05_mma(1, 1, 0, d, a, b, idesc, 0u, 0u, accumulate);
 }
 __device__ __forceinline__ void pycute_tcgen05_mma_tf32_cg2(unsigned d, unsigned long long a, unsigned long long b, unsigned idesc, unsigned accumulate) {
-  pycute_soft_tcgen05_mma(1, 2, 0, d, a, b, idesc, accumulate);
+  pycute_soft_tcgen05_mma(1, 2, 0, d, a, b, idesc, 0u, 0u, accumulate);
 }
 __device__ __forceinline__ void pycute_tcgen05_mma_f8f6f4_cg1(unsigned d, unsigned long long a, unsigned long long b, unsigned idesc, unsigned accumulate) {
-  pycute_soft_tcgen05_mma(2, 1, 0, d, a, b, idesc, accumulate);
+  pycute_soft_tcgen05_mma(2, 1, 0, d, a, b, idesc, 0u, 0u, accumulate);
 }
 __device__ __forceinline__ void pycute_tcgen05_mma_f8f6f4_cg2(unsigned d, unsigned long long a, unsigned long long b, unsigned idesc, unsigned accumulate) {
-  pycute_soft_tcgen05_mma(2, 2, 0, d, a, b, idesc, accumulate);
+  pycute_soft_tcgen05_mma(2, 2, 0, d, a, b, idesc, 0u, 0u, accumulate);
 }
 __device__ __forceinline__ void pycute_tcgen05_mma_i8_cg1(unsigned d, unsigned long long a, unsigned long long b, unsigned idesc, unsigned accumulate) {
-  pycute_soft_tcgen05_mma(3, 1, 0, d, a, b, idesc, accumulate);
+  pycute_soft_tcgen05_mma(3, 1, 0, d, a, b, idesc, 0u, 0u, accumulate);
 }
 __device__ __forceinline__ void pycute_tcgen05_mma_i8_cg2(unsigned d, unsigned long long a, unsigned long long b, unsigned idesc, unsigned accumulate) {
-  pycute_soft_tcgen05_mma(3, 2, 0, d, a, b, idesc, accumulate);
+  pycute_soft_tcgen05_mma(3, 2, 0, d, a, b, idesc, 0u, 0u, accumulate);
 }
 __device__ __forceinline__ void pycute_tcgen05_mma_mxf8f6f4_1x_cg1(unsigned d, unsigned long long a, unsigned long long b, unsigned idesc, unsigned sfa, unsigned sfb, unsigned accumulate) {
-  pycute_soft_tcgen05_mma(4, 1, 1, d, a, b, idesc, accumulate);
+  pycute_soft_tcgen05_mma(4, 1, 1, d, a, b, idesc, sfa, sfb, accumulate);
 }
 __device__ __forceinline__ void pycute_tcgen05_mma_mxf8f6f4_1x_cg2(unsigned d, unsigned long long a, unsigned long long b, unsigned idesc, unsigned sfa, unsigned sfb, unsigned accumulate) {
-  pycute_soft_tcgen05_mma(4, 2, 1, d, a, b, idesc, accumulate);
+  pycute_soft_tcgen05_mma(4, 2, 1, d, a, b, idesc, sfa, sfb, accumulate);
 }
 __device__ __forceinline__ void pycute_tcgen05_mma_mxf4_2x_cg1(unsigned d, unsigned long long a, unsigned long long b, unsigned idesc, unsigned sfa, unsigned sfb, unsigned accumulate) {
-  pycute_soft_tcgen05_mma(5, 1, 1, d, a, b, idesc, accumulate);
+  pycute_soft_tcgen05_mma(5, 1, 1, d, a, b, idesc, sfa, sfb, accumulate);
 }
 __device__ __forceinline__ void pycute_tcgen05_mma_mxf4_2x_cg2(unsigned d, unsigned long long a, unsigned long long b, unsigned idesc, unsigned sfa, unsigned sfb, unsigned accumulate) {
-  pycute_soft_tcgen05_mma(5, 2, 1, d, a, b, idesc, accumulate);
+  pycute_soft_tcgen05_mma(5, 2, 1, d, a, b, idesc, sfa, sfb, accumulate);
 }
 __device__ __forceinline__ void pycute_tcgen05_mma_mxf4nvf4_2x_cg1(unsigned d, unsigned long long a, unsigned long long b, unsigned idesc, unsigned sfa, unsigned sfb, unsigned accumulate) {
-  pycute_soft_tcgen05_mma(6, 1, 1, d, a, b, idesc, accumulate);
+  pycute_soft_tcgen05_mma(6, 1, 1, d, a, b, idesc, sfa, sfb, accumulate);
 }
 __device__ __forceinline__ void pycute_tcgen05_mma_mxf4nvf4_4x_cg1(unsigned d, unsigned long long a, unsigned long long b, unsigned idesc, unsigned sfa, unsigned sfb, unsigned accumulate) {
-  pycute_soft_tcgen05_mma(6, 1, 1, d, a, b, idesc, accumulate);
+  pycute_soft_tcgen05_mma(6, 1, 1, d, a, b, idesc, sfa, sfb, accumulate);
 }
 __device__ __forceinline__ void pycute_tcgen05_mma_mxf4nvf4_2x_cg2(unsigned d, unsigned long long a, unsigned long long b, unsigned idesc, unsigned sfa, unsigned sfb, unsigned accumulate) {
-  pycute_soft_tcgen05_mma(6, 2, 1, d, a, b, idesc, accumulate);
+  pycute_soft_tcgen05_mma(6, 2, 1, d, a, b, idesc, sfa, sfb, accumulate);
 }
 __device__ __forceinline__ void pycute_tcgen05_mma_mxf4nvf4_4x_cg2(unsigned d, unsigned long long a, unsigned long long b, unsigned idesc, unsigned sfa, unsigned sfb, unsigned accumulate) {
-  pycute_soft_tcgen05_mma(6, 2, 1, d, a, b, idesc, accumulate);
+  pycute_soft_tcgen05_mma(6, 2, 1, d, a, b, idesc, sfa, sfb, accumulate);
 }
 #endif  // PYCUTE_SOFT_TCGEN05
 

@@ -84,7 +84,7 @@ def tcgen05_mma_header() -> str:
                   soft_mma_functions=soft_mma_functions(), soft_mma_tables=soft_mma_tables(), desc_start=field_get(START_ADDRESS, "desc"),
                   desc_lbo=field_get(LBO, "desc"), desc_sbo=field_get(SBO, "desc"),
                   desc_swizzle=field_get(SWIZZLE, "desc"), code_none=SwizzleMode.NONE.code, unit_bytes=UNIT_BYTES,
-                  window_mask=f"0x{START_ADDRESS.limit - 1:X}", column_mask=f"0x{(1 << LANE_SHIFT) - 1:X}",
+                  column_mask=f"0x{(1 << LANE_SHIFT) - 1:X}",
                   bf16_shift=BF16_SHIFT, tf32_mask=f"0x{TF32_MASK:X}")
 
 

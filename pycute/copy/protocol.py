@@ -11,11 +11,13 @@ from __future__ import annotations
 
 from typing import Any, ClassVar, Literal, NamedTuple, Protocol, runtime_checkable
 
+from ..errors import PlanError
+from ..int_tuple import as_int
 from ..tensor.gmem import GlobalTensor
 from ..tensor.smem import SmemTensor
 from ..tensor.tile import layout_modes, mode_extents
 
-__all__ = ["Plan", "Rejection", "Reject", "Completion", "ArrayTilePlan"]
+__all__ = ["Plan", "Rejection", "Reject", "Completion", "ArrayTilePlan", "load_or_store"]
 
 #: How the caller learns that a copy has landed: ``expect_tx`` (an mbarrier counts the bytes: TMA and bulk loads,
 #: DSMEM), ``arrive`` (one mbarrier arrival per copying thread: cp.async's arrive.noinc), ``group`` (the issuing
@@ -76,12 +78,39 @@ class Plan(Protocol):
     def verify(self, seed: int = 0) -> None: ...
 
 
+def load_or_store(dst: object, src: object, who: str) -> tuple[Literal["load", "store"], GlobalTensor, SmemTensor]:
+    """``(direction, array, tile)`` of a copy between a whole global array and a shared tile, or a TypeError."""
+    if isinstance(dst, SmemTensor) and isinstance(src, GlobalTensor):
+        return "load", src, dst
+    if isinstance(dst, GlobalTensor) and isinstance(src, SmemTensor):
+        return "store", dst, src
+    raise TypeError(f"{who}: one tensor is a global array (make_global_tensor) and the other a shared tile "
+                    f"(make_smem_tensor), got {type(dst).__name__} <- {type(src).__name__}")
+
+
 class ArrayTilePlan:
     """What the plans of one tile of a whole global array share (TMA, bulk copies, cp.async): from the array
     (``gmem``) and the tile (``smem``), the element bytes, the tile's extent per mode and the array's modes."""
 
     gmem: GlobalTensor
     smem: SmemTensor
+    direction: str                       # "load" (global -> shared) or "store"
+
+    @property
+    def src(self) -> GlobalTensor | SmemTensor:
+        return self.gmem if self.direction == "load" else self.smem
+
+    @property
+    def dst(self) -> GlobalTensor | SmemTensor:
+        return self.smem if self.direction == "load" else self.gmem
+
+    def smem_base(self, smem_base: object) -> int:
+        """A stream's shared buffer address, checked against the alignment the plan assumes."""
+        base = as_int(smem_base, "stream: smem_base")
+        if base % self.smem.base_align:
+            raise PlanError(f"stream: smem_base {base:#x} is not aligned to the {self.smem.base_align} B the plan "
+                            f"assumes for the buffer")
+        return base
 
     @property
     def elem_bytes(self) -> int:

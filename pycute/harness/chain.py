@@ -7,6 +7,7 @@ from __future__ import annotations
 import attrs
 import numpy as np
 
+from .common import tmem_readback
 from ..codegen.tcgen05_cp import emit_device_function
 from ..codegen.tcgen05_ldst import ldst_helper
 from ..codegen.tma import emit_tma_copy
@@ -96,15 +97,7 @@ extern "C" __global__ void __launch_bounds__(128, 1) tma_cp_chain(const pycute_t
   }}
   pycute_mbarrier_wait_parity(m_cp, 0);
   pycute_tcgen05_fence_after_thread_sync();
-  for (unsigned c = 0; c < {cols}u; c += {_CHUNK}u) {{   // tcgen05.ld: each warp its lane quadrant
-    unsigned v[{_CHUNK}];
-    {ld}(warp_taddr + c, v);
-    pycute_tcgen05_wait_ld();
-    for (unsigned k = 0; k < {_CHUNK}u; ++k) out[(PYCUTE_TMEM_QUADRANT_LANES * (warp % 4u) + lane) * {cols}u + c + k] = v[k];
-  }}
-  pycute_tcgen05_fence_before_thread_sync();
-  __syncthreads();
-  if (warp == 0) pycute_tmem_dealloc<1>(taddr, {cols}u);
+{tmem_readback(ld, cols, cols, _CHUNK)}
 }}
 """)
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import attrs
 import numpy as np
 
+from .common import tmem_readback
 from ..codegen.mma import emit_mma
 from ..codegen.tcgen05_cp import emit_device_function
 from ..copy.tcgen05_cp.planner import make_tiled_copy
@@ -127,15 +128,7 @@ extern "C" __global__ void __launch_bounds__(128, 1) mma_roundtrip(const unsigne
   pycute_mbarrier_wait_parity(m, 0);
   pycute_tcgen05_fence_after_thread_sync();
   const unsigned warp_taddr = taddr + ((PYCUTE_TMEM_QUADRANT_LANES * (warp % 4u)) << PYCUTE_TMEM_LANE_SHIFT);
-  for (unsigned c = 0; c < {self.plan.d_column + n}u; c += {_CHUNK}u) {{
-    unsigned v[{_CHUNK}];
-    {ld}(warp_taddr + c, v);
-    pycute_tcgen05_wait_ld();
-    for (unsigned k = 0; k < {_CHUNK}u; ++k) out[(PYCUTE_TMEM_QUADRANT_LANES * (warp % 4u) + lane) * {cols}u + c + k] = v[k];
-  }}
-  pycute_tcgen05_fence_before_thread_sync();
-  __syncthreads();
-  if (warp == 0) pycute_tmem_dealloc<1>(taddr, {cols}u);
+{tmem_readback(ld, self.plan.d_column + n, cols, _CHUNK)}
 }}
 """
 

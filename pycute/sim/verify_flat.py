@@ -44,7 +44,8 @@ def _cp_async_once(plan: CpAsyncPlan, tile: tuple, rng: np.random.Generator, val
     for t in range(plan.threads):
         for issue in plan.stream(0, *tile, thread=t, **values):
             emu.cp_async(gmem, issue, thread=t)
-        emu.cp_async_commit(thread=t) if plan.completion == "group" else None
+        if plan.completion == "group":
+            emu.cp_async_commit(thread=t)
     _compare(emu.ctas[0].smem, np.full(nbytes, _MARKER, dtype=np.uint8), f"tile {tile} before the wait")
     for t in range(plan.threads):
         if plan.completion == "group":

@@ -125,6 +125,18 @@ __device__ void pycute_soft_check_quadrant(unsigned taddr, const char* what) {
   }
 }
 
+// A descriptor's byte address `lin` after its swizzle (code `sw`), which XORs absolute address bits.
+__device__ __forceinline__ unsigned pycute_soft_swizzled(unsigned sw, unsigned lin) {
+  const unsigned mask = pycute_soft_swizzle_mask[sw];
+  const int shift = pycute_soft_swizzle_shift[sw];
+  return lin ^ (shift >= 0 ? (lin & mask) >> shift : (lin & mask) << -shift);
+}
+
+// The high bits of the CTA's shared-window addresses (a descriptor's start field holds only the low ones).
+__device__ __forceinline__ unsigned pycute_soft_window_hi() {
+  return pycute_smem_address(&pycute_soft_anchor) & ~${window_mask}u;
+}
+
 __device__ unsigned pycute_soft_mapa(unsigned addr, unsigned rank) {
   unsigned r;
   asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(r) : "r"(addr), "r"(rank));
@@ -141,10 +153,9 @@ __device__ void pycute_soft_tcgen05_cp(int rows, int units, int replicas, const 
   const unsigned lbo = ${desc_lbo};
   const unsigned sbo = ${desc_sbo};
   const unsigned sw = ${desc_swizzle};
-  const unsigned pitch = pycute_soft_pitch[sw], mask = pycute_soft_swizzle_mask[sw];
-  const int shift = pycute_soft_swizzle_shift[sw];
+  const unsigned pitch = pycute_soft_pitch[sw];
   const unsigned lane0 = taddr >> PYCUTE_TMEM_LANE_SHIFT, col0 = taddr & ${column_mask}u;
-  const unsigned window_hi = pycute_smem_address(&pycute_soft_anchor) & ~${window_mask}u;
+  const unsigned window_hi = pycute_soft_window_hi();
   const unsigned self = pycute_cluster_ctarank();
   const unsigned first = cta_group == 2 ? (self & ~1u) : self, last = cta_group == 2 ? (self | 1u) : self;
   for (unsigned cta = first; cta <= last; ++cta) {
@@ -152,7 +163,7 @@ __device__ void pycute_soft_tcgen05_cp(int rows, int units, int replicas, const 
     for (int r = 0; r < rows; ++r) {
       for (unsigned u = 0; u < unsigned(units); ++u) {
         const unsigned lin = start + (r % 8) * pitch + (r / 8) * sbo + u * (sw == ${code_none} ? lbo : ${unit_bytes}u);
-        const unsigned phys = lin ^ (shift >= 0 ? (lin & mask) >> shift : (lin & mask) << -shift);
+        const unsigned phys = pycute_soft_swizzled(sw, lin);
         unsigned words[${unit_words}];                        // the 16-byte unit's 32-bit words, in column order
         for (unsigned k = 0; k < ${unit_words}u; ++k)
           asm volatile("ld.shared::cluster.u32 %0, [%1];" : "=r"(words[k])

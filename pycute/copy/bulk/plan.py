@@ -50,14 +50,6 @@ class BulkPlan(ArrayTilePlan):
     VARIANT: ClassVar[str] = "bulk"
 
     @property
-    def src(self) -> GlobalTensor | SmemTensor:
-        return self.gmem if self.direction == "load" else self.smem
-
-    @property
-    def dst(self) -> GlobalTensor | SmemTensor:
-        return self.smem if self.direction == "load" else self.gmem
-
-    @property
     def completion(self) -> str:
         """``expect_tx`` for a load (the mbarrier counts its bytes), ``group`` for a store."""
         return "expect_tx" if self.direction == "load" else "group"
@@ -94,10 +86,7 @@ class BulkPlan(ArrayTilePlan):
     def stream(self, smem_base: int, *tile: int, **values: int) -> list[BulkIssue]:
         """``BulkIssue(ptx, dst, src, size)`` per chunk for the buffer at shared address ``smem_base`` and tile
         index ``tile`` (global addresses as byte offsets from the array's base)."""
-        smem_base = as_int(smem_base, "stream: smem_base")
-        if smem_base % self.smem.base_align:
-            raise PlanError(f"stream: smem_base {smem_base:#x} is not aligned to the {self.smem.base_align} B the "
-                            f"plan assumes")
+        smem_base = self.smem_base(smem_base)
         g, s = self.origin(tile), smem_base + stage_offset(self.stages, values, "bulk plan: ")
         return [BulkIssue(self.atom.ptx, (s if self.direction == "load" else g) + c.dst,
                           (g if self.direction == "load" else s) + c.src, c.size) for c in self.instructions]

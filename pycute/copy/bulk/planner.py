@@ -14,23 +14,18 @@ from ...tensor.gmem import GlobalTensor
 from ...tensor.smem import SmemTensor
 from ...tensor.tile import byte_runs, mode_extents, tile_elements, whole_array_modes
 from ...tensor.stages import smem_stages
+from ..protocol import load_or_store
 from .plan import BulkChunk, BulkPlan
 
 __all__ = ["make_bulk_copy", "check_chunks"]
 
 
 def _operands(dst: object, src: object) -> tuple[BulkDirection, GlobalTensor, SmemTensor]:
-    if isinstance(dst, SmemTensor) and isinstance(src, GlobalTensor):
-        direction, gmem, smem = "load", src, dst
-    elif isinstance(dst, GlobalTensor) and isinstance(src, SmemTensor):
-        direction, gmem, smem = "store", dst, src
-    else:
-        raise TypeError(f"make_bulk_copy: one tensor is a global array (make_global_tensor) and the other a shared "
-                        f"tile (make_smem_tensor), got {type(dst).__name__} <- {type(src).__name__}")
+    direction, gmem, smem = load_or_store(dst, src, "make_bulk_copy")
     if gmem.dtype != smem.dtype or gmem.dtype.bits % 8:
         raise PlanError(f"make_bulk_copy: a bulk copy moves whole bytes unchanged: {gmem.dtype.name} and "
                         f"{smem.dtype.name}")
-    return direction, gmem, smem  # type: ignore[return-value]
+    return direction, gmem, smem
 
 
 def check_chunks(chunks: list[BulkChunk], who: str, sides: tuple[str, str], where: str) -> None:

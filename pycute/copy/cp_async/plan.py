@@ -65,15 +65,9 @@ class CpAsyncPlan(ArrayTilePlan):
     stages: tuple[SmemStage, ...] = ()
     rejected: tuple[Rejection, ...] = attrs.field(default=(), eq=False)
 
+    direction: str = attrs.field(default="load", init=False)       # cp.async copies global -> shared only
+
     VARIANT: ClassVar[str] = "cp_async"
-
-    @property
-    def src(self) -> GlobalTensor:
-        return self.gmem
-
-    @property
-    def dst(self) -> SmemTensor:
-        return self.smem
 
 
     @property
@@ -110,10 +104,7 @@ class CpAsyncPlan(ArrayTilePlan):
     def stream(self, smem_base: int, *tile: int, thread: int = 0, **values: int) -> list[CpAsyncIssue]:
         """Thread ``thread``'s cp.async for the buffer at shared address ``smem_base`` and tile index ``tile``;
         global addresses are byte offsets from the array's base (0 for a copy wholly out of bounds)."""
-        smem_base, thread = as_int(smem_base, "stream: smem_base"), as_int(thread, "stream: thread")
-        if smem_base % self.smem.base_align:
-            raise PlanError(f"stream: smem_base {smem_base:#x} is not aligned to the {self.smem.base_align} B the "
-                            f"plan assumes")
+        smem_base, thread = self.smem_base(smem_base), as_int(thread, "stream: thread")
         if not 0 <= thread < self.threads:
             raise PlanError(f"stream: thread {thread} is not one of the plan's {self.threads}")
         if len(tile) != len(self.tile_shape):

@@ -8,6 +8,7 @@ and the tile's contiguous extent aligned to the width): the rule each wider widt
 """
 from __future__ import annotations
 
+import attrs
 import numpy as np
 
 from ...arch.sm80.cp_async import CP_ASYNC_SIZES, CpAsyncCache, CpAsyncCompletion, L2Prefetch
@@ -154,5 +155,4 @@ def make_cp_async_copy(dst: SmemTensor, src: GlobalTensor, threads: int = 128, c
                        stages, tuple(rejected))
     linear = _linear({"smem": plan.smem_byte, "gmem": g, **{f"coord{k}": c for k, c in enumerate(coords)}},
                      threads, iterations, vector, nvec)
-    return CpAsyncPlan(gmem, smem, atom, threads, vector, order, insts, coords, g, s, linear, completion, stages,
-                       tuple(rejected))
+    return attrs.evolve(plan, linear=linear)

@@ -118,14 +118,6 @@ class TmaPlan(ArrayTilePlan):
     VARIANT: ClassVar[str] = "tma"
 
     @property
-    def src(self) -> GlobalTensor | SmemTensor:
-        return self.gmem if self.direction == "load" else self.smem
-
-    @property
-    def dst(self) -> GlobalTensor | SmemTensor:
-        return self.smem if self.direction == "load" else self.gmem
-
-    @property
     def completion(self) -> str | None:
         """``expect_tx`` for a load (the mbarrier counts its bytes), ``group`` for a store, None for a prefetch."""
         return {"load": "expect_tx", "store": "group"}.get(self.direction)
@@ -197,10 +189,7 @@ class TmaPlan(ArrayTilePlan):
     def stream(self, smem_base: int, *tile: int, cta: int = 0, **values: int) -> list[TmaIssue]:
         """``TmaIssue(ptx, coords, smem)`` per instruction for the buffer at shared address ``smem_base``, tile
         index ``tile`` and the values of the run-time indices, as CTA ``cta`` of a multicast issues them."""
-        smem_base = as_int(smem_base, "stream: smem_base")
-        if smem_base % self.smem.base_align:
-            raise PlanError(f"stream: smem_base {smem_base:#x} is not aligned to the {self.smem.base_align} B the "
-                            f"plan assumes for the buffer")
+        smem_base = self.smem_base(smem_base)
         shift = (self._cta(cta) * self.multicast.smem_step if self.multicast else 0) + self.stage_offset(**values)
         return [TmaIssue(i.ptx, c, 0 if self.direction == "prefetch" else smem_base + shift + i.smem_offset)
                 for i, c in zip(self.instructions, self.coords(tile, cta))]

@@ -28,7 +28,7 @@ from ...swizzle import Swizzle
 from ...tensor.gmem import GlobalTensor
 from ...tensor.smem import SmemTensor
 from ...tensor.tile import whole_array_modes
-from ..protocol import Reject, Rejection
+from ..protocol import Reject, Rejection, load_or_store
 from ...tensor.stages import smem_stages
 from .widen import WIDE_TYPES, widen
 from .plan import (DTYPE_BYTES, TensorMapParams, TmaInstruction, TmaMulticast, TmaPlan,
@@ -275,14 +275,7 @@ def _check_fill(fill: object, direction: str, dtype: str, where: str) -> int:
 
 def _operands(dst: object, src: object) -> tuple[TmaDirection, GlobalTensor, SmemTensor]:
     """``(direction, array, tile)`` of a copy, after the checks that need neither the layouts nor the options."""
-    direction: TmaDirection
-    if isinstance(dst, SmemTensor) and isinstance(src, GlobalTensor):
-        direction, gmem, smem = "load", src, dst
-    elif isinstance(dst, GlobalTensor) and isinstance(src, SmemTensor):
-        direction, gmem, smem = "store", dst, src
-    else:
-        raise TypeError(f"make_tma_copy: one tensor is a global array (make_global_tensor) and the other a shared "
-                        f"tile (make_smem_tensor), got {type(dst).__name__} <- {type(src).__name__}")
+    direction, gmem, smem = load_or_store(dst, src, "make_tma_copy")
     where = _where(gmem, smem)
     if gmem.dtype != smem.dtype:
         raise PlanError(f"make_tma_copy: TMA copies values unchanged: {gmem.dtype.name} and {smem.dtype.name}{where}")

@@ -127,6 +127,18 @@ __device__ void pycute_soft_check_quadrant(unsigned taddr, const char* what) {
   }
 }
 
+// A descriptor's byte address `lin` after its swizzle (code `sw`), which XORs absolute address bits.
+__device__ __forceinline__ unsigned pycute_soft_swizzled(unsigned sw, unsigned lin) {
+  const unsigned mask = pycute_soft_swizzle_mask[sw];
+  const int shift = pycute_soft_swizzle_shift[sw];
+  return lin ^ (shift >= 0 ? (lin & mask) >> shift : (lin & mask) << -shift);
+}
+
+// The high bits of the CTA's shared-window addresses (a descriptor's start field holds only the low ones).
+__device__ __forceinline__ unsigned pycute_soft_window_hi() {
+  return pycute_smem_address(&pycute_soft_anchor) & ~0x3FFFFu;
+}
+
 __device__ unsigned pycute_soft_mapa(unsigned addr, unsigned rank) {
   unsigned r;
   asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(r) : "r"(addr), "r"(rank));
@@ -143,10 +155,9 @@ __device__ void pycute_soft_tcgen05_cp(int rows, int units, int replicas, const 
   const unsigned lbo = (unsigned((desc >> 16) & 0x3FFFull) * 16u);
   const unsigned sbo = (unsigned((desc >> 32) & 0x3FFFull) * 16u);
   const unsigned sw = unsigned((desc >> 61) & 0x7ull);
-  const unsigned pitch = pycute_soft_pitch[sw], mask = pycute_soft_swizzle_mask[sw];
-  const int shift = pycute_soft_swizzle_shift[sw];
+  const unsigned pitch = pycute_soft_pitch[sw];
   const unsigned lane0 = taddr >> PYCUTE_TMEM_LANE_SHIFT, col0 = taddr & 0xFFFFu;
-  const unsigned window_hi = pycute_smem_address(&pycute_soft_anchor) & ~0x3FFFFu;
+  const unsigned window_hi = pycute_soft_window_hi();
   const unsigned self = pycute_cluster_ctarank();
   const unsigned first = cta_group == 2 ? (self & ~1u) : self, last = cta_group == 2 ? (self | 1u) : self;
   for (unsigned cta = first; cta <= last; ++cta) {
@@ -154,7 +165,7 @@ __device__ void pycute_soft_tcgen05_cp(int rows, int units, int replicas, const 
     for (int r = 0; r < rows; ++r) {
       for (unsigned u = 0; u < unsigned(units); ++u) {
         const unsigned lin = start + (r % 8) * pitch + (r / 8) * sbo + u * (sw == 0 ? lbo : 16u);
-        const unsigned phys = lin ^ (shift >= 0 ? (lin & mask) >> shift : (lin & mask) << -shift);
+        const unsigned phys = pycute_soft_swizzled(sw, lin);
         unsigned words[4];                        // the 16-byte unit's 32-bit words, in column order
         for (unsigned k = 0; k < 4u; ++k)
           asm volatile("ld.shared::cluster.u32 %0, [%1];" : "=r"(words[k])

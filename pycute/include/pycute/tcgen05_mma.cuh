@@ -99,8 +99,7 @@ __device__ unsigned pycute_soft_operand(unsigned long long desc, unsigned mn_maj
   const unsigned lbo = (unsigned((desc >> 16) & 0x3FFFull) * 16u);
   const unsigned sbo = (unsigned((desc >> 32) & 0x3FFFull) * 16u);
   const unsigned sw = unsigned((desc >> 61) & 0x7ull);
-  const unsigned pitch = pycute_soft_pitch[sw], mask = pycute_soft_swizzle_mask[sw];
-  const int shift = pycute_soft_swizzle_shift[sw];
+  const unsigned pitch = pycute_soft_pitch[sw];
   const unsigned t = 128u / unsigned(bits);                 // elements in a 16-byte unit
   unsigned byte, bit;
   if (!mn_major) {
@@ -116,8 +115,8 @@ __device__ unsigned pycute_soft_operand(unsigned long long desc, unsigned mn_maj
     bit = (mn % per) * unsigned(bits);
   }
   const unsigned lin = start + byte + bit / 8u;
-  const unsigned phys = lin ^ (shift >= 0 ? (lin & mask) >> shift : (lin & mask) << -shift);
-  const unsigned window_hi = pycute_smem_address(&pycute_soft_anchor) & ~0x3FFFFu;
+  const unsigned phys = pycute_soft_swizzled(sw, lin);
+  const unsigned window_hi = pycute_soft_window_hi();
   unsigned value = 0;
   for (int b = 0; b < bits / 8; ++b) {
     unsigned byte_value;

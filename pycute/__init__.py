@@ -46,7 +46,7 @@ from .codegen import header_path, include_dir
 from .codegen.tcgen05_cp import commit_asm
 from .codegen.probe import probe_source
 from .mma import (InstrDescriptor, ScaleFactorTensor, UmmaDescriptor, check_scale_factor_copy, make_instr_desc,
-                  make_umma_desc, scale_factor_tensor)
+                  make_umma_desc, scale_factor_smem, scale_factor_tensor)
 from .sim import verify, verify_plan, verify_tmem_copy
 from .sim.operand import reference_mma, verify_operand
 from .viz import draw_layout, draw_plan, draw_smem, layout_grid, print_layout
@@ -86,7 +86,7 @@ __all__ = [
     # TMEM <-> registers
     "make_tmem_copy", "mma_accumulator", "verify_tmem_copy",
     # feeding tcgen05.mma
-    "make_umma_desc", "UmmaDescriptor", "make_instr_desc", "InstrDescriptor", "scale_factor_tensor",
+    "make_umma_desc", "UmmaDescriptor", "make_instr_desc", "InstrDescriptor", "scale_factor_tensor", "scale_factor_smem",
     "ScaleFactorTensor", "check_scale_factor_copy", "verify_operand", "reference_mma",
     # pictures
     "print_layout", "layout_grid", "draw_layout", "draw_smem", "draw_plan",

@@ -109,11 +109,18 @@ def emit_mma(plan: MmaPlan, name: str = "pycute_mma") -> str:
                       f"__device__ __forceinline__ void {name}({sig}) {{", *body, "}"]) + "\n"
 
 
-# The soft build's element formats (PYCUTE_SOFT_TCGEN05): id -> (bits, how the soft decoder reads it). Operand
-# types outside this table (6- and 4-bit floats, integers) trap in the soft model rather than guess.
-_SOFT_FORMATS = {"f16": (0, 16), "bf16": (1, 16), "tf32": (2, 32), "f8e4m3": (3, 8), "f8e5m2": (4, 8)}
-#: The block-scaled kind the soft build models (one UE8M0 SF per 32 K: scale_vec::1X).
-_SOFT_SCALED = "mxf8f6f4"
+# The soft build's element formats (PYCUTE_SOFT_TCGEN05): name -> (id, bits) of the soft decoder. E2M1 is modelled
+# packed (mxf4, mxf4nvf4); in the 8-bit containers of f8f6f4 / mxf8f6f4, and every type outside this table (6-bit
+# floats, integers), the soft model traps rather than guess.
+_SOFT_FORMATS = {"f16": (0, 16), "bf16": (1, 16), "tf32": (2, 32), "f8e4m3": (3, 8), "f8e5m2": (4, 8),
+                 "f4e2m1": (5, 4)}
+_PACKED = ("mxf4", "mxf4nvf4")
+
+
+def _soft_format(kind: str, name: str) -> int | None:
+    if name not in _SOFT_FORMATS or (name == "f4e2m1") != (kind in _PACKED):
+        return None
+    return _SOFT_FORMATS[name][0]
 
 
 def _field(table, name: str, desc: str = "idesc") -> str:
@@ -128,46 +135,50 @@ def soft_mma_tables() -> str:
     for kind in MMA_KINDS:
         codes = ["-1"] * 8
         for name, code in MMA_KINDS[kind].operand_codes.items():
-            if name in _SOFT_FORMATS and (not MMA_KINDS[kind].block_scaled or kind == _SOFT_SCALED):
-                codes[code] = str(_SOFT_FORMATS[name][0])
+            fmt = _soft_format(kind, name)
+            if fmt is not None:
+                codes[code] = str(fmt)
         rows.append("{" + ", ".join(codes) + "}")
     bits = [str(b) for _, b in sorted(_SOFT_FORMATS.values())]
     return "\n".join([f"static __device__ const int pycute_soft_mma_format[{len(rows)}][8] = {{{', '.join(rows)}}};",
                       f"static __device__ const int pycute_soft_format_bits[{len(bits)}] = {{{', '.join(bits)}}};"])
 
 
+def _soft_wrapper(k: int, kind: str, group: int, vec: int | None) -> str:
+    sf = ", unsigned sfa, unsigned sfb" if vec else ""
+    sfs = "sfa, sfb" if vec else "0u, 0u"
+    return (f"__device__ __forceinline__ void {mma_helper(kind, group, vec)}(unsigned d, unsigned long long a, "
+            f"unsigned long long b, unsigned idesc{sf}, unsigned accumulate) {{\n"
+            f"  pycute_soft_tcgen05_mma({k}, {group}, {vec or 0}, d, a, b, idesc, {sfs}, accumulate);\n}}")
+
+
 def soft_mma_functions() -> str:
-    """The soft build's tcgen05.mma (dense kinds, M 128, cta_group::1, D f32) and its wrappers: C text."""
-    from ..arch.sm100.mma import DENSE_FIELDS
+    """The soft build's tcgen05.mma (M 128 per CTA, cta_group::1 or 2, D f32; the formats of soft_mma_tables, the
+    block-scaled kinds with their scale types) and its wrappers: C text."""
+    from ..arch.sm100.mma import BLOCK_SCALED_FIELDS, DENSE_FIELDS
     kinds = list(MMA_KINDS)
-    wrappers = []
-    for k, kind in enumerate(kinds):
-        for group in (1, 2):
-            for vec in (MMA_KINDS[kind].scale_vecs if MMA_KINDS[kind].block_scaled else (None,)):
-                sf = ", unsigned sfa, unsigned sfb" if vec else ""
-                sfs = "sfa, sfb" if vec else "0u, 0u"
-                wrappers.append(f"__device__ __forceinline__ void {mma_helper(kind, group, vec)}(unsigned d, unsigned "
-                                f"long long a, unsigned long long b, unsigned idesc{sf}, unsigned accumulate) {{\n"
-                                f"  pycute_soft_tcgen05_mma({k}, {group}, {int(vec is not None)}, d, a, b, idesc, "
-                                f"{sfs}, accumulate);\n}}")
-    from ..arch.sm100.mma import BLOCK_SCALED_FIELDS
+    wrappers = [_soft_wrapper(k, kind, group, vec) for k, kind in enumerate(kinds) for group in (1, 2)
+                for vec in (MMA_KINDS[kind].scale_vecs if MMA_KINDS[kind].block_scaled else (None,))]
     f = lambda name: _field(DENSE_FIELDS, name)                    # noqa: E731
     s = lambda name: _field(BLOCK_SCALED_FIELDS, name)             # noqa: E731
-    ue8m0 = MMA_KINDS[_SOFT_SCALED].scale_types["ue8m0"]
+    # the UE4M3 code of kind::mxf4nvf4 (the only kind with two scale types); the others read UE8M0
+    nvf4, ue4m3 = kinds.index("mxf4nvf4"), MMA_KINDS["mxf4nvf4"].scale_types["ue4m3"]
+    d_f32 = MMA_KINDS["f16"].d_codes["f32"]
     return "\n".join([
-        "__device__ void pycute_soft_tcgen05_mma(int kind, int cta_group, int scaled, unsigned d, unsigned long long a,",
+        "__device__ void pycute_soft_tcgen05_mma(int kind, int cta_group, int vec, unsigned d, unsigned long long a,",
         "                                        unsigned long long b, unsigned idesc, unsigned sfa, unsigned sfb,",
         "                                        unsigned accumulate) {",
-        f"  const unsigned m = scaled ? {s('m')} : {f('m')}, n = {f('n')};",
+        f"  const unsigned m = vec ? {s('m')} : {f('m')}, n = {f('n')};",
         f"  const int fa = pycute_soft_mma_format[kind][{f('a_type')}], fb = pycute_soft_mma_format[kind][{f('b_type')}];",
-        f"  if (cta_group != 1 || m != 128u || fa < 0 || fb < 0 || (scaled && (kind != {kinds.index(_SOFT_SCALED)} || "
-        f"{s('scale_type')} != {ue8m0}u))) {{",
+        f"  const int ue4m3 = vec && kind == {nvf4} && {s('scale_type')} == {ue4m3}u;",
+        f"  const bool f32 = vec || {f('d_type')} == {d_f32}u;",
+        "  if (m != 128u * unsigned(cta_group) || fa < 0 || fb < 0 || !f32 || (cta_group == 2 && (pycute_cluster_ctarank() & 1u))) {",
         '    printf("pycute soft tcgen05: tcgen05.mma kind %d, cta_group %d, M %u with these operand types is not '
-        'modelled (dense kinds and mxf8f6f4 with UE8M0 SFs, M 128, cta_group 1, f16/bf16/tf32/f8 operands)\\n", '
-        'kind, cta_group, m);',
+        'modelled (M 128 per CTA issued by the even CTA; f16/bf16/tf32/fp8 operands, packed e2m1 for mxf4*; an '
+        'f32 D)\\n", kind, cta_group, m);',
         "    __trap();",
         "  }",
-        f"  pycute_soft_mma_tile(d, a, b, m, n, fa, fb, {f('transpose_a')}, {f('transpose_b')}, accumulate, scaled, sfa,",
-        f"                       sfb, {s('sfa_id')}, {s('sfb_id')});",
+        f"  pycute_soft_mma_tile(d, a, b, m, n, fa, fb, {f('transpose_a')}, {f('transpose_b')}, accumulate, cta_group, vec,",
+        f"                       ue4m3, sfa, sfb, {s('sfa_id')}, {s('sfb_id')});",
         "}",
         *wrappers])

@@ -13,16 +13,15 @@ from ..codegen.mma import emit_mma
 from ..codegen.tcgen05_cp import emit_device_function
 from ..copy.tcgen05_cp.planner import make_tiled_copy
 from ..copy.tcgen05_cp.plan import Tcgen05CpPlan
-from ..dtypes import u8
-from ..layout import Layout
-from ..tensor.smem import make_smem_tensor
+from ..arch.sm100.mma import MMA_KINDS
+from ..mma.scale import scale_factor_smem
 from ..codegen.tcgen05_ldst import ldst_helper
 from ..compile.nvrtc import Compiled, compile_cuda
 from ..compile.runtime import Gpu, check_gpu
 from ..errors import CompileError
 from ..mma.plan import MmaPlan
 from ..sim.emulator import Sm100Emulator
-from ..sim.verify_mma import exact_codes, write_tile
+from ..sim.verify_mma import exact_codes, exact_sf_codes, write_tile
 from ..tensor.values import smem_bytes_needed
 
 __all__ = ["MmaRoundTrip"]
@@ -32,11 +31,8 @@ _SF_COLUMNS = (256, 288)          # where the SFA and SFB tensors go in the 512-
 
 
 def _sf_copy(sf) -> Tcgen05CpPlan:
-    """The tcgen05.cp of a SF tensor from its shared-memory staging (32 rows x 16 B per 512-B unit, the SF slots
-    innermost)."""
-    rows, slots = sf.rows, sf.mmas * sf.scale_vec
-    smem = make_smem_tensor(u8, Layout(((32, 4, rows // 128), slots), ((16, 4, 512), 1)))
-    return make_tiled_copy(sf.tensor, smem)
+    """The tcgen05.cp of a SF tensor from its shared-memory staging (scale_factor_smem)."""
+    return make_tiled_copy(sf.tensor, scale_factor_smem(sf))
 
 
 @attrs.frozen
@@ -88,8 +84,15 @@ class MmaRoundTrip:
             write_tile(image, base, tile, exact_codes(tile.dtype.name, tile.bits, rng, (rows, k)))
         for copy, base in zip(self.sf_copies, self.regions[2:]):
             rows, slots = copy.src.layout[0].size(), copy.src.layout[1].size()
-            write_tile(image, base, copy.src, rng.integers(125, 130, (rows, slots)).astype(np.uint64))   # 2^-2..2^2
+            write_tile(image, base, copy.src, exact_sf_codes(self.sf_type, rng, (rows, slots)).astype(np.uint64))
         return image
+
+    @property
+    def sf_type(self) -> str:
+        """The SFs' type the instruction descriptor names (UE8M0 for a dense plan, whose image has none)."""
+        code = self.plan.idesc.fields.get("scale_type")
+        types = MMA_KINDS[self.plan.atom.kind].scale_types
+        return next((t for t, v in types.items() if v == code), "ue8m0")
 
     def source(self) -> str:
         cols, n = self.columns, self.plan.shape[1]

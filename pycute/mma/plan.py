@@ -67,8 +67,8 @@ class MmaPlan:
 
     @property
     def shape(self) -> tuple[int, int, int]:
-        """(M, N, K) of the tile."""
-        return self.a.mn, self.b.mn, self.a.k
+        """(M, N, K) of the MMA (a pair's: twice each CTA's rows of A and of B)."""
+        return self.a.mn * self.atom.cta_group, self.b.mn * self.atom.cta_group, self.a.k
 
     def _values(self, desc: UmmaDescriptor, values: dict) -> dict:
         return {s.name: values[s.name] for s in desc.stages if s.name in values}

@@ -5,7 +5,7 @@ scale_factor_tensor, each k-block reading its SF id and column (PTX ISA #tcgen05
 from __future__ import annotations
 
 from ..arch.sm100.mma import MMA_KINDS
-from ..arch.sm100.tmem import CELL_BITS
+from ..arch.sm100.tmem import CELL_BITS, check_cta_group
 from ..atoms.mma import MmaAtom
 from ..errors import DescriptorError, PlanError
 from ..tensor.smem import SmemTensor
@@ -49,27 +49,28 @@ def _check_d(d: TmemTensor, kind: str, m: int, n: int, cta_group: int) -> int:
     return column // CELL_BITS
 
 
-def _check_sf(sf: object, name: str, kind: str, rows: int, k_blocks: int) -> ScaleFactorTensor:
+def _check_sf(sf: object, name: str, kind: str, rows: int, k_blocks: int, cta_group: int) -> ScaleFactorTensor:
     if not isinstance(sf, ScaleFactorTensor):
         raise TypeError(f"make_mma: {name} must be a ScaleFactorTensor (scale_factor_tensor), got {sf!r}")
-    if sf.kind != kind or sf.rows != rows or sf.mmas < k_blocks:
-        raise PlanError(f"make_mma: {name} {sf!r} is not the SFs of {k_blocks} kind::{kind} MMA(s) for {rows} rows")
+    if sf.kind != kind or sf.rows != rows or sf.mmas < k_blocks or sf.cta_group != cta_group:
+        raise PlanError(f"make_mma: {name} {sf!r} is not the SFs of {k_blocks} kind::{kind} cta_group::{cta_group} "
+                        f"MMA(s) for {rows} rows")
     return sf
 
 
 def make_mma(d: TmemTensor, a: SmemTensor, b: SmemTensor, *, kind: str | None = None,
              sfa: ScaleFactorTensor | None = None, sfb: ScaleFactorTensor | None = None,
              scale_type: str | None = None, cta_group: int = 1) -> MmaPlan:
-    """Plan ``D (+)= A B^T`` (A M x K, B N x K, both in shared memory) as one ``tcgen05.mma`` per k-block. ``kind``
+    """Plan ``D (+)= A B^T`` (A M x K, B N x K, both in shared memory) as one ``tcgen05.mma`` per k-block. With
+    ``cta_group=2`` the tensors are one CTA's of the pair: A its M/2 rows, B its N/2 rows (the even CTA's first),
+    D its M/2 rows of the M x N accumulator, SFA its rows' SFs and SFB all N columns'. ``kind``
     is inferred from the types (``mxf8f6f4`` / ``mxf4`` when SFs are given; name ``mxf4nvf4`` yourself);
     ``sfa`` / ``sfb`` are the SF tensors (scale_factor_tensor) of the block-scaled kinds. DescriptorError or
     PlanError names the rule a tensor breaks."""
     if not (isinstance(d, TmemTensor) and isinstance(a, SmemTensor) and isinstance(b, SmemTensor)):
         raise TypeError(f"make_mma: D is a TMEM tensor (mma_accumulator), A and B shared tiles, got "
                         f"{type(d).__name__}, {type(a).__name__}, {type(b).__name__}")
-    if cta_group != 1:
-        raise PlanError("make_mma: pycute plans cta_group::1 MMAs (the pair's D and operand split is not planned "
-                        "yet)")
+    cta_group = check_cta_group(cta_group)
     k = _kind(a, b, kind, sfa is not None or sfb is not None)
     scaled = MMA_KINDS[k].block_scaled
     if scaled != (sfa is not None and sfb is not None):
@@ -77,23 +78,31 @@ def make_mma(d: TmemTensor, a: SmemTensor, b: SmemTensor, *, kind: str | None = 
     da, db = make_umma_desc(a, kind=k), make_umma_desc(b, kind=k)
     if da.k != db.k:
         raise DescriptorError(f"make_mma: A has K {da.k} and B K {db.k}")
-    m, n = da.mn, db.mn
-    d_column = _check_d(d, k, m, n, 1)
+    m, n = da.mn * cta_group, db.mn * cta_group      # the pair: each CTA holds M/2 rows of A and N/2 of B
+    if m not in MMA_KINDS[k].m_values[cta_group] or not MMA_KINDS[k].n_legal(cta_group, n):
+        pair = " (each CTA of the pair holds M/2 rows of A and N/2 rows of B)" if cta_group == 2 else ""
+        raise PlanError(f"make_mma: A's {da.mn} and B's {db.mn} rows make an M {m} x N {n} MMA; kind::{k} with "
+                        f"cta_group::{cta_group} takes M in {MMA_KINDS[k].m_values[cta_group]} and N from "
+                        f"{MMA_KINDS[k].n_step[cta_group]} to 256 in steps of {MMA_KINDS[k].n_step[cta_group]}{pair}")
+    d_column = _check_d(d, k, m, n, cta_group)
     vec = None
     if scaled:
-        sfa = _check_sf(sfa, "sfa", k, m, da.k_blocks)
-        sfb = _check_sf(sfb, "sfb", k, n, da.k_blocks)
+        sfa = _check_sf(sfa, "sfa", k, da.mn, da.k_blocks, cta_group)     # each CTA: the SFs of its own rows of A
+        sfb = _check_sf(sfb, "sfb", k, n, da.k_blocks, cta_group)         # and of all N columns of B
+        if cta_group == 2 and m != 256:
+            raise PlanError(f"make_mma: a block-scaled cta_group::2 MMA of M {m} reads SFB through the 2x2 data "
+                            f"path, whose SF placement no source pins down (docs/mma.md); pycute plans M 256")
         if sfa.scale_vec != sfb.scale_vec:
             raise PlanError(f"make_mma: SFA has scale_vec::{sfa.scale_vec}X and SFB ::{sfb.scale_vec}X")
         vec, scale_type = sfa.scale_vec, scale_type or "ue8m0"
-    atom = MmaAtom(k, 1, vec)
+    atom = MmaAtom(k, cta_group, vec)
     insts = []
     for j in range(da.k_blocks):
         idesc = make_instr_desc(k, a.dtype, b.dtype, None if scaled else d.dtype, M=m, N=n, a_major=da.major,
-                                b_major=db.major, scale_type=scale_type, scale_vec=vec,
-                                sfa_id=sfa.sf_id(j) if sfa else 0, sfb_id=sfb.sf_id(j) if sfb else 0)
+                                b_major=db.major, cta_group=cta_group, scale_type=scale_type,
+                                scale_vec=vec, sfa_id=sfa.sf_id(j) if sfa else 0, sfb_id=sfb.sf_id(j) if sfb else 0)
         insts.append(MmaInstruction(j, da.k_offsets[j], db.k_offsets[j], idesc.value,
                                     sfa.column(j) if sfa else None, sfb.column(j) if sfb else None))
     first = make_instr_desc(k, a.dtype, b.dtype, None if scaled else d.dtype, M=m, N=n, a_major=da.major,
-                            b_major=db.major, scale_type=scale_type, scale_vec=vec)
+                            b_major=db.major, cta_group=cta_group, scale_type=scale_type, scale_vec=vec)
     return MmaPlan(atom, d, da, db, first, tuple(insts), d_column, sfa, sfb)

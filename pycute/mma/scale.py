@@ -15,15 +15,18 @@ import attrs
 import numpy as np
 
 from ..arch.sm100.mma import MMA_KINDS, SF_CELL_BYTES, SF_REPLICA, scale_factor_layout
-from ..arch.sm100.tmem import QUADRANT_LANES
+from ..arch.sm100.swizzle_modes import UNIT_BYTES
+from ..arch.sm100.tmem import QUADRANT_LANES, check_cta_group
 from ..copy.tcgen05_cp.plan import Tcgen05CpPlan
 from ..tensor.values import layout_values
+from ..tensor.smem import SmemTensor, make_smem_tensor
 from ..tensor.tmem import TmemTensor, make_tmem_tensor
 from ..dtypes import u8
 from ..errors import PlanError
 from ..int_tuple import as_int, idx2crd
+from ..layout import Layout
 
-__all__ = ["scale_factor_tensor", "check_scale_factor_copy", "ScaleFactorTensor"]
+__all__ = ["scale_factor_tensor", "scale_factor_smem", "check_scale_factor_copy", "ScaleFactorTensor"]
 
 _BYTES = SF_CELL_BYTES
 
@@ -38,6 +41,7 @@ class ScaleFactorTensor:
     rows: int
     scale_vec: int
     mmas: int
+    cta_group: int = 1
 
     def sf_id(self, mma: int) -> int:
         """The SF id (byte in the cell) of MMA ``mma``: the instruction descriptor's SFA / SFB id."""
@@ -48,19 +52,23 @@ class ScaleFactorTensor:
         return (as_int(mma, "mma") * self.scale_vec) // _BYTES * (self.rows // QUADRANT_LANES)
 
     def __repr__(self) -> str:
+        pair = ", cta_group::2" if self.cta_group == 2 else ""
         return (f"ScaleFactorTensor(kind::{self.kind}, {self.rows} rows, scale_vec::{self.scale_vec}X, {self.mmas} "
-                f"MMA(s): {self.tensor!r})")
+                f"MMA(s){pair}: {self.tensor!r})")
 
 
 def scale_factor_tensor(kind: str, rows: int, mmas: int = 1, scale_vec: int | None = None,
-                        columns: int | None = None) -> ScaleFactorTensor:
+                        columns: int | None = None, cta_group: int = 1) -> ScaleFactorTensor:
     """The TMEM tensor the SFs of ``mmas`` consecutive block-scaled MMAs (``kind``, ``rows`` = M for SFA or N for
-    SFB, ``scale_vec`` 1/2/4X) occupy where the MMA reads them, replicated to the four lane quadrants."""
+    SFB, ``scale_vec`` 1/2/4X) occupy where the MMA reads them, replicated to the four lane quadrants. For a
+    ``cta_group=2`` MMA (M 256) it is one CTA's: SFA of its 128 rows of A, SFB of all N columns, placed as for
+    cta_group::1 in each CTA (CuTe's 4x1 SF duplication; docs/mma.md)."""
     k = MMA_KINDS.get(kind) if isinstance(kind, str) else None
     if k is None or not k.block_scaled:
         raise PlanError(f"scale factors are for the block-scaled kinds "
                         f"({', '.join(n for n, v in MMA_KINDS.items() if v.block_scaled)}), not {kind!r}")
     rows, mmas = as_int(rows, "scale_factor_tensor: rows"), as_int(mmas, "scale_factor_tensor: mmas")
+    cta_group = check_cta_group(cta_group)
     vs = k.scale_vecs[0] if scale_vec is None else as_int(scale_vec, "scale_factor_tensor: scale_vec")
     if vs not in k.scale_vecs:
         raise PlanError(f"kind::{kind} takes scale_vec {k.scale_vecs}, not {vs}")
@@ -73,7 +81,31 @@ def scale_factor_tensor(kind: str, rows: int, mmas: int = 1, scale_vec: int | No
     width = rows // QUADRANT_LANES * -(-slots // _BYTES)
     cols = columns if columns is not None else max(32, 1 << (width - 1).bit_length())
     tensor = make_tmem_tensor(u8, scale_factor_layout(rows, slots), replica=SF_REPLICA, columns=cols)
-    return ScaleFactorTensor(tensor, kind, rows, vs, mmas)
+    return ScaleFactorTensor(tensor, kind, rows, vs, mmas, cta_group)
+
+
+def scale_factor_smem(sf: ScaleFactorTensor, stages: int | None = None) -> SmemTensor:
+    """The shared-memory staging of ``sf`` that tcgen05.cp ``32x128b.warpx4`` copies into place (one 16-byte line
+    per lane): units of 32 lines, row ``32 i + l`` of a unit's 128 rows at byte ``16 l + 4 i`` with its SF cell's 4
+    slots inside, units for each 128 rows, then for each further cell of slots, then ``stages`` whole copies
+    (a ``(rows, slots[, stages])`` u8 tensor). It is the blocked SF layout of CUTLASS and cuBLAS, so a packed global
+    SF array fills a stage with one flat copy."""
+    if not isinstance(sf, ScaleFactorTensor):
+        raise TypeError(f"scale_factor_smem: expected a ScaleFactorTensor (scale_factor_tensor), got {sf!r}")
+    per_line = UNIT_BYTES // _BYTES                      # row groups of 32 sharing a lane's line
+    unit = QUADRANT_LANES * UNIT_BYTES
+    if sf.rows % (QUADRANT_LANES * per_line):
+        raise PlanError(f"scale_factor_smem: {sf.rows} rows are not whole {QUADRANT_LANES * per_line}-row units")
+    units, slots = sf.rows // (QUADRANT_LANES * per_line), sf.mmas * sf.scale_vec
+    if slots % _BYTES:
+        raise PlanError(f"scale_factor_smem: {sf!r} has {slots} SF slot(s) a row; tcgen05.cp moves whole {_BYTES}-slot "
+                        f"cells, so stage the SFs of MMAs whose slots fill them (mmas * scale_vec a multiple of "
+                        f"{_BYTES})")
+    rows = Layout((QUADRANT_LANES, per_line, units), (UNIT_BYTES, _BYTES, unit))
+    cells = Layout(slots, 1) if slots == _BYTES else Layout((_BYTES, slots // _BYTES), (1, unit * units))
+    modes = [rows, cells] + ([Layout(as_int(stages, "scale_factor_smem: stages"), unit * units * slots // _BYTES)]
+                             if stages is not None else [])
+    return make_smem_tensor(u8, Layout(tuple(m.shape for m in modes), tuple(m.stride for m in modes)))
 
 
 def _positions(t: TmemTensor) -> np.ndarray:

@@ -106,8 +106,9 @@ def decode(code: np.ndarray, name: str) -> np.ndarray:
         return _minifloat(c, 3, 2, 3, finite=True)
     if name == "ue8m0":
         return np.where(c == 0xFF, np.nan, np.exp2(c.astype(np.float64) - 127))
-    if name == "ue4m3":
-        return _minifloat(c, 4, 3, 7, signed=False, finite=True)
+    if name == "ue4m3":                                   # unsigned e4m3fn: bit 7 ignored, .1111.111 is NaN
+        low = c & np.uint64(0x7F)
+        return np.where(low == 0x7F, np.nan, _minifloat(low, 4, 3, 7, signed=False, finite=True))
     if name in ("i8", "u8"):
         return (c.astype(np.int64) - (np.where(c >= 128, 256, 0) if name == "i8" else 0)).astype(np.float64)
     raise EmulationError(f"reference_mma: no decoder for {name!r}")

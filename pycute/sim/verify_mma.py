@@ -9,6 +9,7 @@ from typing import Callable
 
 import numpy as np
 
+from ..arch.sm100.mma import MMA_KINDS
 from ..basis import basis_get
 from ..errors import EmulationError
 from ..mma.plan import MmaPlan
@@ -17,7 +18,7 @@ from ..tensor.values import layout_values, smem_bytes_needed, smem_element_offse
 from .emulator import Sm100Emulator
 from .operand import decode, reference_mma
 
-__all__ = ["verify_mma", "exact_codes", "write_tile"]
+__all__ = ["verify_mma", "exact_codes", "exact_sf_codes", "write_tile", "write_sfs"]
 
 _SFA_COLUMN, _SFB_COLUMN = 256, 288     # where the SF tensors go in the emulator's TMEM (D takes columns 0-255)
 
@@ -49,14 +50,20 @@ def write_tile(image: np.ndarray, base: int, tile: SmemTensor, codes: np.ndarray
             np.bitwise_or.at(image, byte, ((flat & np.uint64(0xF)) << shift).astype(np.uint8))
 
 
-def _write_sfs(emu: Sm100Emulator, sf, column: int, codes: np.ndarray) -> None:
-    """SF (row, slot) codes into TMEM at ``column`` through the SF tensor's layout and every replica."""
+def exact_sf_codes(sf_type: str, rng: np.random.Generator, shape: tuple) -> np.ndarray:
+    """Random SF codes of powers of two from 2^-2 to 2^2 (exact scaling), UE8M0 or UE4M3."""
+    powers = rng.integers(-2, 3, size=shape)
+    bias, shift = {"ue8m0": (127, 0), "ue4m3": (7, 3)}[sf_type]      # exponent bias, mantissa bits below it
+    return ((powers + bias) << shift).astype(np.uint8)
+
+
+def write_sfs(tmem: np.ndarray, sf, column: int, codes: np.ndarray) -> None:
+    """SF (row, slot) codes into a CTA's TMEM at ``column`` through the SF tensor's layout and every replica."""
     t = sf.tensor
     lanes = layout_values(t.layout, "TLane")
     byte_cols = layout_values(t.layout, "TCol")
     reps = layout_values(t.replica, "TLane") if t.replica is not None else np.zeros(1, np.int64)
     flat = codes.T.reshape(-1)                       # (rows, slots) -> index row + rows * slot
-    tmem = emu.ctas[0].tmem
     for rep in reps:
         for lane, bc, code in zip(lanes + rep, byte_cols + basis_get(t.offset, "TCol"), flat):
             col, shift = column + int(bc) // 4, 8 * (int(bc) % 4)
@@ -65,38 +72,46 @@ def _write_sfs(emu: Sm100Emulator, sf, column: int, codes: np.ndarray) -> None:
 
 def verify_mma(plan: MmaPlan, seed: int = 0, stream: Callable[..., list] | None = None) -> None:
     """Emulate ``plan`` (or ``stream(smem_a, smem_b, tmem_base, tmem_sfa, tmem_sfb)``) and compare D with the
-    reference MMA of the layouts' elements; EmulationError names the first differing element."""
+    reference MMA of the layouts' elements; EmulationError names the first differing element. A cta_group::2
+    plan runs on a pair of CTAs: each holds its rows of A, its half of B's rows, its SFA rows and all of SFB."""
     if not isinstance(plan, MmaPlan):
         raise TypeError(f"verify_mma: expected an MmaPlan (make_mma), got {type(plan).__name__}")
     rng = np.random.default_rng(seed)
     m, n, k = plan.shape
+    group = plan.atom.cta_group
     a_type, b_type = plan.a.tensor.dtype.name, plan.b.tensor.dtype.name
     a = exact_codes(a_type, plan.a.tensor.bits, rng, (m, k))
     b = exact_codes(b_type, plan.b.tensor.bits, rng, (n, k))
     a_bytes = -(-smem_bytes_needed(plan.a.tensor) // 1024) * 1024
-    emu = Sm100Emulator(smem_bytes=a_bytes + smem_bytes_needed(plan.b.tensor), fill_tmem=0)
-    image = np.zeros(emu.ctas[0].smem.size, dtype=np.uint8)
-    write_tile(image, 0, plan.a.tensor, a)
-    write_tile(image, a_bytes, plan.b.tensor, b)
-    emu.write_smem(0, image)
-    emu.alloc(512)
+    emu = Sm100Emulator(smem_bytes=a_bytes + smem_bytes_needed(plan.b.tensor), fill_tmem=0, ctas=group)
+    rows_a, rows_b = m // group, n // group
+    for c in range(group):
+        image = np.zeros(emu.ctas[c].smem.size, dtype=np.uint8)
+        write_tile(image, 0, plan.a.tensor, a[c * rows_a:(c + 1) * rows_a])
+        write_tile(image, a_bytes, plan.b.tensor, b[c * rows_b:(c + 1) * rows_b])
+        emu.write_smem(0, image, cta=c)
+    emu.alloc(512, cta_group=group)
     sfa = sfb = None
+    sf_type = "ue8m0"
     if plan.sfa is not None and plan.sfb is not None:
+        sf_type = next(t for t, v in MMA_KINDS[plan.atom.kind].scale_types.items()
+                       if v == plan.idesc.fields["scale_type"])
         slots = plan.sfa.mmas * plan.sfa.scale_vec
-        sfa = rng.integers(125, 130, (m, slots)).astype(np.uint8)      # ue8m0 2^-2 .. 2^2
-        sfb = rng.integers(125, 130, (n, slots)).astype(np.uint8)
-        _write_sfs(emu, plan.sfa, _SFA_COLUMN, sfa)
-        _write_sfs(emu, plan.sfb, _SFB_COLUMN, sfb)
+        sfa, sfb = exact_sf_codes(sf_type, rng, (m, slots)), exact_sf_codes(sf_type, rng, (n, slots))
+        for c in range(group):
+            write_sfs(emu.ctas[c].tmem, plan.sfa, _SFA_COLUMN, sfa[c * rows_a:(c + 1) * rows_a])
+            write_sfs(emu.ctas[c].tmem, plan.sfb, _SFB_COLUMN, sfb)
     issues = (stream or plan.stream)(0, a_bytes, 0, _SFA_COLUMN, _SFB_COLUMN)
     for issue in issues:
         emu.mma(issue)
     if plan.sfa is not None and sfa is not None and sfb is not None:
         block = plan.a.k_per_mma // plan.sfa.scale_vec
-        want = reference_mma(a, b, a_type, b_type, sfa[:, :k // block], sfb[:, :k // block], "ue8m0", block)
+        want = reference_mma(a, b, a_type, b_type, sfa[:, :k // block], sfb[:, :k // block], sf_type, block)
     else:
         want = reference_mma(a, b, a_type, b_type)
-    got = emu.ctas[0].tmem[:m, plan.d_column:plan.d_column + n].view(np.float32)
-    bad = np.argwhere(got != want.astype(np.float32))
+    got = np.concatenate([emu.ctas[c].tmem[:rows_a, plan.d_column:plan.d_column + n] for c in range(group)])
+    got = got.view(np.float32) if plan.d.dtype.name != "i32" else got.view(np.int32)
+    bad = np.argwhere(got != want.astype(got.dtype))
     if bad.size:
         i, j = (int(x) for x in bad[0])
         raise EmulationError(f"D[{i}, {j}] is {got[i, j]!r} after the MMAs, the layouts' elements give "

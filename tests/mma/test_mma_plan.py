@@ -84,6 +84,11 @@ def test_block_scaled_kinds_need_their_scale_factors():
     with pytest.raises(pc.PlanError, match="kind::mxf8f6f4 takes scale factors"):
         make_mma(D, pc.kmajor_smem_tensor("f8e4m3", 128, 128, "128B"), pc.kmajor_smem_tensor("f8e4m3", 256, 128, "128B"),
                  kind="mxf8f6f4")
-    with pytest.raises(pc.PlanError, match="cta_group::1 MMAs"):
-        make_mma(D, pc.kmajor_smem_tensor(pc.bf16, 128, 64, "128B"), pc.kmajor_smem_tensor(pc.bf16, 256, 64, "128B"),
-                 cta_group=2)
+
+
+
+def test_a_pair_mma_takes_each_ctas_half_of_b():
+    with pytest.raises(pc.PlanError, match=r"A's 128 and B's 256 rows make an M 256 x N 512 MMA; kind::f16 with "
+                                           r"cta_group::2 takes M in \(128, 256\) and N from 16 to 256"):
+        make_mma(pc.mma_accumulator(pc.f32, 256, 256, 2), pc.kmajor_smem_tensor(pc.bf16, 128, 64, "128B"),
+                 pc.kmajor_smem_tensor(pc.bf16, 256, 64, "128B"), cta_group=2)

@@ -8,10 +8,13 @@
 // A and B through their 64-bit shared-memory descriptors, `idesc` the instruction descriptor, SFs at TMEM
 // addresses `sfa` / `sfb` (block-scaled kinds); `accumulate` 0 overwrites D (PTX ISA, tcgen05.mma).
 //
-// The soft build (PYCUTE_SOFT_TCGEN05) models the dense kinds with f16 / bf16 / tf32 / fp8 operands and
-// kind::mxf8f6f4 with UE8M0 SFs (1X), M 128, cta_group::1, an f32 D: the calling thread reads A and B through the descriptors (the canonical layouts and the
-// swizzle on absolute addresses), sums in double and rounds D once per instruction (as pycute's emulator does).
-// Every other form traps, naming itself.
+// The soft build (PYCUTE_SOFT_TCGEN05) models the dense kinds with f16 / bf16 / tf32 / fp8 operands, the
+// block-scaled kinds with fp8 (mxf8f6f4, UE8M0 1X) and packed E2M1 operands (mxf4: UE8M0 2X; mxf4nvf4: UE8M0 2X or
+// 4X, UE4M3 4X), M 128 (cta_group::1) or 256 (cta_group::2, issued by the even CTA: each CTA's own rows of A, B's
+// rows half in each CTA, SFA and SFB from each CTA's own TMEM image, D rows into each CTA's image), an f32 D: the
+// calling thread reads A and B through the descriptors (the canonical layouts and the swizzle on absolute
+// addresses), sums in double and rounds D once per instruction (as pycute's emulator does). Every other form
+// (6-bit and 4-bit elements in 8-bit containers, integers, 16-bit D, .ws) traps, naming itself.
 #ifndef PYCUTE_TCGEN05_MMA_CUH
 #define PYCUTE_TCGEN05_MMA_CUH
 
@@ -22,13 +25,14 @@ ${mma_functions}
 #else
 ${soft_mma_tables}
 
-// An element code of soft format `fmt` (0 f16, 1 bf16, 2 tf32, 3 e4m3, 4 e5m2) as a double.
+// An element code of soft format `fmt` (0 f16, 1 bf16, 2 tf32, 3 e4m3, 4 e5m2, 5 e2m1) as a double.
 __device__ double pycute_soft_minifloat(unsigned code, int ebits, int mbits, int bias, bool fn) {
   const unsigned man = code & ((1u << mbits) - 1u), exp = (code >> mbits) & ((1u << ebits) - 1u);
   const double sign = ((code >> (ebits + mbits)) & 1u) ? -1.0 : 1.0;
   const unsigned top = (1u << ebits) - 1u;
-  if (fn ? (exp == top && man == (1u << mbits) - 1u) : (exp == top && man != 0u))
-    return __longlong_as_double(0x7FF8000000000000ull);
+  if (fn && ebits == 4 && exp == top && man == (1u << mbits) - 1u)
+    return __longlong_as_double(0x7FF8000000000000ull);     // e4m3fn: S.1111.111 is NaN (e2m1 has none)
+  if (!fn && exp == top && man != 0u) return __longlong_as_double(0x7FF8000000000000ull);
   if (!fn && exp == top) return sign * __longlong_as_double(0x7FF0000000000000ull);
   if (exp == 0u) return sign * ldexp(double(man), 1 - bias - mbits);
   return sign * ldexp(double(man | (1u << mbits)), int(exp) - bias - mbits);
@@ -40,13 +44,16 @@ __device__ double pycute_soft_element(unsigned code, int fmt) {
     case 1: return double(__uint_as_float(code << ${bf16_shift}));         // bf16: the top half of an f32
     case 2: return double(__uint_as_float(code & ${tf32_mask}u));        // tf32: 10 mantissa bits
     case 3: return pycute_soft_minifloat(code, 4, 3, 7, true);
-    default: return pycute_soft_minifloat(code, 5, 2, 15, false);
+    case 4: return pycute_soft_minifloat(code, 5, 2, 15, false);
+    default: return pycute_soft_minifloat(code, 2, 1, 1, true);
   }
 }
 
-// Element (mn, k) of the operand the descriptor `desc` addresses: its canonical offset (K- or MN-major), the
-// swizzle on the absolute byte address, then `bits` read from the executing CTA's shared memory.
-__device__ unsigned pycute_soft_operand(unsigned long long desc, unsigned mn_major, unsigned mn, unsigned k, int bits) {
+// Element (mn, k) of the operand the descriptor `desc` addresses in the shared memory of cluster CTA `rank`: its
+// canonical offset (K- or MN-major), the swizzle on the absolute byte address, then `bits` read (a 4-bit element
+// is the nibble at its bit offset, packed two to a byte).
+__device__ unsigned pycute_soft_operand(unsigned long long desc, unsigned mn_major, unsigned mn, unsigned k, int bits,
+                                        unsigned rank) {
   const unsigned start = ${desc_start};
   const unsigned lbo = ${desc_lbo};
   const unsigned sbo = ${desc_sbo};
@@ -67,43 +74,55 @@ __device__ unsigned pycute_soft_operand(unsigned long long desc, unsigned mn_maj
     bit = (mn % per) * unsigned(bits);
   }
   const unsigned lin = start + byte + bit / 8u;
-  const unsigned phys = pycute_soft_swizzled(sw, lin);
-  const unsigned window_hi = pycute_soft_window_hi();
+  const unsigned at = pycute_soft_mapa(pycute_soft_window_hi() | pycute_soft_swizzled(sw, lin), rank);
   unsigned value = 0;
-  for (int b = 0; b < bits / 8; ++b) {
+  for (int b = 0; b < (bits + 7) / 8; ++b) {
     unsigned byte_value;
-    asm volatile("ld.shared.u8 %0, [%1];" : "=r"(byte_value) : "r"((window_hi | phys) + unsigned(b)) : "memory");
+    asm volatile("ld.shared::cluster.u8 %0, [%1];" : "=r"(byte_value) : "r"(at + unsigned(b)) : "memory");
     value |= byte_value << (8 * b);
   }
-  return value;
+  return bits < 8 ? (value >> (bit % 8u)) & ((1u << bits) - 1u) : value;
 }
 
-// One UE8M0 SF of operand row `row` (1X: one per instruction): byte `id` of the cell in lane row % 32 (quadrant 0;
-// the SFs are replicated to all four) at the SF address's column + row / 32.
-__device__ double pycute_soft_scale(pycute_soft_tmem_image* img, unsigned sf, unsigned row, unsigned id) {
+// One SF of operand row `row`: byte `id` of the cell in lane row % 32 (quadrant 0; the SFs are replicated to all
+// four) at the SF address's column + row / 32, as UE8M0 or (ue4m3) UE4M3, bit 7 ignored.
+__device__ double pycute_soft_scale(pycute_soft_tmem_image* img, unsigned sf, unsigned row, unsigned id, int ue4m3) {
   const unsigned lane = (sf >> PYCUTE_TMEM_LANE_SHIFT) + row % PYCUTE_TMEM_QUADRANT_LANES;
   const unsigned col = (sf & ${column_mask}u) + row / PYCUTE_TMEM_QUADRANT_LANES;
   const unsigned code = (*pycute_soft_cell(img, lane, col, "tcgen05.mma SF") >> (8u * id)) & 0xFFu;
+  if (ue4m3) return pycute_soft_minifloat(code & 0x7Fu, 4, 3, 7, true);
   return code == 0xFFu ? __longlong_as_double(0x7FF8000000000000ull) : ldexp(1.0, int(code) - 127);
 }
 
+// One instruction's D (+)= A B^T for each CTA of the group: its rows of A (its shared memory) times all rows of B
+// (row j in CTA j / (n / cta_group)), block-scaled by its own SFs (`vec` per row per instruction from byte `id`).
 __device__ void pycute_soft_mma_tile(unsigned d, unsigned long long a, unsigned long long b, unsigned m, unsigned n,
-                                     int fa, int fb, unsigned ta, unsigned tb, unsigned accumulate, int scaled,
-                                     unsigned sfa, unsigned sfb, unsigned sfa_id, unsigned sfb_id) {
-  const int bits = pycute_soft_format_bits[fa];
-  const unsigned kk = 256u / unsigned(bits);               // 32 bytes of K per instruction
-  pycute_soft_tmem_image* img = pycute_soft_image(pycute_cluster_ctarank());
+                                     int fa, int fb, unsigned ta, unsigned tb, unsigned accumulate, int cta_group,
+                                     int vec, int ue4m3, unsigned sfa, unsigned sfb, unsigned sfa_id,
+                                     unsigned sfb_id) {
+  const int bits_a = pycute_soft_format_bits[fa], bits_b = pycute_soft_format_bits[fb];
+  const unsigned kk = 256u / unsigned(bits_a);             // 32 bytes of K per instruction (at most 64 elements)
+  const unsigned block = vec ? kk / unsigned(vec) : kk, rows = m / unsigned(cta_group);
+  const unsigned b_rows = n / unsigned(cta_group), self = pycute_cluster_ctarank();
   const unsigned lane0 = d >> PYCUTE_TMEM_LANE_SHIFT, col0 = d & ${column_mask}u;
-  for (unsigned i = 0; i < m; ++i) {
-    for (unsigned j = 0; j < n; ++j) {
-      double sum = 0.0;
+  for (unsigned c = self; c < self + unsigned(cta_group); ++c) {
+    pycute_soft_tmem_image* img = pycute_soft_image(c);
+    for (unsigned i = 0; i < rows; ++i) {
+      double row[64];
       for (unsigned k = 0; k < kk; ++k)
-        sum += pycute_soft_element(pycute_soft_operand(a, ta, i, k, bits), fa)
-               * pycute_soft_element(pycute_soft_operand(b, tb, j, k, pycute_soft_format_bits[fb]), fb);
-      if (scaled) sum *= pycute_soft_scale(img, sfa, i, sfa_id) * pycute_soft_scale(img, sfb, j, sfb_id);
-      unsigned* cell = pycute_soft_cell(img, lane0 + i, col0 + j, "tcgen05.mma");
-      const double old = accumulate ? double(__uint_as_float(*cell)) : 0.0;
-      *cell = __float_as_uint(float(old + sum));
+        row[k] = pycute_soft_element(pycute_soft_operand(a, ta, i, k, bits_a, c), fa)
+                 * (vec ? pycute_soft_scale(img, sfa, i, sfa_id + k / block, ue4m3) : 1.0);
+      for (unsigned j = 0; j < n; ++j) {
+        double scale[4] = {1.0, 1.0, 1.0, 1.0};
+        for (int v = 0; v < vec; ++v) scale[v] = pycute_soft_scale(img, sfb, j, sfb_id + unsigned(v), ue4m3);
+        double sum = 0.0;
+        for (unsigned k = 0; k < kk; ++k)
+          sum += row[k] * pycute_soft_element(pycute_soft_operand(b, tb, j % b_rows, k, bits_b, self + j / b_rows), fb)
+                 * scale[k / block];
+        unsigned* cell = pycute_soft_cell(img, lane0 + i, col0 + j, "tcgen05.mma");
+        const double old = accumulate ? double(__uint_as_float(*cell)) : 0.0;
+        *cell = __float_as_uint(float(old + sum));
+      }
     }
   }
 }

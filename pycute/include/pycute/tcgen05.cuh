@@ -266,6 +266,7 @@ __device__ __forceinline__ void pycute_tcgen05_commit(unsigned mbar) {
 #if defined(PYCUTE_SOFT_TCGEN05)
   const unsigned self = pycute_cluster_ctarank();
   const unsigned first = CTA_GROUP == 2 ? (self & ~1u) : self, last = CTA_GROUP == 2 ? (self | 1u) : self;
+  __threadfence();                      // the model's TMEM images (global memory), before the waiters are released
   for (unsigned c = first; c <= last; ++c)
     asm volatile("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];" :: "r"(pycute_soft_mapa(mbar, c))
                  : "memory");

@@ -2,8 +2,8 @@
 #tcgen05-mma, #tcgen05-block-scaling). It computes in float64 from the element codes (``sim.operand``), rounds D
 to its 32-bit type once per instruction, and writes the M = 128, cta_group::1 accumulator (row m in lane m,
 column n). Block-scaled kinds read each row's SFs from quadrant 0 at the SF address's column plus ``row // 32``
-and byte ``sf_id + j``. What it does not model (16-bit D, 6-bit elements, other M, the pair) is an
-EmulationError."""
+and byte ``sf_id + j``. A cta_group::2 MMA (M 256) is the pair's: each CTA holds 128 rows of A and N/2 rows of B
+and receives its 128 rows of D. What it does not model (16-bit D, 6-bit elements, other M) is an EmulationError."""
 from __future__ import annotations
 
 import re
@@ -44,32 +44,41 @@ class Tcgen05MmaExecutor(Machine):
         return np.stack([(cells >> (8 * (sf_id + j))) & 0xFF for j in range(vec)], axis=1).astype(np.uint8)
 
     def mma(self, issue: MmaIssue, cta: int = 0) -> None:
-        """Issue one MMA: D (+)= A B^T (scaled for the block-scaled kinds)."""
+        """Issue one MMA from CTA ``cta``: D (+)= A B^T (scaled for the block-scaled kinds). A cta_group::2 MMA is
+        issued by the even CTA of the pair: A's rows and B's rows are each CTA's tile at the descriptors' address
+        (the even CTA's first), and each CTA's D rows (lanes 0-127) take its A rows times all of B, scaled by the
+        SFA of its rows and the SFB of all N columns from its own TMEM."""
         cta = self._cta(cta)
         kind = re.search(r"kind::(\w+)", issue.ptx).group(1)          # type: ignore[union-attr]
+        group = 2 if ".cta_group::2" in issue.ptx else 1
         k = MMA_KINDS[kind]
         f = InstrDescriptor.decode(kind, issue.idesc).fields
         names = {v: n for n, v in k.operand_codes.items()}
         a_type, b_type, m, n = names[f["a_type"]], names[f["b_type"]], f["m"], f["n"]
-        if m != 128 or ".cta_group::1" not in issue.ptx:
-            raise EmulationError(f"{issue.ptx}: the emulator models M = 128, cta_group::1 (M = {m})")
-        bits = _operand_bits(kind, a_type)
+        if m != 128 * group:
+            raise EmulationError(f"{issue.ptx}: the emulator models M = 128 per CTA (M = {m})")
+        if group == 2 and (cta % 2 or cta + 1 >= len(self.ctas)):
+            raise EmulationError(f"{issue.ptx} from CTA {cta}: a pair MMA is issued by the even CTA of a pair "
+                                 f"({len(self.ctas)} CTA(s) modelled)")
+        pair = range(cta, cta + group)
+        bits, b_bits = _operand_bits(kind, a_type), _operand_bits(kind, b_type)
         kk = 256 // bits
-        c = self.ctas[cta]
-        a = mma_operand(issue.a_desc, "MN" if f["transpose_a"] else "K", m, kk, bits, c.smem, c.smem_base)
-        b = mma_operand(issue.b_desc, "MN" if f["transpose_b"] else "K", n, kk, _operand_bits(kind, b_type),
-                        c.smem, c.smem_base)
-        if k.block_scaled:
-            if issue.sfa is None or issue.sfb is None:
-                raise EmulationError(f"{issue.ptx}: a block-scaled MMA names its SF addresses")
-            vec = k.scale_vecs[0] if len(k.scale_vecs) == 1 else (4 if issue.ptx.endswith("4X") else 2)
-            types = {v: t for t, v in k.scale_types.items()}
-            sfa = self._sfs(issue.sfa, m, f["sfa_id"], vec, cta)
-            sfb = self._sfs(issue.sfb, n, f["sfb_id"], vec, cta)
-            prod = reference_mma(a, b, a_type, b_type, sfa, sfb, types[f["scale_type"]], kk // vec)
-        else:
-            prod = reference_mma(a, b, a_type, b_type)
-        self._accumulate(issue, prod, kind, cta)
+        a_major, b_major = ("MN" if f[t] else "K" for t in ("transpose_a", "transpose_b"))
+        a = [mma_operand(issue.a_desc, a_major, 128, kk, bits, self.ctas[c].smem, self.ctas[c].smem_base) for c in pair]
+        b = np.concatenate([mma_operand(issue.b_desc, b_major, n // group, kk, b_bits, self.ctas[c].smem,
+                                        self.ctas[c].smem_base) for c in pair])
+        if k.block_scaled and (issue.sfa is None or issue.sfb is None):
+            raise EmulationError(f"{issue.ptx}: a block-scaled MMA names its SF addresses")
+        for c, a_c in zip(pair, a):
+            if k.block_scaled:
+                vec = k.scale_vecs[0] if len(k.scale_vecs) == 1 else (4 if issue.ptx.endswith("4X") else 2)
+                types = {v: t for t, v in k.scale_types.items()}
+                sfa = self._sfs(issue.sfa, 128, f["sfa_id"], vec, c)
+                sfb = self._sfs(issue.sfb, n, f["sfb_id"], vec, c)
+                prod = reference_mma(a_c, b, a_type, b_type, sfa, sfb, types[f["scale_type"]], kk // vec)
+            else:
+                prod = reference_mma(a_c, b, a_type, b_type)
+            self._accumulate(issue, prod, kind, c)
 
     def _accumulate(self, issue: MmaIssue, prod: np.ndarray, kind: str, cta: int) -> None:
         lane, col = split_address(issue.d)

@@ -34,7 +34,7 @@ from .arch.sm100 import SmemDescriptor, SwizzleMode, TCol, TLane
 from .arch.sm100.tmem import alloc_columns_for
 from .tensor import (GlobalTensor, RegisterFragment, SmemTensor, TmemAllocation, TmemTensor, dynamic,
                      global_tensor_from, kmajor_smem_buffer, kmajor_smem_tensor, make_fragment, make_global_tensor, make_smem_tensor,
-                     make_tmem_tensor)
+                     make_stages, make_tmem_tensor)
 from .atoms import CopyAtom, Tcgen05CpAtom, TmemLoadAtom, TmemStoreAtom, atom_tmem_tensor
 from .copy import (BulkPlan, CopyPlan, CpAsyncPlan, DsmemPlan, Plan, Tcgen05CpPlan, Tcgen05LdStPlan, TmaPlan,
                    TmemCopyPlan, copy_async, expected_tmem, make_bulk_copy, make_cp_async_copy, make_dsmem_copy,
@@ -77,7 +77,7 @@ __all__ = [
     # atoms, plans, TMEM placement
     "make_global_tensor", "global_tensor_from", "make_smem_tensor", "make_tmem_tensor", "make_fragment",
     "GlobalTensor", "RegisterFragment",
-    "kmajor_smem_tensor", "kmajor_smem_buffer", "atom_tmem_tensor", "copy_async", "verify", "make_tma_copy", "TmaPlan",
+    "kmajor_smem_tensor", "kmajor_smem_buffer", "make_stages", "atom_tmem_tensor", "copy_async", "verify", "make_tma_copy", "TmaPlan",
     "make_mma", "MmaPlan", "make_cp_async_copy", "CpAsyncPlan", "make_bulk_copy", "BulkPlan", "make_dsmem_copy", "DsmemPlan", "make_tiled_copy",
     "verify_plan", "expected_tmem", "dynamic", "TmemAllocation", "alloc_columns_for", "TmemTensor", "SmemTensor",
     "CopyAtom", "Tcgen05CpAtom", "TmemLoadAtom", "TmemStoreAtom",

@@ -14,8 +14,9 @@ __all__ = ["MmaAtom", "MmaIssue"]
 
 
 class MmaIssue(NamedTuple):
-    """One issued MMA: its PTX, the accumulator's TMEM address, the A and B descriptors, the instruction
-    descriptor, whether D is accumulated into (enable-input-d), and the SF TMEM addresses (block-scaled)."""
+    """One issued MMA: its PTX, the accumulator's TMEM address, the A and B descriptors (``a_desc`` A's TMEM
+    address when ``a_tmem``), the instruction descriptor, whether D is accumulated into (enable-input-d), and the
+    SF TMEM addresses (block-scaled)."""
 
     ptx: str
     d: int
@@ -25,16 +26,19 @@ class MmaIssue(NamedTuple):
     accumulate: bool
     sfa: int | None = None
     sfb: int | None = None
+    a_tmem: bool = False
 
 
 @attrs.frozen
 class MmaAtom:
-    """``tcgen05.mma.cta_group::<cta_group>.kind::<kind>`` with A and B descriptors (``.block_scale`` with its
-    ``scale_vec`` for the block-scaled kinds)."""
+    """``tcgen05.mma.cta_group::<cta_group>.kind::<kind>`` with a B descriptor and A's descriptor, or with
+    ``a_tmem`` A's TMEM address (``[a-tmem]``); ``.block_scale`` with its ``scale_vec`` for the block-scaled
+    kinds."""
 
     kind: str
     cta_group: int = 1
     scale_vec: int | None = None
+    a_tmem: bool = False
 
     def __attrs_post_init__(self) -> None:
         if self.kind not in MMA_KINDS:

@@ -9,7 +9,7 @@
 * ``pycute/tcgen05.cuh``: the shared-memory descriptor, TMEM allocation, tcgen05 fences and commit, and the soft
   build's TMEM model with its tcgen05.cp (``arch.sm100``);
 * ``pycute/tcgen05_ldst.cuh``: tcgen05.ld / st wrappers of every shape and their software model (``arch.sm100``);
-* ``pycute/tcgen05_mma.cuh``: tcgen05.mma wrappers of every kind, cta_group and scale_vec (``arch.sm100.mma``);
+* ``pycute/tcgen05_mma.cuh``: tcgen05.mma wrappers of every kind, cta_group, scale_vec and A operand (``arch.sm100.mma``);
 * ``pycute/sm100.cuh``: all of them, the one include the C ABI promises.
 
 A new copy variant adds its part to ``PARTS``. The shipped files are this module's output, checked in so that nvcc
@@ -97,7 +97,7 @@ PARTS = (
     ("pycute/tcgen05.cuh", "shared-memory descriptor, TMEM allocation, tcgen05 fences and commit, the soft model",
      tcgen05_header),
     ("pycute/tcgen05_ldst.cuh", "tcgen05.ld / tcgen05.st, every shape x .num x pack", tcgen05_ldst_header),
-    ("pycute/tcgen05_mma.cuh", "tcgen05.mma with shared-memory A and B, every kind x cta_group", tcgen05_mma_header),
+    ("pycute/tcgen05_mma.cuh", "tcgen05.mma, A in shared memory or TMEM, every kind x cta_group", tcgen05_mma_header),
 )
 
 

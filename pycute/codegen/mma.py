@@ -7,6 +7,7 @@ from ..arch.sm100.mma import MMA_KINDS, mma_ptx
 from ..mma.instr import InstrDescriptor
 from ..mma.operand import UmmaDescriptor
 from ..mma.plan import MmaPlan
+from ..mma.tmem_operand import TmemOperand
 from ..views import provides
 from .common import ABI_VERSION, check_function_name
 
@@ -14,30 +15,40 @@ __all__ = ["emit_umma_desc", "emit_instr_desc", "emit_mma", "mma_helper", "mma_h
            "soft_mma_functions"]
 
 
-def mma_helper(kind: str, cta_group: int, scale_vec: int | None = None) -> str:
-    """The header's wrapper of one tcgen05.mma form (A and B descriptors)."""
-    return f"pycute_tcgen05_mma_{kind}" + (f"_{scale_vec}x" if scale_vec else "") + f"_cg{cta_group}"
+def mma_helper(kind: str, cta_group: int, scale_vec: int | None = None, a_tmem: bool = False) -> str:
+    """The header's wrapper of one tcgen05.mma form (A and B descriptors; ``_ts``: A at a TMEM address)."""
+    return (f"pycute_tcgen05_mma_{kind}" + (f"_{scale_vec}x" if scale_vec else "") + f"_cg{cta_group}"
+            + ("_ts" if a_tmem else ""))
 
 
-def _mma_wrapper(kind: str, cta_group: int, scale_vec: int | None) -> str:
+def _a_param(a_tmem: bool) -> str:
+    return "unsigned a" if a_tmem else "unsigned long long a"
+
+
+def _mma_wrapper(kind: str, cta_group: int, scale_vec: int | None, a_tmem: bool) -> str:
     scaled = scale_vec is not None
     sf = ", unsigned sfa, unsigned sfb" if scaled else ""
-    operands = "[%0], %1, %2, %3, " + ("[%5], [%6], p" if scaled else "p")
-    inputs = '"r"(d), "l"(a), "l"(b), "r"(idesc), "r"(accumulate)' + (', "r"(sfa), "r"(sfb)' if scaled else "")
-    return (f"__device__ __forceinline__ void {mma_helper(kind, cta_group, scale_vec)}(unsigned d, unsigned long "
-            f"long a, unsigned long long b, unsigned idesc{sf}, unsigned accumulate) {{\n"
+    operands = "[%0], " + ("[%1]" if a_tmem else "%1") + ", %2, %3, " + ("[%5], [%6], p" if scaled else "p")
+    inputs = f'"r"(d), "{"r" if a_tmem else "l"}"(a), "l"(b), "r"(idesc), "r"(accumulate)' + \
+        (', "r"(sfa), "r"(sfb)' if scaled else "")
+    return (f"__device__ __forceinline__ void {mma_helper(kind, cta_group, scale_vec, a_tmem)}(unsigned d, "
+            f"{_a_param(a_tmem)}, unsigned long long b, unsigned idesc{sf}, unsigned accumulate) {{\n"
             f'  asm volatile("{{\\n\\t.reg .pred p;\\n\\tsetp.ne.b32 p, %4, 0;\\n\\t{mma_ptx(kind, cta_group, scale_vec)} '
             f'{operands};\\n\\t}}" :: {inputs} : "memory");\n}}')
 
 
-def mma_header_functions() -> str:
-    """Every kind x cta_group (x scale_vec) wrapper of tcgen05.mma with A and B descriptors."""
-    out = []
+def _forms():
+    """Every (kind, cta_group, scale_vec, A in TMEM) form of tcgen05.mma the header wraps."""
     for kind, k in MMA_KINDS.items():
         for group in (1, 2):
             for vec in (k.scale_vecs if k.block_scaled else (None,)):
-                out.append(_mma_wrapper(kind, group, vec))
-    return "\n".join(out)
+                for a_tmem in (False, True):
+                    yield kind, group, vec, a_tmem
+
+
+def mma_header_functions() -> str:
+    """Every kind x cta_group (x scale_vec) x A-operand wrapper of tcgen05.mma."""
+    return "\n".join(_mma_wrapper(*form) for form in _forms())
 
 
 def _k_offset(desc: UmmaDescriptor) -> tuple[list[str], str]:
@@ -76,7 +87,9 @@ def emit_instr_desc(desc: InstrDescriptor, name: str = "pycute_idesc") -> str:
     return f"// {desc!r}\nconstexpr unsigned {name} = {desc.value:#010x}u;\n"
 
 
-def _desc_expr(desc: UmmaDescriptor, smem: str, offset: int) -> str:
+def _desc_expr(desc: UmmaDescriptor | TmemOperand, smem: str, offset: int) -> str:
+    if isinstance(desc, TmemOperand):
+        return f"tmem_base + {desc.column + offset}u"
     terms = [smem] + ([f"{desc.start_offset + offset}u"] if desc.start_offset + offset else [])
     terms += [f"{s.name} * {s.smem_step}u" for s in desc.stages]
     return f"pycute_smem_desc_at({desc.descriptor.encode():#018x}ull, {' + '.join(terms)})"
@@ -86,12 +99,12 @@ def _desc_expr(desc: UmmaDescriptor, smem: str, offset: int) -> str:
 def emit_mma(plan: MmaPlan, name: str = "pycute_mma") -> str:
     """The issuing function of ``plan``: one wrapper call per k-block."""
     check_function_name(name)
-    scaled = plan.sfa is not None
+    scaled, a_tmem = plan.sfa is not None, plan.atom.a_tmem
     names = {s.name for s in plan.a.stages + plan.b.stages}
     stages = "".join(f", unsigned {n}" for n in sorted(names))
-    sig = (f"unsigned smem_a, unsigned smem_b, unsigned tmem_base{', unsigned tmem_sfa, unsigned tmem_sfb' if scaled else ''}"
-           f", unsigned accumulate{stages}")
-    helper = mma_helper(plan.atom.kind, plan.atom.cta_group, plan.atom.scale_vec)
+    sig = (f"{'' if a_tmem else 'unsigned smem_a, '}unsigned smem_b, unsigned tmem_base"
+           f"{', unsigned tmem_sfa, unsigned tmem_sfb' if scaled else ''}, unsigned accumulate{stages}")
+    helper = mma_helper(plan.atom.kind, plan.atom.cta_group, plan.atom.scale_vec, a_tmem)
     body = []
     for i in plan.instructions:
         sf = f", tmem_sfa + {i.sfa_column}u, tmem_sfb + {i.sfb_column}u" if scaled else ""
@@ -102,9 +115,11 @@ def emit_mma(plan: MmaPlan, name: str = "pycute_mma") -> str:
     head = [f"// {len(plan.instructions)} x {plan.atom.ptx} (M {m} N {n} K {k}), pycute C ABI {ABI_VERSION}",
             f"// A: {plan.a!r}", f"// B: {plan.b!r}",
             "// Call from one thread (elected) after the operands have landed; `smem_a` / `smem_b` are the buffers'",
-            "// shared-window addresses, `tmem_base` the TMEM allocation's address"
+            "// shared-window addresses" + (" (A is in TMEM, at its columns of the allocation)" if a_tmem else "")
+            + ", `tmem_base` the TMEM allocation's address"
             + (", `tmem_sfa` / `tmem_sfb` the SF tensors' TMEM addresses" if scaled else "") + ";",
-            "// `accumulate` 0 overwrites D with the first k-block. Then pycute_tcgen05_commit<1>(mbar)."]
+            f"// `accumulate` 0 overwrites D with the first k-block. Then pycute_tcgen05_commit<{plan.atom.cta_group}>"
+            f"(mbar)."]
     return "\n".join(['#include "pycute/sm100.cuh"', "", *head,
                       f"__device__ __forceinline__ void {name}({sig}) {{", *body, "}"]) + "\n"
 
@@ -144,12 +159,13 @@ def soft_mma_tables() -> str:
                       f"static __device__ const int pycute_soft_format_bits[{len(bits)}] = {{{', '.join(bits)}}};"])
 
 
-def _soft_wrapper(k: int, kind: str, group: int, vec: int | None) -> str:
+def _soft_wrapper(k: int, kind: str, group: int, vec: int | None, a_tmem: bool) -> str:
     sf = ", unsigned sfa, unsigned sfb" if vec else ""
     sfs = "sfa, sfb" if vec else "0u, 0u"
-    return (f"__device__ __forceinline__ void {mma_helper(kind, group, vec)}(unsigned d, unsigned long long a, "
+    return (f"__device__ __forceinline__ void {mma_helper(kind, group, vec, a_tmem)}(unsigned d, {_a_param(a_tmem)}, "
             f"unsigned long long b, unsigned idesc{sf}, unsigned accumulate) {{\n"
-            f"  pycute_soft_tcgen05_mma({k}, {group}, {vec or 0}, d, a, b, idesc, {sfs}, accumulate);\n}}")
+            f"  pycute_soft_tcgen05_mma({k}, {group}, {vec or 0}, {int(a_tmem)}, d, a, b, idesc, {sfs}, accumulate);"
+            f"\n}}")
 
 
 def soft_mma_functions() -> str:
@@ -157,17 +173,16 @@ def soft_mma_functions() -> str:
     block-scaled kinds with their scale types) and its wrappers: C text."""
     from ..arch.sm100.mma import BLOCK_SCALED_FIELDS, DENSE_FIELDS
     kinds = list(MMA_KINDS)
-    wrappers = [_soft_wrapper(k, kind, group, vec) for k, kind in enumerate(kinds) for group in (1, 2)
-                for vec in (MMA_KINDS[kind].scale_vecs if MMA_KINDS[kind].block_scaled else (None,))]
+    wrappers = [_soft_wrapper(kinds.index(kind), kind, group, vec, a_tmem) for kind, group, vec, a_tmem in _forms()]
     f = lambda name: _field(DENSE_FIELDS, name)                    # noqa: E731
     s = lambda name: _field(BLOCK_SCALED_FIELDS, name)             # noqa: E731
     # the UE4M3 code of kind::mxf4nvf4 (the only kind with two scale types); the others read UE8M0
     nvf4, ue4m3 = kinds.index("mxf4nvf4"), MMA_KINDS["mxf4nvf4"].scale_types["ue4m3"]
     d_f32 = MMA_KINDS["f16"].d_codes["f32"]
     return "\n".join([
-        "__device__ void pycute_soft_tcgen05_mma(int kind, int cta_group, int vec, unsigned d, unsigned long long a,",
-        "                                        unsigned long long b, unsigned idesc, unsigned sfa, unsigned sfb,",
-        "                                        unsigned accumulate) {",
+        "__device__ void pycute_soft_tcgen05_mma(int kind, int cta_group, int vec, int a_tmem, unsigned d,",
+        "                                        unsigned long long a, unsigned long long b, unsigned idesc,",
+        "                                        unsigned sfa, unsigned sfb, unsigned accumulate) {",
         f"  const unsigned m = vec ? {s('m')} : {f('m')}, n = {f('n')};",
         f"  const int fa = pycute_soft_mma_format[kind][{f('a_type')}], fb = pycute_soft_mma_format[kind][{f('b_type')}];",
         f"  const int ue4m3 = vec && kind == {nvf4} && {s('scale_type')} == {ue4m3}u;",
@@ -178,7 +193,7 @@ def soft_mma_functions() -> str:
         'f32 D)\\n", kind, cta_group, m);',
         "    __trap();",
         "  }",
-        f"  pycute_soft_mma_tile(d, a, b, m, n, fa, fb, {f('transpose_a')}, {f('transpose_b')}, accumulate, cta_group, vec,",
-        f"                       ue4m3, sfa, sfb, {s('sfa_id')}, {s('sfb_id')});",
+        f"  pycute_soft_mma_tile(d, a, a_tmem, b, m, n, fa, fb, {f('transpose_a')}, {f('transpose_b')}, accumulate,",
+        f"                       cta_group, vec, ue4m3, sfa, sfb, {s('sfa_id')}, {s('sfb_id')});",
         "}",
         *wrappers])

@@ -20,6 +20,8 @@ from ..compile.nvrtc import Compiled, compile_cuda
 from ..compile.runtime import Gpu, check_gpu
 from ..errors import CompileError
 from ..mma.plan import MmaPlan
+from ..mma.tmem_operand import TmemOperand
+from ..tensor.canonical import kmajor_smem_tensor
 from ..sim.emulator import Sm100Emulator
 from ..sim.verify_mma import exact_codes, exact_sf_codes, write_tile
 from ..tensor.values import smem_bytes_needed
@@ -27,7 +29,7 @@ from ..tensor.values import smem_bytes_needed
 __all__ = ["MmaRoundTrip"]
 
 _CHUNK = 8
-_SF_COLUMNS = (256, 288)          # where the SFA and SFB tensors go in the 512-column allocation (D: 0-255)
+_SF_FROM = 256                    # the SF tensors go from here (or past an A in TMEM), 32 columns each
 
 
 def _sf_copy(sf) -> Tcgen05CpPlan:
@@ -37,7 +39,8 @@ def _sf_copy(sf) -> Tcgen05CpPlan:
 
 @attrs.frozen
 class MmaRoundTrip:
-    """One tile of ``plan`` (dense kinds) on a GPU, D read back."""
+    """One tile of ``plan`` on a GPU, D read back. An A in TMEM is staged in shared memory (a K-major tile) and
+    copied into its columns with a tcgen05.cp plan first, as the SFs are."""
 
     plan: MmaPlan
 
@@ -52,9 +55,30 @@ class MmaRoundTrip:
         return () if p.sfa is None or p.sfb is None else (_sf_copy(p.sfa), _sf_copy(p.sfb))
 
     @property
+    def a_copy(self) -> Tcgen05CpPlan | None:
+        """The tcgen05.cp of an A in TMEM from its staging tile (None for A in shared memory)."""
+        a = self.plan.a
+        if not isinstance(a, TmemOperand):
+            return None
+        return make_tiled_copy(a.tensor, kmajor_smem_tensor(a.tensor.dtype, a.mn, a.k, "none"))
+
+    @property
+    def a_tile(self):
+        """A's shared tile: the MMA's operand, or the staging of an A in TMEM."""
+        return self.plan.a.tensor if self.a_copy is None else self.a_copy.src
+
+    @property
+    def sf_columns(self) -> tuple[int, int]:
+        """The SFA and SFB tensors' columns: from 256, past an A in TMEM."""
+        a = self.plan.a
+        end = a.column + a.k * a.tensor.bits // 32 if isinstance(a, TmemOperand) else 0
+        first = max(_SF_FROM, -(-end // 32) * 32)
+        return first, first + 32
+
+    @property
     def regions(self) -> tuple[int, ...]:
         """Byte offsets of A, B, SFA, SFB in shared memory (each region a whole KiB)."""
-        sizes = [smem_bytes_needed(self.plan.a.tensor), smem_bytes_needed(self.plan.b.tensor)]
+        sizes = [smem_bytes_needed(self.a_tile), smem_bytes_needed(self.plan.b.tensor)]
         sizes += [smem_bytes_needed(c.src) for c in self.sf_copies]
         out, at = [], 0
         for size in sizes:
@@ -73,14 +97,14 @@ class MmaRoundTrip:
     @property
     def columns(self) -> int:
         n = self.plan.shape[1]
-        return 512 if self.sf_copies else max(32, 1 << (self.plan.d_column + n - 1).bit_length())
+        return 512 if self.sf_copies or self.a_copy else max(32, 1 << (self.plan.d_column + n - 1).bit_length())
 
     def image(self, seed: int = 0) -> np.ndarray:
         """Shared memory's bytes: A's tile at 0, B's at ``a_bytes``."""
         rng = np.random.default_rng(seed)
         m, n, k = self.plan.shape
         image = np.zeros(self.smem_bytes, dtype=np.uint8)
-        for tile, base, rows in ((self.plan.a.tensor, 0, m), (self.plan.b.tensor, self.a_bytes, n)):
+        for tile, base, rows in ((self.a_tile, 0, m), (self.plan.b.tensor, self.a_bytes, n)):
             write_tile(image, base, tile, exact_codes(tile.dtype.name, tile.bits, rng, (rows, k)))
         for copy, base in zip(self.sf_copies, self.regions[2:]):
             rows, slots = copy.src.layout[0].size(), copy.src.layout[1].size()
@@ -100,8 +124,12 @@ class MmaRoundTrip:
         scaled = bool(self.sf_copies)
         cps = "".join(emit_device_function(c, f"sf_cp{i}") for i, c in enumerate(self.sf_copies))
         sf_calls = "".join(f"    sf_cp{i}(buf + {r}u, taddr + {col}u);\n"
-                           for i, (r, col) in enumerate(zip(self.regions[2:4], _SF_COLUMNS[:len(self.sf_copies)])))
-        sf_args = f"taddr + {_SF_COLUMNS[0]}u, taddr + {_SF_COLUMNS[1]}u, " if scaled else ""
+                           for i, (r, col) in enumerate(zip(self.regions[2:4], self.sf_columns[:len(self.sf_copies)])))
+        if self.a_copy is not None:
+            cps += emit_device_function(self.a_copy, "a_cp")
+            sf_calls = "    a_cp(buf, taddr);\n" + sf_calls
+        sf_args = f"taddr + {self.sf_columns[0]}u, taddr + {self.sf_columns[1]}u, " if scaled else ""
+        a_arg = "" if self.a_copy is not None else "base, "
         return emit_mma(self.plan, "tile_mma") + cps + f"""
 extern "C" __global__ void __launch_bounds__(128, 1) mma_roundtrip(const unsigned char* image, unsigned* out) {{
   extern __shared__ __align__(1024) unsigned char raw[];
@@ -124,7 +152,7 @@ extern "C" __global__ void __launch_bounds__(128, 1) mma_roundtrip(const unsigne
   const unsigned taddr = tmem_slot;
   if (warp == 0) {{                     // the SF copies (the whole warp; each elects a lane), then the MMAs
 {sf_calls}    if (pycute_elect_one_sync()) {{
-      tile_mma(base, base + {self.a_bytes}u, taddr, {sf_args}0u);
+      tile_mma({a_arg}base + {self.a_bytes}u, taddr, {sf_args}0u);
       pycute_tcgen05_commit<1>(m);
     }}
   }}
@@ -143,9 +171,12 @@ extern "C" __global__ void __launch_bounds__(128, 1) mma_roundtrip(const unsigne
         emu = Sm100Emulator(smem_bytes=self.smem_bytes, fill_tmem=0)
         emu.write_smem(0, self.image(seed))
         col = emu.alloc(self.columns)
-        for copy, region, sf_col in zip(self.sf_copies, self.regions[2:], _SF_COLUMNS):
+        if self.a_copy is not None:
+            emu.run(self.a_copy.stream(0, col))
+        for copy, region, sf_col in zip(self.sf_copies, self.regions[2:], self.sf_columns):
             emu.run(copy.stream(region, col + sf_col))
-        for issue in self.plan.stream(0, self.a_bytes, col, col + _SF_COLUMNS[0], col + _SF_COLUMNS[1]):
+        smem_a = None if self.a_copy is not None else 0
+        for issue in self.plan.stream(smem_a, self.a_bytes, col, col + self.sf_columns[0], col + self.sf_columns[1]):
             emu.mma(issue)
         n = self.plan.shape[1]
         return emu.ctas[0].tmem[:128, col + self.plan.d_column:col + self.plan.d_column + n].copy()

@@ -57,6 +57,8 @@ class InstrDescriptor:
         else:
             s = {v: n for n, v in MMA_KINDS[self.kind].scale_types.items()}
             parts.append(f"scale {s.get(f['scale_type'], f['scale_type'])} SFA id {f['sfa_id']} SFB id {f['sfb_id']}")
+        if f["sparse"]:
+            parts.append("sparse A" + (f" (selector {f['sparse_selector']})" if f.get("sparse_selector") else ""))
         return f"InstrDescriptor({self.value:#010x}: {', '.join(parts)})"
 
 
@@ -128,18 +130,34 @@ def _scale(k: MmaKind, scale_type, scale_vec, sfa_id: int, sfb_id: int) -> tuple
     return k.scale_types[scale_type], scale_vec
 
 
+def _check_sparse(k: MmaKind, sparse: bool, selector: int) -> None:
+    """The sparsity selector (bits 0-1) is a field of the dense kinds' table and means something only for .sp."""
+    if not selector:
+        return
+    if not sparse:
+        raise DescriptorError(f"sparsity selector {selector} without sparse=True (it selects .sp metadata)")
+    if k.block_scaled:
+        raise DescriptorError(f"kind::{k.name}'s descriptor has no sparsity selector (bits 0-1 are 0; PTX "
+                              f"#tcgen05-instruction-descriptor)")
+    if not 0 <= selector < 4:
+        raise DescriptorError(f"the sparsity selector is 2 bits (0..3), not {selector}")
+
+
 def make_instr_desc(kind: str, a_dtype: DTypeLike, b_dtype: DTypeLike, d_dtype: DTypeLike | None = None,
                     M: int = 128, N: int = 256, a_major: Major = "K", b_major: Major = "K", cta_group: int = 1,
                     negate_a: bool = False, negate_b: bool = False, saturate: bool = False,
                     scale_type: str | None = None, scale_vec: int | None = None, sfa_id: int = 0, sfb_id: int = 0,
-                    ws: bool = False, max_shift: int = 0) -> InstrDescriptor:
+                    ws: bool = False, max_shift: int = 0, sparse: bool = False, sparse_selector: int = 0
+                    ) -> InstrDescriptor:
     """The instruction descriptor of ``tcgen05.mma.cta_group::<cta_group>.kind::<kind>`` (M x N, A/B majors,
-    negation, saturation (i8), ``.ws`` max shift, and for the block-scaled kinds the scale type, ``scale_vec`` and
-    SF ids). Raises ``DescriptorError`` for a combination the PTX ISA forbids."""
+    negation, saturation (i8), ``.ws`` max shift, for the block-scaled kinds the scale type, ``scale_vec`` and
+    SF ids, and for ``tcgen05.mma.sp`` the sparse flag with, in the dense kinds' table, the 2-bit sparsity
+    selector). Raises ``DescriptorError`` for a combination the PTX ISA forbids."""
     k = _kind(kind)
     cta_group = check_cta_group(cta_group)
     m, n = as_int(M, "make_instr_desc: M"), as_int(N, "make_instr_desc: N")
-    for name, flag in (("negate_a", negate_a), ("negate_b", negate_b), ("saturate", saturate), ("ws", ws)):
+    for name, flag in (("negate_a", negate_a), ("negate_b", negate_b), ("saturate", saturate), ("ws", ws),
+                       ("sparse", sparse)):
         if not isinstance(flag, bool):
             raise TypeError(f"make_instr_desc: {name} must be a bool, got {flag!r}")
     a, b = _name(a_dtype, "a_dtype"), _name(b_dtype, "b_dtype")
@@ -151,7 +169,9 @@ def make_instr_desc(kind: str, a_dtype: DTypeLike, b_dtype: DTypeLike, d_dtype: 
     if saturate and not k.saturate:
         raise DescriptorError(f"saturate is for kind::i8 only, not kind::{k.name}")
     values.update(transpose_a=int(a_major == "MN"), transpose_b=int(b_major == "MN"), negate_a=int(negate_a),
-                  negate_b=int(negate_b), n=n, m=m)
+                  negate_b=int(negate_b), n=n, m=m, sparse=int(sparse))
+    _check_sparse(k, sparse, as_int(sparse_selector, "make_instr_desc: sparse_selector"))
+    values.update(sparse_selector=sparse_selector)
     d = ("f32" if "f32" in k.d_codes else next(iter(k.d_codes))) if d_dtype is None else _name(d_dtype, "d_dtype")
     if d not in k.d_codes:
         raise DescriptorError(f"kind::{k.name} accumulates in {', '.join(k.d_codes)}, not {d}")

@@ -8,20 +8,23 @@ from typing import ClassVar
 import attrs
 
 from ..atoms.mma import MmaAtom, MmaIssue
+from ..errors import PlanError
 from ..int_tuple import as_int
 from ..tensor.tmem import TmemTensor
 from ..views import view
 from .instr import InstrDescriptor
 from .operand import UmmaDescriptor
 from .scale import ScaleFactorTensor
+from .tmem_operand import TmemOperand
 
 __all__ = ["MmaInstruction", "MmaPlan"]
 
 
 @attrs.frozen
 class MmaInstruction:
-    """K-block ``k``: A's and B's descriptor start advanced by ``a_offset`` / ``b_offset`` bytes, the instruction
-    descriptor ``idesc`` (its SF ids), and the SFs' first columns from each SF tensor's base (block-scaled)."""
+    """K-block ``k``: A's and B's descriptor start advanced by ``a_offset`` / ``b_offset`` bytes (an A in TMEM:
+    ``a_offset`` columns), the instruction descriptor ``idesc`` (its SF ids), and the SFs' first columns from each
+    SF tensor's base (block-scaled)."""
 
     k: int
     a_offset: int
@@ -38,7 +41,7 @@ class MmaPlan:
 
     atom: MmaAtom
     d: TmemTensor
-    a: UmmaDescriptor
+    a: UmmaDescriptor | TmemOperand
     b: UmmaDescriptor
     idesc: InstrDescriptor
     instructions: tuple[MmaInstruction, ...]
@@ -49,7 +52,7 @@ class MmaPlan:
     VARIANT: ClassVar[str] = "mma"
 
     @property
-    def src(self) -> tuple[UmmaDescriptor, UmmaDescriptor]:
+    def src(self) -> tuple[UmmaDescriptor | TmemOperand, UmmaDescriptor]:
         return self.a, self.b
 
     @property
@@ -73,26 +76,34 @@ class MmaPlan:
     def _values(self, desc: UmmaDescriptor, values: dict) -> dict:
         return {s.name: values[s.name] for s in desc.stages if s.name in values}
 
-    def stream(self, smem_a: int, smem_b: int, tmem_base: int, tmem_sfa: int = 0, tmem_sfb: int = 0,
+    def stream(self, smem_a: int | None, smem_b: int, tmem_base: int, tmem_sfa: int = 0, tmem_sfb: int = 0,
                accumulate: bool = False, **values: int) -> list[MmaIssue]:
-        """``MmaIssue`` per k-block for A's and B's buffers at shared addresses ``smem_a`` / ``smem_b``, the TMEM
-        allocation at ``tmem_base``, the SF tensors at ``tmem_sfa`` / ``tmem_sfb``; the first accumulates into D
-        when ``accumulate`` (the later ones always do)."""
+        """``MmaIssue`` per k-block for A's and B's buffers at shared addresses ``smem_a`` / ``smem_b`` (``smem_a``
+        None for an A in TMEM: it is at its column of the allocation), the TMEM allocation at ``tmem_base``, the SF
+        tensors at ``tmem_sfa`` / ``tmem_sfb``; the first accumulates into D when ``accumulate`` (the later ones
+        always do)."""
         tmem_base = as_int(tmem_base, "stream: tmem_base")
+        tmem_a = isinstance(self.a, TmemOperand)
+        if tmem_a != (smem_a is None):
+            raise PlanError(f"stream: smem_a is {'None for A in TMEM' if tmem_a else 'A buffer address'}, got "
+                            f"{smem_a!r}")
         out = []
         for inst in self.instructions:
-            a = self.a.encode(smem_a, inst.k, **self._values(self.a, values))
+            if isinstance(self.a, TmemOperand):
+                a = tmem_base + self.a.column + inst.a_offset
+            else:
+                a = self.a.encode(as_int(smem_a, "stream: smem_a"), inst.k, **self._values(self.a, values))
             b = self.b.encode(smem_b, inst.k, **self._values(self.b, values))
             sfa = None if inst.sfa_column is None else tmem_sfa + inst.sfa_column
             sfb = None if inst.sfb_column is None else tmem_sfb + inst.sfb_column
             out.append(MmaIssue(self.atom.ptx, tmem_base + self.d_column, a, b, inst.idesc,
-                                bool(accumulate) or inst.k > 0, sfa, sfb))
+                                bool(accumulate) or inst.k > 0, sfa, sfb, tmem_a))
         return out
 
     def cuda(self, name: str = "pycute_mma") -> str:
-        """A ``__device__`` function one (elected) thread calls: ``name(unsigned smem_a, unsigned smem_b, unsigned
-        tmem_base, [unsigned tmem_sfa, unsigned tmem_sfb,] unsigned accumulate, <stages>)``; commit with
-        ``pycute_tcgen05_commit`` after it."""
+        """A ``__device__`` function one (elected) thread calls: ``name([unsigned smem_a,] unsigned smem_b,
+        unsigned tmem_base, [unsigned tmem_sfa, unsigned tmem_sfb,] unsigned accumulate, <stages>)`` (no ``smem_a``
+        for an A in TMEM); commit with ``pycute_tcgen05_commit`` after it."""
         return view("cuda", self, name)
 
     def verify(self, seed: int = 0) -> None:
@@ -110,7 +121,8 @@ class MmaPlan:
         for name, sf in (("SFA", self.sfa), ("SFB", self.sfb)):
             if sf is not None:
                 lines.append(f"  {name}         {sf!r}")
-        lines += [f"    k-block {i.k}: A +{i.a_offset} B, B +{i.b_offset} B, idesc {i.idesc:#010x}"
+        unit = " columns" if isinstance(self.a, TmemOperand) else " B"
+        lines += [f"    k-block {i.k}: A +{i.a_offset}{unit}, B +{i.b_offset} B, idesc {i.idesc:#010x}"
                   + (f", SFA col +{i.sfa_column}, SFB col +{i.sfb_column}" if i.sfa_column is not None else "")
                   for i in self.instructions]
         return "\n".join(lines)

@@ -11,17 +11,18 @@ from ..errors import DescriptorError, PlanError
 from ..tensor.smem import SmemTensor
 from ..tensor.tmem import TmemTensor
 from .accumulator import accumulator_layout
-from .instr import make_instr_desc
-from .operand import make_umma_desc
+from .instr import InstrDescriptor, make_instr_desc
+from .operand import UmmaDescriptor, make_umma_desc
 from .plan import MmaInstruction, MmaPlan
 from .scale import ScaleFactorTensor
+from .tmem_operand import TmemOperand, make_tmem_operand
 
 __all__ = ["make_mma"]
 
 _DENSE = {"f16": "f16", "bf16": "f16", "tf32": "tf32", "i8": "i8", "u8": "i8"}
 
 
-def _kind(a: SmemTensor, b: SmemTensor, kind: str | None, scaled: bool) -> str:
+def _kind(a: SmemTensor | TmemTensor, b: SmemTensor, kind: str | None, scaled: bool) -> str:
     if kind is not None:
         if kind not in MMA_KINDS:
             raise PlanError(f"make_mma: unknown kind {kind!r}; one of {', '.join(MMA_KINDS)}")
@@ -58,33 +59,57 @@ def _check_sf(sf: object, name: str, kind: str, rows: int, k_blocks: int, cta_gr
     return sf
 
 
-def make_mma(d: TmemTensor, a: SmemTensor, b: SmemTensor, *, kind: str | None = None,
-             sfa: ScaleFactorTensor | None = None, sfb: ScaleFactorTensor | None = None,
-             scale_type: str | None = None, cta_group: int = 1) -> MmaPlan:
-    """Plan ``D (+)= A B^T`` (A M x K, B N x K, both in shared memory) as one ``tcgen05.mma`` per k-block. With
-    ``cta_group=2`` the tensors are one CTA's of the pair: A its M/2 rows, B its N/2 rows (the even CTA's first),
-    D its M/2 rows of the M x N accumulator, SFA its rows' SFs and SFB all N columns'. ``kind``
-    is inferred from the types (``mxf8f6f4`` / ``mxf4`` when SFs are given; name ``mxf4nvf4`` yourself);
-    ``sfa`` / ``sfb`` are the SF tensors (scale_factor_tensor) of the block-scaled kinds. DescriptorError or
-    PlanError names the rule a tensor breaks."""
-    if not (isinstance(d, TmemTensor) and isinstance(a, SmemTensor) and isinstance(b, SmemTensor)):
-        raise TypeError(f"make_mma: D is a TMEM tensor (mma_accumulator), A and B shared tiles, got "
-                        f"{type(d).__name__}, {type(a).__name__}, {type(b).__name__}")
-    cta_group = check_cta_group(cta_group)
-    k = _kind(a, b, kind, sfa is not None or sfb is not None)
-    scaled = MMA_KINDS[k].block_scaled
-    if scaled != (sfa is not None and sfb is not None):
-        raise PlanError(f"make_mma: kind::{k} {'takes' if scaled else 'takes no'} scale factors (sfa and sfb)")
-    da, db = make_umma_desc(a, kind=k), make_umma_desc(b, kind=k)
+def _operand_a(a: SmemTensor | TmemTensor, kind: str, cta_group: int) -> UmmaDescriptor | TmemOperand:
+    """A's descriptor (shared memory) or its TMEM operand."""
+    if isinstance(a, TmemTensor):
+        rows = a.layout[0].size() if len(a.layout.shape) == 2 else 0
+        return make_tmem_operand(a, rows * cta_group, cta_group)
+    return make_umma_desc(a, kind=kind)
+
+
+def _check_shape(k: str, da, db, cta_group: int) -> tuple[int, int]:
+    """(M, N) of the MMA from A's and B's rows (the pair: each CTA holds M/2 rows of A and N/2 of B)."""
     if da.k != db.k:
         raise DescriptorError(f"make_mma: A has K {da.k} and B K {db.k}")
-    m, n = da.mn * cta_group, db.mn * cta_group      # the pair: each CTA holds M/2 rows of A and N/2 of B
+    m, n = da.mn * cta_group, db.mn * cta_group
     if m not in MMA_KINDS[k].m_values[cta_group] or not MMA_KINDS[k].n_legal(cta_group, n):
         pair = " (each CTA of the pair holds M/2 rows of A and N/2 rows of B)" if cta_group == 2 else ""
         raise PlanError(f"make_mma: A's {da.mn} and B's {db.mn} rows make an M {m} x N {n} MMA; kind::{k} with "
                         f"cta_group::{cta_group} takes M in {MMA_KINDS[k].m_values[cta_group]} and N from "
                         f"{MMA_KINDS[k].n_step[cta_group]} to 256 in steps of {MMA_KINDS[k].n_step[cta_group]}{pair}")
+    return m, n
+
+
+def _check_tmem_a(da: TmemOperand, d_column: int, n: int) -> None:
+    width = da.k * da.tensor.bits // CELL_BITS
+    if da.column < d_column + n and d_column < da.column + width:
+        raise PlanError(f"make_mma: A in TMEM (columns {da.column}..{da.column + width - 1}) overlaps D (columns "
+                        f"{d_column}..{d_column + n - 1})")
+
+
+def make_mma(d: TmemTensor, a: SmemTensor | TmemTensor, b: SmemTensor, *, kind: str | None = None,
+             sfa: ScaleFactorTensor | None = None, sfb: ScaleFactorTensor | None = None,
+             scale_type: str | None = None, cta_group: int = 1) -> MmaPlan:
+    """Plan ``D (+)= A B^T`` (A M x K in shared memory or TMEM, B N x K in shared memory) as one ``tcgen05.mma``
+    per k-block. With ``cta_group=2`` the tensors are one CTA's of the pair: A its M/2 rows, B its N/2 rows (the
+    even CTA's first), D its M/2 rows of the M x N accumulator, SFA its rows' SFs and SFB all N columns'. An A in
+    TMEM (``make_tmem_operand``'s placement) is read with the ``[a-tmem]`` form. ``kind`` is inferred from the
+    types (``mxf8f6f4`` / ``mxf4`` when SFs are given; name ``mxf4nvf4`` yourself); ``sfa`` / ``sfb`` are the SF
+    tensors (scale_factor_tensor) of the block-scaled kinds. DescriptorError or PlanError names the rule a tensor
+    breaks."""
+    if not (isinstance(d, TmemTensor) and isinstance(a, (SmemTensor, TmemTensor)) and isinstance(b, SmemTensor)):
+        raise TypeError(f"make_mma: D is a TMEM tensor (mma_accumulator), A a shared tile or TMEM tensor, B a shared "
+                        f"tile, got {type(d).__name__}, {type(a).__name__}, {type(b).__name__}")
+    cta_group = check_cta_group(cta_group)
+    k = _kind(a, b, kind, sfa is not None or sfb is not None)
+    scaled = MMA_KINDS[k].block_scaled
+    if scaled != (sfa is not None and sfb is not None):
+        raise PlanError(f"make_mma: kind::{k} {'takes' if scaled else 'takes no'} scale factors (sfa and sfb)")
+    da, db = _operand_a(a, k, cta_group), make_umma_desc(b, kind=k)
+    m, n = _check_shape(k, da, db, cta_group)
     d_column = _check_d(d, k, m, n, cta_group)
+    if isinstance(da, TmemOperand):
+        _check_tmem_a(da, d_column, n)
     vec = None
     if scaled:
         sfa = _check_sf(sfa, "sfa", k, da.mn, da.k_blocks, cta_group)     # each CTA: the SFs of its own rows of A
@@ -95,14 +120,14 @@ def make_mma(d: TmemTensor, a: SmemTensor, b: SmemTensor, *, kind: str | None = 
         if sfa.scale_vec != sfb.scale_vec:
             raise PlanError(f"make_mma: SFA has scale_vec::{sfa.scale_vec}X and SFB ::{sfb.scale_vec}X")
         vec, scale_type = sfa.scale_vec, scale_type or "ue8m0"
-    atom = MmaAtom(k, cta_group, vec)
-    insts = []
-    for j in range(da.k_blocks):
-        idesc = make_instr_desc(k, a.dtype, b.dtype, None if scaled else d.dtype, M=m, N=n, a_major=da.major,
-                                b_major=db.major, cta_group=cta_group, scale_type=scale_type,
-                                scale_vec=vec, sfa_id=sfa.sf_id(j) if sfa else 0, sfb_id=sfb.sf_id(j) if sfb else 0)
-        insts.append(MmaInstruction(j, da.k_offsets[j], db.k_offsets[j], idesc.value,
-                                    sfa.column(j) if sfa else None, sfb.column(j) if sfb else None))
-    first = make_instr_desc(k, a.dtype, b.dtype, None if scaled else d.dtype, M=m, N=n, a_major=da.major,
-                            b_major=db.major, cta_group=cta_group, scale_type=scale_type, scale_vec=vec)
-    return MmaPlan(atom, d, da, db, first, tuple(insts), d_column, sfa, sfb)
+
+    def idesc(j: int | None) -> InstrDescriptor:
+        return make_instr_desc(k, a.dtype, b.dtype, None if scaled else d.dtype, M=m, N=n, a_major=da.major,
+                               b_major=db.major, cta_group=cta_group, scale_type=scale_type, scale_vec=vec,
+                               sfa_id=sfa.sf_id(j) if sfa and j is not None else 0,
+                               sfb_id=sfb.sf_id(j) if sfb and j is not None else 0)
+    insts = tuple(MmaInstruction(j, da.k_offsets[j], db.k_offsets[j], idesc(j).value,
+                                 sfa.column(j) if sfa else None, sfb.column(j) if sfb else None)
+                  for j in range(da.k_blocks))
+    atom = MmaAtom(k, cta_group, vec, a_tmem=isinstance(da, TmemOperand))
+    return MmaPlan(atom, d, da, db, idesc(None), insts, d_column, sfa, sfb)

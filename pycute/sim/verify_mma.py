@@ -13,12 +13,14 @@ from ..arch.sm100.mma import MMA_KINDS
 from ..basis import basis_get
 from ..errors import EmulationError
 from ..mma.plan import MmaPlan
+from ..mma.tmem_operand import TmemOperand
 from ..tensor.smem import SmemTensor
+from ..tensor.tmem import TmemTensor
 from ..tensor.values import layout_values, smem_bytes_needed, smem_element_offsets
 from .emulator import Sm100Emulator
 from .operand import decode, reference_mma
 
-__all__ = ["verify_mma", "exact_codes", "exact_sf_codes", "write_tile", "write_sfs"]
+__all__ = ["verify_mma", "exact_codes", "exact_sf_codes", "write_tile", "write_sfs", "write_tmem_a"]
 
 _SFA_COLUMN, _SFB_COLUMN = 256, 288     # where the SF tensors go in the emulator's TMEM (D takes columns 0-255)
 
@@ -70,6 +72,32 @@ def write_sfs(tmem: np.ndarray, sf, column: int, codes: np.ndarray) -> None:
             tmem[lane, col] = (int(tmem[lane, col]) & ~(0xFF << shift)) | (int(code) << shift)
 
 
+def write_tmem_a(tmem: np.ndarray, a: TmemTensor, codes: np.ndarray) -> None:
+    """(rows, K) element codes into a CTA's TMEM through the TMEM tensor's layout: element (r, k) at its lane and
+    column element (``32 / bits`` elements to a 32-bit cell, element 0 in the low bits)."""
+    bits = a.bits
+    lanes = a.lane_offset + layout_values(a.layout, "TLane")
+    bit = (a.col_offset + layout_values(a.layout, "TCol")) * bits
+    for lane, b, code in zip(lanes, bit, codes.T.reshape(-1)):        # index r + rows * k
+        col, shift = int(b) // 32, int(b) % 32
+        keep = ~(((1 << bits) - 1) << shift) & 0xFFFFFFFF
+        tmem[lane, col] = (int(tmem[lane, col]) & keep) | (int(code) << shift)
+
+
+def _load_operands(emu: Sm100Emulator, plan: MmaPlan, a: np.ndarray, b: np.ndarray, b_at: int) -> None:
+    """Each CTA's rows of A (shared memory at 0, or TMEM) and its half of B's rows (shared memory at ``b_at``)."""
+    group = plan.atom.cta_group
+    rows_a, rows_b = a.shape[0] // group, b.shape[0] // group
+    for c in range(group):
+        image = np.zeros(emu.ctas[c].smem.size, dtype=np.uint8)
+        if isinstance(plan.a, TmemOperand):
+            write_tmem_a(emu.ctas[c].tmem, plan.a.tensor, a[c * rows_a:(c + 1) * rows_a])
+        else:
+            write_tile(image, 0, plan.a.tensor, a[c * rows_a:(c + 1) * rows_a])
+        write_tile(image, b_at, plan.b.tensor, b[c * rows_b:(c + 1) * rows_b])
+        emu.write_smem(0, image, cta=c)
+
+
 def verify_mma(plan: MmaPlan, seed: int = 0, stream: Callable[..., list] | None = None) -> None:
     """Emulate ``plan`` (or ``stream(smem_a, smem_b, tmem_base, tmem_sfa, tmem_sfb)``) and compare D with the
     reference MMA of the layouts' elements; EmulationError names the first differing element. A cta_group::2
@@ -82,15 +110,15 @@ def verify_mma(plan: MmaPlan, seed: int = 0, stream: Callable[..., list] | None 
     a_type, b_type = plan.a.tensor.dtype.name, plan.b.tensor.dtype.name
     a = exact_codes(a_type, plan.a.tensor.bits, rng, (m, k))
     b = exact_codes(b_type, plan.b.tensor.bits, rng, (n, k))
-    a_bytes = -(-smem_bytes_needed(plan.a.tensor) // 1024) * 1024
+    tmem_a = isinstance(plan.a, TmemOperand)
+    a_bytes = 0 if isinstance(plan.a, TmemOperand) else -(-smem_bytes_needed(plan.a.tensor) // 1024) * 1024
     emu = Sm100Emulator(smem_bytes=a_bytes + smem_bytes_needed(plan.b.tensor), fill_tmem=0, ctas=group)
-    rows_a, rows_b = m // group, n // group
-    for c in range(group):
-        image = np.zeros(emu.ctas[c].smem.size, dtype=np.uint8)
-        write_tile(image, 0, plan.a.tensor, a[c * rows_a:(c + 1) * rows_a])
-        write_tile(image, a_bytes, plan.b.tensor, b[c * rows_b:(c + 1) * rows_b])
-        emu.write_smem(0, image, cta=c)
     emu.alloc(512, cta_group=group)
+    _load_operands(emu, plan, a, b, a_bytes)
+    rows_a = m // group
+    a_end = plan.a.column + k * plan.a.tensor.bits // 32 if isinstance(plan.a, TmemOperand) else 0
+    sfa_at = max(_SFA_COLUMN, -(-a_end // 32) * 32)
+    sfb_at = sfa_at + _SFB_COLUMN - _SFA_COLUMN
     sfa = sfb = None
     sf_type = "ue8m0"
     if plan.sfa is not None and plan.sfb is not None:
@@ -99,9 +127,9 @@ def verify_mma(plan: MmaPlan, seed: int = 0, stream: Callable[..., list] | None 
         slots = plan.sfa.mmas * plan.sfa.scale_vec
         sfa, sfb = exact_sf_codes(sf_type, rng, (m, slots)), exact_sf_codes(sf_type, rng, (n, slots))
         for c in range(group):
-            write_sfs(emu.ctas[c].tmem, plan.sfa, _SFA_COLUMN, sfa[c * rows_a:(c + 1) * rows_a])
-            write_sfs(emu.ctas[c].tmem, plan.sfb, _SFB_COLUMN, sfb)
-    issues = (stream or plan.stream)(0, a_bytes, 0, _SFA_COLUMN, _SFB_COLUMN)
+            write_sfs(emu.ctas[c].tmem, plan.sfa, sfa_at, sfa[c * rows_a:(c + 1) * rows_a])
+            write_sfs(emu.ctas[c].tmem, plan.sfb, sfb_at, sfb)
+    issues = (stream or plan.stream)(None if tmem_a else 0, a_bytes, 0, sfa_at, sfb_at)
     for issue in issues:
         emu.mma(issue)
     if plan.sfa is not None and sfa is not None and sfb is not None:

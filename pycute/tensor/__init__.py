@@ -10,3 +10,4 @@ from .rmem import RegisterFragment, make_fragment
 from .alloc import TmemAllocation
 from .canonical import kmajor_smem_buffer, kmajor_smem_tensor
 from .values import layout_values, smem_bytes_needed, smem_element_offsets
+from .stages import make_stages

@@ -8,9 +8,16 @@ import attrs
 from ..errors import PlanError
 from ..int_tuple import is_int
 from .region import index_values
-from .smem import SmemTensor
+from .smem import SmemTensor, make_smem_tensor
+from .values import layout_values
+from ..int_tuple import as_int
+from ..layout import Layout
+from ..swizzle import ComposedLayout
 
-__all__ = ["SmemStage", "smem_stages", "stage_offset"]
+__all__ = ["SmemStage", "smem_stages", "stage_offset", "make_stages"]
+
+#: A stage step is a whole number of these bytes: every variant's shared alignment and every swizzle's period.
+STAGE_ALIGN = 1024
 
 
 @attrs.frozen
@@ -25,12 +32,12 @@ class SmemStage:
 
 def smem_stages(smem: SmemTensor, align: int, who: str) -> tuple[SmemStage, ...]:
     """The tile's run-time indices, each step a multiple of ``align`` bytes and of the swizzle's period."""
-    elem = smem.bits // 8
-    period = smem.swizzle.size() * elem if smem.swizzle is not None else 1
+    period = smem.swizzle.size() * smem.bits // 8 if smem.swizzle is not None else 1
     need = max(align, period)
     out = []
     for d in smem.dynamic:
-        step = d.stride * elem if is_int(d.stride) else None
+        bits = d.stride * smem.bits if is_int(d.stride) else None
+        step = bits // 8 if bits is not None and bits % 8 == 0 else None
         if step is None or step % need:
             raise PlanError(f"{who}: run-time index {d.name!r} moves the tile by {step} B; each value must keep the "
                             f"copies {align}-byte aligned{' and the swizzle pattern whole' if period > 1 else ''} "
@@ -42,3 +49,19 @@ def smem_stages(smem: SmemTensor, align: int, who: str) -> tuple[SmemStage, ...]
 def stage_offset(stages: tuple[SmemStage, ...], values: dict, who: str) -> int:
     """Bytes the run-time indices' values move every shared address (each value in range, every index given)."""
     return sum(v * s.smem_step for s, v in zip(stages, index_values(stages, values, who)))
+
+
+def make_stages(tile: SmemTensor, stages: int) -> SmemTensor:
+    """``stages`` copies of ``tile`` one after another (a pipeline's ring): its modes and a trailing stage mode
+    stepping by the tile's footprint rounded up to whole KiB. Slice it with ``[..., dynamic("stage")]``."""
+    if not isinstance(tile, SmemTensor):
+        raise TypeError(f"make_stages: expected a shared tile (SmemTensor), got {type(tile).__name__}")
+    stages = as_int(stages, "make_stages: stages")
+    if stages < 1 or tile.dynamic or tile.offset:
+        raise PlanError(f"make_stages: {stages} stage(s) of {tile!r}; a whole tile (offset 0, no run-time index) "
+                        f"and at least one stage")
+    footprint = (int(layout_values(tile.layout).max()) + 1) * tile.bits // 8
+    step = -(-footprint // STAGE_ALIGN) * STAGE_ALIGN * 8 // tile.bits
+    layout = Layout(tuple(tile.layout.shape) + (stages,), tuple(tile.layout.stride) + (step,))
+    body = layout if tile.swizzle is None else ComposedLayout(tile.swizzle, 0, layout)
+    return make_smem_tensor(tile.dtype, body, tile.base_align)

@@ -99,3 +99,31 @@ def test_every_field_of_both_tables_is_inside_32_bits_and_they_do_not_overlap():
     for table in (DENSE_FIELDS, BLOCK_SCALED_FIELDS):
         bits = [b for f in table for b in range(f.lo, f.lo + f.width)]
         assert len(bits) == len(set(bits)) and max(bits) < 32
+
+
+@pytest.mark.parametrize("kind, types, extra, bits", [
+    ("f16", ("bf16", "bf16"), {"sparse_selector": 2}, 0b110),
+    ("i8", ("i8", "i8"), {}, 0b100),
+    ("mxf8f6f4", ("f8e4m3", "f8e4m3"), {"scale_type": "ue8m0", "scale_vec": 1}, 0b100),
+])
+def test_a_sparse_descriptor_sets_the_flag_and_the_selector(kind, types, extra, bits):
+    dense = pc.make_instr_desc(kind, *types, **extra | {"sparse_selector": 0})
+    sparse = pc.make_instr_desc(kind, *types, sparse=True, **extra)
+    assert sparse.value == dense.value | bits and sparse.fields["sparse"] == 1
+    assert "sparse A" in repr(sparse)
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    ({"sparse_selector": 1}, "without sparse=True"),
+    ({"sparse": True, "sparse_selector": 4}, "2 bits"),
+    ({"sparse": 1}, "sparse must be a bool"),
+])
+def test_a_sparsity_selector_needs_a_sparse_dense_kind(kwargs, match):
+    with pytest.raises((pc.DescriptorError, TypeError), match=match):
+        pc.make_instr_desc("f16", "f16", "f16", **kwargs)
+
+
+def test_a_block_scaled_descriptor_has_no_sparsity_selector():
+    with pytest.raises(pc.DescriptorError, match="has no sparsity selector"):
+        pc.make_instr_desc("mxf8f6f4", "f8e4m3", "f8e4m3", scale_type="ue8m0", scale_vec=1, sparse=True,
+                           sparse_selector=1)

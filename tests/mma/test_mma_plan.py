@@ -2,7 +2,6 @@
 instruction descriptor (SF ids) and SF columns; the emulator's D equals the reference MMA of the layouts' elements
 bit for bit, and a wrong SF id, k-block offset, major or SF column is caught; the generated code is the plan's
 stream (PTX interpreted) and assembles to one MMA per k-block."""
-import numpy as np
 import pytest
 
 import pycute as pc

@@ -13,7 +13,7 @@
 //   pycute/bulk.cuh          flat bulk copies, DSMEM, mapa, remote mbarrier arrivals (sm_90)
 //   pycute/tcgen05.cuh       shared-memory descriptor, TMEM allocation, tcgen05 fences and commit, the soft model
 //   pycute/tcgen05_ldst.cuh  tcgen05.ld / tcgen05.st, every shape x .num x pack
-//   pycute/tcgen05_mma.cuh   tcgen05.mma with shared-memory A and B, every kind x cta_group
+//   pycute/tcgen05_mma.cuh   tcgen05.mma, A in shared memory or TMEM, every kind x cta_group
 #ifndef PYCUTE_SM100_CUH
 #define PYCUTE_SM100_CUH
 

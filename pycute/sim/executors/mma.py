@@ -12,7 +12,7 @@ from typing import Callable
 import numpy as np
 
 from ...arch.sm100.mma import MMA_KINDS
-from ...arch.sm100.tmem import QUADRANT_LANES, split_address
+from ...arch.sm100.tmem import CELL_BITS, QUADRANT_LANES, split_address
 from ...atoms.mma import MmaIssue
 from ...errors import EmulationError
 from ...mma.instr import InstrDescriptor
@@ -43,6 +43,18 @@ class Tcgen05MmaExecutor(Machine):
         cells = tmem[lane0 + r % QUADRANT_LANES, col + r // QUADRANT_LANES].astype(np.uint64)
         return np.stack([(cells >> (8 * (sf_id + j))) & 0xFF for j in range(vec)], axis=1).astype(np.uint8)
 
+    def _tmem_a(self, address: int, kk: int, bits: int, cta: int) -> np.ndarray:
+        """(128, kk) codes of an A in TMEM at ``address``: row r in lane + r, K packed along the columns (32 / bits
+        to a cell, the lowest K in the low bits)."""
+        lane0, col = split_address(address)
+        per = CELL_BITS // bits
+        cells = self.ctas[cta].tmem[lane0:lane0 + 128, col:col + kk // per].astype(np.uint64)
+        if cells.shape != (128, kk // per):
+            raise EmulationError(f"A in TMEM at {address:#x}: lanes {lane0}.. and columns {col}.. leave TMEM")
+        k = np.arange(kk)
+        shift = ((k % per) * bits).astype(np.uint64)
+        return (cells[:, k // per] >> shift) & np.uint64((1 << bits) - 1)
+
     def mma(self, issue: MmaIssue, cta: int = 0) -> None:
         """Issue one MMA from CTA ``cta``: D (+)= A B^T (scaled for the block-scaled kinds). A cta_group::2 MMA is
         issued by the even CTA of the pair: A's rows and B's rows are each CTA's tile at the descriptors' address
@@ -64,13 +76,14 @@ class Tcgen05MmaExecutor(Machine):
         bits, b_bits = _operand_bits(kind, a_type), _operand_bits(kind, b_type)
         kk = 256 // bits
         a_major, b_major = ("MN" if f[t] else "K" for t in ("transpose_a", "transpose_b"))
-        a = [mma_operand(issue.a_desc, a_major, 128, kk, bits, self.ctas[c].smem, self.ctas[c].smem_base) for c in pair]
+        a = [self._tmem_a(issue.a_desc, kk, bits, c) if issue.a_tmem else
+             mma_operand(issue.a_desc, a_major, 128, kk, bits, self.ctas[c].smem, self.ctas[c].smem_base) for c in pair]
         b = np.concatenate([mma_operand(issue.b_desc, b_major, n // group, kk, b_bits, self.ctas[c].smem,
                                         self.ctas[c].smem_base) for c in pair])
         if k.block_scaled and (issue.sfa is None or issue.sfb is None):
             raise EmulationError(f"{issue.ptx}: a block-scaled MMA names its SF addresses")
         for c, a_c in zip(pair, a):
-            if k.block_scaled:
+            if issue.sfa is not None and issue.sfb is not None:
                 vec = k.scale_vecs[0] if len(k.scale_vecs) == 1 else (4 if issue.ptx.endswith("4X") else 2)
                 types = {v: t for t, v in k.scale_types.items()}
                 sfa = self._sfs(issue.sfa, 128, f["sfa_id"], vec, c)
@@ -96,11 +109,13 @@ class Tcgen05MmaExecutor(Machine):
 
 
 def decode(op: str, args: list, value: Callable[[str], int]) -> MmaIssue:
-    """A compiled ``tcgen05.mma`` as its issue record: ``[d], a-desc, b-desc, idesc{, [sfa], [sfb]}, p`` (the
-    predicate's value read as the accumulate flag)."""
+    """A compiled ``tcgen05.mma`` as its issue record: ``[d], a-desc | [a-tmem], b-desc, idesc{, [sfa], [sfb]}, p``
+    (the predicate's value read as the accumulate flag)."""
     d = tmem_operand(args[0], value, "tcgen05.mma D")
+    a_tmem = args[1].startswith("[")
+    a = tmem_operand(args[1], value, "tcgen05.mma A") if a_tmem else value(args[1])
     scaled = ".block_scale" in op
     sfa = tmem_operand(args[4], value, "SFA") if scaled else None
     sfb = tmem_operand(args[5], value, "SFB") if scaled else None
-    return MmaIssue(op, d, value(args[1]), value(args[2]), value(args[3]) & 0xFFFFFFFF, bool(value(args[-1])),
-                    sfa, sfb)
+    return MmaIssue(op, d, a, value(args[2]), value(args[3]) & 0xFFFFFFFF, bool(value(args[-1])), sfa, sfb,
+                    a_tmem)

@@ -33,12 +33,13 @@ class MmaIssue(NamedTuple):
 class MmaAtom:
     """``tcgen05.mma.cta_group::<cta_group>.kind::<kind>`` with a B descriptor and A's descriptor, or with
     ``a_tmem`` A's TMEM address (``[a-tmem]``); ``.block_scale`` with its ``scale_vec`` for the block-scaled
-    kinds."""
+    kinds; ``ws`` the weight-stationary ``tcgen05.mma.ws``."""
 
     kind: str
     cta_group: int = 1
     scale_vec: int | None = None
     a_tmem: bool = False
+    ws: bool = False
 
     def __attrs_post_init__(self) -> None:
         if self.kind not in MMA_KINDS:
@@ -50,6 +51,9 @@ class MmaAtom:
                             f"{self.scale_vec}")
         if not scaled and self.scale_vec is not None:
             raise PlanError(f"kind::{self.kind} has no scale factors")
+        if self.ws and (scaled or self.cta_group != 1):
+            raise PlanError(f"tcgen05.mma.ws is cta_group::1 with a dense kind, not kind::{self.kind} cta_group::"
+                            f"{self.cta_group} (PTX #tcgen05-mma-instructions-mma-ws)")
 
     @property
     def block_scaled(self) -> bool:
@@ -57,4 +61,4 @@ class MmaAtom:
 
     @property
     def ptx(self) -> str:
-        return mma_ptx(self.kind, self.cta_group, self.scale_vec)
+        return mma_ptx(self.kind, self.cta_group, self.scale_vec, self.ws)

@@ -3,6 +3,7 @@ buffer address, the k-block and the run-time stages, and an instruction descript
 from ``pycute.mma``; the start-address field from the header's ``pycute_smem_desc_at``)."""
 from __future__ import annotations
 
+from ..arch.sm100.datapath import DATA_PATHS, FOLD_LANES
 from ..arch.sm100.mma import MMA_KINDS, mma_ptx
 from ..mma.instr import InstrDescriptor
 from ..mma.operand import UmmaDescriptor
@@ -15,39 +16,43 @@ __all__ = ["emit_umma_desc", "emit_instr_desc", "emit_mma", "mma_helper", "mma_h
            "soft_mma_functions"]
 
 
-def mma_helper(kind: str, cta_group: int, scale_vec: int | None = None, a_tmem: bool = False) -> str:
-    """The header's wrapper of one tcgen05.mma form (A and B descriptors; ``_ts``: A at a TMEM address)."""
-    return (f"pycute_tcgen05_mma_{kind}" + (f"_{scale_vec}x" if scale_vec else "") + f"_cg{cta_group}"
-            + ("_ts" if a_tmem else ""))
+def mma_helper(kind: str, cta_group: int, scale_vec: int | None = None, a_tmem: bool = False,
+               ws: bool = False) -> str:
+    """The header's wrapper of one tcgen05.mma form (A and B descriptors; ``_ts``: A at a TMEM address; ``_ws``
+    the weight-stationary form)."""
+    return (f"pycute_tcgen05_mma{'_ws' if ws else ''}_{kind}" + (f"_{scale_vec}x" if scale_vec else "")
+            + f"_cg{cta_group}" + ("_ts" if a_tmem else ""))
 
 
 def _a_param(a_tmem: bool) -> str:
     return "unsigned a" if a_tmem else "unsigned long long a"
 
 
-def _mma_wrapper(kind: str, cta_group: int, scale_vec: int | None, a_tmem: bool) -> str:
+def _mma_wrapper(kind: str, cta_group: int, scale_vec: int | None, a_tmem: bool, ws: bool) -> str:
     scaled = scale_vec is not None
     sf = ", unsigned sfa, unsigned sfb" if scaled else ""
     operands = "[%0], " + ("[%1]" if a_tmem else "%1") + ", %2, %3, " + ("[%5], [%6], p" if scaled else "p")
     inputs = f'"r"(d), "{"r" if a_tmem else "l"}"(a), "l"(b), "r"(idesc), "r"(accumulate)' + \
         (', "r"(sfa), "r"(sfb)' if scaled else "")
-    return (f"__device__ __forceinline__ void {mma_helper(kind, cta_group, scale_vec, a_tmem)}(unsigned d, "
+    return (f"__device__ __forceinline__ void {mma_helper(kind, cta_group, scale_vec, a_tmem, ws)}(unsigned d, "
             f"{_a_param(a_tmem)}, unsigned long long b, unsigned idesc{sf}, unsigned accumulate) {{\n"
-            f'  asm volatile("{{\\n\\t.reg .pred p;\\n\\tsetp.ne.b32 p, %4, 0;\\n\\t{mma_ptx(kind, cta_group, scale_vec)} '
+            f'  asm volatile("{{\\n\\t.reg .pred p;\\n\\tsetp.ne.b32 p, %4, 0;\\n\\t{mma_ptx(kind, cta_group, scale_vec, ws)} '
             f'{operands};\\n\\t}}" :: {inputs} : "memory");\n}}')
 
 
 def _forms():
-    """Every (kind, cta_group, scale_vec, A in TMEM) form of tcgen05.mma the header wraps."""
+    """Every (kind, cta_group, scale_vec, A in TMEM, .ws) form of tcgen05.mma the header wraps (.ws: cta_group::1,
+    the dense kinds)."""
     for kind, k in MMA_KINDS.items():
         for group in (1, 2):
             for vec in (k.scale_vecs if k.block_scaled else (None,)):
                 for a_tmem in (False, True):
-                    yield kind, group, vec, a_tmem
+                    for ws in (False, True) if group == 1 and not k.block_scaled else (False,):
+                        yield kind, group, vec, a_tmem, ws
 
 
 def mma_header_functions() -> str:
-    """Every kind x cta_group (x scale_vec) x A-operand wrapper of tcgen05.mma."""
+    """Every kind x cta_group (x scale_vec) x A-operand (x .ws) wrapper of tcgen05.mma."""
     return "\n".join(_mma_wrapper(*form) for form in _forms())
 
 
@@ -104,7 +109,7 @@ def emit_mma(plan: MmaPlan, name: str = "pycute_mma") -> str:
     stages = "".join(f", unsigned {n}" for n in sorted(names))
     sig = (f"{'' if a_tmem else 'unsigned smem_a, '}unsigned smem_b, unsigned tmem_base"
            f"{', unsigned tmem_sfa, unsigned tmem_sfb' if scaled else ''}, unsigned accumulate{stages}")
-    helper = mma_helper(plan.atom.kind, plan.atom.cta_group, plan.atom.scale_vec, a_tmem)
+    helper = mma_helper(plan.atom.kind, plan.atom.cta_group, plan.atom.scale_vec, a_tmem, plan.atom.ws)
     body = []
     for i in plan.instructions:
         sf = f", tmem_sfa + {i.sfa_column}u, tmem_sfb + {i.sfb_column}u" if scaled else ""
@@ -145,7 +150,8 @@ def _field(table, name: str, desc: str = "idesc") -> str:
 
 
 def soft_mma_tables() -> str:
-    """The soft build's operand formats per kind and code, and their bits: C arrays for the header."""
+    """The soft build's operand formats per kind and code, their bits (C arrays) and D's placement per data path
+    (soft_d_place), for the header."""
     rows = []
     for kind in MMA_KINDS:
         codes = ["-1"] * 8
@@ -156,44 +162,68 @@ def soft_mma_tables() -> str:
         rows.append("{" + ", ".join(codes) + "}")
     bits = [str(b) for _, b in sorted(_SOFT_FORMATS.values())]
     return "\n".join([f"static __device__ const int pycute_soft_mma_format[{len(rows)}][8] = {{{', '.join(rows)}}};",
-                      f"static __device__ const int pycute_soft_format_bits[{len(bits)}] = {{{', '.join(bits)}}};"])
+                      f"static __device__ const int pycute_soft_format_bits[{len(bits)}] = {{{', '.join(bits)}}};",
+                      soft_d_place()])
 
 
-def _soft_wrapper(k: int, kind: str, group: int, vec: int | None, a_tmem: bool) -> str:
+def _soft_wrapper(k: int, kind: str, group: int, vec: int | None, a_tmem: bool, ws: bool) -> str:
     sf = ", unsigned sfa, unsigned sfb" if vec else ""
     sfs = "sfa, sfb" if vec else "0u, 0u"
-    return (f"__device__ __forceinline__ void {mma_helper(kind, group, vec, a_tmem)}(unsigned d, {_a_param(a_tmem)}, "
-            f"unsigned long long b, unsigned idesc{sf}, unsigned accumulate) {{\n"
-            f"  pycute_soft_tcgen05_mma({k}, {group}, {vec or 0}, {int(a_tmem)}, d, a, b, idesc, {sfs}, accumulate);"
-            f"\n}}")
+    return (f"__device__ __forceinline__ void {mma_helper(kind, group, vec, a_tmem, ws)}(unsigned d, "
+            f"{_a_param(a_tmem)}, unsigned long long b, unsigned idesc{sf}, unsigned accumulate) {{\n"
+            f"  pycute_soft_tcgen05_mma({k}, {group}, {vec or 0}, {int(a_tmem)}, {int(ws)}, d, a, b, idesc, {sfs}, "
+            f"accumulate);\n}}")
+
+
+def soft_d_place() -> str:
+    """The soft build's D placement: lane and column of accumulator (row, column) for each data path whose map
+    ``arch.sm100.datapath`` knows (C text); false for the others."""
+    out = ["__device__ bool pycute_soft_d_place(unsigned m, int cta_group, int ws, unsigned n, unsigned r, unsigned c,",
+           "                                    unsigned* lane, unsigned* col) {"]
+    for (m, group, ws), path in DATA_PATHS.items():
+        if path.row_modes is None:
+            continue
+        terms, step = [], 1
+        for extent, stride in path.row_modes:
+            terms.append(f"((r / {step}u) % {extent}u) * {stride}u")
+            step *= extent
+        fold = (f" + (c >= n / 2u ? {FOLD_LANES}u : 0u)", "c % (n / 2u)") if path.column_halves else ("", "c")
+        out.append(f"  if (m == {m}u && cta_group == {group} && ws == {int(ws)}) {{   // Layout {path.letter}")
+        out.append(f"    *lane = {' + '.join(terms)}{fold[0]};")
+        out.append(f"    *col = {fold[1]};")
+        out.append("    return true;")
+        out.append("  }")
+    return "\n".join(out + ["  return false;", "}"])
 
 
 def soft_mma_functions() -> str:
-    """The soft build's tcgen05.mma (M 128 per CTA, cta_group::1 or 2, D f32; the formats of soft_mma_tables, the
-    block-scaled kinds with their scale types) and its wrappers: C text."""
+    """The soft build's tcgen05.mma (every data path pycute places, cta_group::1 or 2, .ws, D f32; the formats of
+    soft_mma_tables, the block-scaled kinds with their scale types) and its wrappers: C text."""
     from ..arch.sm100.mma import BLOCK_SCALED_FIELDS, DENSE_FIELDS
     kinds = list(MMA_KINDS)
-    wrappers = [_soft_wrapper(kinds.index(kind), kind, group, vec, a_tmem) for kind, group, vec, a_tmem in _forms()]
+    wrappers = [_soft_wrapper(kinds.index(form[0]), *form) for form in _forms()]
     f = lambda name: _field(DENSE_FIELDS, name)                    # noqa: E731
     s = lambda name: _field(BLOCK_SCALED_FIELDS, name)             # noqa: E731
     # the UE4M3 code of kind::mxf4nvf4 (the only kind with two scale types); the others read UE8M0
     nvf4, ue4m3 = kinds.index("mxf4nvf4"), MMA_KINDS["mxf4nvf4"].scale_types["ue4m3"]
     d_f32 = MMA_KINDS["f16"].d_codes["f32"]
     return "\n".join([
-        "__device__ void pycute_soft_tcgen05_mma(int kind, int cta_group, int vec, int a_tmem, unsigned d,",
+        "__device__ void pycute_soft_tcgen05_mma(int kind, int cta_group, int vec, int a_tmem, int ws, unsigned d,",
         "                                        unsigned long long a, unsigned long long b, unsigned idesc,",
         "                                        unsigned sfa, unsigned sfb, unsigned accumulate) {",
         f"  const unsigned m = vec ? {s('m')} : {f('m')}, n = {f('n')};",
         f"  const int fa = pycute_soft_mma_format[kind][{f('a_type')}], fb = pycute_soft_mma_format[kind][{f('b_type')}];",
         f"  const int ue4m3 = vec && kind == {nvf4} && {s('scale_type')} == {ue4m3}u;",
         f"  const bool f32 = vec || {f('d_type')} == {d_f32}u;",
-        "  if (m != 128u * unsigned(cta_group) || fa < 0 || fb < 0 || !f32 || (cta_group == 2 && (pycute_cluster_ctarank() & 1u))) {",
-        '    printf("pycute soft tcgen05: tcgen05.mma kind %d, cta_group %d, M %u with these operand types is not '
-        'modelled (M 128 per CTA issued by the even CTA; f16/bf16/tf32/fp8 operands, packed e2m1 for mxf4*; an '
-        'f32 D)\\n", kind, cta_group, m);',
+        "  unsigned lane, col;",
+        "  if (!pycute_soft_d_place(m, cta_group, ws, n, 0u, 0u, &lane, &col) || fa < 0 || fb < 0 || !f32 ||",
+        "      (cta_group == 2 && (pycute_cluster_ctarank() & 1u))) {",
+        '    printf("pycute soft tcgen05: tcgen05.mma%s kind %d, cta_group %d, M %u with these operand types is not '
+        'modelled (a data path pycute places, issued by the even CTA of a pair; f16/bf16/tf32/fp8 operands, packed '
+        'e2m1 for mxf4*; an f32 D)\\n", ws ? ".ws" : "", kind, cta_group, m);',
         "    __trap();",
         "  }",
         f"  pycute_soft_mma_tile(d, a, a_tmem, b, m, n, fa, fb, {f('transpose_a')}, {f('transpose_b')}, accumulate,",
-        f"                       cta_group, vec, ue4m3, sfa, sfb, {s('sfa_id')}, {s('sfb_id')});",
+        f"                       cta_group, ws, vec, ue4m3, sfa, sfb, {s('sfa_id')}, {s('sfb_id')});",
         "}",
         *wrappers])

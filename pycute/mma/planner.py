@@ -4,7 +4,7 @@ accumulator layout the MMA writes (arch.sm100.datapath); for the block-scaled ki
 scale_factor_tensor, each k-block reading its SF id and column (PTX ISA #tcgen05-mma, #tcgen05-block-scaling)."""
 from __future__ import annotations
 
-from ..arch.sm100.mma import MMA_KINDS
+from ..arch.sm100.mma import MMA_KINDS, WS_SHAPES
 from ..arch.sm100.tmem import CELL_BITS, check_cta_group
 from ..atoms.mma import MmaAtom
 from ..errors import DescriptorError, PlanError
@@ -35,12 +35,12 @@ def _kind(a: SmemTensor | TmemTensor, b: SmemTensor, kind: str | None, scaled: b
     return "f8f6f4"
 
 
-def _check_d(d: TmemTensor, kind: str, m: int, n: int, cta_group: int) -> int:
+def _check_d(d: TmemTensor, kind: str, m: int, n: int, cta_group: int, ws: bool) -> int:
     """D's column offset from the allocation base, after checking it is the MMA's accumulator."""
     if d.dtype.name not in MMA_KINDS[kind].d_codes:
         raise PlanError(f"make_mma: kind::{kind} accumulates into {', '.join(MMA_KINDS[kind].d_codes)}, not "
                         f"{d.dtype.name}")
-    want = accumulator_layout(d.bits, m, n, cta_group)
+    want = accumulator_layout(d.bits, m, n, cta_group, ws)
     if d.layout != want or d.lane_offset:
         raise PlanError(f"make_mma: D {d!r} is not the {m}x{n} accumulator the MMA writes ({want!r} from lane 0; "
                         f"mma_accumulator makes it)")
@@ -67,11 +67,17 @@ def _operand_a(a: SmemTensor | TmemTensor, kind: str, cta_group: int) -> UmmaDes
     return make_umma_desc(a, kind=kind)
 
 
-def _check_shape(k: str, da, db, cta_group: int) -> tuple[int, int]:
+def _check_shape(k: str, da, db, cta_group: int, ws: bool) -> tuple[int, int]:
     """(M, N) of the MMA from A's and B's rows (the pair: each CTA holds M/2 rows of A and N/2 of B)."""
     if da.k != db.k:
         raise DescriptorError(f"make_mma: A has K {da.k} and B K {db.k}")
     m, n = da.mn * cta_group, db.mn * cta_group
+    if ws:
+        if cta_group != 1 or MMA_KINDS[k].block_scaled or m not in WS_SHAPES or n not in WS_SHAPES[m]:
+            raise PlanError(f"make_mma: tcgen05.mma.ws is cta_group::1 with a dense kind, M in {sorted(WS_SHAPES)} "
+                            f"and N in {WS_SHAPES.get(m, (64, 128, 256))}; got kind::{k}, cta_group::{cta_group}, "
+                            f"M {m}, N {n} (PTX #tcgen05-mma-instructions-mma-ws)")
+        return m, n
     if m not in MMA_KINDS[k].m_values[cta_group] or not MMA_KINDS[k].n_legal(cta_group, n):
         pair = " (each CTA of the pair holds M/2 rows of A and N/2 rows of B)" if cta_group == 2 else ""
         raise PlanError(f"make_mma: A's {da.mn} and B's {db.mn} rows make an M {m} x N {n} MMA; kind::{k} with "
@@ -89,11 +95,13 @@ def _check_tmem_a(da: TmemOperand, d_column: int, n: int) -> None:
 
 def make_mma(d: TmemTensor, a: SmemTensor | TmemTensor, b: SmemTensor, *, kind: str | None = None,
              sfa: ScaleFactorTensor | None = None, sfb: ScaleFactorTensor | None = None,
-             scale_type: str | None = None, cta_group: int = 1) -> MmaPlan:
+             scale_type: str | None = None, cta_group: int = 1, ws: bool = False) -> MmaPlan:
     """Plan ``D (+)= A B^T`` (A M x K in shared memory or TMEM, B N x K in shared memory) as one ``tcgen05.mma``
     per k-block. With ``cta_group=2`` the tensors are one CTA's of the pair: A its M/2 rows, B its N/2 rows (the
     even CTA's first), D its M/2 rows of the M x N accumulator, SFA its rows' SFs and SFB all N columns'. An A in
-    TMEM (``make_tmem_operand``'s placement) is read with the ``[a-tmem]`` form. ``kind`` is inferred from the
+    TMEM (``make_tmem_operand``'s placement) is read with the ``[a-tmem]`` form; ``ws=True`` plans the
+    weight-stationary ``tcgen05.mma.ws`` (M 32 / 64 / 128, N 64 / 128 / 256; D where its data path puts it, which
+    pycute knows for M 64). ``kind`` is inferred from the
     types (``mxf8f6f4`` / ``mxf4`` when SFs are given; name ``mxf4nvf4`` yourself); ``sfa`` / ``sfb`` are the SF
     tensors (scale_factor_tensor) of the block-scaled kinds. DescriptorError or PlanError names the rule a tensor
     breaks."""
@@ -101,13 +109,15 @@ def make_mma(d: TmemTensor, a: SmemTensor | TmemTensor, b: SmemTensor, *, kind: 
         raise TypeError(f"make_mma: D is a TMEM tensor (mma_accumulator), A a shared tile or TMEM tensor, B a shared "
                         f"tile, got {type(d).__name__}, {type(a).__name__}, {type(b).__name__}")
     cta_group = check_cta_group(cta_group)
+    if not isinstance(ws, bool):
+        raise TypeError(f"make_mma: ws must be a bool, got {ws!r}")
     k = _kind(a, b, kind, sfa is not None or sfb is not None)
     scaled = MMA_KINDS[k].block_scaled
     if scaled != (sfa is not None and sfb is not None):
         raise PlanError(f"make_mma: kind::{k} {'takes' if scaled else 'takes no'} scale factors (sfa and sfb)")
     da, db = _operand_a(a, k, cta_group), make_umma_desc(b, kind=k)
-    m, n = _check_shape(k, da, db, cta_group)
-    d_column = _check_d(d, k, m, n, cta_group)
+    m, n = _check_shape(k, da, db, cta_group, ws)
+    d_column = _check_d(d, k, m, n, cta_group, ws)
     if isinstance(da, TmemOperand):
         _check_tmem_a(da, d_column, n)
     vec = None
@@ -123,11 +133,11 @@ def make_mma(d: TmemTensor, a: SmemTensor | TmemTensor, b: SmemTensor, *, kind: 
 
     def idesc(j: int | None) -> InstrDescriptor:
         return make_instr_desc(k, a.dtype, b.dtype, None if scaled else d.dtype, M=m, N=n, a_major=da.major,
-                               b_major=db.major, cta_group=cta_group, scale_type=scale_type, scale_vec=vec,
+                               b_major=db.major, cta_group=cta_group, scale_type=scale_type, scale_vec=vec, ws=ws,
                                sfa_id=sfa.sf_id(j) if sfa and j is not None else 0,
                                sfb_id=sfb.sf_id(j) if sfb and j is not None else 0)
     insts = tuple(MmaInstruction(j, da.k_offsets[j], db.k_offsets[j], idesc(j).value,
                                  sfa.column(j) if sfa else None, sfb.column(j) if sfb else None)
                   for j in range(da.k_blocks))
-    atom = MmaAtom(k, cta_group, vec, a_tmem=isinstance(da, TmemOperand))
+    atom = MmaAtom(k, cta_group, vec, a_tmem=isinstance(da, TmemOperand), ws=ws)
     return MmaPlan(atom, d, da, db, idesc(None), insts, d_column, sfa, sfb)

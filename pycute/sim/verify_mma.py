@@ -20,7 +20,7 @@ from ..tensor.values import layout_values, smem_bytes_needed, smem_element_offse
 from .emulator import Sm100Emulator
 from .operand import decode, reference_mma
 
-__all__ = ["verify_mma", "exact_codes", "exact_sf_codes", "write_tile", "write_sfs", "write_tmem_a"]
+__all__ = ["verify_mma", "exact_codes", "exact_sf_codes", "write_tile", "write_sfs", "write_tmem_a", "read_d"]
 
 _SFA_COLUMN, _SFB_COLUMN = 256, 288     # where the SF tensors go in the emulator's TMEM (D takes columns 0-255)
 
@@ -84,6 +84,14 @@ def write_tmem_a(tmem: np.ndarray, a: TmemTensor, codes: np.ndarray) -> None:
         tmem[lane, col] = (int(tmem[lane, col]) & keep) | (int(code) << shift)
 
 
+def read_d(tmem: np.ndarray, d: TmemTensor) -> np.ndarray:
+    """A CTA's (rows, N) 32-bit D read through its TMEM tensor's layout (the MMA's data path)."""
+    lanes = d.lane_offset + layout_values(d.layout, "TLane")
+    cols = (d.col_offset + layout_values(d.layout, "TCol")) * d.bits // 32
+    rows, n = d.layout[0].size(), d.layout[1].size()
+    return tmem[lanes, cols].reshape(n, rows).T
+
+
 def _load_operands(emu: Sm100Emulator, plan: MmaPlan, a: np.ndarray, b: np.ndarray, b_at: int) -> None:
     """Each CTA's rows of A (shared memory at 0, or TMEM) and its half of B's rows (shared memory at ``b_at``)."""
     group = plan.atom.cta_group
@@ -137,7 +145,7 @@ def verify_mma(plan: MmaPlan, seed: int = 0, stream: Callable[..., list] | None 
         want = reference_mma(a, b, a_type, b_type, sfa[:, :k // block], sfb[:, :k // block], sf_type, block)
     else:
         want = reference_mma(a, b, a_type, b_type)
-    got = np.concatenate([emu.ctas[c].tmem[:rows_a, plan.d_column:plan.d_column + n] for c in range(group)])
+    got = np.concatenate([read_d(emu.ctas[c].tmem, plan.d) for c in range(group)])
     got = got.view(np.float32) if plan.d.dtype.name != "i32" else got.view(np.int32)
     bad = np.argwhere(got != want.astype(got.dtype))
     if bad.size:

@@ -1,5 +1,5 @@
 """The MMA on the GPU: a make_mma plan's generated function issues one tile (bf16, f16, tf32 and fp8 operands,
-128B / 64B swizzles; an A in TMEM; block-scaled mxf8f6f4, mxf4 and NVFP4 (mxf4nvf4, UE4M3) with their SFs, and an
+128B / 64B swizzles; an A in TMEM; .ws M 64 (Layout E) and M 64 (Layout F); block-scaled mxf8f6f4, mxf4 and NVFP4 (mxf4nvf4, UE4M3) with their SFs, and an
 A in TMEM, copied into TMEM by tcgen05.cp plans), every warp
 reads D back, and D equals the emulator's bit for bit. On the H200 (sm_90) the
 MMA is the header's software model (-DPYCUTE_SOFT_TCGEN05); on an sm_100 GPU the hardware's. Runs in a child
@@ -43,6 +43,10 @@ for name, k, swizzle, n in (("bf16", 64, "128B", 256), ("f16", 32, "64B", 256), 
                                     pc.kmajor_smem_tensor(dtype, n, k, swizzle))))
 d, a = tmem_a(pc.bf16, 64)
 cases.append(("bf16, A in TMEM (tcgen05.cp'd)", pc.make_mma(d, a, pc.kmajor_smem_tensor(pc.bf16, 256, 64, "128B"))))
+cases.append(("bf16 .ws M64 N128 (Layout E)", pc.make_mma(pc.mma_accumulator(pc.f32, 64, 128, ws=True),
+    pc.kmajor_smem_tensor(pc.bf16, 64, 64), pc.kmajor_smem_tensor(pc.bf16, 128, 64), ws=True)))
+cases.append(("f8 M64 (Layout F)", pc.make_mma(pc.mma_accumulator(pc.f32, 64, 128),
+    pc.kmajor_smem_tensor("f8e4m3", 64, 128), pc.kmajor_smem_tensor("f8e4m3", 128, 128))))
 cases.append(("mxf8f6f4 block-scaled, SFs by tcgen05.cp", scaled("mxf8f6f4", "f8e4m3", 128, 1, None)))
 cases.append(("mxf4nvf4 UE4M3 4X (NVFP4)", scaled("mxf4nvf4", "f4e2m1", 256, 4, "ue4m3")))
 cases.append(("mxf4 UE8M0 2X", scaled("mxf4", "f4e2m1", 256, 2, None)))

@@ -1,4 +1,4 @@
-"""Every tcgen05.mma form the header wraps (kind x cta_group x scale_vec x A in shared memory or TMEM) assembles
+"""Every tcgen05.mma form the header wraps (kind x cta_group x scale_vec x A in shared memory or TMEM x .ws) assembles
 for sm_100a to its MMA instruction, once per call, and the PTX interpreter reads each call back as the issue its
 arguments name. (ptxas refuses a function that mixes cta_group::1 and ::2: one kernel per cta_group.)"""
 import pytest
@@ -14,10 +14,10 @@ SASS = {"f16": "UTCHMMA", "tf32": "UTCHMMA", "f8f6f4": "UTCQMMA", "i8": "UTCIMMA
 
 
 def call(form, i):
-    kind, group, vec, a_tmem = form
+    kind, group, vec, a_tmem, ws = form
     a = f"{0x100 + i}u" if a_tmem else f"{0x4000 + i}ull"
     sf = ", 0x120u, 0x140u" if vec else ""
-    return f"  {mma_helper(kind, group, vec, a_tmem)}(0x10u, {a}, 0x8000ull, 0x08100010u{sf}, 1u);"
+    return f"  {mma_helper(kind, group, vec, a_tmem, ws)}(0x10u, {a}, 0x8000ull, 0x08100010u{sf}, 1u);"
 
 
 def kernel(group):
@@ -52,4 +52,5 @@ def test_the_interpreter_reads_every_call_back(compiled):
         forms = [(k, f) for k, f in enumerate(FORMS) if f[1] == group]
         assert [(i.a_tmem, i.a_desc, i.sfa) for i in issues] == \
             [(f[3], (0x100 if f[3] else 0x4000) + k, 0x120 if f[2] else None) for k, f in forms]
-        assert all(f".cta_group::{f[1]}.kind::{f[0]}" in i.ptx for i, (_, f) in zip(issues, forms))
+        assert all(i.ptx.startswith(f"tcgen05.mma{'.ws' if f[4] else ''}.cta_group::{f[1]}.kind::{f[0]}")
+                   for i, (_, f) in zip(issues, forms))

@@ -24,8 +24,8 @@ def test_the_round_trip_builds_for_sm_100a_and_the_soft_sm_90a():
 def test_the_soft_model_names_what_it_does_not_model():
     from pycute.codegen.header import headers
     text = headers()["pycute/tcgen05_mma.cuh"]
-    assert "is not modelled (M 128 per CTA issued by the even CTA; f16/bf16/tf32/fp8 operands, packed e2m1 for " \
-           "mxf4*; an f32 D)" in text
+    assert "is not modelled (a data path pycute places, issued by the even CTA of a pair; f16/bf16/tf32/fp8 " \
+           "operands, packed e2m1 for mxf4*; an f32 D)" in text
 
 
 def test_the_expected_d_is_the_emulators_and_not_zero():

@@ -126,11 +126,11 @@ def scale_factor_layout(rows: int, slots: int) -> Layout:
     return make_layout(row, slot)
 
 
-def mma_ptx(kind: str, cta_group: int, scale_vec: int | None = None) -> str:
-    """The opcode of ``tcgen05.mma`` with A and B in shared memory (PTX ISA #tcgen05-mma): operands ``[d-tmem],
-    a-desc, b-desc, idesc, enable-input-d`` and, block-scaled, ``[scale-A-tmem], [scale-B-tmem]`` before the
-    predicate."""
-    head = f"tcgen05.mma.cta_group::{cta_group}.kind::{kind}"
+def mma_ptx(kind: str, cta_group: int, scale_vec: int | None = None, ws: bool = False) -> str:
+    """The opcode of ``tcgen05.mma`` (PTX ISA #tcgen05-mma): operands ``[d-tmem], a-desc | [a-tmem], b-desc, idesc,
+    enable-input-d`` and, block-scaled, ``[scale-A-tmem], [scale-B-tmem]`` before the predicate; ``ws`` the
+    weight-stationary form ``tcgen05.mma.ws`` (cta_group::1, the dense kinds, #tcgen05-mma-instructions-mma-ws)."""
+    head = f"tcgen05.mma{'.ws' if ws else ''}.cta_group::{cta_group}.kind::{kind}"
     if not MMA_KINDS[kind].block_scaled:
         return head
     return head + ".block_scale" + (f".scale_vec::{scale_vec}X" if scale_vec is not None else "")

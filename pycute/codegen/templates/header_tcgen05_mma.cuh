@@ -5,18 +5,20 @@
 // C ABI version ${abi} (CHANGELOG.md): the generated functions and these helpers keep their names and signatures
 // within one version.
 //
-// pycute_tcgen05_mma_<kind>[_<v>x]_cg<g>[_ts](d, a, b, idesc[, sfa, sfb], accumulate): D at TMEM address `d` (+)=
-// A B^T, A and B through their 64-bit shared-memory descriptors (`_ts`: A at TMEM address `a`, the [a-tmem] form),
+// pycute_tcgen05_mma[_ws]_<kind>[_<v>x]_cg<g>[_ts](d, a, b, idesc[, sfa, sfb], accumulate): D at TMEM address `d`
+// (+)= A B^T, A and B through their 64-bit shared-memory descriptors (`_ts`: A at TMEM address `a`, the [a-tmem]
+// form; `_ws`: tcgen05.mma.ws, cta_group::1 and the dense kinds),
 // `idesc` the instruction descriptor, SFs at TMEM addresses `sfa` / `sfb` (block-scaled kinds); `accumulate` 0
 // overwrites D (PTX ISA, tcgen05.mma).
 //
 // The soft build (PYCUTE_SOFT_TCGEN05) models the dense kinds with f16 / bf16 / tf32 / fp8 operands, the
 // block-scaled kinds with fp8 (mxf8f6f4, UE8M0 1X) and packed E2M1 operands (mxf4: UE8M0 2X; mxf4nvf4: UE8M0 2X or
-// 4X, UE4M3 4X), A in shared memory or TMEM, M 128 (cta_group::1) or 256 (cta_group::2, issued by the even CTA: each CTA's own rows of A, B's
+// 4X, UE4M3 4X), A in shared memory or TMEM, .ws, every data path pycute places (M 64 / 128 with cta_group::1, M 128 /
+// 256 with cta_group::2 issued by the even CTA: each CTA's own rows of A, B's
 // rows half in each CTA, SFA and SFB from each CTA's own TMEM image, D rows into each CTA's image), an f32 D: the
 // calling thread reads A and B through the descriptors (the canonical layouts and the swizzle on absolute
 // addresses), sums in double and rounds D once per instruction (as pycute's emulator does). Every other form
-// (6-bit and 4-bit elements in 8-bit containers, integers, 16-bit D, .ws) traps, naming itself.
+// (6-bit and 4-bit elements in 8-bit containers, integers, 16-bit D, M 32 .ws) traps, naming itself.
 #ifndef PYCUTE_TCGEN05_MMA_CUH
 #define PYCUTE_TCGEN05_MMA_CUH
 
@@ -107,11 +109,12 @@ __device__ double pycute_soft_scale(pycute_soft_tmem_image* img, unsigned sf, un
 }
 
 // One instruction's D (+)= A B^T for each CTA of the group: its rows of A (its shared memory) times all rows of B
-// (row j in CTA j / (n / cta_group)), block-scaled by its own SFs (`vec` per row per instruction from byte `id`).
+// (row j in CTA j / (n / cta_group)), block-scaled by its own SFs (`vec` per row per instruction from byte `id`),
+// each element of D where its data path puts it (pycute_soft_d_place).
 __device__ void pycute_soft_mma_tile(unsigned d, unsigned long long a, int a_tmem, unsigned long long b, unsigned m,
                                      unsigned n, int fa, int fb, unsigned ta, unsigned tb, unsigned accumulate,
-                                     int cta_group, int vec, int ue4m3, unsigned sfa, unsigned sfb, unsigned sfa_id,
-                                     unsigned sfb_id) {
+                                     int cta_group, int ws, int vec, int ue4m3, unsigned sfa, unsigned sfb,
+                                     unsigned sfa_id, unsigned sfb_id) {
   const int bits_a = pycute_soft_format_bits[fa], bits_b = pycute_soft_format_bits[fb];
   const unsigned kk = 256u / unsigned(bits_a);             // 32 bytes of K per instruction (at most 64 elements)
   const unsigned block = vec ? kk / unsigned(vec) : kk, rows = m / unsigned(cta_group);
@@ -132,7 +135,9 @@ __device__ void pycute_soft_mma_tile(unsigned d, unsigned long long a, int a_tme
         for (unsigned k = 0; k < kk; ++k)
           sum += row[k] * pycute_soft_element(pycute_soft_operand(b, tb, j % b_rows, k, bits_b, self + j / b_rows), fb)
                  * scale[k / block];
-        unsigned* cell = pycute_soft_cell(img, lane0 + i, col0 + j, "tcgen05.mma");
+        unsigned lane, col;
+        pycute_soft_d_place(m, cta_group, ws, n, i, j, &lane, &col);
+        unsigned* cell = pycute_soft_cell(img, lane0 + lane, col0 + col, "tcgen05.mma");
         const double old = accumulate ? double(__uint_as_float(*cell)) : 0.0;
         *cell = __float_as_uint(float(old + sum));
       }

@@ -5,18 +5,20 @@
 // C ABI version 1 (CHANGELOG.md): the generated functions and these helpers keep their names and signatures
 // within one version.
 //
-// pycute_tcgen05_mma_<kind>[_<v>x]_cg<g>[_ts](d, a, b, idesc[, sfa, sfb], accumulate): D at TMEM address `d` (+)=
-// A B^T, A and B through their 64-bit shared-memory descriptors (`_ts`: A at TMEM address `a`, the [a-tmem] form),
+// pycute_tcgen05_mma[_ws]_<kind>[_<v>x]_cg<g>[_ts](d, a, b, idesc[, sfa, sfb], accumulate): D at TMEM address `d`
+// (+)= A B^T, A and B through their 64-bit shared-memory descriptors (`_ts`: A at TMEM address `a`, the [a-tmem]
+// form; `_ws`: tcgen05.mma.ws, cta_group::1 and the dense kinds),
 // `idesc` the instruction descriptor, SFs at TMEM addresses `sfa` / `sfb` (block-scaled kinds); `accumulate` 0
 // overwrites D (PTX ISA, tcgen05.mma).
 //
 // The soft build (PYCUTE_SOFT_TCGEN05) models the dense kinds with f16 / bf16 / tf32 / fp8 operands, the
 // block-scaled kinds with fp8 (mxf8f6f4, UE8M0 1X) and packed E2M1 operands (mxf4: UE8M0 2X; mxf4nvf4: UE8M0 2X or
-// 4X, UE4M3 4X), A in shared memory or TMEM, M 128 (cta_group::1) or 256 (cta_group::2, issued by the even CTA: each CTA's own rows of A, B's
+// 4X, UE4M3 4X), A in shared memory or TMEM, .ws, every data path pycute places (M 64 / 128 with cta_group::1, M 128 /
+// 256 with cta_group::2 issued by the even CTA: each CTA's own rows of A, B's
 // rows half in each CTA, SFA and SFB from each CTA's own TMEM image, D rows into each CTA's image), an f32 D: the
 // calling thread reads A and B through the descriptors (the canonical layouts and the swizzle on absolute
 // addresses), sums in double and rounds D once per instruction (as pycute's emulator does). Every other form
-// (6-bit and 4-bit elements in 8-bit containers, integers, 16-bit D, .ws) traps, naming itself.
+// (6-bit and 4-bit elements in 8-bit containers, integers, 16-bit D, M 32 .ws) traps, naming itself.
 #ifndef PYCUTE_TCGEN05_MMA_CUH
 #define PYCUTE_TCGEN05_MMA_CUH
 
@@ -26,8 +28,14 @@
 __device__ __forceinline__ void pycute_tcgen05_mma_f16_cg1(unsigned d, unsigned long long a, unsigned long long b, unsigned idesc, unsigned accumulate) {
   asm volatile("{\n\t.reg .pred p;\n\tsetp.ne.b32 p, %4, 0;\n\ttcgen05.mma.cta_group::1.kind::f16 [%0], %1, %2, %3, p;\n\t}" :: "r"(d), "l"(a), "l"(b), "r"(idesc), "r"(accumulate) : "memory");
 }
+__device__ __forceinline__ void pycute_tcgen05_mma_ws_f16_cg1(unsigned d, unsigned long long a, unsigned long long b, unsigned idesc, unsigned accumulate) {
+  asm volatile("{\n\t.reg .pred p;\n\tsetp.ne.b32 p, %4, 0;\n\ttcgen05.mma.ws.cta_group::1.kind::f16 [%0], %1, %2, %3, p;\n\t}" :: "r"(d), "l"(a), "l"(b), "r"(idesc), "r"(accumulate) : "memory");
+}
 __device__ __forceinline__ void pycute_tcgen05_mma_f16_cg1_ts(unsigned d, unsigned a, unsigned long long b, unsigned idesc, unsigned accumulate) {
   asm volatile("{\n\t.reg .pred p;\n\tsetp.ne.b32 p, %4, 0;\n\ttcgen05.mma.cta_group::1.kind::f16 [%0], [%1], %2, %3, p;\n\t}" :: "r"(d), "r"(a), "l"(b), "r"(idesc), "r"(accumulate) : "memory");
+}
+__device__ __forceinline__ void pycute_tcgen05_mma_ws_f16_cg1_ts(unsigned d, unsigned a, unsigned long long b, unsigned idesc, unsigned accumulate) {
+  asm volatile("{\n\t.reg .pred p;\n\tsetp.ne.b32 p, %4, 0;\n\ttcgen05.mma.ws.cta_group::1.kind::f16 [%0], [%1], %2, %3, p;\n\t}" :: "r"(d), "r"(a), "l"(b), "r"(idesc), "r"(accumulate) : "memory");
 }
 __device__ __forceinline__ void pycute_tcgen05_mma_f16_cg2(unsigned d, unsigned long long a, unsigned long long b, unsigned idesc, unsigned accumulate) {
   asm volatile("{\n\t.reg .pred p;\n\tsetp.ne.b32 p, %4, 0;\n\ttcgen05.mma.cta_group::2.kind::f16 [%0], %1, %2, %3, p;\n\t}" :: "r"(d), "l"(a), "l"(b), "r"(idesc), "r"(accumulate) : "memory");
@@ -38,8 +46,14 @@ __device__ __forceinline__ void pycute_tcgen05_mma_f16_cg2_ts(unsigned d, unsign
 __device__ __forceinline__ void pycute_tcgen05_mma_tf32_cg1(unsigned d, unsigned long long a, unsigned long long b, unsigned idesc, unsigned accumulate) {
   asm volatile("{\n\t.reg .pred p;\n\tsetp.ne.b32 p, %4, 0;\n\ttcgen05.mma.cta_group::1.kind::tf32 [%0], %1, %2, %3, p;\n\t}" :: "r"(d), "l"(a), "l"(b), "r"(idesc), "r"(accumulate) : "memory");
 }
+__device__ __forceinline__ void pycute_tcgen05_mma_ws_tf32_cg1(unsigned d, unsigned long long a, unsigned long long b, unsigned idesc, unsigned accumulate) {
+  asm volatile("{\n\t.reg .pred p;\n\tsetp.ne.b32 p, %4, 0;\n\ttcgen05.mma.ws.cta_group::1.kind::tf32 [%0], %1, %2, %3, p;\n\t}" :: "r"(d), "l"(a), "l"(b), "r"(idesc), "r"(accumulate) : "memory");
+}
 __device__ __forceinline__ void pycute_tcgen05_mma_tf32_cg1_ts(unsigned d, unsigned a, unsigned long long b, unsigned idesc, unsigned accumulate) {
   asm volatile("{\n\t.reg .pred p;\n\tsetp.ne.b32 p, %4, 0;\n\ttcgen05.mma.cta_group::1.kind::tf32 [%0], [%1], %2, %3, p;\n\t}" :: "r"(d), "r"(a), "l"(b), "r"(idesc), "r"(accumulate) : "memory");
+}
+__device__ __forceinline__ void pycute_tcgen05_mma_ws_tf32_cg1_ts(unsigned d, unsigned a, unsigned long long b, unsigned idesc, unsigned accumulate) {
+  asm volatile("{\n\t.reg .pred p;\n\tsetp.ne.b32 p, %4, 0;\n\ttcgen05.mma.ws.cta_group::1.kind::tf32 [%0], [%1], %2, %3, p;\n\t}" :: "r"(d), "r"(a), "l"(b), "r"(idesc), "r"(accumulate) : "memory");
 }
 __device__ __forceinline__ void pycute_tcgen05_mma_tf32_cg2(unsigned d, unsigned long long a, unsigned long long b, unsigned idesc, unsigned accumulate) {
   asm volatile("{\n\t.reg .pred p;\n\tsetp.ne.b32 p, %4, 0;\n\ttcgen05.mma.cta_group::2.kind::tf32 [%0], %1, %2, %3, p;\n\t}" :: "r"(d), "l"(a), "l"(b), "r"(idesc), "r"(accumulate) : "memory");
@@ -50,8 +64,14 @@ __device__ __forceinline__ void pycute_tcgen05_mma_tf32_cg2_ts(unsigned d, unsig
 __device__ __forceinline__ void pycute_tcgen05_mma_f8f6f4_cg1(unsigned d, unsigned long long a, unsigned long long b, unsigned idesc, unsigned accumulate) {
   asm volatile("{\n\t.reg .pred p;\n\tsetp.ne.b32 p, %4, 0;\n\ttcgen05.mma.cta_group::1.kind::f8f6f4 [%0], %1, %2, %3, p;\n\t}" :: "r"(d), "l"(a), "l"(b), "r"(idesc), "r"(accumulate) : "memory");
 }
+__device__ __forceinline__ void pycute_tcgen05_mma_ws_f8f6f4_cg1(unsigned d, unsigned long long a, unsigned long long b, unsigned idesc, unsigned accumulate) {
+  asm volatile("{\n\t.reg .pred p;\n\tsetp.ne.b32 p, %4, 0;\n\ttcgen05.mma.ws.cta_group::1.kind::f8f6f4 [%0], %1, %2, %3, p;\n\t}" :: "r"(d), "l"(a), "l"(b), "r"(idesc), "r"(accumulate) : "memory");
+}
 __device__ __forceinline__ void pycute_tcgen05_mma_f8f6f4_cg1_ts(unsigned d, unsigned a, unsigned long long b, unsigned idesc, unsigned accumulate) {
   asm volatile("{\n\t.reg .pred p;\n\tsetp.ne.b32 p, %4, 0;\n\ttcgen05.mma.cta_group::1.kind::f8f6f4 [%0], [%1], %2, %3, p;\n\t}" :: "r"(d), "r"(a), "l"(b), "r"(idesc), "r"(accumulate) : "memory");
+}
+__device__ __forceinline__ void pycute_tcgen05_mma_ws_f8f6f4_cg1_ts(unsigned d, unsigned a, unsigned long long b, unsigned idesc, unsigned accumulate) {
+  asm volatile("{\n\t.reg .pred p;\n\tsetp.ne.b32 p, %4, 0;\n\ttcgen05.mma.ws.cta_group::1.kind::f8f6f4 [%0], [%1], %2, %3, p;\n\t}" :: "r"(d), "r"(a), "l"(b), "r"(idesc), "r"(accumulate) : "memory");
 }
 __device__ __forceinline__ void pycute_tcgen05_mma_f8f6f4_cg2(unsigned d, unsigned long long a, unsigned long long b, unsigned idesc, unsigned accumulate) {
   asm volatile("{\n\t.reg .pred p;\n\tsetp.ne.b32 p, %4, 0;\n\ttcgen05.mma.cta_group::2.kind::f8f6f4 [%0], %1, %2, %3, p;\n\t}" :: "r"(d), "l"(a), "l"(b), "r"(idesc), "r"(accumulate) : "memory");
@@ -62,8 +82,14 @@ __device__ __forceinline__ void pycute_tcgen05_mma_f8f6f4_cg2_ts(unsigned d, uns
 __device__ __forceinline__ void pycute_tcgen05_mma_i8_cg1(unsigned d, unsigned long long a, unsigned long long b, unsigned idesc, unsigned accumulate) {
   asm volatile("{\n\t.reg .pred p;\n\tsetp.ne.b32 p, %4, 0;\n\ttcgen05.mma.cta_group::1.kind::i8 [%0], %1, %2, %3, p;\n\t}" :: "r"(d), "l"(a), "l"(b), "r"(idesc), "r"(accumulate) : "memory");
 }
+__device__ __forceinline__ void pycute_tcgen05_mma_ws_i8_cg1(unsigned d, unsigned long long a, unsigned long long b, unsigned idesc, unsigned accumulate) {
+  asm volatile("{\n\t.reg .pred p;\n\tsetp.ne.b32 p, %4, 0;\n\ttcgen05.mma.ws.cta_group::1.kind::i8 [%0], %1, %2, %3, p;\n\t}" :: "r"(d), "l"(a), "l"(b), "r"(idesc), "r"(accumulate) : "memory");
+}
 __device__ __forceinline__ void pycute_tcgen05_mma_i8_cg1_ts(unsigned d, unsigned a, unsigned long long b, unsigned idesc, unsigned accumulate) {
   asm volatile("{\n\t.reg .pred p;\n\tsetp.ne.b32 p, %4, 0;\n\ttcgen05.mma.cta_group::1.kind::i8 [%0], [%1], %2, %3, p;\n\t}" :: "r"(d), "r"(a), "l"(b), "r"(idesc), "r"(accumulate) : "memory");
+}
+__device__ __forceinline__ void pycute_tcgen05_mma_ws_i8_cg1_ts(unsigned d, unsigned a, unsigned long long b, unsigned idesc, unsigned accumulate) {
+  asm volatile("{\n\t.reg .pred p;\n\tsetp.ne.b32 p, %4, 0;\n\ttcgen05.mma.ws.cta_group::1.kind::i8 [%0], [%1], %2, %3, p;\n\t}" :: "r"(d), "r"(a), "l"(b), "r"(idesc), "r"(accumulate) : "memory");
 }
 __device__ __forceinline__ void pycute_tcgen05_mma_i8_cg2(unsigned d, unsigned long long a, unsigned long long b, unsigned idesc, unsigned accumulate) {
   asm volatile("{\n\t.reg .pred p;\n\tsetp.ne.b32 p, %4, 0;\n\ttcgen05.mma.cta_group::2.kind::i8 [%0], %1, %2, %3, p;\n\t}" :: "r"(d), "l"(a), "l"(b), "r"(idesc), "r"(accumulate) : "memory");
@@ -122,6 +148,35 @@ __device__ __forceinline__ void pycute_tcgen05_mma_mxf4nvf4_4x_cg2_ts(unsigned d
 #else
 static __device__ const int pycute_soft_mma_format[7][8] = {{0, 1, -1, -1, -1, -1, -1, -1}, {-1, -1, 2, -1, -1, -1, -1, -1}, {3, 4, -1, -1, -1, -1, -1, -1}, {-1, -1, -1, -1, -1, -1, -1, -1}, {3, 4, -1, -1, -1, -1, -1, -1}, {-1, 5, -1, -1, -1, -1, -1, -1}, {-1, 5, -1, -1, -1, -1, -1, -1}};
 static __device__ const int pycute_soft_format_bits[6] = {16, 16, 32, 8, 8, 4};
+__device__ bool pycute_soft_d_place(unsigned m, int cta_group, int ws, unsigned n, unsigned r, unsigned c,
+                                    unsigned* lane, unsigned* col) {
+  if (m == 256u && cta_group == 2 && ws == 0) {   // Layout A
+    *lane = ((r / 1u) % 128u) * 1u;
+    *col = c;
+    return true;
+  }
+  if (m == 128u && cta_group == 2 && ws == 0) {   // Layout B
+    *lane = ((r / 1u) % 64u) * 1u + (c >= n / 2u ? 64u : 0u);
+    *col = c % (n / 2u);
+    return true;
+  }
+  if (m == 128u && cta_group == 1 && ws == 0) {   // Layout D
+    *lane = ((r / 1u) % 128u) * 1u;
+    *col = c;
+    return true;
+  }
+  if (m == 64u && cta_group == 1 && ws == 1) {   // Layout E
+    *lane = ((r / 1u) % 64u) * 1u + (c >= n / 2u ? 64u : 0u);
+    *col = c % (n / 2u);
+    return true;
+  }
+  if (m == 64u && cta_group == 1 && ws == 0) {   // Layout F
+    *lane = ((r / 1u) % 16u) * 1u + ((r / 16u) % 4u) * 32u;
+    *col = c;
+    return true;
+  }
+  return false;
+}
 
 // An element code of soft format `fmt` (0 f16, 1 bf16, 2 tf32, 3 e4m3, 4 e5m2, 5 e2m1) as a double.
 __device__ double pycute_soft_minifloat(unsigned code, int ebits, int mbits, int bias, bool fn) {
@@ -203,11 +258,12 @@ __device__ double pycute_soft_scale(pycute_soft_tmem_image* img, unsigned sf, un
 }
 
 // One instruction's D (+)= A B^T for each CTA of the group: its rows of A (its shared memory) times all rows of B
-// (row j in CTA j / (n / cta_group)), block-scaled by its own SFs (`vec` per row per instruction from byte `id`).
+// (row j in CTA j / (n / cta_group)), block-scaled by its own SFs (`vec` per row per instruction from byte `id`),
+// each element of D where its data path puts it (pycute_soft_d_place).
 __device__ void pycute_soft_mma_tile(unsigned d, unsigned long long a, int a_tmem, unsigned long long b, unsigned m,
                                      unsigned n, int fa, int fb, unsigned ta, unsigned tb, unsigned accumulate,
-                                     int cta_group, int vec, int ue4m3, unsigned sfa, unsigned sfb, unsigned sfa_id,
-                                     unsigned sfb_id) {
+                                     int cta_group, int ws, int vec, int ue4m3, unsigned sfa, unsigned sfb,
+                                     unsigned sfa_id, unsigned sfb_id) {
   const int bits_a = pycute_soft_format_bits[fa], bits_b = pycute_soft_format_bits[fb];
   const unsigned kk = 256u / unsigned(bits_a);             // 32 bytes of K per instruction (at most 64 elements)
   const unsigned block = vec ? kk / unsigned(vec) : kk, rows = m / unsigned(cta_group);
@@ -228,7 +284,9 @@ __device__ void pycute_soft_mma_tile(unsigned d, unsigned long long a, int a_tme
         for (unsigned k = 0; k < kk; ++k)
           sum += row[k] * pycute_soft_element(pycute_soft_operand(b, tb, j % b_rows, k, bits_b, self + j / b_rows), fb)
                  * scale[k / block];
-        unsigned* cell = pycute_soft_cell(img, lane0 + i, col0 + j, "tcgen05.mma");
+        unsigned lane, col;
+        pycute_soft_d_place(m, cta_group, ws, n, i, j, &lane, &col);
+        unsigned* cell = pycute_soft_cell(img, lane0 + lane, col0 + col, "tcgen05.mma");
         const double old = accumulate ? double(__uint_as_float(*cell)) : 0.0;
         *cell = __float_as_uint(float(old + sum));
       }
@@ -236,115 +294,141 @@ __device__ void pycute_soft_mma_tile(unsigned d, unsigned long long a, int a_tme
   }
 }
 
-__device__ void pycute_soft_tcgen05_mma(int kind, int cta_group, int vec, int a_tmem, unsigned d,
+__device__ void pycute_soft_tcgen05_mma(int kind, int cta_group, int vec, int a_tmem, int ws, unsigned d,
                                         unsigned long long a, unsigned long long b, unsigned idesc,
                                         unsigned sfa, unsigned sfb, unsigned accumulate) {
   const unsigned m = vec ? (((idesc >> 27) & 3u) << 7) : (((idesc >> 24) & 31u) << 4), n = (((idesc >> 17) & 63u) << 3);
   const int fa = pycute_soft_mma_format[kind][((idesc >> 7) & 7u)], fb = pycute_soft_mma_format[kind][((idesc >> 10) & 7u)];
   const int ue4m3 = vec && kind == 6 && ((idesc >> 23) & 1u) == 0u;
   const bool f32 = vec || ((idesc >> 4) & 3u) == 1u;
-  if (m != 128u * unsigned(cta_group) || fa < 0 || fb < 0 || !f32 || (cta_group == 2 && (pycute_cluster_ctarank() & 1u))) {
-    printf("pycute soft tcgen05: tcgen05.mma kind %d, cta_group %d, M %u with these operand types is not modelled (M 128 per CTA issued by the even CTA; f16/bf16/tf32/fp8 operands, packed e2m1 for mxf4*; an f32 D)\n", kind, cta_group, m);
+  unsigned lane, col;
+  if (!pycute_soft_d_place(m, cta_group, ws, n, 0u, 0u, &lane, &col) || fa < 0 || fb < 0 || !f32 ||
+      (cta_group == 2 && (pycute_cluster_ctarank() & 1u))) {
+    printf("pycute soft tcgen05: tcgen05.mma%s kind %d, cta_group %d, M %u with these operand types is not modelled (a data path pycute places, issued by the even CTA of a pair; f16/bf16/tf32/fp8 operands, packed e2m1 for mxf4*; an f32 D)\n", ws ? ".ws" : "", kind, cta_group, m);
     __trap();
   }
   pycute_soft_mma_tile(d, a, a_tmem, b, m, n, fa, fb, ((idesc >> 15) & 1u), ((idesc >> 16) & 1u), accumulate,
-                       cta_group, vec, ue4m3, sfa, sfb, ((idesc >> 29) & 3u), ((idesc >> 4) & 3u));
+                       cta_group, ws, vec, ue4m3, sfa, sfb, ((idesc >> 29) & 3u), ((idesc >> 4) & 3u));
 }
 __device__ __forceinline__ void pycute_tcgen05_mma_f16_cg1(unsigned d, unsigned long long a, unsigned long long b, unsigned idesc, unsigned accumulate) {
-  pycute_soft_tcgen05_mma(0, 1, 0, 0, d, a, b, idesc, 0u, 0u, accumulate);
+  pycute_soft_tcgen05_mma(0, 1, 0, 0, 0, d, a, b, idesc, 0u, 0u, accumulate);
+}
+__device__ __forceinline__ void pycute_tcgen05_mma_ws_f16_cg1(unsigned d, unsigned long long a, unsigned long long b, unsigned idesc, unsigned accumulate) {
+  pycute_soft_tcgen05_mma(0, 1, 0, 0, 1, d, a, b, idesc, 0u, 0u, accumulate);
 }
 __device__ __forceinline__ void pycute_tcgen05_mma_f16_cg1_ts(unsigned d, unsigned a, unsigned long long b, unsigned idesc, unsigned accumulate) {
-  pycute_soft_tcgen05_mma(0, 1, 0, 1, d, a, b, idesc, 0u, 0u, accumulate);
+  pycute_soft_tcgen05_mma(0, 1, 0, 1, 0, d, a, b, idesc, 0u, 0u, accumulate);
+}
+__device__ __forceinline__ void pycute_tcgen05_mma_ws_f16_cg1_ts(unsigned d, unsigned a, unsigned long long b, unsigned idesc, unsigned accumulate) {
+  pycute_soft_tcgen05_mma(0, 1, 0, 1, 1, d, a, b, idesc, 0u, 0u, accumulate);
 }
 __device__ __forceinline__ void pycute_tcgen05_mma_f16_cg2(unsigned d, unsigned long long a, unsigned long long b, unsigned idesc, unsigned accumulate) {
-  pycute_soft_tcgen05_mma(0, 2, 0, 0, d, a, b, idesc, 0u, 0u, accumulate);
+  pycute_soft_tcgen05_mma(0, 2, 0, 0, 0, d, a, b, idesc, 0u, 0u, accumulate);
 }
 __device__ __forceinline__ void pycute_tcgen05_mma_f16_cg2_ts(unsigned d, unsigned a, unsigned long long b, unsigned idesc, unsigned accumulate) {
-  pycute_soft_tcgen05_mma(0, 2, 0, 1, d, a, b, idesc, 0u, 0u, accumulate);
+  pycute_soft_tcgen05_mma(0, 2, 0, 1, 0, d, a, b, idesc, 0u, 0u, accumulate);
 }
 __device__ __forceinline__ void pycute_tcgen05_mma_tf32_cg1(unsigned d, unsigned long long a, unsigned long long b, unsigned idesc, unsigned accumulate) {
-  pycute_soft_tcgen05_mma(1, 1, 0, 0, d, a, b, idesc, 0u, 0u, accumulate);
+  pycute_soft_tcgen05_mma(1, 1, 0, 0, 0, d, a, b, idesc, 0u, 0u, accumulate);
+}
+__device__ __forceinline__ void pycute_tcgen05_mma_ws_tf32_cg1(unsigned d, unsigned long long a, unsigned long long b, unsigned idesc, unsigned accumulate) {
+  pycute_soft_tcgen05_mma(1, 1, 0, 0, 1, d, a, b, idesc, 0u, 0u, accumulate);
 }
 __device__ __forceinline__ void pycute_tcgen05_mma_tf32_cg1_ts(unsigned d, unsigned a, unsigned long long b, unsigned idesc, unsigned accumulate) {
-  pycute_soft_tcgen05_mma(1, 1, 0, 1, d, a, b, idesc, 0u, 0u, accumulate);
+  pycute_soft_tcgen05_mma(1, 1, 0, 1, 0, d, a, b, idesc, 0u, 0u, accumulate);
+}
+__device__ __forceinline__ void pycute_tcgen05_mma_ws_tf32_cg1_ts(unsigned d, unsigned a, unsigned long long b, unsigned idesc, unsigned accumulate) {
+  pycute_soft_tcgen05_mma(1, 1, 0, 1, 1, d, a, b, idesc, 0u, 0u, accumulate);
 }
 __device__ __forceinline__ void pycute_tcgen05_mma_tf32_cg2(unsigned d, unsigned long long a, unsigned long long b, unsigned idesc, unsigned accumulate) {
-  pycute_soft_tcgen05_mma(1, 2, 0, 0, d, a, b, idesc, 0u, 0u, accumulate);
+  pycute_soft_tcgen05_mma(1, 2, 0, 0, 0, d, a, b, idesc, 0u, 0u, accumulate);
 }
 __device__ __forceinline__ void pycute_tcgen05_mma_tf32_cg2_ts(unsigned d, unsigned a, unsigned long long b, unsigned idesc, unsigned accumulate) {
-  pycute_soft_tcgen05_mma(1, 2, 0, 1, d, a, b, idesc, 0u, 0u, accumulate);
+  pycute_soft_tcgen05_mma(1, 2, 0, 1, 0, d, a, b, idesc, 0u, 0u, accumulate);
 }
 __device__ __forceinline__ void pycute_tcgen05_mma_f8f6f4_cg1(unsigned d, unsigned long long a, unsigned long long b, unsigned idesc, unsigned accumulate) {
-  pycute_soft_tcgen05_mma(2, 1, 0, 0, d, a, b, idesc, 0u, 0u, accumulate);
+  pycute_soft_tcgen05_mma(2, 1, 0, 0, 0, d, a, b, idesc, 0u, 0u, accumulate);
+}
+__device__ __forceinline__ void pycute_tcgen05_mma_ws_f8f6f4_cg1(unsigned d, unsigned long long a, unsigned long long b, unsigned idesc, unsigned accumulate) {
+  pycute_soft_tcgen05_mma(2, 1, 0, 0, 1, d, a, b, idesc, 0u, 0u, accumulate);
 }
 __device__ __forceinline__ void pycute_tcgen05_mma_f8f6f4_cg1_ts(unsigned d, unsigned a, unsigned long long b, unsigned idesc, unsigned accumulate) {
-  pycute_soft_tcgen05_mma(2, 1, 0, 1, d, a, b, idesc, 0u, 0u, accumulate);
+  pycute_soft_tcgen05_mma(2, 1, 0, 1, 0, d, a, b, idesc, 0u, 0u, accumulate);
+}
+__device__ __forceinline__ void pycute_tcgen05_mma_ws_f8f6f4_cg1_ts(unsigned d, unsigned a, unsigned long long b, unsigned idesc, unsigned accumulate) {
+  pycute_soft_tcgen05_mma(2, 1, 0, 1, 1, d, a, b, idesc, 0u, 0u, accumulate);
 }
 __device__ __forceinline__ void pycute_tcgen05_mma_f8f6f4_cg2(unsigned d, unsigned long long a, unsigned long long b, unsigned idesc, unsigned accumulate) {
-  pycute_soft_tcgen05_mma(2, 2, 0, 0, d, a, b, idesc, 0u, 0u, accumulate);
+  pycute_soft_tcgen05_mma(2, 2, 0, 0, 0, d, a, b, idesc, 0u, 0u, accumulate);
 }
 __device__ __forceinline__ void pycute_tcgen05_mma_f8f6f4_cg2_ts(unsigned d, unsigned a, unsigned long long b, unsigned idesc, unsigned accumulate) {
-  pycute_soft_tcgen05_mma(2, 2, 0, 1, d, a, b, idesc, 0u, 0u, accumulate);
+  pycute_soft_tcgen05_mma(2, 2, 0, 1, 0, d, a, b, idesc, 0u, 0u, accumulate);
 }
 __device__ __forceinline__ void pycute_tcgen05_mma_i8_cg1(unsigned d, unsigned long long a, unsigned long long b, unsigned idesc, unsigned accumulate) {
-  pycute_soft_tcgen05_mma(3, 1, 0, 0, d, a, b, idesc, 0u, 0u, accumulate);
+  pycute_soft_tcgen05_mma(3, 1, 0, 0, 0, d, a, b, idesc, 0u, 0u, accumulate);
+}
+__device__ __forceinline__ void pycute_tcgen05_mma_ws_i8_cg1(unsigned d, unsigned long long a, unsigned long long b, unsigned idesc, unsigned accumulate) {
+  pycute_soft_tcgen05_mma(3, 1, 0, 0, 1, d, a, b, idesc, 0u, 0u, accumulate);
 }
 __device__ __forceinline__ void pycute_tcgen05_mma_i8_cg1_ts(unsigned d, unsigned a, unsigned long long b, unsigned idesc, unsigned accumulate) {
-  pycute_soft_tcgen05_mma(3, 1, 0, 1, d, a, b, idesc, 0u, 0u, accumulate);
+  pycute_soft_tcgen05_mma(3, 1, 0, 1, 0, d, a, b, idesc, 0u, 0u, accumulate);
+}
+__device__ __forceinline__ void pycute_tcgen05_mma_ws_i8_cg1_ts(unsigned d, unsigned a, unsigned long long b, unsigned idesc, unsigned accumulate) {
+  pycute_soft_tcgen05_mma(3, 1, 0, 1, 1, d, a, b, idesc, 0u, 0u, accumulate);
 }
 __device__ __forceinline__ void pycute_tcgen05_mma_i8_cg2(unsigned d, unsigned long long a, unsigned long long b, unsigned idesc, unsigned accumulate) {
-  pycute_soft_tcgen05_mma(3, 2, 0, 0, d, a, b, idesc, 0u, 0u, accumulate);
+  pycute_soft_tcgen05_mma(3, 2, 0, 0, 0, d, a, b, idesc, 0u, 0u, accumulate);
 }
 __device__ __forceinline__ void pycute_tcgen05_mma_i8_cg2_ts(unsigned d, unsigned a, unsigned long long b, unsigned idesc, unsigned accumulate) {
-  pycute_soft_tcgen05_mma(3, 2, 0, 1, d, a, b, idesc, 0u, 0u, accumulate);
+  pycute_soft_tcgen05_mma(3, 2, 0, 1, 0, d, a, b, idesc, 0u, 0u, accumulate);
 }
 __device__ __forceinline__ void pycute_tcgen05_mma_mxf8f6f4_1x_cg1(unsigned d, unsigned long long a, unsigned long long b, unsigned idesc, unsigned sfa, unsigned sfb, unsigned accumulate) {
-  pycute_soft_tcgen05_mma(4, 1, 1, 0, d, a, b, idesc, sfa, sfb, accumulate);
+  pycute_soft_tcgen05_mma(4, 1, 1, 0, 0, d, a, b, idesc, sfa, sfb, accumulate);
 }
 __device__ __forceinline__ void pycute_tcgen05_mma_mxf8f6f4_1x_cg1_ts(unsigned d, unsigned a, unsigned long long b, unsigned idesc, unsigned sfa, unsigned sfb, unsigned accumulate) {
-  pycute_soft_tcgen05_mma(4, 1, 1, 1, d, a, b, idesc, sfa, sfb, accumulate);
+  pycute_soft_tcgen05_mma(4, 1, 1, 1, 0, d, a, b, idesc, sfa, sfb, accumulate);
 }
 __device__ __forceinline__ void pycute_tcgen05_mma_mxf8f6f4_1x_cg2(unsigned d, unsigned long long a, unsigned long long b, unsigned idesc, unsigned sfa, unsigned sfb, unsigned accumulate) {
-  pycute_soft_tcgen05_mma(4, 2, 1, 0, d, a, b, idesc, sfa, sfb, accumulate);
+  pycute_soft_tcgen05_mma(4, 2, 1, 0, 0, d, a, b, idesc, sfa, sfb, accumulate);
 }
 __device__ __forceinline__ void pycute_tcgen05_mma_mxf8f6f4_1x_cg2_ts(unsigned d, unsigned a, unsigned long long b, unsigned idesc, unsigned sfa, unsigned sfb, unsigned accumulate) {
-  pycute_soft_tcgen05_mma(4, 2, 1, 1, d, a, b, idesc, sfa, sfb, accumulate);
+  pycute_soft_tcgen05_mma(4, 2, 1, 1, 0, d, a, b, idesc, sfa, sfb, accumulate);
 }
 __device__ __forceinline__ void pycute_tcgen05_mma_mxf4_2x_cg1(unsigned d, unsigned long long a, unsigned long long b, unsigned idesc, unsigned sfa, unsigned sfb, unsigned accumulate) {
-  pycute_soft_tcgen05_mma(5, 1, 2, 0, d, a, b, idesc, sfa, sfb, accumulate);
+  pycute_soft_tcgen05_mma(5, 1, 2, 0, 0, d, a, b, idesc, sfa, sfb, accumulate);
 }
 __device__ __forceinline__ void pycute_tcgen05_mma_mxf4_2x_cg1_ts(unsigned d, unsigned a, unsigned long long b, unsigned idesc, unsigned sfa, unsigned sfb, unsigned accumulate) {
-  pycute_soft_tcgen05_mma(5, 1, 2, 1, d, a, b, idesc, sfa, sfb, accumulate);
+  pycute_soft_tcgen05_mma(5, 1, 2, 1, 0, d, a, b, idesc, sfa, sfb, accumulate);
 }
 __device__ __forceinline__ void pycute_tcgen05_mma_mxf4_2x_cg2(unsigned d, unsigned long long a, unsigned long long b, unsigned idesc, unsigned sfa, unsigned sfb, unsigned accumulate) {
-  pycute_soft_tcgen05_mma(5, 2, 2, 0, d, a, b, idesc, sfa, sfb, accumulate);
+  pycute_soft_tcgen05_mma(5, 2, 2, 0, 0, d, a, b, idesc, sfa, sfb, accumulate);
 }
 __device__ __forceinline__ void pycute_tcgen05_mma_mxf4_2x_cg2_ts(unsigned d, unsigned a, unsigned long long b, unsigned idesc, unsigned sfa, unsigned sfb, unsigned accumulate) {
-  pycute_soft_tcgen05_mma(5, 2, 2, 1, d, a, b, idesc, sfa, sfb, accumulate);
+  pycute_soft_tcgen05_mma(5, 2, 2, 1, 0, d, a, b, idesc, sfa, sfb, accumulate);
 }
 __device__ __forceinline__ void pycute_tcgen05_mma_mxf4nvf4_2x_cg1(unsigned d, unsigned long long a, unsigned long long b, unsigned idesc, unsigned sfa, unsigned sfb, unsigned accumulate) {
-  pycute_soft_tcgen05_mma(6, 1, 2, 0, d, a, b, idesc, sfa, sfb, accumulate);
+  pycute_soft_tcgen05_mma(6, 1, 2, 0, 0, d, a, b, idesc, sfa, sfb, accumulate);
 }
 __device__ __forceinline__ void pycute_tcgen05_mma_mxf4nvf4_2x_cg1_ts(unsigned d, unsigned a, unsigned long long b, unsigned idesc, unsigned sfa, unsigned sfb, unsigned accumulate) {
-  pycute_soft_tcgen05_mma(6, 1, 2, 1, d, a, b, idesc, sfa, sfb, accumulate);
+  pycute_soft_tcgen05_mma(6, 1, 2, 1, 0, d, a, b, idesc, sfa, sfb, accumulate);
 }
 __device__ __forceinline__ void pycute_tcgen05_mma_mxf4nvf4_4x_cg1(unsigned d, unsigned long long a, unsigned long long b, unsigned idesc, unsigned sfa, unsigned sfb, unsigned accumulate) {
-  pycute_soft_tcgen05_mma(6, 1, 4, 0, d, a, b, idesc, sfa, sfb, accumulate);
+  pycute_soft_tcgen05_mma(6, 1, 4, 0, 0, d, a, b, idesc, sfa, sfb, accumulate);
 }
 __device__ __forceinline__ void pycute_tcgen05_mma_mxf4nvf4_4x_cg1_ts(unsigned d, unsigned a, unsigned long long b, unsigned idesc, unsigned sfa, unsigned sfb, unsigned accumulate) {
-  pycute_soft_tcgen05_mma(6, 1, 4, 1, d, a, b, idesc, sfa, sfb, accumulate);
+  pycute_soft_tcgen05_mma(6, 1, 4, 1, 0, d, a, b, idesc, sfa, sfb, accumulate);
 }
 __device__ __forceinline__ void pycute_tcgen05_mma_mxf4nvf4_2x_cg2(unsigned d, unsigned long long a, unsigned long long b, unsigned idesc, unsigned sfa, unsigned sfb, unsigned accumulate) {
-  pycute_soft_tcgen05_mma(6, 2, 2, 0, d, a, b, idesc, sfa, sfb, accumulate);
+  pycute_soft_tcgen05_mma(6, 2, 2, 0, 0, d, a, b, idesc, sfa, sfb, accumulate);
 }
 __device__ __forceinline__ void pycute_tcgen05_mma_mxf4nvf4_2x_cg2_ts(unsigned d, unsigned a, unsigned long long b, unsigned idesc, unsigned sfa, unsigned sfb, unsigned accumulate) {
-  pycute_soft_tcgen05_mma(6, 2, 2, 1, d, a, b, idesc, sfa, sfb, accumulate);
+  pycute_soft_tcgen05_mma(6, 2, 2, 1, 0, d, a, b, idesc, sfa, sfb, accumulate);
 }
 __device__ __forceinline__ void pycute_tcgen05_mma_mxf4nvf4_4x_cg2(unsigned d, unsigned long long a, unsigned long long b, unsigned idesc, unsigned sfa, unsigned sfb, unsigned accumulate) {
-  pycute_soft_tcgen05_mma(6, 2, 4, 0, d, a, b, idesc, sfa, sfb, accumulate);
+  pycute_soft_tcgen05_mma(6, 2, 4, 0, 0, d, a, b, idesc, sfa, sfb, accumulate);
 }
 __device__ __forceinline__ void pycute_tcgen05_mma_mxf4nvf4_4x_cg2_ts(unsigned d, unsigned a, unsigned long long b, unsigned idesc, unsigned sfa, unsigned sfb, unsigned accumulate) {
-  pycute_soft_tcgen05_mma(6, 2, 4, 1, d, a, b, idesc, sfa, sfb, accumulate);
+  pycute_soft_tcgen05_mma(6, 2, 4, 1, 0, d, a, b, idesc, sfa, sfb, accumulate);
 }
 #endif  // PYCUTE_SOFT_TCGEN05
 

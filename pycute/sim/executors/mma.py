@@ -1,6 +1,7 @@
 """The MMA executor: ``tcgen05.mma`` with A and B read through their shared-memory descriptors, D in TMEM (PTX ISA
 #tcgen05-mma, #tcgen05-block-scaling). It computes in float64 from the element codes (``sim.operand``), rounds D
-to its 32-bit type once per instruction, and writes the M = 128, cta_group::1 accumulator (row m in lane m,
+to its 32-bit type once per instruction, and writes D through the data-path layout of its M, cta_group and .ws
+(``mma.accumulator_layout``; for M = 128, cta_group::1 row m in lane m,
 column n). Block-scaled kinds read each row's SFs from quadrant 0 at the SF address's column plus ``row // 32``
 and byte ``sf_id + j``. A cta_group::2 MMA (M 256) is the pair's: each CTA holds 128 rows of A and N/2 rows of B
 and receives its 128 rows of D. What it does not model (16-bit D, 6-bit elements, other M) is an EmulationError."""
@@ -14,7 +15,9 @@ import numpy as np
 from ...arch.sm100.mma import MMA_KINDS
 from ...arch.sm100.tmem import CELL_BITS, QUADRANT_LANES, split_address
 from ...atoms.mma import MmaIssue
-from ...errors import EmulationError
+from ...errors import EmulationError, PlanError
+from ...mma.accumulator import accumulator_layout
+from ...tensor.values import layout_values
 from ...mma.instr import InstrDescriptor
 from ..machine import Machine, tmem_operand
 from ..operand import mma_operand, reference_mma
@@ -67,8 +70,11 @@ class Tcgen05MmaExecutor(Machine):
         f = InstrDescriptor.decode(kind, issue.idesc).fields
         names = {v: n for n, v in k.operand_codes.items()}
         a_type, b_type, m, n = names[f["a_type"]], names[f["b_type"]], f["m"], f["n"]
-        if m != 128 * group:
-            raise EmulationError(f"{issue.ptx}: the emulator models M = 128 per CTA (M = {m})")
+        ws, rows = ".ws." in issue.ptx, m // group
+        try:
+            layout = accumulator_layout(CELL_BITS, m, n, group, ws)       # where D's (row, column) go
+        except PlanError as e:
+            raise EmulationError(f"{issue.ptx}: {e}") from None
         if group == 2 and (cta % 2 or cta + 1 >= len(self.ctas)):
             raise EmulationError(f"{issue.ptx} from CTA {cta}: a pair MMA is issued by the even CTA of a pair "
                                  f"({len(self.ctas)} CTA(s) modelled)")
@@ -77,7 +83,7 @@ class Tcgen05MmaExecutor(Machine):
         kk = 256 // bits
         a_major, b_major = ("MN" if f[t] else "K" for t in ("transpose_a", "transpose_b"))
         a = [self._tmem_a(issue.a_desc, kk, bits, c) if issue.a_tmem else
-             mma_operand(issue.a_desc, a_major, 128, kk, bits, self.ctas[c].smem, self.ctas[c].smem_base) for c in pair]
+             mma_operand(issue.a_desc, a_major, rows, kk, bits, self.ctas[c].smem, self.ctas[c].smem_base) for c in pair]
         b = np.concatenate([mma_operand(issue.b_desc, b_major, n // group, kk, b_bits, self.ctas[c].smem,
                                         self.ctas[c].smem_base) for c in pair])
         if k.block_scaled and (issue.sfa is None or issue.sfb is None):
@@ -86,26 +92,29 @@ class Tcgen05MmaExecutor(Machine):
             if issue.sfa is not None and issue.sfb is not None:
                 vec = k.scale_vecs[0] if len(k.scale_vecs) == 1 else (4 if issue.ptx.endswith("4X") else 2)
                 types = {v: t for t, v in k.scale_types.items()}
-                sfa = self._sfs(issue.sfa, 128, f["sfa_id"], vec, c)
+                sfa = self._sfs(issue.sfa, rows, f["sfa_id"], vec, c)
                 sfb = self._sfs(issue.sfb, n, f["sfb_id"], vec, c)
                 prod = reference_mma(a_c, b, a_type, b_type, sfa, sfb, types[f["scale_type"]], kk // vec)
             else:
                 prod = reference_mma(a_c, b, a_type, b_type)
-            self._accumulate(issue, prod, kind, c)
+            self._accumulate(issue, prod, kind, c, layout)
 
-    def _accumulate(self, issue: MmaIssue, prod: np.ndarray, kind: str, cta: int) -> None:
+    def _accumulate(self, issue: MmaIssue, prod: np.ndarray, kind: str, cta: int, layout) -> None:
+        """D (+)= ``prod`` (rows x N) through the data path's ``layout``: element (r, c) at its lane and column."""
         lane, col = split_address(issue.d)
         tmem = self.ctas[cta].tmem
-        m, n = prod.shape
-        if lane or col + n > tmem.shape[1]:
-            raise EmulationError(f"D at TMEM address {issue.d:#x}: lane {lane}, columns {col}..{col + n - 1}")
-        region = tmem[:m, col:col + n]
+        lanes = lane + layout_values(layout, "TLane")
+        cols = col + layout_values(layout, "TCol")
+        if lane or cols.max() >= tmem.shape[1]:
+            raise EmulationError(f"D at TMEM address {issue.d:#x}: lane {lane}, columns {col}..{cols.max()}")
+        flat = prod.T.reshape(-1)                       # index r + rows * c, the layout's order
         keep = 1 if issue.accumulate else 0
         if kind == "i8":
-            total = region.view(np.int32).astype(np.int64) * keep + prod.astype(np.int64)
-            region[:] = (total & 0xFFFFFFFF).astype(np.uint32)
+            total = tmem[lanes, cols].view(np.int32).astype(np.int64) * keep + flat.astype(np.int64)
+            tmem[lanes, cols] = (total & 0xFFFFFFFF).astype(np.uint32)
             return
-        region[:] = (region.view(np.float32).astype(np.float64) * keep + prod).astype(np.float32).view(np.uint32)
+        old = tmem[lanes, cols].view(np.float32).astype(np.float64)
+        tmem[lanes, cols] = (old * keep + flat).astype(np.float32).view(np.uint32)
 
 
 def decode(op: str, args: list, value: Callable[[str], int]) -> MmaIssue:

@@ -32,7 +32,8 @@ from pycute.arch.sm100.tmem import check_cta_group
 from pycute.compile.runtime import tensor_map_bytes
 from pycute.mma import check_scale_factor_copy, scale_factor_smem, scale_factor_tensor
 from pycute.sim.operand import reference_mma
-from pycute.sim.verify_mma import exact_codes, exact_sf_codes
+from pycute.arch.sm100.mma import K_BYTES as MMA_K_BYTES
+from pycute.sim.verify_mma import exact_codes, exact_sf_codes, sf_power_code
 from pycute.tensor.values import layout_values, smem_element_offsets
 
 Kind = Literal["mxf8", "nvfp4"]
@@ -40,7 +41,7 @@ Kind = Literal["mxf8", "nvfp4"]
 STAGES = 4
 TILE_M = 128          # rows of A and of D per CTA
 TILE_N = 256          # the MMA's N: columns of D per tile (B's rows, split over a pair)
-K_BYTES = 128         # K bytes per k-block: one 128B-swizzle row of A and B
+BLOCK_K_BYTES = 128   # K bytes per k-block: one 128B-swizzle row of A and B
 EPILOGUE_COLUMNS = 32
 WARPS = 6             # producer, MMA, four epilogue warps
 
@@ -56,13 +57,11 @@ class Format:
 
     @property
     def block_k(self) -> int:
-        """Elements of K per k-block (K_BYTES of them)."""
-        return 8 * K_BYTES // self.dtype.bits
+        """Elements of K per k-block (BLOCK_K_BYTES of them)."""
+        return 8 * BLOCK_K_BYTES // self.dtype.bits
 
 
 FORMATS = {"mxf8": Format("mxf8f6f4", pc.f8e4m3, "ue8m0", 1), "nvfp4": Format("mxf4nvf4", pc.f4e2m1, "ue4m3", 4)}
-#: The SF code of 1.0, which pads the SF arrays past M, N and K (the elements there are zeros).
-SF_ONE = {"ue8m0": 127, "ue4m3": 0x38}
 
 
 def stage_bytes(sf) -> int:
@@ -117,7 +116,7 @@ class BlockScaledGemm:
         f, g = self.format, self.cta_group
         self.k_blocks = -(-k // f.block_k)
         self.grid = (-(-m // (TILE_M * g)) * g, -(-n // TILE_N))        # (CTAs along M, tiles along N)
-        mmas = f.block_k * f.dtype.bits // 256                           # 32 bytes of K per MMA
+        mmas = BLOCK_K_BYTES // MMA_K_BYTES                              # MMAs per k-block
         self.sfa = scale_factor_tensor(f.kind, TILE_M, mmas, f.scale_vec, cta_group=g)
         self.sfb = scale_factor_tensor(f.kind, TILE_N, mmas, f.scale_vec, cta_group=g)
         self._rings()
@@ -237,7 +236,7 @@ blockscaled_gemm(const pycute_tensor_map* map_a, const pycute_tensor_map* map_b,
 """
 
     def _producer(self) -> str:
-        a, b, sfa, sfb, _ = self.offsets
+        a_at, b_at, sfa_at, sfb_at, _ = self.offsets
         return f"""    if (pycute_elect_one_sync()) {{
       pycute_tensormap_acquire(map_a);
       pycute_tensormap_acquire(map_b);
@@ -246,25 +245,25 @@ blockscaled_gemm(const pycute_tensor_map* map_a, const pycute_tensor_map* map_b,
         const unsigned s = unsigned(kb) % STAGES, f = pycute_smem_address(&full[s]);
         if (kb >= int(STAGES)) pycute_mbarrier_wait_parity(pycute_smem_address(&empty[s]), (unsigned(kb) / STAGES - 1u) & 1u);
         pycute_mbarrier_arrive_expect_tx(f, load_a_expect_tx + load_b_expect_tx + load_sfa_expect_tx + load_sfb_expect_tx);
-        load_a(map_a, base + {a}u, f, blockIdx.x, kb, s);
-        load_b(map_b, base + {b}u, f, blockIdx.y * {self.cta_group}u + rank, kb, s);
-        load_sfa(sfa, base + {sfa}u, f, 0, kb, blockIdx.x, s);
-        load_sfb(sfb, base + {sfb}u, f, 0, kb, blockIdx.y, s);
+        load_a(map_a, base + {a_at}u, f, blockIdx.x, kb, s);
+        load_b(map_b, base + {b_at}u, f, blockIdx.y * {self.cta_group}u + rank, kb, s);
+        load_sfa(sfa, base + {sfa_at}u, f, 0, kb, blockIdx.x, s);
+        load_sfb(sfb, base + {sfb_at}u, f, 0, kb, blockIdx.y, s);
       }}
     }}"""
 
     def _mma_warp(self) -> str:
-        a, b, sfa, sfb, _ = self.offsets
+        a_at, b_at, sfa_at, sfb_at, _ = self.offsets
         g = self.cta_group
         return f"""    #pragma unroll 1
     for (int kb = 0; kb < k_blocks; ++kb) {{
       const unsigned s = unsigned(kb) % STAGES;
       pycute_mbarrier_wait_parity(pycute_smem_address(&full[s]), (unsigned(kb) / STAGES) & 1u);
       pycute_tcgen05_fence_after_thread_sync();
-      copy_sfa(buf + {sfa}u, tmem, s);          // the whole warp; each copy function elects the same lane
-      copy_sfb(buf + {sfb}u, tmem, s);
+      copy_sfa(buf + {sfa_at}u, tmem, s);          // the whole warp; each copy function elects the same lane
+      copy_sfb(buf + {sfb_at}u, tmem, s);
       if (pycute_elect_one_sync()) {{           // tcgen05.cp -> tcgen05.mma run in issue order (PTX pipelined pair)
-        mma_k_block(base + {a}u, base + {b}u, tmem, tmem + {self.sf_columns[0]}u, tmem + {self.sf_columns[1]}u,
+        mma_k_block(base + {a_at}u, base + {b_at}u, tmem, tmem + {self.sf_columns[0]}u, tmem + {self.sf_columns[1]}u,
                     kb > 0 ? 1u : 0u, s);
         pycute_tcgen05_commit<{g}>(pycute_smem_address(&empty[s]));     // frees the stage
       }}
@@ -333,7 +332,7 @@ blockscaled_gemm(const pycute_tensor_map* map_a, const pycute_tensor_map* map_b,
 
     def arrays(self, x: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         """The kernel's global inputs as bytes: A and B row-major, SFA and SFB packed."""
-        fill = SF_ONE[self.format.sf_type]
+        fill = sf_power_code(self.format.sf_type, 0)        # 1.0 pads past M, N and K (the elements there are 0)
         return {"a": self._operand_bytes(x["a"]), "b": self._operand_bytes(x["b"]),
                 **{t: pack_scale_factors(x[t], sf, tiles, self.k_blocks, fill)
                    for t, sf, tiles in (("sfa", self.sfa, self.grid[0]), ("sfb", self.sfb, self.grid[1]))}}

@@ -99,12 +99,11 @@ def make_mma(d: TmemTensor, a: SmemTensor | TmemTensor, b: SmemTensor, *, kind: 
     """Plan ``D (+)= A B^T`` (A M x K in shared memory or TMEM, B N x K in shared memory) as one ``tcgen05.mma``
     per k-block. With ``cta_group=2`` the tensors are one CTA's of the pair: A its M/2 rows, B its N/2 rows (the
     even CTA's first), D its M/2 rows of the M x N accumulator, SFA its rows' SFs and SFB all N columns'. An A in
-    TMEM (``make_tmem_operand``'s placement) is read with the ``[a-tmem]`` form; ``ws=True`` plans the
-    weight-stationary ``tcgen05.mma.ws`` (M 32 / 64 / 128, N 64 / 128 / 256; D where its data path puts it, which
-    pycute knows for M 64). ``kind`` is inferred from the
-    types (``mxf8f6f4`` / ``mxf4`` when SFs are given; name ``mxf4nvf4`` yourself); ``sfa`` / ``sfb`` are the SF
-    tensors (scale_factor_tensor) of the block-scaled kinds. DescriptorError or PlanError names the rule a tensor
-    breaks."""
+    TMEM (where ``make_tmem_operand`` says the data path reads it) is read with the ``[a-tmem]`` form; ``ws=True``
+    plans the weight-stationary ``tcgen05.mma.ws`` (M 32 / 64 / 128, N 64 / 128 / 256; D where its data path puts
+    it, which pycute knows for M 64). ``kind`` is inferred from the types (``mxf8f6f4`` / ``mxf4`` when SFs are
+    given; name ``mxf4nvf4`` yourself); ``sfa`` / ``sfb`` are the SF tensors (scale_factor_tensor) of the
+    block-scaled kinds. DescriptorError or PlanError names the rule a tensor breaks."""
     if not (isinstance(d, TmemTensor) and isinstance(a, (SmemTensor, TmemTensor)) and isinstance(b, SmemTensor)):
         raise TypeError(f"make_mma: D is a TMEM tensor (mma_accumulator), A a shared tile or TMEM tensor, B a shared "
                         f"tile, got {type(d).__name__}, {type(a).__name__}, {type(b).__name__}")

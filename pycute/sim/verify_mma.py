@@ -20,7 +20,8 @@ from ..tensor.values import layout_values, smem_bytes_needed, smem_element_offse
 from .emulator import Sm100Emulator
 from .operand import decode, reference_mma
 
-__all__ = ["verify_mma", "exact_codes", "exact_sf_codes", "write_tile", "write_sfs", "write_tmem_a", "read_d"]
+__all__ = ["verify_mma", "exact_codes", "exact_sf_codes", "write_tile", "write_sfs", "write_tmem_a", "read_d",
+           "sf_power_code"]
 
 _SFA_COLUMN, _SFB_COLUMN = 256, 288     # where the SF tensors go in the emulator's TMEM (D takes columns 0-255)
 
@@ -52,11 +53,19 @@ def write_tile(image: np.ndarray, base: int, tile: SmemTensor, codes: np.ndarray
             np.bitwise_or.at(image, byte, ((flat & np.uint64(0xF)) << shift).astype(np.uint8))
 
 
+#: SF type -> (exponent bias, mantissa bits below the exponent): UE8M0 is a bare exponent, UE4M3 an unsigned E4M3.
+_SF_EXPONENT = {"ue8m0": (127, 0), "ue4m3": (7, 3)}
+
+
+def sf_power_code(sf_type: str, power: int | np.ndarray) -> int | np.ndarray:
+    """The SF code of 2^power (UE8M0 or UE4M3)."""
+    bias, shift = _SF_EXPONENT[sf_type]
+    return (power + bias) << shift
+
+
 def exact_sf_codes(sf_type: str, rng: np.random.Generator, shape: tuple) -> np.ndarray:
     """Random SF codes of powers of two from 2^-2 to 2^2 (exact scaling), UE8M0 or UE4M3."""
-    powers = rng.integers(-2, 3, size=shape)
-    bias, shift = {"ue8m0": (127, 0), "ue4m3": (7, 3)}[sf_type]      # exponent bias, mantissa bits below it
-    return ((powers + bias) << shift).astype(np.uint8)
+    return np.asarray(sf_power_code(sf_type, rng.integers(-2, 3, size=shape))).astype(np.uint8)
 
 
 def write_sfs(tmem: np.ndarray, sf, column: int, codes: np.ndarray) -> None:

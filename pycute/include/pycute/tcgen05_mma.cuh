@@ -7,18 +7,19 @@
 //
 // pycute_tcgen05_mma[_ws]_<kind>[_<v>x]_cg<g>[_ts](d, a, b, idesc[, sfa, sfb], accumulate): D at TMEM address `d`
 // (+)= A B^T, A and B through their 64-bit shared-memory descriptors (`_ts`: A at TMEM address `a`, the [a-tmem]
-// form; `_ws`: tcgen05.mma.ws, cta_group::1 and the dense kinds),
-// `idesc` the instruction descriptor, SFs at TMEM addresses `sfa` / `sfb` (block-scaled kinds); `accumulate` 0
-// overwrites D (PTX ISA, tcgen05.mma).
+// form; `_ws`: tcgen05.mma.ws, cta_group::1 and the dense kinds), `idesc` the instruction descriptor, SFs at TMEM
+// addresses `sfa` / `sfb` (block-scaled kinds); `accumulate` 0 overwrites D (PTX ISA, tcgen05.mma).
 //
-// The soft build (PYCUTE_SOFT_TCGEN05) models the dense kinds with f16 / bf16 / tf32 / fp8 operands, the
-// block-scaled kinds with fp8 (mxf8f6f4, UE8M0 1X) and packed E2M1 operands (mxf4: UE8M0 2X; mxf4nvf4: UE8M0 2X or
-// 4X, UE4M3 4X), A in shared memory or TMEM, .ws, every data path pycute places (M 64 / 128 with cta_group::1, M 128 /
-// 256 with cta_group::2 issued by the even CTA: each CTA's own rows of A, B's
-// rows half in each CTA, SFA and SFB from each CTA's own TMEM image, D rows into each CTA's image), an f32 D: the
-// calling thread reads A and B through the descriptors (the canonical layouts and the swizzle on absolute
-// addresses), sums in double and rounds D once per instruction (as pycute's emulator does). Every other form
-// (6-bit and 4-bit elements in 8-bit containers, integers, 16-bit D, M 32 .ws) traps, naming itself.
+// The soft build (PYCUTE_SOFT_TCGEN05) models, with an f32 D:
+//   * the dense kinds with f16 / bf16 / tf32 / fp8 operands; the block-scaled kinds with fp8 (mxf8f6f4, UE8M0 1X)
+//     and packed E2M1 operands (mxf4: UE8M0 2X; mxf4nvf4: UE8M0 2X or 4X, UE4M3 4X);
+//   * A in shared memory or TMEM, .ws, and every data path pycute places (pycute_soft_d_place: M 64 / 128 with
+//     cta_group::1, M 128 / 256 with cta_group::2);
+//   * the pair, issued by the even CTA: each CTA's own rows of A, B's rows half in each CTA, SFA and SFB from each
+//     CTA's own TMEM image, D rows into each CTA's image.
+// The calling thread reads A and B through the descriptors (the canonical layouts and the swizzle on absolute
+// addresses), sums in double and rounds D once per instruction (as pycute's emulator does). Every other form (6-bit
+// and 4-bit elements in 8-bit containers, integers, 16-bit D, M 32 .ws) traps, naming itself.
 #ifndef PYCUTE_TCGEN05_MMA_CUH
 #define PYCUTE_TCGEN05_MMA_CUH
 

@@ -118,6 +118,9 @@ class MmaPlan:
                  f"k-block)",
                  f"  A           {self.a!r}", f"  B           {self.b!r}", f"  idesc       {self.idesc!r}",
                  f"  D           columns +{self.d_column} of the allocation; the first MMA accumulates when asked"]
+        if self.atom.cta_group == 2:
+            lines.append(f"  pair        each CTA holds {self.a.mn} of A's {m} rows, {self.b.mn} of B's {n} (the even CTA's "
+                         f"first) and D's rows of its A; the even CTA issues")
         for name, sf in (("SFA", self.sfa), ("SFB", self.sfb)):
             if sf is not None:
                 lines.append(f"  {name}         {sf!r}")

@@ -32,9 +32,10 @@ def test_the_pair_computes_what_the_layouts_elements_give(name):
     plan.verify(seed=1)
 
 
-def test_the_pairs_idesc_names_m_256():
+def test_the_pairs_idesc_names_m_256_and_explain_names_the_split():
     plan = pair()
     assert plan.idesc.fields["m"] == 256 and plan.shape == (256, 256, 128)
+    assert "each CTA holds 128 of A's 256 rows, 128 of B's 256 (the even CTA's first)" in plan.explain()
 
 
 @pytest.mark.parametrize("what, change", [

@@ -28,7 +28,8 @@ import numpy as np
 
 import pycute as pc
 from pycute import Layout
-from pycute.arch.sm100.tmem import check_cta_group
+from pycute.arch.sm100.tmem import CELL_BITS, check_cta_group
+from pycute.basis import basis_get
 from pycute.compile.runtime import tensor_map_bytes
 from pycute.mma import check_scale_factor_copy, scale_factor_smem, scale_factor_tensor
 from pycute.sim.operand import reference_mma
@@ -154,9 +155,14 @@ class BlockScaledGemm:
         self.alloc = pc.TmemAllocation(cta_group=g)
         self.acc = self.alloc.add(pc.f32, pc.mma_accumulator(pc.f32, TILE_M * g, TILE_N, g).layout,
                                   name="accumulator")
-        sf_tmem = [self.alloc.add(pc.u8, sf.tensor.layout, replica=sf.tensor.replica, name=name)
-                   for sf, name in ((self.sfa, "sfa"), (self.sfb, "sfb"))]
+        # one SF region per stage: the copy of k-block kb + STAGES into a region waits (through the stage's empty
+        # barrier) for MMA kb, which read it; tcgen05.mma -> tcgen05.cp is not a pipelined pair (PTX ISA
+        # #tcgen05-memory-consistency-model-pipelined-instructions), so one shared region could be overwritten early
+        rings = [pc.make_stages(sf.tensor, STAGES) for sf in (self.sfa, self.sfb)]
+        sf_tmem = [self.alloc.add(pc.u8, r.layout, replica=r.replica, name=name)[:, :, dyn]
+                   for r, name in zip(rings, ("sfa", "sfb"))]
         self.sf_columns = tuple(t.placement.column for t in sf_tmem)
+        self.sf_stage_columns = tuple(basis_get(t.dynamic[0].stride, "TCol") * t.bits // CELL_BITS for t in sf_tmem)
         self.sf_copies = [pc.make_tiled_copy(t, ring[:, :, dyn], cta_group=g)
                           for t, ring in zip(sf_tmem, (self.sfa_ring, self.sfb_ring))]
         for plan, sf in zip(self.sf_copies, (self.sfa, self.sfb)):
@@ -262,9 +268,9 @@ blockscaled_gemm(const pycute_tensor_map* map_a, const pycute_tensor_map* map_b,
       pycute_tcgen05_fence_after_thread_sync();
       copy_sfa(buf + {sfa_at}u, tmem, s);          // the whole warp; each copy function elects the same lane
       copy_sfb(buf + {sfb_at}u, tmem, s);
-      if (pycute_elect_one_sync()) {{           // tcgen05.cp -> tcgen05.mma run in issue order (PTX pipelined pair)
-        mma_k_block(base + {a_at}u, base + {b_at}u, tmem, tmem + {self.sf_columns[0]}u, tmem + {self.sf_columns[1]}u,
-                    kb > 0 ? 1u : 0u, s);
+      if (pycute_elect_one_sync()) {{           // tcgen05.cp -> tcgen05.mma: in issue order (a pipelined pair)
+        mma_k_block(base + {a_at}u, base + {b_at}u, tmem, tmem + {self.sf_columns[0]}u + s * {self.sf_stage_columns[0]}u,
+                    tmem + {self.sf_columns[1]}u + s * {self.sf_stage_columns[1]}u, kb > 0 ? 1u : 0u, s);
         pycute_tcgen05_commit<{g}>(pycute_smem_address(&empty[s]));     // frees the stage
       }}
       __syncwarp();

@@ -9,6 +9,8 @@ from ..errors import PlanError
 from ..int_tuple import is_int
 from .region import index_values
 from .smem import SmemTensor, make_smem_tensor
+from .tmem import TmemTensor, make_tmem_tensor
+from ..arch.sm100.tmem import CELL_BITS, TCol, alloc_columns_for
 from .values import layout_values
 from ..int_tuple import as_int
 from ..layout import Layout
@@ -51,15 +53,24 @@ def stage_offset(stages: tuple[SmemStage, ...], values: dict, who: str) -> int:
     return sum(v * s.smem_step for s, v in zip(stages, index_values(stages, values, who)))
 
 
-def make_stages(tile: SmemTensor, stages: int) -> SmemTensor:
-    """``stages`` copies of ``tile`` one after another (a pipeline's ring): its modes and a trailing stage mode
-    stepping by the tile's footprint rounded up to whole KiB. Slice it with ``[..., dynamic("stage")]``."""
-    if not isinstance(tile, SmemTensor):
-        raise TypeError(f"make_stages: expected a shared tile (SmemTensor), got {type(tile).__name__}")
+def make_stages(tile: SmemTensor | TmemTensor, stages: int) -> SmemTensor | TmemTensor:
+    """``stages`` copies of ``tile`` side by side (a pipeline's ring): its modes and a trailing stage mode. A shared
+    tile's stages step by its footprint rounded up to whole KiB; a TMEM tensor's by the 32-bit columns it spans
+    (the same lanes, the next columns: place the ring with ``TmemAllocation.add``). Slice it with
+    ``[..., dynamic("stage")]``."""
+    if not isinstance(tile, (SmemTensor, TmemTensor)):
+        raise TypeError(f"make_stages: expected a shared tile or a TMEM tensor, got {type(tile).__name__}")
     stages = as_int(stages, "make_stages: stages")
     if stages < 1 or tile.dynamic or tile.offset:
         raise PlanError(f"make_stages: {stages} stage(s) of {tile!r}; a whole tile (offset 0, no run-time index) "
                         f"and at least one stage")
+    if isinstance(tile, TmemTensor):
+        span = (int(layout_values(tile.layout, "TCol").max()) + 1) * tile.bits
+        step = -(-span // CELL_BITS) * CELL_BITS // tile.bits * TCol
+        layout = Layout(tuple(tile.layout.shape) + (stages,), tuple(tile.layout.stride) + (step,))
+        width = -(-span // CELL_BITS) * stages
+        columns = None if tile.columns is None else max(tile.columns, alloc_columns_for(width))
+        return make_tmem_tensor(tile.dtype, layout, replica=tile.replica, columns=columns)
     footprint = (int(layout_values(tile.layout).max()) + 1) * tile.bits // 8
     step = -(-footprint // STAGE_ALIGN) * STAGE_ALIGN * 8 // tile.bits
     layout = Layout(tuple(tile.layout.shape) + (stages,), tuple(tile.layout.stride) + (step,))

@@ -75,9 +75,10 @@ def test_the_mma_thread_issues_the_sf_copy_and_mma_plans_streams(kind, g):
     cps, mmas = [], []
     for kb in range(example.k_blocks):
         s = kb % STAGES
-        cps += example.sf_copies[0].stream(base + sfa_off, 0, stage=s) + example.sf_copies[1].stream(base + sfb_off, 0,
-                                                                                                     stage=s)
-        mmas += example.mma.stream(base + a_off, base + b_off, 0, *example.sf_columns, accumulate=kb > 0, stage=s)
+        cps += example.sf_copies[0].stream(base + sfa_off, 0, stage=s)
+        cps += example.sf_copies[1].stream(base + sfb_off, 0, stage=s)
+        sfa, sfb = (c + s * step for c, step in zip(example.sf_columns, example.sf_stage_columns))
+        mmas += example.mma.stream(base + a_off, base + b_off, 0, sfa, sfb, accumulate=kb > 0, stage=s)
     assert thread.issued == cps
     assert thread.mma == mmas
 

@@ -54,3 +54,13 @@ def test_every_stage_of_the_sf_staging_copies_to_where_the_mma_reads(kind, rows,
 def test_sfs_that_do_not_fill_a_cell_are_refused():
     with pytest.raises(pc.PlanError, match="has 1 SF slot"):
         pc.scale_factor_smem(pc.scale_factor_tensor("mxf8f6f4", 128, 1))
+
+
+def test_a_tmem_ring_steps_by_the_columns_it_spans():
+    sf = pc.scale_factor_tensor("mxf4nvf4", 256, 4, 4)          # 32 columns a stage
+    ring = pc.make_stages(sf.tensor, 4)
+    assert ring.layout[2] == Layout(4, 128 * pc.TCol) and ring.columns == 128 and ring.replica == sf.tensor.replica
+    copy = pc.make_tiled_copy(ring[:, :, pc.dynamic("stage")], pc.scale_factor_smem(sf, 4)[:, :, pc.dynamic("stage")])
+    for stage in range(4):
+        assert copy.at(stage=stage).dst.col_offset == 128 * stage
+        pc.check_scale_factor_copy(copy.at(stage=stage), sf)

@@ -144,3 +144,32 @@ def ldst_plans():
             ("ld f32 M64 width 32, 16x32bx2", pc.make_tmem_copy(pc.mma_accumulator(pc.f32, 64, 32),
                                                                shape="16x32bx2"))]
     return out
+
+
+def _scaled(kind, dtype, k, vec, g=1, scale_type=None):
+    return lambda: pc.make_mma(pc.mma_accumulator(pc.f32, 128 * g, 256, g), kmajor_smem_tensor(dtype, 128, k),
+                               kmajor_smem_tensor(dtype, 256 // g, k), kind=kind, scale_type=scale_type, cta_group=g,
+                               sfa=pc.scale_factor_tensor(kind, 128, 4, vec, cta_group=g),
+                               sfb=pc.scale_factor_tensor(kind, 256, 4, vec, cta_group=g))
+
+
+def mma_plans() -> dict:
+    """label -> a zero-argument maker of an MMA plan: the dense, block-scaled, pair and .ws forms."""
+    return {"bf16 M128 N256 K64": lambda: pc.make_mma(pc.mma_accumulator(pc.f32, 128, 256),
+                                                      kmajor_smem_tensor(pc.bf16, 128, 64),
+                                                      kmajor_smem_tensor(pc.bf16, 256, 64)),
+            "mxf8 M128 N256 K128": _scaled("mxf8f6f4", "f8e4m3", 128, 1),
+            "nvfp4 pair M256 N256 K256": _scaled("mxf4nvf4", "f4e2m1", 256, 4, 2, "ue4m3"),
+            "bf16 .ws M64 N128 K64": lambda: pc.make_mma(pc.mma_accumulator(pc.f32, 64, 128, ws=True),
+                                                         kmajor_smem_tensor(pc.bf16, 64, 64),
+                                                         kmajor_smem_tensor(pc.bf16, 128, 64), ws=True)}
+
+
+def mma_probe(plan) -> str:
+    """A kernel whose one thread calls the plan's function ``mma`` (arguments from the kernel's parameters)."""
+    scaled = plan.sfa is not None
+    params = ["unsigned sa", "unsigned sb", "unsigned t"] + (["unsigned sfa", "unsigned sfb"] if scaled else [])
+    args = ["sa", "sb", "t"] + (["sfa", "sfb"] if scaled else []) + ["acc"]
+    cluster = " __cluster_dims__(2, 1, 1)" if plan.atom.cta_group == 2 else ""
+    return (f'extern "C" __global__ void{cluster} probe({", ".join(params)}, unsigned acc) '
+            f'{{ if (threadIdx.x == 0) mma({", ".join(args)}); }}\n')

@@ -26,7 +26,7 @@ from pycute.cost import ISSUE_FLOOR, copy_cost, issue_costs, ldst_costs, median_
 
 from .algebra_cases import cases, median_us
 from .cases import (ATOMS, CUTE_DSL_ISSUE_COST, atom_copy, compile_overhead, cute_comparison_copies, demo_copy,
-                    failing_plan, issue_matrix, ldst_plans, staged_copies)
+                    failing_plan, issue_matrix, ldst_plans, mma_plans, mma_probe, staged_copies)
 from .cutlass_reference import VERSION as CUTLASS_VERSION, load_cutlass_pycute
 from .tvm_reference import time_tvm_demo_plan
 from .test_bench_algebra import PYCUTE_ONLY
@@ -246,6 +246,26 @@ def tmem_copies(results, out):
           f"{verdict(cold, TMEM_PLAN_TARGET_US)})", file=out)
 
 
+MMA_PLAN_TARGET_US = 10_000
+
+
+def mmas(results, out):
+    rows = []
+    for label, build in mma_plans().items():
+        cold = median_us(build, batch=1, repeats=7, setup=clear_caches)
+        plan = build()
+        h = compile_cuda(plan.cuda("mma") + mma_probe(plan), arch="sm_100a").histogram()
+        sass = sum(v for op, v in h.items() if op.startswith("UTC") and "MMA" in op)
+        other = sum(v for op, v in h.items() if not (op.startswith("UTC") and "MMA" in op) and op != "NOP")
+        n = len(plan.instructions)
+        rows.append((label, n, plan.lower_bound, f"{sass} / {n}", f"{other / n:.1f}", f"{cold:.0f}",
+                     "ok" if sass == n and cold <= MMA_PLAN_TARGET_US else "WORSE"))
+        results[f"mma.{label}"] = {"instructions": n, "sass_mma": sass, "other_per_mma": other / n, "cold_us": cold}
+    table(f"MMA plans (sm_100a SASS of the generated function in a one-thread probe): MMAs planned and in the SASS, "
+          f"other SASS per MMA (probe included), cold planning in us (target <= {MMA_PLAN_TARGET_US})",
+          ("plan", "MMAs", "bound", "SASS / planned", "other/MMA", "cold us", ""), rows, out)
+
+
 STAGE_EXTRA_TARGET = 2
 
 
@@ -293,7 +313,7 @@ def main(argv=None) -> int:
     print(f"pycute performance report — {platform.machine()}, Python {platform.python_version()}, "
           f"no claims about hardware that was not present", file=out)
     results: dict = {}
-    for section in (algebra, planning, compiling, emulator, gpu, issue, stages, tmem_copies, costs):
+    for section in (algebra, planning, compiling, emulator, gpu, issue, stages, tmem_copies, mmas, costs):
         section(results, out)
     results["report_seconds"] = time.perf_counter() - t0
     print(f"\nreport took {results['report_seconds']:.1f} s", file=out)

@@ -6,7 +6,7 @@ import pycute as pc
 from pycute.copy.tcgen05_cp.planner import _plan
 from pycute.layout import clear_caches
 
-from .cases import ATOMS, atom_copy, demo_copy, failing_plan
+from .cases import ATOMS, atom_copy, demo_copy, failing_plan, mma_plans
 
 
 def cold(fn):
@@ -50,3 +50,11 @@ def test_tmem_load_of_a_128x256_f32_accumulator_cold(benchmark):
     acc = pc.mma_accumulator(pc.f32, 128, 256)
     benchmark.group = "plan ld/st"
     benchmark(cold(lambda: pc.make_tmem_copy(acc)))
+
+
+@pytest.mark.parametrize("label", sorted(mma_plans()))
+def test_mma_plan_cold(benchmark, label):
+    build = mma_plans()[label]
+    benchmark.group = "plan mma"
+    plan = benchmark(lambda: (clear_caches(), build())[1])
+    assert len(plan.instructions) == plan.lower_bound

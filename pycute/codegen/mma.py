@@ -4,6 +4,7 @@ from ``pycute.mma``; the start-address field from the header's ``pycute_smem_des
 from __future__ import annotations
 
 from ..arch.sm100.datapath import DATA_PATHS, FOLD_LANES
+from ..arch.sm100.descriptor import START_ADDRESS
 from ..arch.sm100.mma import MMA_KINDS, mma_ptx
 from ..mma.instr import InstrDescriptor
 from ..mma.operand import UmmaDescriptor
@@ -92,12 +93,20 @@ def emit_instr_desc(desc: InstrDescriptor, name: str = "pycute_idesc") -> str:
     return f"// {desc!r}\nconstexpr unsigned {name} = {desc.value:#010x}u;\n"
 
 
-def _desc_expr(desc: UmmaDescriptor | TmemOperand, smem: str, offset: int) -> str:
-    if isinstance(desc, TmemOperand):
-        return f"tmem_base + {desc.column + offset}u"
-    terms = [smem] + ([f"{desc.start_offset + offset}u"] if desc.start_offset + offset else [])
+def _base_desc(desc: UmmaDescriptor, smem: str) -> str:
+    """The descriptor of k-block 0 (its start field at the buffer's, the tile's and the stages' offset)."""
+    terms = [smem] + ([f"{desc.start_offset}u"] if desc.start_offset else [])
     terms += [f"{s.name} * {s.smem_step}u" for s in desc.stages]
     return f"pycute_smem_desc_at({desc.descriptor.encode():#018x}ull, {' + '.join(terms)})"
+
+
+def _operand(desc: UmmaDescriptor | TmemOperand, base: str, offset: int) -> str:
+    """k-block ``offset``'s operand: an A in TMEM at its column, or the base descriptor's start field ``offset``
+    bytes on (one 64-bit add; the field never carries, see pycute_smem_desc_add)."""
+    if isinstance(desc, TmemOperand):
+        return f"tmem_base + {desc.column + offset}u"
+    units = offset // START_ADDRESS.unit
+    return base if not units else f"pycute_smem_desc_add({base}, {units})"
 
 
 @provides("cuda", MmaPlan)
@@ -110,12 +119,13 @@ def emit_mma(plan: MmaPlan, name: str = "pycute_mma") -> str:
     sig = (f"{'' if a_tmem else 'unsigned smem_a, '}unsigned smem_b, unsigned tmem_base"
            f"{', unsigned tmem_sfa, unsigned tmem_sfb' if scaled else ''}, unsigned accumulate{stages}")
     helper = mma_helper(plan.atom.kind, plan.atom.cta_group, plan.atom.scale_vec, a_tmem, plan.atom.ws)
-    body = []
+    body = [] if a_tmem else [f"  const unsigned long long desc_a = {_base_desc(plan.a, 'smem_a')};"]
+    body.append(f"  const unsigned long long desc_b = {_base_desc(plan.b, 'smem_b')};")
     for i in plan.instructions:
         sf = f", tmem_sfa + {i.sfa_column}u, tmem_sfb + {i.sfb_column}u" if scaled else ""
         acc = "accumulate" if i.k == 0 else "1u"
-        body.append(f"  {helper}(tmem_base + {plan.d_column}u, {_desc_expr(plan.a, 'smem_a', i.a_offset)}, "
-                    f"{_desc_expr(plan.b, 'smem_b', i.b_offset)}, {i.idesc:#010x}u{sf}, {acc});")
+        body.append(f"  {helper}(tmem_base + {plan.d_column}u, {_operand(plan.a, 'desc_a', i.a_offset)}, "
+                    f"{_operand(plan.b, 'desc_b', i.b_offset)}, {i.idesc:#010x}u{sf}, {acc});")
     m, n, k = plan.shape
     head = [f"// {len(plan.instructions)} x {plan.atom.ptx} (M {m} N {n} K {k}), pycute C ABI {ABI_VERSION}",
             f"// A: {plan.a!r}", f"// B: {plan.b!r}",

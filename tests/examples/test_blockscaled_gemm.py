@@ -44,7 +44,8 @@ def test_the_sm_100a_build_holds_exactly_the_planned_instructions(kind, g):
 
 
 def test_the_example_writes_no_asm():
-    text = "".join((ROOT / "examples" / f"{name}.py").read_text() for name in ("blockscaled_gemm", "blockscaled_gemm_check"))
+    names = ("blockscaled_gemm", "blockscaled_gemm_check")
+    text = "".join((ROOT / "examples" / f"{name}.py").read_text() for name in names)
     assert "asm" not in text.replace("no hand-written ``asm``", "")
 
 

@@ -249,8 +249,10 @@ blockscaled_gemm(const pycute_tensor_map* map_a, const pycute_tensor_map* map_b,
       #pragma unroll 1
       for (int kb = 0; kb < k_blocks; ++kb) {{
         const unsigned s = unsigned(kb) % STAGES, f = pycute_smem_address(&full[s]);
-        if (kb >= int(STAGES)) pycute_mbarrier_wait_parity(pycute_smem_address(&empty[s]), (unsigned(kb) / STAGES - 1u) & 1u);
-        pycute_mbarrier_arrive_expect_tx(f, load_a_expect_tx + load_b_expect_tx + load_sfa_expect_tx + load_sfb_expect_tx);
+        if (kb >= int(STAGES))                 // the MMAs of k-block kb - STAGES have freed the stage
+          pycute_mbarrier_wait_parity(pycute_smem_address(&empty[s]), (unsigned(kb) / STAGES - 1u) & 1u);
+        pycute_mbarrier_arrive_expect_tx(f, load_a_expect_tx + load_b_expect_tx + load_sfa_expect_tx
+                                            + load_sfb_expect_tx);
         load_a(map_a, base + {a_at}u, f, blockIdx.x, kb, s);
         load_b(map_b, base + {b_at}u, f, blockIdx.y * {self.cta_group}u + rank, kb, s);
         load_sfa(sfa, base + {sfa_at}u, f, 0, kb, blockIdx.x, s);
@@ -269,7 +271,8 @@ blockscaled_gemm(const pycute_tensor_map* map_a, const pycute_tensor_map* map_b,
       copy_sfa(buf + {sfa_at}u, tmem, s);          // the whole warp; each copy function elects the same lane
       copy_sfb(buf + {sfb_at}u, tmem, s);
       if (pycute_elect_one_sync()) {{           // tcgen05.cp -> tcgen05.mma: in issue order (a pipelined pair)
-        mma_k_block(base + {a_at}u, base + {b_at}u, tmem, tmem + {self.sf_columns[0]}u + s * {self.sf_stage_columns[0]}u,
+        mma_k_block(base + {a_at}u, base + {b_at}u, tmem,
+                    tmem + {self.sf_columns[0]}u + s * {self.sf_stage_columns[0]}u,      // stage s's SF regions
                     tmem + {self.sf_columns[1]}u + s * {self.sf_stage_columns[1]}u, kb > 0 ? 1u : 0u, s);
         pycute_tcgen05_commit<{g}>(pycute_smem_address(&empty[s]));     // frees the stage
       }}

@@ -9,7 +9,8 @@
 * ``pycute/tcgen05.cuh``: the shared-memory descriptor, TMEM allocation, tcgen05 fences and commit, and the soft
   build's TMEM model with its tcgen05.cp (``arch.sm100``);
 * ``pycute/tcgen05_ldst.cuh``: tcgen05.ld / st wrappers of every shape and their software model (``arch.sm100``);
-* ``pycute/tcgen05_mma.cuh``: tcgen05.mma wrappers of every kind, cta_group, scale_vec and A operand (``arch.sm100.mma``);
+* ``pycute/tcgen05_mma.cuh``: tcgen05.mma wrappers of every kind, cta_group, scale_vec, A operand and .ws
+  (``arch.sm100.mma``);
 * ``pycute/sm100.cuh``: all of them, the one include the C ABI promises.
 
 A new copy variant adds its part to ``PARTS``. The shipped files are this module's output, checked in so that nvcc

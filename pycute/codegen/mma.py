@@ -37,7 +37,8 @@ def _mma_wrapper(kind: str, cta_group: int, scale_vec: int | None, a_tmem: bool,
         (', "r"(sfa), "r"(sfb)' if scaled else "")
     return (f"__device__ __forceinline__ void {mma_helper(kind, cta_group, scale_vec, a_tmem, ws)}(unsigned d, "
             f"{_a_param(a_tmem)}, unsigned long long b, unsigned idesc{sf}, unsigned accumulate) {{\n"
-            f'  asm volatile("{{\\n\\t.reg .pred p;\\n\\tsetp.ne.b32 p, %4, 0;\\n\\t{mma_ptx(kind, cta_group, scale_vec, ws)} '
+            f'  asm volatile("{{\\n\\t.reg .pred p;\\n\\tsetp.ne.b32 p, %4, 0;\\n\\t'
+            f'{mma_ptx(kind, cta_group, scale_vec, ws)} '
             f'{operands};\\n\\t}}" :: {inputs} : "memory");\n}}')
 
 

@@ -30,11 +30,10 @@ K_BLOCKS = 8          # two passes over the pipeline
 SF_PER_ROW = 4        # UE8M0 scale factors per row per k-block (K = 128, one per 32)
 
 
-def sf_smem(rows: int):
-    """A pipeline of SF stages, ``rows`` x 4 bytes per stage. In each 128-row chunk (512 B) row
-    ``r = 32 i + l`` sits at byte ``16 l + 4 i``: one 16-byte line per lane of a ``32x128b.warpx4`` copy."""
-    layout = Layout(((32, 4, rows // 128), SF_PER_ROW, STAGES), ((16, 4, 512), 1, rows * SF_PER_ROW))
-    return pc.make_smem_tensor(pc.u8, layout)[:, :, pc.dynamic("stage")]
+def sf_smem(sf):
+    """A pipeline of SF stages (``scale_factor_smem``): in each 128-row chunk (512 B) row ``r = 32 i + l`` sits at
+    byte ``16 l + 4 i``, one 16-byte line per lane of a ``32x128b.warpx4`` copy."""
+    return pc.scale_factor_smem(sf, STAGES)[:, :, pc.dynamic("stage")]
 
 
 #: kind -> (MMAs per k-block stage, scale_vec): 4 UE8M0 bytes a row either way.
@@ -53,8 +52,8 @@ class SfPipeline:
         self.sf = {rows: scale_factor_tensor(kind, rows, mmas=mmas, scale_vec=scale_vec) for rows in (128, 256)}
         self.sfa = self.alloc.add(pc.u8, self.sf[128].tensor.layout, replica=self.sf[128].tensor.replica, name="sfa")
         self.sfb = self.alloc.add(pc.u8, self.sf[256].tensor.layout, replica=self.sf[256].tensor.replica, name="sfb")
-        self.sfa_plan = pc.make_tiled_copy(self.sfa, sf_smem(128), cta_group=cta_group)
-        self.sfb_plan = pc.make_tiled_copy(self.sfb, sf_smem(256), cta_group=cta_group)
+        self.sfa_plan = pc.make_tiled_copy(self.sfa, sf_smem(self.sf[128]), cta_group=cta_group)
+        self.sfb_plan = pc.make_tiled_copy(self.sfb, sf_smem(self.sf[256]), cta_group=cta_group)
         for plan, rows in ((self.sfa_plan, 128), (self.sfb_plan, 256)):
             for stage in range(STAGES):
                 check_scale_factor_copy(plan.at(stage=stage), self.sf[rows])

@@ -145,11 +145,10 @@ def emit_mma(plan: MmaPlan, name: str = "pycute_mma") -> str:
 # floats, integers), the soft model traps rather than guess.
 _SOFT_FORMATS = {"f16": (0, 16), "bf16": (1, 16), "tf32": (2, 32), "f8e4m3": (3, 8), "f8e5m2": (4, 8),
                  "f4e2m1": (5, 4)}
-_PACKED = ("mxf4", "mxf4nvf4")
 
 
 def _soft_format(kind: str, name: str) -> int | None:
-    if name not in _SOFT_FORMATS or (name == "f4e2m1") != (kind in _PACKED):
+    if name not in _SOFT_FORMATS or (name == "f4e2m1") != MMA_KINDS[kind].packed:
         return None
     return _SOFT_FORMATS[name][0]
 

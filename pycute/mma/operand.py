@@ -162,6 +162,12 @@ def _check_dtype(major: str, mode: SwizzleMode, name: str, bits: int, kind) -> N
             raise DescriptorError(f"make_umma_desc: unknown kind {kind!r}")
         if major == "MN" and not MMA_KINDS[kind].transpose:
             raise DescriptorError(f"make_umma_desc: kind::{kind} does not transpose: its operands are K-major")
+        if bits < 8 and not MMA_KINDS[kind].packed:
+            packed = ", ".join(f"kind::{k}" for k, v in MMA_KINDS.items() if v.packed)
+            raise DescriptorError(f"make_umma_desc: kind::{kind} reads {name} elements one to a byte (8-bit "
+                                  f"containers, K = 32 per MMA; PTX #tcgen05-kind-shapes), not from a packed {name} "
+                                  f"tile; pycute plans packed 4-bit operands for {packed} and does not model the "
+                                  f"container layout")
 
 
 def _check_alignment(tensor: SmemTensor, mode: SwizzleMode) -> None:

@@ -91,3 +91,13 @@ def test_a_pair_mma_takes_each_ctas_half_of_b():
                                            r"cta_group::2 takes M in \(128, 256\) and N from 16 to 256"):
         make_mma(pc.mma_accumulator(pc.f32, 256, 256, 2), pc.kmajor_smem_tensor(pc.bf16, 128, 64, "128B"),
                  pc.kmajor_smem_tensor(pc.bf16, 256, 64, "128B"), cta_group=2)
+
+
+@pytest.mark.parametrize("kind, sf", [("f8f6f4", False), ("mxf8f6f4", True), (None, False)])
+def test_a_packed_fp4_tile_is_refused_for_the_kinds_that_read_8_bit_containers(kind, sf):
+    extra = dict(sfa=pc.scale_factor_tensor("mxf8f6f4", 128, 4), sfb=pc.scale_factor_tensor("mxf8f6f4", 256, 4)) \
+        if sf else {}
+    with pytest.raises(pc.DescriptorError, match=r"kind::(mx)?f8f6f4 reads f4e2m1 elements one to a byte \(8-bit "
+                                                 r"containers, K = 32 per MMA"):
+        make_mma(D, pc.kmajor_smem_tensor("f4e2m1", 128, 256), pc.kmajor_smem_tensor("f4e2m1", 256, 256), kind=kind,
+                 **extra)

@@ -82,6 +82,7 @@ class MmaKind:
     saturate: bool = False
     open_shapes: tuple[tuple[tuple[int, int], str], ...] = ()        # ((cta_group, M), why) the sources disagree on
     n_extra: dict = attrs.field(factory=dict, repr=False)   # cta_group -> N legal besides the steps
+    packed: bool = False           # 4-bit operands packed two to a byte (else 4/6-bit elements in 8-bit containers)
 
     def n_legal(self, cta_group: int, n: int) -> bool:
         step = self.n_step[cta_group]
@@ -100,9 +101,9 @@ MMA_KINDS = {k.name: k for k in (
             open_shapes=(((2, 128), "CUTLASS asserts M == 256 for cta_group::2 while the PTX shape summary also "
                                     "lists 128 (docs/tcgen05-mma-operands.md section 12.4)"),)),
     MmaKind("mxf4", {"f4e2m1": 1}, {"f32": 1}, {1: (128,), 2: (128, 256)}, {1: 8, 2: 16}, True, {"ue8m0": 1}, (2,),
-            transpose=False),
+            transpose=False, packed=True),
     MmaKind("mxf4nvf4", {"f4e2m1": 1}, {"f32": 1}, {1: (128,), 2: (128, 256)}, {1: 8, 2: 16}, True,
-            {"ue8m0": 1, "ue4m3": 0}, (2, 4), transpose=False),
+            {"ue8m0": 1, "ue4m3": 0}, (2, 4), transpose=False, packed=True),
 )}
 
 #: ``.ws`` (cta_group::1 only): M -> legal N.

@@ -28,7 +28,7 @@ _BITS = {"f16": 16, "bf16": 16, "tf32": 32, "f8e4m3": 8, "f8e5m2": 8, "i8": 8, "
 
 
 def _operand_bits(kind: str, dtype: str) -> int:
-    if dtype == "f4e2m1" and kind in ("mxf4", "mxf4nvf4"):
+    if dtype == "f4e2m1" and MMA_KINDS[kind].packed:
         return 4
     if dtype not in _BITS:
         raise EmulationError(f"kind::{kind} operands of {dtype} are not modelled")

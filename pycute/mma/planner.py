@@ -62,6 +62,9 @@ def _check_sf(sf: object, name: str, kind: str, rows: int, k_blocks: int, cta_gr
 def _operand_a(a: SmemTensor | TmemTensor, kind: str, cta_group: int) -> UmmaDescriptor | TmemOperand:
     """A's descriptor (shared memory) or its TMEM operand."""
     if isinstance(a, TmemTensor):
+        if a.bits < 8 and not MMA_KINDS[kind].packed:
+            raise PlanError(f"make_mma: kind::{kind} reads {a.dtype.name} elements one to a byte (8-bit containers); "
+                            f"pycute plans packed 4-bit operands for the packed kinds only")
         rows = a.layout[0].size() if len(a.layout.shape) == 2 else 0
         return make_tmem_operand(a, rows * cta_group, cta_group)
     return make_umma_desc(a, kind=kind)

@@ -79,3 +79,9 @@ def test_an_a_overlapping_d_is_refused():
     a = pc.make_tmem_tensor(pc.bf16, data_path(128, 1, False).layout(64, 1), columns=512)
     with pytest.raises(pc.PlanError, match=r"A in TMEM \(columns 0..31\) overlaps D \(columns 0..255\)"):
         make_mma(pc.mma_accumulator(pc.f32, 128, 256, columns=512), a, pc.kmajor_smem_tensor(pc.bf16, 256, 64))
+
+
+def test_a_packed_fp4_a_in_tmem_is_refused_for_a_container_kind():
+    d, a = operands("f4e2m1", 256)
+    with pytest.raises(pc.PlanError, match="kind::f8f6f4 reads f4e2m1 elements one to a byte"):
+        make_mma(d, a, pc.kmajor_smem_tensor("f4e2m1", 256, 256), kind="f8f6f4")

@@ -120,7 +120,9 @@ def emit_mma(plan: MmaPlan, name: str = "pycute_mma") -> str:
     sig = (f"{'' if a_tmem else 'unsigned smem_a, '}unsigned smem_b, unsigned tmem_base"
            f"{', unsigned tmem_sfa, unsigned tmem_sfb' if scaled else ''}, unsigned accumulate{stages}")
     helper = mma_helper(plan.atom.kind, plan.atom.cta_group, plan.atom.scale_vec, a_tmem, plan.atom.ws)
-    body = [] if a_tmem else [f"  const unsigned long long desc_a = {_base_desc(plan.a, 'smem_a')};"]
+    body = []
+    if not isinstance(plan.a, TmemOperand):
+        body.append(f"  const unsigned long long desc_a = {_base_desc(plan.a, 'smem_a')};")
     body.append(f"  const unsigned long long desc_b = {_base_desc(plan.b, 'smem_b')};")
     for i in plan.instructions:
         sf = f", tmem_sfa + {i.sfa_column}u, tmem_sfb + {i.sfb_column}u" if scaled else ""

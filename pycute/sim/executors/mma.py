@@ -1,10 +1,11 @@
-"""The MMA executor: ``tcgen05.mma`` with A and B read through their shared-memory descriptors, D in TMEM (PTX ISA
-#tcgen05-mma, #tcgen05-block-scaling). It computes in float64 from the element codes (``sim.operand``), rounds D
-to its 32-bit type once per instruction, and writes D through the data-path layout of its M, cta_group and .ws
-(``mma.accumulator_layout``; for M = 128, cta_group::1 row m in lane m,
-column n). Block-scaled kinds read each row's SFs from quadrant 0 at the SF address's column plus ``row // 32``
-and byte ``sf_id + j``. A cta_group::2 MMA (M 256) is the pair's: each CTA holds 128 rows of A and N/2 rows of B
-and receives its 128 rows of D. What it does not model (16-bit D, 6-bit elements, other M) is an EmulationError."""
+"""The MMA executor: ``tcgen05.mma`` with A read through its shared-memory descriptor or from TMEM and B through
+its descriptor, D in TMEM (PTX ISA #tcgen05-mma, #tcgen05-block-scaling). It computes in float64 from the element
+codes (``sim.operand``), rounds D to its 32-bit type once per instruction, and writes D through the data-path
+layout of its M, cta_group and ``.ws`` (``mma.accumulator_layout``: for M 128, cta_group::1, row m in lane m and
+column n in column n). Block-scaled kinds read each row's SFs from quadrant 0 at the SF address's column plus
+``row // 32`` and byte ``sf_id + j``. A cta_group::2 MMA is the pair's, issued by the even CTA: each CTA holds M/2
+rows of A and N/2 rows of B and receives its rows of D. What it does not model (16-bit D, 6-bit and container
+elements, data paths pycute does not place) is an EmulationError."""
 from __future__ import annotations
 
 import re

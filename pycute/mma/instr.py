@@ -12,7 +12,7 @@ from ..errors import DescriptorError, PlanError
 from ..int_tuple import as_int
 from ..views import view
 
-__all__ = ["InstrDescriptor", "make_instr_desc"]
+__all__ = ["InstrDescriptor", "make_instr_desc", "check_mma_shape"]
 
 _MAJORS = ("K", "MN")
 
@@ -83,10 +83,12 @@ def _type_code(k: MmaKind, which: str, name: str) -> int:
     return k.operand_codes[name]
 
 
-def _check_shape(k: MmaKind, m: int, n: int, cta_group: int, ws: bool) -> None:
+def check_mma_shape(k: MmaKind, m: int, n: int, cta_group: int, ws: bool) -> None:
+    """M x N is a shape of kind ``k`` with ``cta_group`` (and ``.ws``); DescriptorError names the rule otherwise."""
     if ws:
-        if cta_group != 1:
-            raise DescriptorError("the .ws MMA forms take cta_group::1 only (PTX #tcgen05-mma-instructions-mma-ws)")
+        if cta_group != 1 or k.block_scaled:
+            raise DescriptorError(f"the .ws MMA forms take cta_group::1 and a dense kind, not cta_group::{cta_group} "
+                                  f"kind::{k.name} (PTX #tcgen05-mma-instructions-mma-ws)")
         if m not in WS_SHAPES or n not in WS_SHAPES[m]:
             raise DescriptorError(f".ws MMA M={m} N={n}: legal M {sorted(WS_SHAPES)}, N {WS_SHAPES.get(m, (64, 128, 256))}")
         return
@@ -162,7 +164,7 @@ def make_instr_desc(kind: str, a_dtype: DTypeLike, b_dtype: DTypeLike, d_dtype: 
             raise TypeError(f"make_instr_desc: {name} must be a bool, got {flag!r}")
     a, b = _name(a_dtype, "a_dtype"), _name(b_dtype, "b_dtype")
     values = {"a_type": _type_code(k, "A", a), "b_type": _type_code(k, "B", b)}
-    _check_shape(k, m, n, cta_group, ws)
+    check_mma_shape(k, m, n, cta_group, ws)
     _check_majors(k, a_major, b_major, a, b)
     if (negate_a or negate_b) and not k.negate:
         raise DescriptorError(f"kind::{k.name} does not negate (PTX #tcgen05-transpose-negate-mma-kind)")

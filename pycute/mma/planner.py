@@ -4,14 +4,14 @@ accumulator layout the MMA writes (arch.sm100.datapath); for the block-scaled ki
 scale_factor_tensor, each k-block reading its SF id and column (PTX ISA #tcgen05-mma, #tcgen05-block-scaling)."""
 from __future__ import annotations
 
-from ..arch.sm100.mma import MMA_KINDS, WS_SHAPES
+from ..arch.sm100.mma import MMA_KINDS
 from ..arch.sm100.tmem import CELL_BITS, check_cta_group
 from ..atoms.mma import MmaAtom
 from ..errors import DescriptorError, PlanError
 from ..tensor.smem import SmemTensor
 from ..tensor.tmem import TmemTensor
 from .accumulator import accumulator_layout
-from .instr import InstrDescriptor, make_instr_desc
+from .instr import InstrDescriptor, check_mma_shape, make_instr_desc
 from .operand import UmmaDescriptor, make_umma_desc
 from .plan import MmaInstruction, MmaPlan
 from .scale import ScaleFactorTensor
@@ -75,17 +75,11 @@ def _check_shape(k: str, da, db, cta_group: int, ws: bool) -> tuple[int, int]:
     if da.k != db.k:
         raise DescriptorError(f"make_mma: A has K {da.k} and B K {db.k}")
     m, n = da.mn * cta_group, db.mn * cta_group
-    if ws:
-        if cta_group != 1 or MMA_KINDS[k].block_scaled or m not in WS_SHAPES or n not in WS_SHAPES[m]:
-            raise PlanError(f"make_mma: tcgen05.mma.ws is cta_group::1 with a dense kind, M in {sorted(WS_SHAPES)} "
-                            f"and N in {WS_SHAPES.get(m, (64, 128, 256))}; got kind::{k}, cta_group::{cta_group}, "
-                            f"M {m}, N {n} (PTX #tcgen05-mma-instructions-mma-ws)")
-        return m, n
-    if m not in MMA_KINDS[k].m_values[cta_group] or not MMA_KINDS[k].n_legal(cta_group, n):
+    try:
+        check_mma_shape(MMA_KINDS[k], m, n, cta_group, ws)
+    except DescriptorError as e:
         pair = " (each CTA of the pair holds M/2 rows of A and N/2 rows of B)" if cta_group == 2 else ""
-        raise PlanError(f"make_mma: A's {da.mn} and B's {db.mn} rows make an M {m} x N {n} MMA; kind::{k} with "
-                        f"cta_group::{cta_group} takes M in {MMA_KINDS[k].m_values[cta_group]} and N from "
-                        f"{MMA_KINDS[k].n_step[cta_group]} to 256 in steps of {MMA_KINDS[k].n_step[cta_group]}{pair}")
+        raise PlanError(f"make_mma: A's {da.mn} and B's {db.mn} rows make an M {m} x N {n} MMA{pair}: {e}") from None
     return m, n
 
 

@@ -81,7 +81,10 @@ def test_n_follows_the_legality_table(kind, cta_group, m, n):
     (dict(kind="f16", a_dtype="f16", b_dtype="f16", sfa_id=1), "is not block-scaled"),
     (dict(kind="f16", a_dtype="f16", b_dtype="f16", max_shift=8), "max_shift is a .ws field"),
     (dict(kind="f16", a_dtype="f16", b_dtype="f16", ws=True, M=64, N=96), r"\.ws MMA M=64 N=96"),
-    (dict(kind="f16", a_dtype="f16", b_dtype="f16", ws=True, cta_group=2, M=128, N=128), "cta_group::1 only"),
+    (dict(kind="f16", a_dtype="f16", b_dtype="f16", ws=True, cta_group=2, M=128, N=128),
+     "take cta_group::1 and a dense kind, not cta_group::2"),
+    (dict(kind="mxf8f6f4", a_dtype="f8e4m3", b_dtype="f8e4m3", ws=True, M=128, N=128, scale_type="ue8m0",
+          scale_vec=1), "take cta_group::1 and a dense kind, not cta_group::1 kind::mxf8f6f4"),
     (dict(kind="f64", a_dtype="f16", b_dtype="f16"), "unknown tcgen05.mma kind 'f64'"),
     (dict(kind="f16", a_dtype="f16", b_dtype="f16", a_major="M"), "major 'M' is 'K' or 'MN'"),
 ])

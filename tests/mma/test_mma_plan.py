@@ -87,8 +87,9 @@ def test_block_scaled_kinds_need_their_scale_factors():
 
 
 def test_a_pair_mma_takes_each_ctas_half_of_b():
-    with pytest.raises(pc.PlanError, match=r"A's 128 and B's 256 rows make an M 256 x N 512 MMA; kind::f16 with "
-                                           r"cta_group::2 takes M in \(128, 256\) and N from 16 to 256"):
+    with pytest.raises(pc.PlanError, match=r"A's 128 and B's 256 rows make an M 256 x N 512 MMA \(each CTA of the "
+                                           r"pair holds M/2 rows of A and N/2 rows of B\): kind::f16 with "
+                                           r"cta_group::2 takes N from 16 to 256 in steps of 16, not 512"):
         make_mma(pc.mma_accumulator(pc.f32, 256, 256, 2), pc.kmajor_smem_tensor(pc.bf16, 128, 64, "128B"),
                  pc.kmajor_smem_tensor(pc.bf16, 256, 64, "128B"), cta_group=2)
 

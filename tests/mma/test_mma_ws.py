@@ -48,14 +48,14 @@ def test_the_ws_function_assembles_to_utchmma_ws_and_is_the_plans_stream():
 
 @pytest.mark.parametrize("build, match", [
     (lambda: make_mma(pc.mma_accumulator(pc.f32, 256, 256, 2), pc.kmajor_smem_tensor(pc.bf16, 128, 64),
-                      pc.kmajor_smem_tensor(pc.bf16, 128, 64), cta_group=2, ws=True), "cta_group::1 with a dense kind"),
-    (lambda: ws(n=192), r"N in \(64, 128, 256\); got kind::f16, cta_group::1, M 64, N 192"),
+                      pc.kmajor_smem_tensor(pc.bf16, 128, 64), cta_group=2, ws=True), "take cta_group::1 and a dense kind"),
+    (lambda: ws(n=192), r"\.ws MMA M=64 N=192: legal M \[32, 64, 128\], N \(64, 128, 256\)"),
     (lambda: make_mma(pc.mma_accumulator(pc.f32, 128, 128), pc.kmajor_smem_tensor(pc.bf16, 128, 64),
                       pc.kmajor_smem_tensor(pc.bf16, 128, 64), ws=True), "no tcgen05.mma data-path layout for M=128"),
     (lambda: make_mma(pc.mma_accumulator(pc.f32, 128, 256), pc.kmajor_smem_tensor("f8e4m3", 128, 128),
                       pc.kmajor_smem_tensor("f8e4m3", 256, 128), ws=True,
                       sfa=pc.scale_factor_tensor("mxf8f6f4", 128, 4), sfb=pc.scale_factor_tensor("mxf8f6f4", 256, 4)),
-     "cta_group::1 with a dense kind"),
+     "take cta_group::1 and a dense kind"),
 ])
 def test_ws_forms_pycute_cannot_place_are_refused(build, match):
     with pytest.raises(pc.PlanError, match=match):

@@ -146,7 +146,7 @@ def test_packed_scale_factors_land_where_the_mma_reads_them():
                 assert got == want, (tile, kb, row, slot)
 
 
-@pytest.mark.parametrize("kind, g", CASES, ids=IDS)
+@pytest.mark.parametrize("kind, g", [("mxf8", 1), ("nvfp4", 2)], ids=["mxf8-cg1", "nvfp4-cg2"])   # both of each
 def test_the_soft_build_compiles_for_sm_90a_without_tcgen05(kind, g):
     compiled = gemm(kind, g).compile("sm_90a", soft=True)
     assert not re.search(r"^\s*tcgen05\.", compiled.ptx, re.M)

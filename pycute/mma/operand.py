@@ -17,6 +17,7 @@ from ..arch.sm100.mma import Major, K_BYTES, MMA_KINDS, TRANSPOSABLE
 from ..arch.sm100.swizzle_modes import UNIT_BYTES, SwizzleMode
 from ..tensor.values import layout_values
 from ..tensor.smem import SmemTensor
+from ..tensor.tmem import TmemTensor
 from ..errors import DescriptorError, PlanError
 from ..tensor.stages import SmemStage, smem_stages, stage_offset
 from ..views import view
@@ -24,22 +25,18 @@ from ..int_tuple import as_int
 from ..layout import Layout, make_layout
 from ..swizzle import Swizzle
 
-__all__ = ["UmmaDescriptor", "make_umma_desc", "canonical_offsets", "BASE32B_ATOM_K"]
+__all__ = ["OperandShape", "UmmaDescriptor", "make_umma_desc", "canonical_offsets", "BASE32B_ATOM_K"]
 
 BASE32B_ATOM_K = 4          # the 128B-with-32B-atom swizzle's atom is 128 B x 4 rows of K (PTX Table 53)
 
 
-@attrs.frozen(repr=False)
-class UmmaDescriptor:
-    """An MMA operand's descriptor: the fields (start address 0: the buffer's address is added at run time), the
-    major-ness, and the tile it describes; ``k_block_offset(k)`` is k-block ``k``'s start-address advance."""
+class OperandShape:
+    """What every MMA operand (a descriptor, an A in TMEM) answers from its ``tensor`` (MN x K) and ``k_offsets``
+    (one per k-block)."""
 
-    descriptor: SmemDescriptor
-    major: Major
-    tensor: SmemTensor
-    k_per_mma: int               # K elements one MMA reads (32 bytes)
-    k_offsets: tuple             # bytes from the tile's first byte to each k-block's start
-    stages: tuple[SmemStage, ...] = ()      # the tile's run-time indices; ``tensor`` is their value 0
+    __slots__ = ()
+    tensor: SmemTensor | TmemTensor
+    k_offsets: tuple
 
     @property
     def mn(self) -> int:
@@ -52,6 +49,19 @@ class UmmaDescriptor:
     @property
     def k_blocks(self) -> int:
         return len(self.k_offsets)
+
+
+@attrs.frozen(repr=False)
+class UmmaDescriptor(OperandShape):
+    """An MMA operand's descriptor: the fields (start address 0: the buffer's address is added at run time), the
+    major-ness, and the tile it describes; ``k_block_offset(k)`` is k-block ``k``'s start-address advance."""
+
+    descriptor: SmemDescriptor
+    major: Major
+    tensor: SmemTensor
+    k_per_mma: int               # K elements one MMA reads (32 bytes)
+    k_offsets: tuple             # bytes from the tile's first byte to each k-block's start
+    stages: tuple[SmemStage, ...] = ()      # the tile's run-time indices; ``tensor`` is their value 0
 
     @property
     def start_offset(self) -> int:

@@ -15,12 +15,13 @@ from ..arch.sm100.mma import K_BYTES, Major
 from ..arch.sm100.tmem import CELL_BITS
 from ..errors import PlanError
 from ..tensor.tmem import TmemTensor
+from .operand import OperandShape
 
 __all__ = ["TmemOperand", "make_tmem_operand"]
 
 
 @attrs.frozen(repr=False)
-class TmemOperand:
+class TmemOperand(OperandShape):
     """A in TMEM: ``tensor`` (this CTA's rows x K), ``column`` its first 32-bit column from the allocation base;
     k-block ``j`` starts ``k_offsets[j]`` columns further."""
 
@@ -31,18 +32,6 @@ class TmemOperand:
 
     major: ClassVar[Major] = "K"          # an A in TMEM is never transposed
     stages: ClassVar[tuple] = ()
-
-    @property
-    def mn(self) -> int:
-        return self.tensor.layout[0].size()
-
-    @property
-    def k(self) -> int:
-        return self.tensor.layout[1].size()
-
-    @property
-    def k_blocks(self) -> int:
-        return len(self.k_offsets)
 
     def __repr__(self) -> str:
         return (f"TmemOperand({self.mn}x{self.k} {self.tensor.dtype.name} in TMEM at column +{self.column}, "

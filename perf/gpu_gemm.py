@@ -1,0 +1,146 @@
+"""The Hopper GEMM (examples/hopper_gemm.py) timed on the GPU beside cuBLAS (``torch.matmul``), Triton's matmul
+and ``torch._scaled_mm``, on the same inputs in the same run: a launcher for pycute's kernel on torch's stream, a
+Triton matmul (the tutorial's grouped raster, written here), CUDA-graph timing, and the f32 reference every timed
+result is checked against. Needs torch and triton (the GPU machine has them); nothing here runs in CI."""
+from __future__ import annotations
+
+import ctypes
+
+import torch
+import triton
+import triton.language as tl
+
+from examples.hopper_gemm import HopperGemm
+
+__all__ = ["Launch", "triton_mm", "TRITON_CONFIGS", "bench", "rel_err", "inputs", "reference", "run_ours"]
+
+
+# ---- launching a pycute kernel on torch's stream ----------------------------------------------------------------
+class Launch:
+    def __init__(self, gemm: HopperGemm):
+        from cuda.bindings import driver as cu
+        self.cu, self.gemm = cu, gemm
+        torch.cuda.init()
+        torch.empty(1, device="cuda")
+        cubin = gemm.compile().cubin
+        err, self.module = cu.cuModuleLoadData(cubin)
+        assert int(err) == 0, err
+        err, self.fn = cu.cuModuleGetFunction(self.module, b"gemm")
+        assert int(err) == 0, err
+        attr = cu.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
+        err, = cu.cuFuncSetAttribute(self.fn, attr, gemm.smem_bytes)
+        assert int(err) == 0, err
+        self.sms = torch.cuda.get_device_properties(0).multi_processor_count
+
+    def _map(self, t: torch.Tensor, box: tuple[int, int], dtype_code: int) -> bytes:
+        cu = self.cu
+        rows, cols = t.shape
+        err, m = cu.cuTensorMapEncodeTiled(
+            cu.CUtensorMapDataType(dtype_code), 2, t.data_ptr(), [cu.cuuint64_t(cols), cu.cuuint64_t(rows)],
+            [cu.cuuint64_t(t.stride(0) * t.element_size())], [cu.cuuint32_t(box[0]), cu.cuuint32_t(box[1])],
+            [cu.cuuint32_t(1), cu.cuuint32_t(1)], cu.CUtensorMapInterleave(0), cu.CUtensorMapSwizzle(3),
+            cu.CUtensorMapL2promotion(2), cu.CUtensorMapFloatOOBfill(0))
+        assert int(err) == 0, (err, t.shape, box)
+        return ctypes.string_at(int(m.getPtr()), 128)
+
+    def prepare(self, a: torch.Tensor, b: torch.Tensor, d: torch.Tensor, scale: float = 1.0):
+        g = self.gemm
+        code = 9 if g.dtype == "bf16" else 0
+        maps = [self._map(a, (g.BK, g.BM), code), self._map(b, (g.BK, g.BN // g.cluster), code),
+                self._map(d, (64, g.wg_rows), 9)]
+        M, K = a.shape
+        N = b.shape[0]
+        holders = [ctypes.create_string_buffer(m, 128) for m in maps]
+        holders += [ctypes.c_int(M), ctypes.c_int(N), ctypes.c_int(K), ctypes.c_float(scale)]
+        params = (ctypes.c_void_p * len(holders))(*[ctypes.addressof(h) for h in holders])
+        tiles = -(-M // g.BM) * -(-N // g.BN)
+        grid = min(self.sms * g.ctas_per_sm, tiles + g.cluster - 1) // g.cluster * g.cluster
+        return holders, params, max(grid, g.cluster)
+
+    def __call__(self, prepared) -> None:
+        cu = self.cu
+        _, params, grid = prepared
+        cfg = cu.CUlaunchConfig()
+        cfg.gridDimX, cfg.gridDimY, cfg.gridDimZ = grid, 1, 1
+        cfg.blockDimX, cfg.blockDimY, cfg.blockDimZ = self.gemm.threads, 1, 1
+        cfg.sharedMemBytes = self.gemm.smem_bytes
+        cfg.hStream = cu.CUstream(torch.cuda.current_stream().cuda_stream)
+        cfg.numAttrs = 0
+        err, = cu.cuLaunchKernelEx(cfg, self.fn, ctypes.addressof(params), 0)
+        assert int(err) == 0, err
+
+
+# ---- Triton's matmul (the tutorial's grouped-raster kernel, our own writing) ------------------------------------
+@triton.jit
+def _triton_mm(a_ptr, b_ptr, c_ptr, M, N, K, sam, sak, sbn, sbk, scm, scn,
+               BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, GROUP: tl.constexpr):
+    pid = tl.program_id(0)
+    pm = tl.cdiv(M, BM)
+    pn = tl.cdiv(N, BN)
+    per_group = GROUP * pn
+    first = (pid // per_group) * GROUP
+    gsize = min(pm - first, GROUP)
+    pid_m = first + (pid % per_group) % gsize
+    pid_n = (pid % per_group) // gsize
+    rm = pid_m * BM + tl.arange(0, BM)
+    rn = pid_n * BN + tl.arange(0, BN)
+    rk = tl.arange(0, BK)
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for k in range(0, tl.cdiv(K, BK)):
+        kk = k * BK + rk
+        a = tl.load(a_ptr + rm[:, None] * sam + kk[None, :] * sak, mask=(rm[:, None] < M) & (kk[None, :] < K), other=0.0)
+        b = tl.load(b_ptr + kk[:, None] * sbk + rn[None, :] * sbn, mask=(kk[:, None] < K) & (rn[None, :] < N), other=0.0)
+        acc = tl.dot(a, b, acc)
+    tl.store(c_ptr + rm[:, None] * scm + rn[None, :] * scn, acc.to(c_ptr.dtype.element_ty),
+             mask=(rm[:, None] < M) & (rn[None, :] < N))
+
+
+TRITON_CONFIGS = [(128, 256, 64, 3, 8), (128, 128, 64, 4, 4), (256, 128, 64, 3, 8), (128, 128, 64, 3, 8),
+                  (64, 128, 64, 4, 4)]
+
+
+def triton_mm(a, b, c, cfg):
+    BM, BN, BK, stages, warps = cfg
+    M, K = a.shape
+    N = b.shape[0]
+    grid = (triton.cdiv(M, BM) * triton.cdiv(N, BN),)
+    _triton_mm[grid](a, b, c, M, N, K, a.stride(0), a.stride(1), b.stride(0), b.stride(1), c.stride(0), c.stride(1),
+                     BM=BM, BN=BN, BK=BK, GROUP=8, num_stages=stages, num_warps=warps)
+
+
+# ---- measuring ------------------------------------------------------------------------------------------------
+def bench(fn) -> float:
+    try:
+        return float(triton.testing.do_bench_cudagraph(fn, rep=200, return_mode="median"))
+    except Exception:
+        return float(triton.testing.do_bench(fn, warmup=50, rep=200, return_mode="median"))
+
+
+def rel_err(out: torch.Tensor, ref: torch.Tensor) -> float:
+    out = out.float()
+    if torch.isnan(out).any():
+        return float("nan")
+    return float(torch.linalg.norm(out - ref) / torch.linalg.norm(ref))
+
+
+def inputs(M, N, K, dtype):
+    torch.manual_seed(M * 7 + N * 3 + K)
+    a = torch.randn(M, K, device="cuda")
+    b = torch.randn(N, K, device="cuda")
+    if dtype == "bf16":
+        return a.bfloat16(), b.bfloat16()
+    return a.to(torch.float8_e4m3fn), b.to(torch.float8_e4m3fn)
+
+
+def reference(a, b, scale=1.0):
+    torch.backends.cuda.matmul.allow_tf32 = False
+    return (a.float() @ b.float().t()) * scale
+
+
+def run_ours(gemm: HopperGemm, launch: Launch, a, b, scale=1.0):
+    M, N = a.shape[0], b.shape[0]
+    d = torch.full((M, N), float("nan"), device="cuda", dtype=torch.bfloat16)
+    prep = launch.prepare(a, b, d, scale)
+    launch(prep)
+    torch.cuda.synchronize()
+    return d, prep

@@ -1,0 +1,137 @@
+"""The Hopper GEMM on the H200 against cuBLAS (torch.matmul), Triton and torch._scaled_mm, in one run.
+
+    PYTHONPATH=. python tools/hopper_gemm_h200.py [--out results.jsonl] [--quick]
+
+Every timed result is checked against an f32 reference first (relative Frobenius error, NaN-poisoned output).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+
+import torch
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from examples.hopper_gemm import HopperGemm, candidates  # noqa: E402
+
+
+from perf.gpu_gemm import (TRITON_CONFIGS, Launch, bench, inputs, reference, rel_err,  # noqa: E402
+                           run_ours, triton_mm)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--out", default=os.path.join(os.environ.get("OUT", "."), "hopper_gemm.jsonl"))
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--check", action="store_true", help="correctness only, small shapes, every variant")
+    args = ap.parse_args()
+    if args.check:
+        for g in candidates() + candidates("e4m3"):
+            launch = Launch(g)
+            for (M, N, K) in [(128, 256, 64), (256, 512, 128), (1000, 1000, 528), (300, 520, 4096), (64, 8, 16),
+                              (700, 1304, 1040)]:
+                a, b = inputs(M, N, K, g.dtype)
+                d, _ = run_ours(g, launch, a, b, 0.5)
+                print(f"check {g.dtype} cluster {g.cluster} {(M, N, K)} err {rel_err(d, reference(a, b, 0.5)):.3e}",
+                      flush=True)
+        return
+    rows = []
+
+    def record(**row):
+        rows.append(row)
+        with open(args.out, "a") as f:
+            f.write(json.dumps(row) + "\n")
+        print(json.dumps(row), flush=True)
+
+    launches: dict = {}
+
+    def launch_of(g):
+        if g not in launches:
+            launches[g] = Launch(g)
+        return launches[g]
+
+    def ours(g, a, b, ref, scale=1.0, tol=1e-2):
+        """(TFLOP/s, error) of variant g on a, b; NaN speed when wrong."""
+        launch = launch_of(g)
+        d, prep = run_ours(g, launch, a, b, scale)
+        err = rel_err(d, ref)
+        ms = bench(lambda: launch(prep)) if err < tol else float("nan")
+        return 2 * a.shape[0] * b.shape[0] * a.shape[1] / ms / 1e9, err
+
+    def triton_best(a, b, ref):
+        best = (0.0, None, None)
+        c = torch.empty(a.shape[0], b.shape[0], device="cuda", dtype=torch.bfloat16)
+        for cfg in TRITON_CONFIGS[:3]:
+            triton_mm(a, b, c, cfg)
+            err = rel_err(c, ref)
+            ms = bench(lambda: triton_mm(a, b, c, cfg))
+            tf = 2 * a.shape[0] * b.shape[0] * a.shape[1] / ms / 1e9
+            if tf > best[0]:
+                best = (tf, cfg, err)
+        return best
+
+    # 1. every variant at 8192^3, bf16 and fp8, beside cuBLAS / torch._scaled_mm and Triton
+    M = N = K = 8192
+    flops = 2 * M * N * K
+    a, b = inputs(M, N, K, "bf16")
+    ref = reference(a, b)
+    t = bench(lambda: torch.matmul(a, b.t()))
+    cublas = flops / t / 1e9
+    record(kind="cublas", dtype="bf16", shape=[M, N, K], ms=t, tflops=cublas, err=rel_err(torch.matmul(a, b.t()), ref))
+    variants = candidates() + [HopperGemm(cluster=1), HopperGemm(stages=3), HopperGemm(group=16),
+                               HopperGemm(BN=128, m_blocks=2, mode="pingpong", stages=5),
+                               HopperGemm(BN=128, m_blocks=2, mode="pingpong", cluster=1)]
+    for g in variants[: 3 if args.quick else None]:
+        try:
+            tf, err = ours(g, a, b, ref)
+            record(kind="pycute", variant=repr(g), shape=[M, N, K], tflops=tf, err=err, of_cublas=tf / cublas)
+        except Exception as e:  # noqa: BLE001
+            record(kind="pycute", variant=repr(g), error=str(e)[:500])
+    tf, cfg, err = triton_best(a, b, ref)
+    record(kind="triton", cfg=cfg, shape=[M, N, K], tflops=tf, err=err)
+    del a, b, ref
+    a8, b8 = inputs(M, N, K, "e4m3")
+    ref8 = reference(a8, b8, 0.5)
+    one = torch.tensor(1.0, device="cuda")
+    half = torch.tensor(0.5, device="cuda")
+    t = bench(lambda: torch._scaled_mm(a8, b8.t(), scale_a=one, scale_b=half, out_dtype=torch.bfloat16))
+    out = torch._scaled_mm(a8, b8.t(), scale_a=one, scale_b=half, out_dtype=torch.bfloat16)
+    scaled = flops / t / 1e9
+    record(kind="scaled_mm", dtype="e4m3", shape=[M, N, K], ms=t, tflops=scaled, err=rel_err(out, ref8))
+    for g in candidates("e4m3")[: 2 if args.quick else 3]:
+        try:
+            tf, err = ours(g, a8, b8, ref8, 0.5, tol=2e-2)
+            record(kind="pycute", variant=repr(g), shape=[M, N, K], tflops=tf, err=err, of_scaled_mm=tf / scaled)
+        except Exception as e:  # noqa: BLE001
+            record(kind="pycute", variant=repr(g), error=str(e)[:500])
+    del a8, b8, ref8
+    # 2. the sweep: every candidate per shape (the best and each recorded), cuBLAS, Triton's best config
+    shapes = [(512, 512, 512), (1024, 1024, 1024), (2048, 2048, 2048), (4096, 4096, 4096), (3000, 5000, 4096),
+              (16384, 1024, 1024), (64, 8192, 8192), (1000, 1000, 8192), (8192, 1024, 8192), (777, 4104, 2056)]
+    if not args.quick:
+        shapes.append((16384, 16384, 16384))
+    for (M, N, K) in shapes:
+        flops = 2 * M * N * K
+        a, b = inputs(M, N, K, "bf16")
+        ref = reference(a, b)
+        per = {}
+        for g in candidates():
+            per[repr(g)] = ours(g, a, b, ref)
+        tc = flops / bench(lambda: torch.matmul(a, b.t())) / 1e9
+        tt, cfg, _ = triton_best(a, b, ref)
+        best = max(per, key=lambda k: per[k][0] if per[k][0] == per[k][0] else 0)
+        record(kind="sweep", shape=[M, N, K], variant=best, tflops=per[best][0], err=per[best][1], cublas=tc,
+               triton=tt, triton_cfg=cfg, all={k: v[0] for k, v in per.items()})
+        del a, b, ref
+    print("\nsummary")
+    for r in rows:
+        if "tflops" in r:
+            print(f"{r['kind']:10} {str(r.get('variant', r.get('cfg', r.get('dtype', ''))))[:70]:72} "
+                  f"{str(r['shape']):22} {r['tflops']:8.1f} TFLOP/s err {r.get('err', 0):.2e}"
+                  + (f" cublas {r['cublas']:.1f} triton {r['triton']:.1f}" if r["kind"] == "sweep" else ""))
+
+
+if __name__ == "__main__":
+    main()

@@ -96,8 +96,8 @@ def arrays_and_tiles(draw):
     dtype = draw(st.sampled_from(DTYPES))
     elem = dtype.bits // 8
     cols = draw(st.integers(1, 70))
-    pad = draw(st.sampled_from([1, 2, 4, 8, 16])) // min(elem, 16)
-    stride = -(-cols // max(pad, 1)) * max(pad, 1)
+    per = max(draw(st.sampled_from([1, 2, 4, 8, 16])) // elem, 1)    # the row stride: a multiple of 1..16 bytes
+    stride = -(-cols // per) * per
     rows = draw(st.integers(1, 5))
     tile_cols = draw(st.sampled_from([c for c in (4, 8, 16, 32) if c * elem <= 128]))
     tile_rows = draw(st.integers(1, 4))

@@ -17,7 +17,13 @@ from ...views import view
 from ..protocol import ArrayTilePlan, Rejection
 from ...tensor.stages import SmemStage, stage_offset
 
-__all__ = ["Terms", "CpAsyncInstruction", "TailCopy", "CpAsyncTail", "CpAsyncPlan"]
+__all__ = ["Terms", "CpAsyncInstruction", "TailCopy", "CpAsyncTail", "CpAsyncPlan", "array_end"]
+
+
+def array_end(modes: list[tuple[int, int]], elem: int) -> int:
+    """Bytes from an array's base to its last element's end (``modes``: extent and stride in elements per mode):
+    the smallest allocation that holds it, where every copy's source window must stay."""
+    return (sum(max((n - 1) * d, 0) for n, d in modes) + 1) * elem
 
 
 @attrs.frozen
@@ -128,9 +134,8 @@ class CpAsyncPlan(ArrayTilePlan):
 
     @property
     def alloc_bytes(self) -> int:
-        """Bytes from the array's base to its last element's end: the smallest allocation holding the array, where
-        every copy's source window must stay."""
-        return (sum(max((n - 1) * d, 0) for n, d in self.array_modes) + 1) * self.elem_bytes
+        """Bytes from the array's base to its last element's end (``array_end``)."""
+        return array_end(self.array_modes, self.elem_bytes)
 
     @property
     def tv_layout(self) -> Layout:

@@ -25,7 +25,7 @@ from ...tensor.smem import SmemTensor
 from ...tensor.tile import contiguous_mode, mode_extents, tile_elements, whole_array_modes
 from ..protocol import Reject, Rejection
 from ...tensor.stages import smem_stages
-from .plan import CpAsyncInstruction, CpAsyncPlan, CpAsyncTail, TailCopy, Terms
+from .plan import CpAsyncInstruction, CpAsyncPlan, CpAsyncTail, TailCopy, Terms, array_end
 
 __all__ = ["make_cp_async_copy", "tail_copies"]
 
@@ -63,7 +63,7 @@ def _check_width(size: int, elem: int, modes: list, order: tuple, tile: tuple, g
         raise Reject("the tile's contiguous extent {n} is not a multiple of {v} elements", n=tile[u], v=v)
     if gmem.base_align % size:
         raise Reject("the array's base is aligned to {a} B", a=gmem.base_align)
-    end = _alloc_bytes(modes, elem)
+    end = array_end(modes, elem)
     if end < size:
         raise Reject("the array is {e} B, less than one copy (its source window would leave the array)", e=end)
     for k, (n, d) in enumerate(modes):
@@ -80,11 +80,6 @@ def _check_width(size: int, elem: int, modes: list, order: tuple, tile: tuple, g
     for s in stages:
         if s.smem_step % size:
             raise Reject("run-time index {n} moves the tile by {b} B", n=s.name, b=s.smem_step)
-
-
-def _alloc_bytes(modes: list[tuple[int, int]], elem: int) -> int:
-    """Bytes from the array's base to its last element's end (CpAsyncPlan.alloc_bytes)."""
-    return (sum(max((n - 1) * d, 0) for n, d in modes) + 1) * elem
 
 
 def tail_copies(nbytes: int, size: int) -> tuple[tuple[TailCopy, ...], int]:

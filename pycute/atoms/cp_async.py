@@ -9,7 +9,7 @@ import attrs
 from ..arch.sm80.cp_async import CG_SIZE, CP_ASYNC_SIZES, L2_PREFETCH_SIZES, CpAsyncCache, L2Prefetch, cp_async_ptx
 from ..errors import PlanError
 
-__all__ = ["CpAsyncAtom", "CpAsyncIssue", "cp_async_atom"]
+__all__ = ["CpAsyncAtom", "CpAsyncIssue", "CpAsyncResidue", "cp_async_atom"]
 
 
 class CpAsyncIssue(NamedTuple):
@@ -21,6 +21,17 @@ class CpAsyncIssue(NamedTuple):
     smem: int
     gmem: int
     size: int
+    src_size: int
+
+
+class CpAsyncResidue(NamedTuple):
+    """One thread's copy of an array's last ``src_size`` bytes (1 to 3, past its last whole 4-byte word), which no
+    cp.async can read without its source window crossing the allocation's end: a zero ``st.shared.b32`` at the
+    4-byte-aligned shared address ``smem``, then ``src_size`` byte loads from global ``gmem`` stored over it. Generic
+    stores, visible at once to the thread (not only at its wait)."""
+
+    smem: int
+    gmem: int
     src_size: int
 
 

@@ -37,7 +37,10 @@ def emit_bulk_copy(plan: BulkPlan, name: str = "pycute_bulk_copy") -> str:
             "// Call from one thread (elected): `gmem` is the array's base, `smem` the tile's shared address",
             f"// ({plan.smem.base_align}-byte aligned), t<i> the tile index along array mode i, in [0, {plan.tiles}[i])"
             f" (no bounds check)."]
-    head.append(f"// Arm `mbar` with pycute_mbarrier_arrive_expect_tx(mbar, {name}_expect_tx) in the same phase."
+    head.append(f"// Arm `mbar` with pycute_mbarrier_arrive_expect_tx(mbar, {name}_expect_tx) in the same phase; the "
+                f"tile is\n// readable after a wait on it (compute-sanitizer racecheck also wants a barrier after "
+                f"the waits when\n// other threads read it: it counts the copy's writes as the calling thread's; "
+                f"docs/sanitizer.md)."
                 if load else "// After pycute_fence_proxy_async_shared() and a barrier; the chunks form one bulk "
                              "group (then wait_group.read / wait_group).")
     body = [f"  {'const ' if load else ''}unsigned char* tile = static_cast<{'const ' if load else ''}unsigned char*>"

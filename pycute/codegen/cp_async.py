@@ -3,9 +3,11 @@
 mbarrier arrive), rendered from ``arch.sm80.cp_async``."""
 from __future__ import annotations
 
-from ..arch.sm80.cp_async import (ARRIVE_NOINC_PTX, CG_SIZE, COMMIT_GROUP_PTX, CP_ASYNC_SIZES, L2_PREFETCH_SIZES,
-                                  WAIT_GROUP_PTX, CpAsyncCache, L2Prefetch, cp_async_ptx)
-from ..copy.cp_async.plan import CpAsyncPlan, Terms
+from ..arch.sm80.cp_async import (ARRIVE_NOINC_PTX, ARRIVE_PTX, CG_SIZE, COMMIT_GROUP_PTX, CP_ASYNC_SIZES,
+                                  L2_PREFETCH_SIZES, MBARRIER_ARRIVE_PTX, WAIT_GROUP_PTX, CpAsyncCache, L2Prefetch,
+                                  cp_async_ptx)
+from ..atoms.cp_async import cp_async_atom
+from ..copy.cp_async.plan import CpAsyncInstruction, CpAsyncPlan, Terms
 from ..swizzle import Swizzle
 from ..views import provides
 from .common import ABI_VERSION, check_function_name
@@ -32,7 +34,8 @@ def cp_async_header() -> str:
     forms = [(c, s) for s in CP_ASYNC_SIZES for c in caches if c == "ca" or s == CG_SIZE]
     functions = [_wrapper(c, s, l2) for c, s in forms for l2 in (None, *L2_PREFETCH_SIZES)]
     return render("header_cp_async.cuh", abi=ABI_VERSION, cp_async_functions="\n".join(functions),
-                  commit=COMMIT_GROUP_PTX, wait=WAIT_GROUP_PTX, arrive=ARRIVE_NOINC_PTX)
+                  commit=COMMIT_GROUP_PTX, wait=WAIT_GROUP_PTX, arrive=ARRIVE_NOINC_PTX, arrive_inc=ARRIVE_PTX,
+                  mbarrier_arrive=MBARRIER_ARRIVE_PTX)
 
 
 def _expr(terms: Terms, e: str, wide: bool = False) -> str:
@@ -71,19 +74,38 @@ def _quantities(plan: CpAsyncPlan, it: int) -> dict[str, str]:
     return out
 
 
-def _iteration(plan: CpAsyncPlan, inst, helper: str) -> list[str]:
+def _iteration(plan: CpAsyncPlan, inst: CpAsyncInstruction, helper: str) -> list[str]:
     q = _quantities(plan, inst.iteration)
     u = plan.order[0]
     modes = plan.array_modes
+    elem = plan.elem_bytes
     guard = " && ".join(f"c{k} >= 0 && c{k} < {n}LL" for k, (n, _) in enumerate(modes))
     straight = {"smem", "gmem", *(f"coord{k}" for k in range(len(modes)))} <= plan.linear
     body = [] if straight else [f"const unsigned e = (thread + {inst.iteration * plan.threads}u) * {plan.vector}u;"]
     body += [f"const long long c{k} = {q[f'c{k}']};" for k in range(len(modes))]
     body += [f"const long long n = ({guard}) ? ({modes[u][0]}LL - c{u} < {plan.vector}LL ? {modes[u][0]}LL - c{u} "
              f": {plan.vector}LL) : 0;",
-             f"const long long g = origin + {q['gmem']};",
-             f"{helper}(smem + {q['smem']}, base + (n ? g * {plan.elem_bytes}LL : 0LL), "
-             f"static_cast<unsigned>(n) * {plan.elem_bytes}u);"]
+             f"const long long g = origin + {q['gmem']};"]
+    tail = plan.tail
+    checked = tail is not None and inst.iteration in tail.iterations
+    wide = (f"{helper}({'s' if checked else 'smem + ' + q['smem']}, base + (n ? g * {elem}LL : 0LL), "
+            f"static_cast<unsigned>(n) * {elem}u);")
+    if tail is None or not checked:
+        body.append(wide)
+    else:
+        body.append(f"const unsigned s = smem + {q['smem']};")
+        body.append(f"if (n && g + {plan.vector}LL > {plan.alloc_bytes // elem}LL) {{   // the vector that ends the "
+                    f"array: no source window past its last byte")
+        for c in tail.copies:
+            h = cp_async_helper(cp_async_atom(c.size).cache, c.size, plan.atom.l2_prefetch)
+            src = f"base + g * {elem}LL + {c.offset}LL" if c.src_size else "base"
+            body.append(f"  {h}(s + {c.offset}u, {src}, {c.src_size}u);")
+        if tail.residue:
+            r = tail.residue_offset
+            body.append(f"  pycute_cp_async_residue(s + {r}u, base + g * {elem}LL + {r}LL, {tail.residue}u);")
+            if plan.completion == "arrive":
+                body.append("  residue = true;")
+        body += ["} else {", f"  {wide}", "}"]
     head = "  {" if inst.active == plan.threads else f"  if (thread < {inst.active}u) {{"
     return [head, *(f"    {b}" for b in body), "  }"]
 
@@ -103,6 +125,9 @@ def emit_cp_async_copy(plan: CpAsyncPlan, name: str = "pycute_cp_async_copy") ->
             f"tile's shared",
             f"// address ({plan.smem.base_align}-byte aligned), t<i> the tile index along array mode i. Elements outside "
             f"the array are zero-filled."]
+    if plan.tail is not None:
+        head.append(f"// The vector that ends the array ({plan.tail.bytes} of its {plan.atom.size} B) is narrower copies: no "
+                    f"source window leaves the array's {plan.alloc_bytes} B.")
     head.append("// Then pycute_cp_async_wait_group<0>() (or <N> to keep N groups in flight) and a barrier."
                 if plan.completion == "group" else
                 f"// Each thread arrives on `mbar` when its copies land: count {name}_arrivals in its mbarrier.init.")
@@ -118,10 +143,18 @@ def emit_cp_async_copy(plan: CpAsyncPlan, name: str = "pycute_cp_async_copy") ->
         body.append(f"  const long long g_t = {_expr(plan.gmem_terms, e0, wide=True)};")
     body += [f"  const unsigned c{k}_t = {_expr(c, e0)};" for k, c in enumerate(plan.coords)
              if f"coord{k}" in plan.linear]
+    flag = plan.completion == "arrive" and plan.tail is not None and plan.tail.residue > 0
+    if flag:
+        body.append("  bool residue = false;        // stored the array's last bytes with generic stores")
     for inst in plan.instructions:
         body += _iteration(plan, inst, helper)
-    body.append("  pycute_cp_async_commit_group();" if plan.completion == "group"
-                else "  pycute_cp_async_mbarrier_arrive_noinc(mbar);")
+    if plan.completion == "group":
+        body.append("  pycute_cp_async_commit_group();")
+    elif flag:
+        body += ["  if (residue) pycute_cp_async_mbarrier_arrive_release(mbar);",
+                 "  else pycute_cp_async_mbarrier_arrive_noinc(mbar);"]
+    else:
+        body.append("  pycute_cp_async_mbarrier_arrive_noinc(mbar);")
     lines = ['#include "pycute/cp_async.cuh"', "", *head]
     if plan.completion == "arrive":
         lines.append(f"constexpr unsigned {name}_arrivals = {plan.arrivals}u;")

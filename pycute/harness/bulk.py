@@ -21,6 +21,11 @@ __all__ = ["BulkRoundTrip", "DsmemRoundTrip"]
 
 _MARKER = 0xA5
 _SPIN = 1 << 26
+# Every thread's mbarrier wait already orders the bulk load's bytes before its reads (PTX ISA
+# #parallel-synchronization-and-communication-instructions-mbarrier-test-wait-try-wait); compute-sanitizer racecheck
+# instead counts a cp.async.bulk's shared writes as the issuing thread's and does not see that wait as ordering them,
+# so it reports every other thread's read (docs/sanitizer.md). A barrier after the waits orders them for the tool too.
+_RACECHECK = "every thread has waited: orders the issuing thread's copy before the reads for racecheck too"
 _WAIT = f"""unsigned spins = 0;
   while (!pycute_mbarrier_try_wait_parity(m, 0) && ++spins < {_SPIN}u) {{
   }}"""
@@ -61,6 +66,7 @@ extern "C" __global__ void bulk_roundtrip(const unsigned char* a, unsigned char*
   __syncthreads();
   if (threadIdx.x == 0) rt_load(a, base, m, {args});
   {_WAIT}
+  __syncthreads();                 // {_RACECHECK}
   if (threadIdx.x == 0) status[0] = spins;
   for (unsigned i = threadIdx.x; i < {self.smem_bytes}u; i += blockDim.x) dump[i] = buf[i];
   __syncthreads();

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..arch.sm80.cp_async import MIN_SOURCE_WINDOW
+from ..atoms.cp_async import CpAsyncResidue
 from ..copy.bulk.plan import BulkPlan
 from ..copy.cp_async.plan import CpAsyncPlan
 from ..copy.dsmem.plan import DsmemPlan
@@ -41,12 +43,16 @@ def _cp_async_once(plan: CpAsyncPlan, tile: tuple, rng: np.random.Generator, val
     gmem = rng.integers(0, 256, _array_bytes(plan.array_modes, elem), dtype=np.uint8)
     emu = Sm90Emulator(smem_bytes=nbytes)
     emu.write_smem(0, np.full(nbytes, _MARKER, dtype=np.uint8))
+    early = np.full(nbytes, _MARKER, dtype=np.uint8)          # only a residue's generic stores land before the wait
     for t in range(plan.threads):
         for issue in plan.stream(0, *tile, thread=t, **values):
             emu.cp_async(gmem, issue, thread=t)
+            if isinstance(issue, CpAsyncResidue):
+                early[issue.smem:issue.smem + MIN_SOURCE_WINDOW] = 0
+                early[issue.smem:issue.smem + issue.src_size] = gmem[issue.gmem:issue.gmem + issue.src_size]
         if plan.completion == "group":
             emu.cp_async_commit(thread=t)
-    _compare(emu.ctas[0].smem, np.full(nbytes, _MARKER, dtype=np.uint8), f"tile {tile} before the wait")
+    _compare(emu.ctas[0].smem, early, f"tile {tile} before the wait")
     for t in range(plan.threads):
         if plan.completion == "group":
             emu.cp_async_wait(0, thread=t)
@@ -68,7 +74,8 @@ def _cp_async_once(plan: CpAsyncPlan, tile: tuple, rng: np.random.Generator, val
 
 def verify_cp_async(plan: CpAsyncPlan, seed: int = 0) -> None:
     """Emulate every thread of a cp.async plan for its first, last and past-the-end tiles (the first and last
-    value of each run-time index) and compare with the layouts; raises EmulationError at the first difference."""
+    value of each run-time index) and compare with the layouts; raises EmulationError at the first difference, or
+    at a copy whose source window leaves the array (the emulator's array is exactly the array's bytes)."""
     if not isinstance(plan, CpAsyncPlan):
         raise TypeError(f"verify_cp_async: expected a CpAsyncPlan (make_cp_async_copy), got {type(plan).__name__}")
     rng = np.random.default_rng(seed)

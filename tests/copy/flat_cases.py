@@ -37,6 +37,11 @@ CP_ASYNC = [
      [(0, 0, 0), (1, 2, 1), (2, 3, 2)]),
     ("f32-mn-major-array", g(pc.f32, (40, 24), (1, 40)), s(pc.f32, (32, 8), (1, 32)), {"threads": 64},
      [(0, 0), (1, 2), (2, 3)]),
+    # the array's end is not whole vectors: its last vector is narrower copies (CpAsyncTail), so that no source
+    # window leaves the allocation (compute-sanitizer memcheck); 2 B and 1 B past the last 4-byte word
+    ("bf16-1d-odd-residue", g(pc.bf16, 1001, 1), s(pc.bf16, 256, 1), {"threads": 32}, [(0,), (3,), (4,)]),
+    ("u8-rows-45B-arrive-residue", g(pc.u8, (40, 45), (48, 1)), s(pc.u8, (16, 48), (48, 1)),
+     {"threads": 64, "completion": "arrive"}, [(0, 0), (2, 0), (3, 1)]),
 ]
 
 # (name, global array, shared tile, tile indices: first and last)

@@ -6,7 +6,8 @@ from __future__ import annotations
 from typing import Literal
 
 __all__ = ["CP_ASYNC_SIZES", "CG_SIZE", "L2_PREFETCH_SIZES", "CP_ASYNC_TARGETS", "CpAsyncCache", "CpAsyncCompletion",
-           "L2Prefetch", "cp_async_ptx", "COMMIT_GROUP_PTX", "WAIT_GROUP_PTX", "ARRIVE_NOINC_PTX", "CP_ASYNC_SASS"]
+           "L2Prefetch", "cp_async_ptx", "COMMIT_GROUP_PTX", "WAIT_GROUP_PTX", "ARRIVE_NOINC_PTX", "ARRIVE_PTX",
+           "MBARRIER_ARRIVE_PTX", "MIN_SOURCE_WINDOW", "CP_ASYNC_SASS"]
 
 #: Bytes one cp.async moves, widest first; source and destination are aligned to the size (PTX ISA: undefined
 #: otherwise).
@@ -29,6 +30,17 @@ CP_ASYNC_TARGETS = ("sm_80", "sm_86", "sm_87", "sm_89", "sm_90", "sm_90a", "sm_1
 COMMIT_GROUP_PTX = "cp.async.commit_group"
 WAIT_GROUP_PTX = "cp.async.wait_group"
 ARRIVE_NOINC_PTX = "cp.async.mbarrier.arrive.noinc.shared::cta.b64"
+#: Without ``.noinc`` the pending count is raised by one first (net zero): the barrier then also waits for the
+#: thread's copies, and the thread arrives itself with ``mbarrier.arrive`` (release semantics, so its generic shared
+#: stores before it are seen by whoever waits on the phase; PTX ISA #parallel-synchronization-and-communication-
+#: instructions-mbarrier-test-wait-try-wait lists what a completed phase makes visible).
+ARRIVE_PTX = "cp.async.mbarrier.arrive.shared::cta.b64"
+MBARRIER_ARRIVE_PTX = "mbarrier.arrive.shared::cta.b64"
+
+#: The narrowest source window a cp.async has (its smallest cp-size): bytes of an array past its last whole 4-byte
+#: word (1 to 3, from an array whose end is not 4-byte aligned) cannot be read by any cp.async whose source window
+#: stays inside the allocation, since the window is cp-size bytes at a cp-size-aligned address.
+MIN_SOURCE_WINDOW = min(CP_ASYNC_SIZES)
 
 
 def cp_async_ptx(cache: CpAsyncCache, l2_prefetch: L2Prefetch | None = None) -> str:

@@ -4,14 +4,19 @@ The tile's elements are ordered colexicographically with the array's contiguous 
 ``vector`` consecutive elements of that order, thread ``t`` copies vectors ``t, t + threads, ...`` (consecutive
 threads on consecutive global bytes). The vector is the widest of 16, 8 and 4 bytes for which every vector is one
 aligned run in shared memory (the swizzle applied to the bytes) and in the array (its base, its other modes' strides
-and the tile's contiguous extent aligned to the width): the rule each wider width broke is kept.
+and the tile's contiguous extent aligned to the width, the array at least one vector long): the rule each wider
+width broke is kept.
+
+No copy's source window leaves the array's allocation: where the contiguous extent is not whole vectors, the one
+vector that ends the array would read past its last byte with the plan's width (cp.async's source window is its
+cp-size, whatever its src-size), so that vector alone is narrower copies (``CpAsyncTail``).
 """
 from __future__ import annotations
 
 import attrs
 import numpy as np
 
-from ...arch.sm80.cp_async import CP_ASYNC_SIZES, CpAsyncCache, CpAsyncCompletion, L2Prefetch
+from ...arch.sm80.cp_async import CP_ASYNC_SIZES, MIN_SOURCE_WINDOW, CpAsyncCache, CpAsyncCompletion, L2Prefetch
 from ...atoms.cp_async import cp_async_atom
 from ...errors import PlanError
 from ...int_tuple import as_int, flatten, product
@@ -20,9 +25,9 @@ from ...tensor.smem import SmemTensor
 from ...tensor.tile import contiguous_mode, mode_extents, tile_elements, whole_array_modes
 from ..protocol import Reject, Rejection
 from ...tensor.stages import smem_stages
-from .plan import CpAsyncInstruction, CpAsyncPlan, Terms
+from .plan import CpAsyncInstruction, CpAsyncPlan, CpAsyncTail, TailCopy, Terms, array_end
 
-__all__ = ["make_cp_async_copy"]
+__all__ = ["make_cp_async_copy", "tail_copies"]
 
 MAX_THREADS = 1024          # a CTA's threads
 
@@ -58,6 +63,9 @@ def _check_width(size: int, elem: int, modes: list, order: tuple, tile: tuple, g
         raise Reject("the tile's contiguous extent {n} is not a multiple of {v} elements", n=tile[u], v=v)
     if gmem.base_align % size:
         raise Reject("the array's base is aligned to {a} B", a=gmem.base_align)
+    end = array_end(modes, elem)
+    if end < size:
+        raise Reject("the array is {e} B, less than one copy (its source window would leave the array)", e=end)
     for k, (n, d) in enumerate(modes):
         if k != u and n > 1 and (d * elem) % size:
             raise Reject("array mode {k} has a stride of {b} B, not a multiple of {s}", k=k, b=d * elem, s=size)
@@ -72,6 +80,47 @@ def _check_width(size: int, elem: int, modes: list, order: tuple, tile: tuple, g
     for s in stages:
         if s.smem_step % size:
             raise Reject("run-time index {n} moves the tile by {b} B", n=s.name, b=s.smem_step)
+
+
+def tail_copies(nbytes: int, size: int) -> tuple[tuple[TailCopy, ...], int]:
+    """``(copies, residue)`` for a ``size``-byte vector holding ``nbytes`` (fewer) of the array at its end: the
+    data's whole 4-byte words as the fewest aligned cp.async, the rest of the vector from the residue's word on as
+    zero-filling cp.async, and the residue (bytes past the last whole word). Every data copy's source window ends
+    at or before ``nbytes``; the zero-filling ones read nothing."""
+    if not 0 < nbytes < size:
+        raise PlanError(f"tail_copies: a tail holds 1 to {size - 1} of its {size} bytes, not {nbytes}")
+    words = nbytes - nbytes % MIN_SOURCE_WINDOW
+    copies = _aligned(0, words, True) + _aligned(words + (MIN_SOURCE_WINDOW if nbytes > words else 0), size, False)
+    return copies, nbytes - words
+
+
+def _aligned(start: int, stop: int, data: bool) -> tuple[TailCopy, ...]:
+    """[start, stop) as the fewest cp.async, each aligned to its size (the widest that fits at each offset)."""
+    out, off = [], start
+    while off < stop:
+        w = max(c for c in CP_ASYNC_SIZES if off % c == 0 and off + c <= stop)
+        out.append(TailCopy(off, w, w if data else 0))
+        off += w
+    return tuple(out)
+
+
+def _tail(modes: list, order: tuple, tile: tuple, coords: tuple[Terms, ...], elem: int, size: int, threads: int,
+          nvec: int) -> CpAsyncTail | None:
+    """The tail, if the contiguous extent is not whole vectors: the vector holding the array's last element then
+    starts at column ``n - n % v``; the iterations are those of the tile vectors that sit where some tile index
+    puts that vector (the other modes at the coordinate of the array's largest offset; any for a stride 0)."""
+    v, u = size // elem, order[0]
+    n = modes[u][0]
+    if v == 1 or n % v == 0:
+        return None
+    want = {u: (n - n % v) % tile[u]}
+    for k, (extent, d) in enumerate(modes):
+        if k != u and (extent == 1 or d != 0):
+            want[k] = (extent - 1) % tile[k] if d > 0 else 0
+    e = np.arange(nvec, dtype=np.int64) * v
+    hit = np.all([np.asarray(coords[k](e)) == c for k, c in want.items()], axis=0)
+    copies, residue = tail_copies(n % v * elem, size)
+    return CpAsyncTail(n % v * elem, copies, residue, tuple(sorted({int(j) // threads for j in np.flatnonzero(hit)})))
 
 
 def _width(elem: int, *args) -> tuple[int, list[Rejection]]:
@@ -152,7 +201,7 @@ def make_cp_async_copy(dst: SmemTensor, src: GlobalTensor, threads: int = 128, c
     insts = tuple(CpAsyncInstruction(i, atom.ptx, min(threads, nvec - i * threads)) for i in range(iterations))
     coords, g, s = _terms(smem, modes, order, tile)
     plan = CpAsyncPlan(gmem, smem, atom, threads, vector, order, insts, coords, g, s, frozenset(), completion,
-                       stages, tuple(rejected))
+                       stages, _tail(modes, order, tile, coords, elem, size, threads, nvec), tuple(rejected))
     linear = _linear({"smem": plan.smem_byte, "gmem": g, **{f"coord{k}": c for k, c in enumerate(coords)}},
                      threads, iterations, vector, nvec)
     return attrs.evolve(plan, linear=linear)

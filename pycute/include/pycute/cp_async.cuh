@@ -79,4 +79,22 @@ __device__ __forceinline__ void pycute_cp_async_mbarrier_arrive_noinc(unsigned m
   asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" :: "r"(mbar) : "memory");
 }
 
+// The same count as the .noinc arrival for a thread that also made generic shared stores (a residue): the barrier
+// tracks its cp.async without .noinc (net zero on the pending count), then the thread arrives itself with release
+// semantics, so a waiter sees those stores too (a cp.async arrival orders only the thread's cp.async).
+__device__ __forceinline__ void pycute_cp_async_mbarrier_arrive_release(unsigned mbar) {
+  asm volatile("cp.async.mbarrier.arrive.shared::cta.b64 [%0];" :: "r"(mbar) : "memory");
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" :: "r"(mbar) : "memory");
+}
+
+// An array's last `bytes` (1 to 3) past its last whole 4-byte word, into the 4-byte-aligned shared word at `smem`
+// (zero-extended): no cp.async reads them without its source window leaving the array's allocation. Generic
+// stores: a wait_group and a barrier order them like the copies (an mbarrier completion needs the arrival above).
+__device__ __forceinline__ void pycute_cp_async_residue(unsigned smem, const unsigned char* gmem, unsigned bytes) {
+  asm volatile("st.shared.b32 [%0], %1;" :: "r"(smem), "r"(0u) : "memory");
+  for (unsigned i = 0; i < bytes; ++i) {
+    asm volatile("st.shared.u8 [%0], %1;" :: "r"(smem + i), "r"(static_cast<unsigned>(gmem[i])) : "memory");
+  }
+}
+
 #endif  // PYCUTE_CP_ASYNC_CUH

@@ -2,7 +2,8 @@
 #data-movement-and-conversion-instructions-cp-async). A copy lands only when its thread waits for its group
 (``cp.async.wait_group``) or arrives on an mbarrier (``cp.async.mbarrier.arrive.noinc``): shared memory read
 before then still holds the old bytes, as a missing wait would on the hardware. Misaligned addresses and src-size
-above cp-size (undefined in PTX) are refused."""
+above cp-size (undefined in PTX) are refused. A plan's residue (an array's last 1 to 3 bytes, ``CpAsyncResidue``)
+is a generic store: it lands at once."""
 from __future__ import annotations
 
 import re
@@ -10,8 +11,8 @@ from typing import Callable
 
 import numpy as np
 
-from ...arch.sm80.cp_async import CP_ASYNC_SIZES
-from ...atoms.cp_async import CpAsyncIssue
+from ...arch.sm80.cp_async import CP_ASYNC_SIZES, MIN_SOURCE_WINDOW
+from ...atoms.cp_async import CpAsyncIssue, CpAsyncResidue
 from ...errors import EmulationError
 from ..machine import Machine
 
@@ -21,9 +22,13 @@ __all__ = ["CpAsyncExecutor", "decode"]
 class CpAsyncExecutor(Machine):
     """cp.async copies, their groups and their mbarrier arrivals, per CTA and thread."""
 
-    def cp_async(self, gmem: np.ndarray, issue: CpAsyncIssue, thread: int = 0, cta: int = 0) -> None:
-        """Issue one copy (``issue.gmem`` a byte offset into ``gmem``); it lands at the thread's wait."""
+    def cp_async(self, gmem: np.ndarray, issue: CpAsyncIssue | CpAsyncResidue, thread: int = 0, cta: int = 0) -> None:
+        """Issue one copy (``issue.gmem`` a byte offset into ``gmem``); it lands at the thread's wait (a residue's
+        generic stores at once)."""
         c = self.ctas[self._cta(cta)]
+        if isinstance(issue, CpAsyncResidue):
+            self._residue(c, gmem, issue)
+            return
         if issue.size not in CP_ASYNC_SIZES or not 0 <= issue.src_size <= issue.size:
             raise EmulationError(f"cp.async of {issue.size} B reading {issue.src_size} B: cp-size is 4, 8 or 16 and "
                                  f"src-size at most cp-size (PTX: undefined otherwise)")
@@ -37,6 +42,10 @@ class CpAsyncExecutor(Machine):
         if issue.src_size and (issue.gmem < 0 or issue.gmem + issue.src_size > gmem.size):
             raise EmulationError(f"cp.async reads global +{issue.gmem:#x}..+{issue.gmem + issue.src_size:#x}, outside "
                                  f"the {gmem.size}-byte array")
+        if issue.gmem < 0 or issue.gmem + issue.size > gmem.size:
+            raise EmulationError(f"cp.async's source window +{issue.gmem:#x}..+{issue.gmem + issue.size:#x} (its "
+                                 f"cp-size, whatever its src-size {issue.src_size}) leaves the {gmem.size}-byte array: "
+                                 f"compute-sanitizer memcheck reports that read")
         data = np.zeros(issue.size, dtype=np.uint8)
         data[:issue.src_size] = gmem[issue.gmem:issue.gmem + issue.src_size]
         c.cp_async_pending.setdefault(thread, []).append((lo, data))
@@ -62,6 +71,19 @@ class CpAsyncExecutor(Machine):
             self._land(c, group)
         self._land(c, c.cp_async_pending.pop(thread, []))
         c.arrivals[mbar] = c.arrivals.get(mbar, 0) + 1
+
+    @staticmethod
+    def _residue(c, gmem: np.ndarray, issue: CpAsyncResidue) -> None:
+        lo = issue.smem - c.smem_base
+        if issue.smem % MIN_SOURCE_WINDOW or not 0 < issue.src_size < MIN_SOURCE_WINDOW:
+            raise EmulationError(f"residue of {issue.src_size} B at shared {issue.smem:#x}: 1 to "
+                                 f"{MIN_SOURCE_WINDOW - 1} bytes into a {MIN_SOURCE_WINDOW}-byte-aligned word")
+        if lo < 0 or lo + MIN_SOURCE_WINDOW > c.smem.size or issue.gmem < 0 \
+                or issue.gmem + issue.src_size > gmem.size:
+            raise EmulationError(f"residue reads global +{issue.gmem:#x}..+{issue.gmem + issue.src_size:#x} of "
+                                 f"{gmem.size} B into shared {issue.smem:#x}: outside")
+        c.smem[lo:lo + MIN_SOURCE_WINDOW] = 0
+        c.smem[lo:lo + issue.src_size] = gmem[issue.gmem:issue.gmem + issue.src_size]
 
     @staticmethod
     def _land(c, copies: list) -> None:

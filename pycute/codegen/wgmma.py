@@ -155,9 +155,12 @@ def _comment(plan: WgmmaPlan) -> list[str]:
 
 
 @provides("cuda", WgmmaPlan)
-def emit_wgmma(plan: WgmmaPlan, name: str = "pycute_wgmma") -> str:
-    """The issuing function of ``plan``: the base descriptors, then one ``wgmma.mma_async`` per k-step."""
+def emit_wgmma(plan: WgmmaPlan, name: str = "pycute_wgmma", wait: int | None = None) -> str:
+    """The issuing function of ``plan``: the base descriptors, then one ``wgmma.mma_async`` per k-step; with
+    ``wait`` N also the fences before and the commit and ``wait_group<N>`` after."""
     check_function_name(name)
+    if wait is not None and (not isinstance(wait, int) or isinstance(wait, bool) or wait < 0):
+        raise TypeError(f"plan.cuda: wait is None (issue only) or the groups left pending (an int >= 0), got {wait!r}")
     body = []
     if isinstance(plan.a, GmmaDescriptor):
         rows = [_indexed(list(plan.a_rows), "warpgroup")] if plan.warpgroups > 1 else []
@@ -165,10 +168,19 @@ def emit_wgmma(plan: WgmmaPlan, name: str = "pycute_wgmma") -> str:
                     f"{plan.a.descriptor.encode():#018x}ull, {_address(plan.a, 'smem_a', rows)});")
     body.append(f"  const unsigned long long desc_b = pycute_gmma_desc_at({plan.b.descriptor.encode():#018x}ull, "
                 f"{_address(plan.b, 'smem_b', [])});")
+    if wait is not None:
+        body += ["  pycute_wgmma_fence_operand(d);", "  pycute_wgmma_fence();"]
     for inst in plan.instructions:
         a = "" if inst.a_offset is None else _advanced("desc_a", inst.a_offset)
         body += _mma_asm(plan, inst.k, a, _advanced("desc_b", inst.b_offset))
-    return "\n".join([f'#include "{WGMMA_HEADER}"', "", *_comment(plan), _signature(plan, name) + " {", *body,
+    if wait is not None:
+        body += ["  pycute_wgmma_commit_group();", f"  pycute_wgmma_wait_group<{wait}>();",
+                 "  pycute_wgmma_fence_operand(d);"]
+    head = _comment(plan)
+    if wait is not None:
+        head[-2:] = [f"// `scale_d` 0: D = A B^T (the first k-step ignores D); 1: D += A B^T. It fences, issues, "
+                     f"commits and waits", f"// until at most {wait} of the thread's wgmma groups are pending."]
+    return "\n".join([f'#include "{WGMMA_HEADER}"', "", *head, _signature(plan, name) + " {", *body,
                       "}"]) + "\n"
 
 

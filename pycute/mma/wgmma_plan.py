@@ -123,11 +123,12 @@ class WgmmaPlan:
                 int(atom.trans_b) if atom.transposes else None, inst.a_registers, tuple(range(self.d_registers))))
         return out
 
-    def cuda(self, name: str = "pycute_wgmma") -> str:
+    def cuda(self, name: str = "pycute_wgmma", wait: int | None = None) -> str:
         """A ``__device__`` function all 128 threads of a warpgroup call: ``name(unsigned smem_a | const unsigned
         (&a)[...], unsigned smem_b, <D> (&d)[...], unsigned scale_d[, unsigned warpgroup], <stages>)``, one
-        wgmma.mma_async per k-step; fence before, commit and wait after (``pycute/wgmma.cuh``)."""
-        return view("cuda", self, name)
+        wgmma.mma_async per k-step. It issues only: the caller fences before, commits and waits after
+        (``pycute/wgmma.cuh``), unless ``wait`` N asks the function to fence, commit and ``wait_group<N>`` itself."""
+        return view("cuda", self, name, wait=wait)
 
     def verify(self, seed: int = 0) -> None:
         """Emulate every warpgroup's instructions on operands whose products and sums are exact and compare D with

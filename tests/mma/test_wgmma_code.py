@@ -145,3 +145,19 @@ def test_the_header_helpers_assemble_for_sm_90a():
 def test_a_register_count_setmaxnreg_does_not_take_is_a_compile_error():
     with pytest.raises(CompileError, match="setmaxnreg: 24..256, a multiple of 8"):
         compile_cuda(HEADER.replace("<40>", "<44>"), arch="sm_90a", cache=False)
+
+
+def test_asked_to_wait_the_function_fences_issues_commits_and_waits_itself():
+    plan = PLANS["s8 x u8"]
+    source = plan.cuda("mma", wait=1) + ('extern "C" __global__ void probe(int* out, unsigned sa, unsigned sb) {\n'
+                                         '  int d[24];\n  for (int i = 0; i < 24; ++i) d[i] = out[i];\n'
+                                         '  mma(sa, sb, d, 0u);\n  for (int i = 0; i < 24; ++i) out[i] = d[i];\n}\n')
+    thread = trace_entry(compile_cuda(source, arch="sm_90a").ptx, {0: 0x7000_0000_0000, 1: 0x400, 2: 0x8400}, {},
+                         "probe")
+    ops = [t[0] if isinstance(t, tuple) else "wgmma.mma_async" for t in thread.trace]
+    ops = [op for op in ops if not op.startswith(("ld", "st"))]
+    assert ops == ["wgmma.fence.sync.aligned", "wgmma.mma_async", "wgmma.mma_async",
+                   "wgmma.commit_group.sync.aligned", "wgmma.wait_group.sync.aligned"]
+    assert thread.mma == plan.stream(0x400, 0x8400, False)
+    with pytest.raises(TypeError, match="wait is None"):
+        plan.cuda("mma", wait=-1)

@@ -87,12 +87,12 @@ def make_wgmma(d: RegisterFragment, a: SmemTensor | RegisterFragment, b: SmemTen
     if a_k != k:
         raise PlanError(f"make_mma: A has K {a_k} and B K {k}")
     _check_d(d, m, n)
-    steps = k // ta.k
-    insts = tuple(WgmmaInstruction(
-        j, da.k_offsets[j] if isinstance(da, GmmaDescriptor) else None, db.k_offsets[j],
-        () if isinstance(da, GmmaDescriptor) else tuple(range(A_REGISTERS * j, A_REGISTERS * (j + 1))))
-        for j in range(steps))
+    steps = range(k // ta.k)
     if isinstance(da, GmmaDescriptor):
         atom = WgmmaAtom(n, d.dtype.name, ta.name, tb.name, False, da.major == "MN", db.major == "MN")
+        insts = tuple(WgmmaInstruction(j, da.k_offsets[j], db.k_offsets[j]) for j in steps)
         return WgmmaPlan(atom, d, da, db, insts, _a_rows(da, m))
-    return WgmmaPlan(WgmmaAtom(n, d.dtype.name, ta.name, tb.name, True, False, db.major == "MN"), d, da, db, insts)
+    atom = WgmmaAtom(n, d.dtype.name, ta.name, tb.name, True, False, db.major == "MN")
+    insts = tuple(WgmmaInstruction(j, None, db.k_offsets[j], tuple(range(A_REGISTERS * j, A_REGISTERS * (j + 1))))
+                  for j in steps)
+    return WgmmaPlan(atom, d, da, db, insts)

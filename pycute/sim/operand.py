@@ -3,8 +3,9 @@
 ``mma_operand`` walks the descriptor's canonical layout (docs/tcgen05-mma-operands.md section 3) from its fields
 alone -- start address, LBO, SBO, swizzle, major-ness -- and XORs absolute address bits (the swizzle anchors on
 the address, base offset 0), independent of the layout algebra; ``verify_operand`` compares it element by element
-with the tile's own view through its layout and swizzle. ``reference_mma`` multiplies decoded operands (dense f16 /
-bf16 / tf32 / f8 / i8, and block-scaled mxf8 and nvfp4) in float64 for end-to-end checks.
+with the tile's own view through its layout and swizzle; ``gmma_operand`` reads wgmma's sm_90 descriptor the same
+way. ``reference_mma`` multiplies decoded operands (dense f16 / bf16 / tf32 / f8 / i8, and block-scaled mxf8 and
+nvfp4) in float64 for end-to-end checks.
 """
 from __future__ import annotations
 

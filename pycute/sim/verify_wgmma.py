@@ -23,7 +23,7 @@ from ..tensor.rmem import RegisterFragment
 from ..tensor.stages import stage_offset
 from ..tensor.values import smem_bytes_needed
 from .emulator import Sm90Emulator
-from .executors.wgmma import D_BITS, pack_fragment, unpack_fragment
+from .executors.wgmma import D_BITS, d_codes_of, d_values, pack_fragment, unpack_fragment
 from .operand import decode, reference_mma
 from .verify_mma import write_tile
 
@@ -50,12 +50,8 @@ def wgmma_exact_codes(dtype: str, bits: int, rng: np.random.Generator, shape: tu
 
 def _d_start(d: str, rng: np.random.Generator, shape: tuple) -> np.ndarray:
     """D's starting codes: multiples of 1/4 in [-4, 4] (integers -16..16)."""
-    if d == "i32":
-        return (rng.integers(-16, 17, size=shape) & 0xFFFFFFFF).astype(np.uint64)
-    values = rng.integers(-16, 17, size=shape) / 4.0
-    bits = D_BITS[d]
-    return values.astype({32: np.float32, 16: np.float16}[bits]).view({32: np.uint32, 16: np.uint16}[bits]) \
-        .astype(np.uint64)
+    values = rng.integers(-16, 17, size=shape)
+    return d_codes_of(values if d == "i32" else values / 4.0, d)
 
 
 @attrs.frozen
@@ -91,16 +87,16 @@ def wgmma_operands(plan: WgmmaPlan, seed: int = 0, **values: int) -> WgmmaOperan
     b = wgmma_exact_codes(plan.atom.b, plan.b.tensor.bits, rng, (n, k))
     d0 = _d_start(plan.d.dtype.name, rng, (m, n))
     b_shift, b_bytes = _placed(plan.b, values)
-    a_regs, smem_a, a_bytes = None, None, 0
-    if isinstance(plan.a, GmmaDescriptor):
-        a_shift, a_bytes = _placed(plan.a, values)
+    a_regs, smem_a, a_shift, a_bytes = None, None, 0, 0
+    if isinstance(plan.a, GmmaDescriptor):                  # A's tile at 0, B's after it
         smem_a = 0
-    image = np.zeros(a_bytes + b_bytes, dtype=np.uint8)
-    if isinstance(plan.a, GmmaDescriptor):
-        write_tile(image, a_shift, plan.a.tensor, a)
+        a_shift, a_bytes = _placed(plan.a, values)
     else:
         assert plan.a.layout is not None
         a_regs = pack_fragment(a.T.reshape(-1), plan.a.layout, plan.a.threads, plan.a.dtype.bits)
+    image = np.zeros(a_bytes + b_bytes, dtype=np.uint8)
+    if isinstance(plan.a, GmmaDescriptor):
+        write_tile(image, a_shift, plan.a.tensor, a)
     write_tile(image, a_bytes + b_shift, plan.b.tensor, b)
     d_regs = pack_fragment(d0.T.reshape(-1), plan.fragment, plan.d.threads, D_BITS[plan.d.dtype.name])
     return WgmmaOperands(image, smem_a, a_bytes, a, b, a_regs, d0, d_regs)
@@ -137,15 +133,7 @@ def expected_d(plan: WgmmaPlan, ops: WgmmaOperands, accumulate: bool) -> np.ndar
     """(M, N) D codes the layouts' elements give: A B^T (+ the starting D), rounded to D's type."""
     d = plan.d.dtype.name
     prod = reference_mma(ops.a, ops.b, plan.atom.a, plan.atom.b)
-    if accumulate:
-        start = ops.d0.astype(np.uint32).view(np.int32) if d == "i32" else \
-            decode(ops.d0, "f32" if d == "f32" else "f16")
-        prod = prod + start
-    if d == "i32":
-        return (prod.astype(np.int64) & 0xFFFFFFFF).astype(np.uint64)
-    bits = D_BITS[d]
-    return prod.astype({32: np.float32, 16: np.float16}[bits]).view({32: np.uint32, 16: np.uint16}[bits]) \
-        .astype(np.uint64)
+    return d_codes_of(prod + d_values(ops.d0, d) if accumulate else prod, d)
 
 
 def verify_wgmma(plan: WgmmaPlan, seed: int = 0, stream: Callable[..., list] | None = None, **values: int) -> None:

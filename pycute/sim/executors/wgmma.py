@@ -21,7 +21,8 @@ from ...tensor.values import layout_values
 from ..machine import Machine
 from ..operand import gmma_operand, reference_mma
 
-__all__ = ["WgmmaExecutor", "decode", "pack_fragment", "unpack_fragment", "SYNC_PREFIXES", "D_BITS"]
+__all__ = ["WgmmaExecutor", "decode", "pack_fragment", "unpack_fragment", "d_values", "d_codes_of", "SYNC_PREFIXES",
+           "D_BITS"]
 
 #: Opcode prefixes that order or budget but write no register the model tracks (the interpreter records them).
 SYNC_PREFIXES = (FENCE_PTX.split(".sync")[0], COMMIT_PTX.split(".sync")[0], WAIT_PTX.split(".sync")[0],
@@ -62,13 +63,15 @@ def unpack_fragment(registers: np.ndarray, layout: Layout, threads: int, bits: i
     return out
 
 
-def _d_values(codes: np.ndarray, d: str) -> np.ndarray:
+def d_values(codes: np.ndarray, d: str) -> np.ndarray:
+    """D element codes of accumulator type ``d`` as float64 (s32 as integers)."""
     if d == "i32":
         return codes.astype(np.uint32).view(np.int32).astype(np.float64)
     return codes.astype({32: np.uint32, 16: np.uint16}[D_BITS[d]]).view(_FLOAT[D_BITS[d]]).astype(np.float64)
 
 
-def _d_codes(values: np.ndarray, d: str) -> np.ndarray:
+def d_codes_of(values: np.ndarray, d: str) -> np.ndarray:
+    """Values rounded to accumulator type ``d`` (f32, f16; s32 wraps), as codes."""
     if d == "i32":                                     # s32 accumulators wrap (no .satfinite)
         return (values.astype(np.int64) & 0xFFFFFFFF).astype(np.uint64)
     bits = D_BITS[d]
@@ -100,9 +103,9 @@ class WgmmaExecutor(Machine):
         prod = reference_mma(a_codes, b_codes, shape.a, shape.b)
         prod = prod * (issue.scale_a or 1) * (issue.scale_b or 1)
         layout = warpgroup_fragment(WGMMA_M, shape.n, D_RUN)
-        old = _d_values(unpack_fragment(d, layout, WARPGROUP_THREADS, D_BITS[shape.d]), shape.d)
+        old = d_values(unpack_fragment(d, layout, WARPGROUP_THREADS, D_BITS[shape.d]), shape.d)
         new = prod.T.reshape(-1) + (old if issue.scale_d else 0.0)     # index row + 64 * col
-        return pack_fragment(_d_codes(new, shape.d), layout, WARPGROUP_THREADS, D_BITS[shape.d])
+        return pack_fragment(d_codes_of(new, shape.d), layout, WARPGROUP_THREADS, D_BITS[shape.d])
 
 
 def _registers(operand: str) -> tuple[str, ...]:

@@ -34,12 +34,13 @@ from .arch.sm100 import SmemDescriptor, SwizzleMode, TCol, TLane
 from .arch.sm100.tmem import alloc_columns_for
 from .tensor import (GlobalTensor, RegisterFragment, SmemTensor, TmemAllocation, TmemTensor, dynamic,
                      global_tensor_from, kmajor_smem_buffer, kmajor_smem_tensor, make_fragment, make_global_tensor, make_smem_tensor,
-                     make_stages, make_tmem_tensor)
+                     make_stages, make_tmem_tensor, mnmajor_smem_tensor)
 from .atoms import CopyAtom, Tcgen05CpAtom, TmemLoadAtom, TmemStoreAtom, atom_tmem_tensor
 from .copy import (BulkPlan, CopyPlan, CpAsyncPlan, DsmemPlan, Plan, Tcgen05CpPlan, Tcgen05LdStPlan, TmaPlan,
                    TmemCopyPlan, copy_async, expected_tmem, make_bulk_copy, make_cp_async_copy, make_dsmem_copy,
                    make_tiled_copy, make_tma_copy, make_tmem_copy)
 from .mma import MmaPlan, make_mma, mma_accumulator
+from .mma import GmmaDescriptor, WgmmaPlan, make_gmma_desc, wgmma_a_fragment, wgmma_accumulator
 from . import compile  # pycute.compile (NVRTC, cache, SASS), reachable as pc.compile
 from . import codegen  # registers plan.cuda()
 from .codegen import header_path, include_dir
@@ -88,6 +89,8 @@ __all__ = [
     # feeding tcgen05.mma
     "make_umma_desc", "UmmaDescriptor", "make_instr_desc", "InstrDescriptor", "scale_factor_tensor", "scale_factor_smem",
     "ScaleFactorTensor", "check_scale_factor_copy", "verify_operand", "reference_mma",
+    # Hopper's wgmma (sm_90a): make_mma with a register accumulator
+    "wgmma_accumulator", "wgmma_a_fragment", "make_gmma_desc", "GmmaDescriptor", "WgmmaPlan", "mnmajor_smem_tensor",
     # pictures
     "print_layout", "layout_grid", "draw_layout", "draw_smem", "draw_plan",
 ]

@@ -159,7 +159,7 @@ SOURCES = {str(p.relative_to(PACKAGE)): code_text(p) for p in sorted(PACKAGE.rgl
 
 # fact -> (a pattern that spells it, the files allowed to). Tokens are joined by spaces in SOURCES.
 FACTS = {
-    "descriptor bit layout": (r"DescriptorField \( \"", ["arch/sm100/descriptor.py"]),
+    "descriptor bit layout": (r"DescriptorField \( \"", ["arch/sm100/descriptor.py", "arch/sm90/gmma_descriptor.py"]),
     "descriptor start field mask": (r"0x3FFF|16383", []),
     "TMEM address packing": (r"(<<|>>)\s*16\b|&\s*0xFFFF\b|65535", []),
     "TMEM lane shift": (r"LANE_SHIFT =", ["arch/sm100/tmem.py"]),

@@ -11,7 +11,9 @@
 * ``pycute/tcgen05_ldst.cuh``: tcgen05.ld / st wrappers of every shape and their software model (``arch.sm100``);
 * ``pycute/tcgen05_mma.cuh``: tcgen05.mma wrappers of every kind, cta_group, scale_vec, A operand and .ws
   (``arch.sm100.mma``);
-* ``pycute/sm100.cuh``: all of them, the one include the C ABI promises.
+* ``pycute/sm100.cuh``: all of them, the one include the C ABI promises;
+* ``pycute/wgmma.cuh``: Hopper's wgmma: the sm_90 descriptor, fences and groups, the warpgroup, ``setmaxnreg``
+  (``arch.sm90.wgmma``; sm_90a, outside ``sm100.cuh``, in ``STANDALONE``).
 
 A new copy variant adds its part to ``PARTS``. The shipped files are this module's output, checked in so that nvcc
 users find them in the wheel; ``tests/codegen`` asserts they are current, and ``python -m pycute header --write``
@@ -38,9 +40,10 @@ from .tma import tma_header_functions
 from .cp_async import cp_async_header
 from .bulk import bulk_header
 from .mma import mma_header_functions, soft_mma_functions, soft_mma_tables
+from .wgmma import WGMMA_HEADER, wgmma_header
 from .templates import render
 
-__all__ = ["ABI_VERSION", "HEADER_NAME", "PARTS", "headers", "sm100_header", "header_path", "include_dir",
+__all__ = ["ABI_VERSION", "HEADER_NAME", "PARTS", "STANDALONE", "headers", "sm100_header", "header_path", "include_dir",
            "write_header"]
 
 HEADER_NAME = "pycute/sm100.cuh"
@@ -102,6 +105,13 @@ PARTS = (
 )
 
 
+#: Headers outside ``pycute/sm100.cuh`` (instructions sm_100a does not have), each included on its own: (name, what
+#: it holds, its renderer).
+STANDALONE = (
+    (WGMMA_HEADER, "wgmma (sm_90a): the sm_90 descriptor, fences and groups, the warpgroup, setmaxnreg", wgmma_header),
+)
+
+
 def sm100_header() -> str:
     """The text of ``pycute/sm100.cuh``: every part, in order."""
     return render("header_sm100.cuh", abi=ABI_VERSION,
@@ -111,7 +121,8 @@ def sm100_header() -> str:
 
 def headers() -> dict[str, str]:
     """Every shipped header's name (under ``include_dir()``) and text."""
-    return {**{name: render_part() for name, _, render_part in PARTS}, HEADER_NAME: sm100_header()}
+    return {**{name: render_part() for name, _, render_part in PARTS}, HEADER_NAME: sm100_header(),
+            **{name: render_part() for name, _, render_part in STANDALONE}}
 
 
 def header_path() -> Path:

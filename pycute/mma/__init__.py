@@ -1,6 +1,8 @@
 """Feeding tcgen05.mma: operand descriptors from layouts (``make_umma_desc``), the instruction descriptor
 (``make_instr_desc``), block-scale factors where the MMA reads them (``scale_factor_tensor``), the accumulator's
-TMEM tensor (``mma_accumulator``), an A in TMEM (``make_tmem_operand``), and the MMA as a plan (``make_mma``)."""
+TMEM tensor (``mma_accumulator``), an A in TMEM (``make_tmem_operand``), and the MMA as a plan (``make_mma``).
+Hopper's wgmma beside it: the sm_90 descriptor (``make_gmma_desc``), the register fragments (``wgmma_accumulator``,
+``wgmma_a_fragment``) and the plan (``make_mma`` with a register accumulator: ``WgmmaPlan``)."""
 from .accumulator import accumulator_layout, mma_accumulator
 from .instr import InstrDescriptor, make_instr_desc
 from .operand import UmmaDescriptor, make_umma_desc
@@ -8,3 +10,7 @@ from .scale import ScaleFactorTensor, check_scale_factor_copy, scale_factor_smem
 from .tmem_operand import TmemOperand, make_tmem_operand
 from .plan import MmaInstruction, MmaPlan
 from .planner import make_mma
+from .gmma_operand import GmmaDescriptor, make_gmma_desc
+from .wgmma_fragment import wgmma_a_fragment, wgmma_accumulator
+from .wgmma_plan import WgmmaInstruction, WgmmaPlan
+from .wgmma_planner import make_wgmma

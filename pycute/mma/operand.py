@@ -25,7 +25,8 @@ from ..int_tuple import as_int
 from ..layout import Layout, make_layout
 from ..swizzle import Swizzle
 
-__all__ = ["OperandShape", "UmmaDescriptor", "make_umma_desc", "canonical_offsets", "BASE32B_ATOM_K"]
+__all__ = ["OperandShape", "UmmaDescriptor", "make_umma_desc", "canonical_offsets", "canonical_fields",
+           "major_of", "check_alignment", "BASE32B_ATOM_K"]
 
 BASE32B_ATOM_K = 4          # the 128B-with-32B-atom swizzle's atom is 128 B x 4 rows of K (PTX Table 53)
 
@@ -107,17 +108,18 @@ def _swizzle_mode(tensor: SmemTensor, bits: int) -> SwizzleMode:
         raise DescriptorError(f"make_umma_desc: {e}") from None
 
 
-def _major(layout: Layout, requested) -> Major:
+def major_of(layout: Layout, requested, who: str = "make_umma_desc") -> Major:
+    """The major-ness a (MN, K) layout's unit stride gives (checked against ``requested`` when given)."""
     k_unit, mn_unit = layout(0, 1) == 1, layout(1, 0) == 1
     inferred: Major | None = "K" if k_unit and not mn_unit else "MN" if mn_unit and not k_unit else None
     if requested is not None and requested not in ("K", "MN"):
-        raise DescriptorError(f"make_umma_desc: major is 'K' or 'MN', not {requested!r}")
+        raise DescriptorError(f"{who}: major is 'K' or 'MN', not {requested!r}")
     if inferred is None:
-        raise DescriptorError(f"make_umma_desc: no canonical layout: the layout {layout!r} has a unit stride in "
+        raise DescriptorError(f"{who}: no canonical layout: the layout {layout!r} has a unit stride in "
                               f"{'both modes' if k_unit else 'neither mode'} (K-major tiles step K by 1 element, "
                               f"MN-major tiles step MN by 1)")
     if requested is not None and requested != inferred:
-        raise DescriptorError(f"make_umma_desc: the layout {layout!r} is {inferred}-major, not {requested}-major")
+        raise DescriptorError(f"{who}: the layout {layout!r} is {inferred}-major, not {requested}-major")
     return inferred
 
 
@@ -180,7 +182,8 @@ def _check_dtype(major: str, mode: SwizzleMode, name: str, bits: int, kind) -> N
                                   f"container layout")
 
 
-def _check_alignment(tensor: SmemTensor, mode: SwizzleMode) -> None:
+def check_alignment(tensor: SmemTensor, mode: SwizzleMode, who: str = "make_umma_desc") -> None:
+    """The tile's swizzle atoms start on the pattern (base offset 0)."""
     if mode is SwizzleMode.NONE:
         return
     period = mode.period
@@ -188,10 +191,55 @@ def _check_alignment(tensor: SmemTensor, mode: SwizzleMode) -> None:
     # The atoms' rows must start on the pattern; an offset inside the first row (a K slice) is the k-block
     # advance's own mechanism (the XOR anchors on absolute address bits, base offset 0).
     if tensor.base_align % period or start % period >= mode.row_pitch:
-        raise DescriptorError(f"make_umma_desc: the tile starts {start} B into a buffer aligned to "
+        raise DescriptorError(f"{who}: the tile starts {start} B into a buffer aligned to "
                               f"{tensor.base_align} B; its {mode.label} atoms must start on the {period} B swizzle "
-                              f"pattern (base offset 0 is the only one pycute writes: its other values are "
-                              f"undocumented)")
+                              f"pattern (pycute writes base offset 0 only: how the hardware applies the others is "
+                              f"not settled)")
+
+
+def canonical_fields(t: SmemTensor, layout: Layout, maj: Major, mode: SwizzleMode, who: str
+                     ) -> tuple[int, int, int, tuple[int, ...]]:
+    """LBO, SBO (bytes), K per MMA (32 bytes) and each k-block's start offset (bytes from the tile's first) of the
+    canonical ``maj``-major ``mode`` layout ``layout`` (the (MN, K) tile ``t``'s), after checking every element one
+    MMA reads against the canonical formula and every k-block against the first moved by its start: the analysis
+    tcgen05's and wgmma's descriptors share (the same canonical family). DescriptorError names what is off."""
+    bits = t.bits
+    mn, kk = layout[0].size(), layout[1].size()
+    kmma = K_BYTES * 8 // bits
+    if kk % kmma or (maj == "K" and mn % 8):
+        raise DescriptorError(f"{who}: a {mn}x{kk} tile is not whole MMA operands: K a multiple of {kmma} "
+                              f"({K_BYTES} B){' and MN of 8 rows' if maj == 'K' else ''}")
+    lbo, sbo = _fields(layout, maj, mode, bits, mn, kmma)
+    for name, v, field in (("LBO", lbo, LBO), ("SBO", sbo, SBO)):
+        if v < 0 or v % UNIT_BYTES or v >= field.limit:
+            raise DescriptorError(f"{who}: {name} {v} B is not a 16-byte multiple below {field.limit} "
+                                  f"(the layout's {name} stride is off for a canonical {maj}-major tile)")
+    m, k = np.meshgrid(np.arange(mn), np.arange(kk), indexing="ij")
+    have = (layout_values(layout) * bits).reshape(kk, mn).T
+    want = canonical_offsets(maj, mode, bits, lbo, sbo, m[:, :kmma], k[:, :kmma])
+    bad = np.argwhere(have[:, :kmma] != want)
+    if bad.size:
+        i, j = (int(x) for x in bad[0])
+        off = "MN" if j == 0 else "K" if i == 0 else "MN and K"
+        raise DescriptorError(f"{who}: element ({i}, {j}) sits at byte {have[i, j] / 8:g} of the tile, but the "
+                              f"canonical {maj}-major {mode.label} layout (LBO {lbo} B, SBO {sbo} B) puts it at byte "
+                              f"{want[i, j] / 8:g}: the layout's {off} stride is off")
+    offsets = []
+    for j in range(kk // kmma):
+        block = have[:, j * kmma:(j + 1) * kmma]
+        start = int(block[0, 0])
+        if not np.array_equal(block - start, have[:, :kmma]):
+            raise DescriptorError(f"{who}: k-block {j} is not k-block 0 moved by its start address: one "
+                                  f"descriptor cannot read it")
+        if start % (UNIT_BYTES * 8):
+            raise DescriptorError(f"{who}: k-block {j} starts at bit {start}, not on a 16-byte unit")
+        begin = t.offset * bits // 8 + start // 8          # from the buffer base
+        if maj == "K" and mode is not SwizzleMode.NONE and begin % mode.row_pitch + K_BYTES > mode.row_pitch:
+            raise DescriptorError(f"{who}: k-block {j} starts at byte {begin} of the buffer, "
+                                  f"{begin % mode.row_pitch} B into a {mode.row_pitch} B swizzle row, and its "
+                                  f"{K_BYTES} B would cross it")
+        offsets.append(start // 8)
+    return lbo, sbo, kmma, tuple(offsets)
 
 
 def make_umma_desc(smem_tensor: SmemTensor, major: Major | None = None, kind: str | None = None) -> UmmaDescriptor:
@@ -214,42 +262,8 @@ def make_umma_desc(smem_tensor: SmemTensor, major: Major | None = None, kind: st
                               f"descriptor this way (8/16/32-bit elements and packed fp4)")
     layout = make_layout(t.layout[0], t.layout[1])
     mode = _swizzle_mode(t, bits)
-    maj = _major(layout, major)
+    maj = major_of(layout, major)
     _check_dtype(maj, mode, t.dtype.name, bits, kind)
-    _check_alignment(t, mode)
-    mn, kk = layout[0].size(), layout[1].size()
-    kmma = K_BYTES * 8 // bits
-    if kk % kmma or (maj == "K" and mn % 8):
-        raise DescriptorError(f"make_umma_desc: a {mn}x{kk} tile is not whole MMA operands: K a multiple of {kmma} "
-                              f"({K_BYTES} B){' and MN of 8 rows' if maj == 'K' else ''}")
-    lbo, sbo = _fields(layout, maj, mode, bits, mn, kmma)
-    for name, v, field in (("LBO", lbo, LBO), ("SBO", sbo, SBO)):
-        if v < 0 or v % UNIT_BYTES or v >= field.limit:
-            raise DescriptorError(f"make_umma_desc: {name} {v} B is not a 16-byte multiple below {field.limit} "
-                                  f"(the layout's {name} stride is off for a canonical {maj}-major tile)")
-    m, k = np.meshgrid(np.arange(mn), np.arange(kk), indexing="ij")
-    have = (layout_values(layout) * bits).reshape(kk, mn).T
-    want = canonical_offsets(maj, mode, bits, lbo, sbo, m[:, :kmma], k[:, :kmma])
-    bad = np.argwhere(have[:, :kmma] != want)
-    if bad.size:
-        i, j = (int(x) for x in bad[0])
-        off = "MN" if j == 0 else "K" if i == 0 else "MN and K"
-        raise DescriptorError(f"make_umma_desc: element ({i}, {j}) sits at byte {have[i, j] / 8:g} of the tile, but the "
-                              f"canonical {maj}-major {mode.label} layout (LBO {lbo} B, SBO {sbo} B) puts it at byte "
-                              f"{want[i, j] / 8:g}: the layout's {off} stride is off")
-    offsets = []
-    for j in range(kk // kmma):
-        block = have[:, j * kmma:(j + 1) * kmma]
-        start = int(block[0, 0])
-        if not np.array_equal(block - start, have[:, :kmma]):
-            raise DescriptorError(f"make_umma_desc: k-block {j} is not k-block 0 moved by its start address: one "
-                                  f"descriptor cannot read it")
-        if start % (UNIT_BYTES * 8):
-            raise DescriptorError(f"make_umma_desc: k-block {j} starts at bit {start}, not on a 16-byte unit")
-        begin = t.offset * bits // 8 + start // 8          # from the buffer base
-        if maj == "K" and mode is not SwizzleMode.NONE and begin % mode.row_pitch + K_BYTES > mode.row_pitch:
-            raise DescriptorError(f"make_umma_desc: k-block {j} starts at byte {begin} of the buffer, "
-                                  f"{begin % mode.row_pitch} B into a {mode.row_pitch} B swizzle row, and its "
-                                  f"{K_BYTES} B would cross it")
-        offsets.append(start // 8)
-    return UmmaDescriptor(SmemDescriptor(0, lbo, sbo, mode), maj, t, kmma, tuple(offsets), stages)
+    check_alignment(t, mode)
+    lbo, sbo, kmma, offsets = canonical_fields(t, layout, maj, mode, "make_umma_desc")
+    return UmmaDescriptor(SmemDescriptor(0, lbo, sbo, mode), maj, t, kmma, offsets, stages)

@@ -4,10 +4,13 @@ accumulator layout the MMA writes (arch.sm100.datapath); for the block-scaled ki
 scale_factor_tensor, each k-block reading its SF id and column (PTX ISA #tcgen05-mma, #tcgen05-block-scaling)."""
 from __future__ import annotations
 
+from typing import overload
+
 from ..arch.sm100.mma import MMA_KINDS
 from ..arch.sm100.tmem import CELL_BITS, check_cta_group
 from ..atoms.mma import MmaAtom
 from ..errors import DescriptorError, PlanError
+from ..tensor.rmem import RegisterFragment
 from ..tensor.smem import SmemTensor
 from ..tensor.tmem import TmemTensor
 from .accumulator import accumulator_layout
@@ -16,6 +19,8 @@ from .operand import UmmaDescriptor, make_umma_desc
 from .plan import MmaInstruction, MmaPlan
 from .scale import ScaleFactorTensor
 from .tmem_operand import TmemOperand, make_tmem_operand
+from .wgmma_plan import WgmmaPlan
+from .wgmma_planner import make_wgmma
 
 __all__ = ["make_mma"]
 
@@ -90,9 +95,33 @@ def _check_tmem_a(da: TmemOperand, d_column: int, n: int) -> None:
                         f"{d_column}..{d_column + n - 1})")
 
 
+def _wgmma(d: RegisterFragment, a: SmemTensor | TmemTensor | RegisterFragment, b: SmemTensor,
+           **options: object) -> WgmmaPlan:
+    """make_mma with a register accumulator: Hopper's wgmma, which takes none of tcgen05's options."""
+    given = sorted(n for n, v in options.items() if v not in (None, False) and not (n == "cta_group" and v == 1))
+    if given:
+        raise PlanError(f"make_mma: a register accumulator plans wgmma, which takes no tcgen05 options "
+                        f"(kind, sfa, sfb, scale_type, cta_group, ws), got {', '.join(given)}")
+    if isinstance(a, TmemTensor):
+        raise TypeError("make_mma: wgmma reads A from shared memory or registers, not TMEM")
+    return make_wgmma(d, a, b)
+
+
+@overload
 def make_mma(d: TmemTensor, a: SmemTensor | TmemTensor, b: SmemTensor, *, kind: str | None = None,
              sfa: ScaleFactorTensor | None = None, sfb: ScaleFactorTensor | None = None,
-             scale_type: str | None = None, cta_group: int = 1, ws: bool = False) -> MmaPlan:
+             scale_type: str | None = None, cta_group: int = 1, ws: bool = False) -> MmaPlan: ...
+
+
+@overload
+def make_mma(d: RegisterFragment, a: SmemTensor | RegisterFragment, b: SmemTensor, *, kind: str | None = None,
+             sfa: ScaleFactorTensor | None = None, sfb: ScaleFactorTensor | None = None,
+             scale_type: str | None = None, cta_group: int = 1, ws: bool = False) -> WgmmaPlan: ...
+
+
+def make_mma(d: TmemTensor | RegisterFragment, a: SmemTensor | TmemTensor | RegisterFragment, b: SmemTensor, *,
+             kind: str | None = None, sfa: ScaleFactorTensor | None = None, sfb: ScaleFactorTensor | None = None,
+             scale_type: str | None = None, cta_group: int = 1, ws: bool = False) -> MmaPlan | WgmmaPlan:
     """Plan ``D (+)= A B^T`` (A M x K in shared memory or TMEM, B N x K in shared memory) as one ``tcgen05.mma``
     per k-block. With ``cta_group=2`` the tensors are one CTA's of the pair: A its M/2 rows, B its N/2 rows (the
     even CTA's first), D its M/2 rows of the M x N accumulator, SFA its rows' SFs and SFB all N columns'. An A in
@@ -100,7 +129,11 @@ def make_mma(d: TmemTensor, a: SmemTensor | TmemTensor, b: SmemTensor, *, kind: 
     plans the weight-stationary ``tcgen05.mma.ws`` (M 32 / 64 / 128, N 64 / 128 / 256; D where its data path puts
     it, which pycute knows for M 64). ``kind`` is inferred from the types (``mxf8f6f4`` / ``mxf4`` when SFs are
     given; name ``mxf4nvf4`` yourself); ``sfa`` / ``sfb`` are the SF tensors (scale_factor_tensor) of the
-    block-scaled kinds. DescriptorError or PlanError names the rule a tensor breaks."""
+    block-scaled kinds. DescriptorError or PlanError names the rule a tensor breaks.
+
+    With a register accumulator (``wgmma_accumulator``) it plans Hopper's ``wgmma.mma_async`` (``make_wgmma``)."""
+    if isinstance(d, RegisterFragment):
+        return _wgmma(d, a, b, kind=kind, sfa=sfa, sfb=sfb, scale_type=scale_type, cta_group=cta_group, ws=ws)
     if not (isinstance(d, TmemTensor) and isinstance(a, (SmemTensor, TmemTensor)) and isinstance(b, SmemTensor)):
         raise TypeError(f"make_mma: D is a TMEM tensor (mma_accumulator), A a shared tile or TMEM tensor, B a shared "
                         f"tile, got {type(d).__name__}, {type(a).__name__}, {type(b).__name__}")

@@ -10,15 +10,16 @@ Written from the PTX ISA (facts and their tags in docs/ptx-tcgen05.md and docs/t
 from __future__ import annotations
 
 from .executors import (BulkExecutor, CpAsyncExecutor, Tcgen05CpExecutor, Tcgen05LdStExecutor, Tcgen05MmaExecutor,
-                        TmaExecutor)
+                        TmaExecutor, WgmmaExecutor)
 from .machine import CtaState
 
 __all__ = ["Sm90Emulator", "Sm100Emulator", "CtaState"]
 
 
-class Sm90Emulator(TmaExecutor, BulkExecutor, CpAsyncExecutor):
+class Sm90Emulator(TmaExecutor, BulkExecutor, CpAsyncExecutor, WgmmaExecutor):
     """The CTAs of a cluster with shared memory at ``smem_base``: TMA loads (multicast too) and stores, flat bulk
-    copies and DSMEM copies between the CTAs, and cp.async with its groups, against a global byte array."""
+    copies and DSMEM copies between the CTAs, and cp.async with its groups, against a global byte array; and
+    wgmma.mma_async of a warpgroup, reading its shared memory and given registers."""
 
     MAX_CTAS = 16
     CTAS_WHY = "a cluster of up to 16 CTAs, the non-portable maximum on the H100/H200"

@@ -3,21 +3,23 @@
 ``mma_operand`` walks the descriptor's canonical layout (docs/tcgen05-mma-operands.md section 3) from its fields
 alone -- start address, LBO, SBO, swizzle, major-ness -- and XORs absolute address bits (the swizzle anchors on
 the address, base offset 0), independent of the layout algebra; ``verify_operand`` compares it element by element
-with the tile's own view through its layout and swizzle. ``reference_mma`` multiplies decoded operands (dense f16 /
-bf16 / tf32 / f8 / i8, and block-scaled mxf8 and nvfp4) in float64 for end-to-end checks.
+with the tile's own view through its layout and swizzle; ``gmma_operand`` reads wgmma's sm_90 descriptor the same
+way. ``reference_mma`` multiplies decoded operands (dense f16 / bf16 / tf32 / f8 / i8, and block-scaled mxf8 and
+nvfp4) in float64 for end-to-end checks.
 """
 from __future__ import annotations
 
 import numpy as np
 
 from ..arch.sm100.descriptor import SmemDescriptor
+from ..arch.sm90.gmma_descriptor import GmmaSmemDescriptor
 from ..arch.sm100.swizzle_modes import SwizzleMode
 from ..tensor.values import smem_element_offsets
 from ..dtypes import TF32_MASK
 from ..errors import EmulationError
 from ..mma.operand import UmmaDescriptor, canonical_offsets
 
-__all__ = ["mma_operand", "verify_operand", "decode", "reference_mma"]
+__all__ = ["mma_operand", "gmma_operand", "verify_operand", "decode", "reference_mma"]
 
 
 def _read_bits(image: np.ndarray, bit: np.ndarray, bits: int) -> np.ndarray:
@@ -33,6 +35,18 @@ def _read_bits(image: np.ndarray, bit: np.ndarray, bits: int) -> np.ndarray:
     return value
 
 
+def _canonical_read(major: str, mode: SwizzleMode, bits: int, lbo: int, sbo: int, start: int, mn: int, k: int,
+                    image: np.ndarray, smem_base: int) -> np.ndarray:
+    """``(mn, k)`` element bit patterns of the canonical layout with these fields from ``start``, the swizzle XORed
+    into absolute byte addresses (base offset 0)."""
+    m, kk = np.meshgrid(np.arange(mn), np.arange(k), indexing="ij")
+    linear = canonical_offsets(major, mode, bits, lbo, sbo, m, kk) + start * 8
+    byte = linear // 8
+    sw = mode.byte_swizzle
+    physical = (sw(byte) if sw is not None else byte) - smem_base
+    return _read_bits(np.asarray(image, dtype=np.uint8), physical * 8 + linear % 8, bits)
+
+
 def mma_operand(desc: int, major: str, mn: int, k: int, bits: int, image: np.ndarray, smem_base: int = 0) -> np.ndarray:
     """``(mn, k)`` element bit patterns the MMA reads through the 64-bit descriptor ``desc`` from ``image`` (the
     bytes of shared memory from window address ``smem_base``)."""
@@ -40,12 +54,19 @@ def mma_operand(desc: int, major: str, mn: int, k: int, bits: int, image: np.nda
     if d.base_offset or d.lbo_mode:
         raise EmulationError("base offset and absolute-LBO mode are not modelled (docs/tcgen05-mma-operands.md "
                              "section 1: pycute writes 0)")
-    m, kk = np.meshgrid(np.arange(mn), np.arange(k), indexing="ij")
-    linear = canonical_offsets(major, d.swizzle, bits, d.lbo, d.sbo, m, kk) + d.start_address * 8
-    byte = linear // 8
-    sw = d.swizzle.byte_swizzle
-    physical = (sw(byte) if sw is not None else byte) - smem_base
-    return _read_bits(np.asarray(image, dtype=np.uint8), physical * 8 + linear % 8, bits)
+    return _canonical_read(major, d.swizzle, bits, d.lbo, d.sbo, d.start_address, mn, k, image, smem_base)
+
+
+def gmma_operand(desc: int, major: str, mn: int, k: int, bits: int, image: np.ndarray, smem_base: int = 0
+                 ) -> np.ndarray:
+    """``(mn, k)`` element bit patterns ``wgmma.mma_async`` reads through the sm_90 descriptor ``desc`` (its fields
+    alone: start, LBO, SBO, layout type) from ``image`` (shared memory from window address ``smem_base``)."""
+    d = GmmaSmemDescriptor.decode(desc)
+    if d.base_offset:
+        raise EmulationError("a non-zero sm_90 descriptor base offset is not modelled (docs/wgmma.md: pycute "
+                             "writes 0 and starts every swizzled tile on its pattern)")
+    return _canonical_read(major, SwizzleMode.from_label(d.layout), bits, d.lbo, d.sbo, d.start_address, mn, k,
+                           image, smem_base)
 
 
 def verify_operand(udesc: UmmaDescriptor, seed: int = 0, smem_base: int = 0) -> None:

@@ -16,18 +16,19 @@ import re
 
 from ..codegen.probe import PROBE_SHARED_SYMBOL, probe_entry
 from ..errors import CompileError
-from .executors import bulk, cp_async, mma, tcgen05_cp, tcgen05_ldst, tma
+from .executors import bulk, cp_async, mma, tcgen05_cp, tcgen05_ldst, tma, wgmma
 
 #: PTX opcode prefix -> the executor's decoder of its issued instructions (pycute.sim.executors).
 ISSUE_DECODERS = {"tcgen05.cp": tcgen05_cp.decode, "tcgen05.ld": tcgen05_ldst.decode, "tcgen05.st": tcgen05_ldst.decode,
                   "cp.async.bulk.tensor": tma.decode, "cp.async.bulk.prefetch.tensor": tma.decode,
                   "cp.async.ca": cp_async.decode, "cp.async.cg": cp_async.decode,
                   "cp.async.bulk.shared::cluster": bulk.decode, "cp.async.bulk.global": bulk.decode,
-                  "tcgen05.mma": mma.decode}
+                  "tcgen05.mma": mma.decode, "wgmma.mma_async": wgmma.decode}
 #: Which of a thread's lists each family's records go to.
 _RECORDS = {"tcgen05.cp": "issued", "tcgen05.ld": "ldst", "tcgen05.st": "ldst", "cp.async.bulk.tensor": "tma",
             "cp.async.bulk.prefetch.tensor": "tma", "cp.async.ca": "cp_async", "cp.async.cg": "cp_async",
-            "cp.async.bulk.shared::cluster": "bulk", "cp.async.bulk.global": "bulk", "tcgen05.mma": "mma"}
+            "cp.async.bulk.shared::cluster": "bulk", "cp.async.bulk.global": "bulk", "tcgen05.mma": "mma",
+            "wgmma.mma_async": "mma"}
 
 
 def _family(op: str) -> str | None:
@@ -203,7 +204,8 @@ class _Thread:
         base = parts[0]
         bits = _width(parts[-1]) if len(parts) > 1 else 32
         if base in _SYNC_OPS or (base == "tcgen05" and parts[1] in _SYNC_TCGEN05) or \
-                (base == "mbarrier" and parts[1] in ("init", "arrive")) or op.startswith(_SYNC_BULK):
+                (base == "mbarrier" and parts[1] in ("init", "arrive")) or op.startswith(_SYNC_BULK) or \
+                op.startswith(wgmma.SYNC_PREFIXES):
             if base == "mbarrier" and parts[1] == "arrive" and args and args[0] != "_":
                 self.regs[args[0]] = 0                       # the arrival's state token
             self.trace.append((op, [self.value(a.strip("[]")) if a.strip("[]") in self.regs else a for a in args]))

@@ -21,12 +21,15 @@ from ..copy.tma.plan import TmaPlan
 from .verify_tma import verify_tma
 from .verify_flat import verify_bulk, verify_cp_async, verify_dsmem
 from .verify_mma import verify_mma
+from .verify_wgmma import verify_wgmma
 from ..mma.plan import MmaPlan
+from ..mma.wgmma_plan import WgmmaPlan
 from ..copy.bulk.plan import BulkPlan
 from ..copy.cp_async.plan import CpAsyncPlan
 from ..copy.dsmem.plan import DsmemPlan
 
-__all__ = ["verify", "verify_plan", "verify_tmem_copy", "verify_tma", "verify_cp_async", "verify_bulk", "verify_dsmem", "verify_mma", "run_tmem_copy", "VERIFIERS"]
+__all__ = ["verify", "verify_plan", "verify_tmem_copy", "verify_tma", "verify_cp_async", "verify_bulk", "verify_dsmem", "verify_mma", "verify_wgmma", "run_tmem_copy",
+           "VERIFIERS"]
 
 
 def verify_plan(plan: Tcgen05CpPlan, seed: int = 0, smem_base: int = 0,
@@ -136,7 +139,7 @@ def verify_tmem_copy(plan: Tcgen05LdStPlan, seed: int = 0) -> None:
 VERIFIERS: dict[str, Callable[..., None]] = {Tcgen05CpPlan.VARIANT: verify_plan, Tcgen05LdStPlan.VARIANT: verify_tmem_copy,
                                              TmaPlan.VARIANT: verify_tma, CpAsyncPlan.VARIANT: verify_cp_async,
                                              BulkPlan.VARIANT: verify_bulk, DsmemPlan.VARIANT: verify_dsmem,
-                                             MmaPlan.VARIANT: verify_mma}
+                                             MmaPlan.VARIANT: verify_mma, WgmmaPlan.VARIANT: verify_wgmma}
 
 
 def verify(plan: Plan, seed: int = 0, **values: int) -> None:
@@ -156,3 +159,4 @@ provides("verify", CpAsyncPlan)(verify_cp_async)
 provides("verify", BulkPlan)(verify_bulk)
 provides("verify", DsmemPlan)(verify_dsmem)
 provides("verify", MmaPlan)(verify_mma)
+provides("verify", WgmmaPlan)(verify_wgmma)

@@ -8,6 +8,6 @@ from .smem import SmemTensor, make_smem_tensor
 from .tmem import TmemPlacement, TmemTensor, make_tmem_tensor
 from .rmem import RegisterFragment, make_fragment
 from .alloc import TmemAllocation
-from .canonical import kmajor_smem_buffer, kmajor_smem_tensor
+from .canonical import kmajor_smem_buffer, kmajor_smem_tensor, mnmajor_smem_tensor
 from .values import layout_values, smem_bytes_needed, smem_element_offsets
 from .stages import make_stages

@@ -1,4 +1,4 @@
-"""Canonical tensors: K-major shared-memory tiles (PTX "canonical layouts")."""
+"""Canonical tensors: K-major and MN-major shared-memory tiles (PTX "canonical layouts")."""
 from __future__ import annotations
 
 from ..arch.sm100.swizzle_modes import SwizzleLabel, SwizzleMode
@@ -9,7 +9,7 @@ from ..layout import Layout
 from ..swizzle import ComposedLayout
 from .smem import SmemTensor, make_smem_tensor
 
-__all__ = ["kmajor_smem_tensor", "kmajor_smem_buffer", "SWIZZLE_PITCH"]
+__all__ = ["kmajor_smem_tensor", "kmajor_smem_buffer", "mnmajor_smem_tensor", "SWIZZLE_PITCH"]
 
 #: swizzle label -> row pitch in bytes, for the modes tcgen05.cp uses
 SWIZZLE_PITCH = {m.label: m.row_pitch for m in (SwizzleMode.NONE, SwizzleMode.B32, SwizzleMode.B64, SwizzleMode.B128)}
@@ -54,3 +54,24 @@ def kmajor_smem_buffer(dtype: DTypeLike, rows: int, k: int, swizzle: SwizzleLabe
     if rows < 1 or k < 1:
         raise PlanError(f"kmajor_smem_buffer: a tile has at least one row and one column, not {rows} x {k}")
     return kmajor_smem_tensor(dt, -(-rows // 8) * 8, -(-k // pe) * pe, swizzle)
+
+
+def mnmajor_smem_tensor(dtype: DTypeLike, mn: int, k: int, swizzle: SwizzleLabel = "128B") -> SmemTensor:
+    """An MN-major ``mn`` x ``k`` tile (MN contiguous: a transposed MMA operand): atoms of one swizzle row of MN
+    elements by 8 rows of K (``"none"``: 16 bytes of MN by 8 K rows, the interleaved core matrix), MN atoms stacked
+    first (LBO, or SBO unswizzled, one atom apart), then the K groups of 8 (cuTe's MN-major ``tile_to_shape``)."""
+    dt = as_dtype(dtype)
+    try:
+        mode = SwizzleMode.from_label(swizzle)
+    except DescriptorError as e:
+        raise PlanError(str(e)) from None
+    mn, k = as_int(mn, "mnmajor_smem_tensor: mn"), as_int(k, "mnmajor_smem_tensor: k")
+    per = mode.row_pitch * 8 // dt.bits          # MN elements in one swizzle row (16 bytes unswizzled)
+    if mn < per or mn % per:
+        raise PlanError(f"mnmajor_smem_tensor: a {mode.label!r} MN-major atom is {per} {dt.name} elements of MN; "
+                        f"{mn} is not a multiple")
+    if k < 8 or k % 8:
+        raise PlanError(f"mnmajor_smem_tensor: an MN-major tile has whole groups of 8 K rows; {k} given")
+    inner = Layout(((per, mn // per), (8, k // 8)), ((1, 8 * per), (per, 8 * mn)))
+    sw = mode.element_swizzle(dt.bits)
+    return make_smem_tensor(dt, inner if sw is None else ComposedLayout(sw, 0, inner))

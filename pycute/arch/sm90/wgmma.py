@@ -1,0 +1,109 @@
+"""Hopper's warpgroup MMA, ``wgmma.mma_async`` (sm_90a), as data (PTX ISA #asynchronous-warpgroup-level-matrix-
+instructions, #asynchronous-warpgroup-level-matrix-instructions-wgmma-mma, #asynchronous-warpgroup-level-matrix-
+register-fragment): the operand types with their K per instruction, accumulators and transposability, the legal N,
+the register fragments of D and of an A in registers, the ordering instructions and ``setmaxnreg``.
+
+One instruction computes a 64-row slice of D (``WGMMA_M``) for the warpgroup that issues it: 4 consecutive warps,
+the first a multiple of 4. A and B are read through shared-memory descriptors (``arch.sm90.gmma_descriptor``), A
+may instead come from 4 registers per thread; D lives in every thread's registers.
+"""
+from __future__ import annotations
+
+from typing import Literal
+
+import attrs
+
+from ...layout import Layout
+
+__all__ = ["WARPGROUP_WARPS", "WARPGROUP_THREADS", "WGMMA_M", "A_REGISTERS", "WgmmaType", "WGMMA_TYPES",
+           "D_PTX", "n_values", "warpgroup_fragment", "D_RUN", "wgmma_ptx", "FENCE_PTX", "COMMIT_PTX",
+           "WAIT_PTX", "SETMAXNREG", "MAXNREG_RANGE", "WGMMA_SASS", "Family"]
+
+WARPGROUP_WARPS = 4
+WARPGROUP_THREADS = 32 * WARPGROUP_WARPS
+#: Rows of A and D one warpgroup's instruction computes (the ``m64`` of every shape).
+WGMMA_M = 64
+#: 32-bit registers per thread holding an A in registers for one instruction (every type: 64 x 32 bytes of K).
+A_REGISTERS = 4
+
+#: Operand families: A and B are one type, except that the fp8 forms mix e4m3 / e5m2 and the integer forms s8 / u8.
+Family = Literal["f16", "bf16", "tf32", "fp8", "int"]
+
+
+@attrs.frozen
+class WgmmaType:
+    """An operand type: pycute's ``name``, the PTX ``ptx`` spelling, ``k`` elements per instruction (32 bytes),
+    the accumulator types (pycute names) it takes, whether its operands may be MN-major (``imm-trans-a/b``: the
+    16-bit types only), and its family."""
+
+    name: str
+    ptx: str
+    bits: int
+    k: int
+    accumulators: tuple[str, ...]
+    transpose: bool
+    family: Family
+
+
+WGMMA_TYPES = {t.name: t for t in (
+    WgmmaType("f16", "f16", 16, 16, ("f32", "f16"), True, "f16"),
+    WgmmaType("bf16", "bf16", 16, 16, ("f32",), True, "bf16"),
+    WgmmaType("tf32", "tf32", 32, 8, ("f32",), False, "tf32"),
+    WgmmaType("f8e4m3", "e4m3", 8, 32, ("f32", "f16"), False, "fp8"),
+    WgmmaType("f8e5m2", "e5m2", 8, 32, ("f32", "f16"), False, "fp8"),
+    WgmmaType("i8", "s8", 8, 32, ("i32",), False, "int"),
+    WgmmaType("u8", "u8", 8, 32, ("i32",), False, "int"),
+)}
+
+#: Accumulator type (pycute name) -> its PTX ``.dtype``.
+D_PTX = {"f32": "f32", "f16": "f16", "i32": "s32"}
+
+#: Adjacent columns of one D row a thread holds together (f32 / s32 in two registers, f16 packed in one).
+D_RUN = 2
+
+_N_FLOAT = tuple(range(8, 257, 8))
+# The integer shapes: 8 to 32 in steps of 8, then 48 to 224 in steps of 16 (no 40, 56, ..., none above 224).
+_N_INT = (8, 16, 24, 32) + tuple(range(48, 225, 16))
+
+
+def n_values(family: Family) -> tuple[int, ...]:
+    """The legal N of a family's shapes (``.m64nNkK``)."""
+    return _N_INT if family == "int" else _N_FLOAT
+
+
+def warpgroup_fragment(rows: int, cols: int, run: int) -> Layout:
+    """The ``(thread, value) -> row + rows * col`` layout every wgmma register fragment follows over a ``rows`` x
+    ``cols`` tile (``rows`` a multiple of 64: warpgroup ``g`` holds rows ``64 g ..``): thread ``t`` of warp ``w``
+    holds ``run`` adjacent columns from ``run * (t % 4)`` of rows ``16 w + t / 4`` and ``+ 8``, and repeats every
+    ``4 * run`` columns. D uses ``run`` 2 over N; an A in registers ``32 / bits`` (one register's elements) over K
+    (PTX figures "WGMMA .m64nNk16/k8/k32 register fragment layout"; CuTe's CLayout_64xN and ALayout_64x{8,16,32})."""
+    groups = rows // WGMMA_M
+    thread = [(4, run * rows), (8, 1), (WARPGROUP_WARPS, 16), (groups, WGMMA_M)]
+    value = [(run, rows), (2, 8), (cols // (4 * run), 4 * run * rows)]
+    thread = [m for m in thread if m[0] > 1]
+    value = [m for m in value if m[0] > 1] or [(1, 0)]
+    return Layout((tuple(s for s, _ in thread), tuple(s for s, _ in value)),
+                  (tuple(d for _, d in thread), tuple(d for _, d in value)))
+
+
+def wgmma_ptx(n: int, k: int, d: str, a: str, b: str) -> str:
+    """The opcode of ``wgmma.mma_async`` for shape ``m64n{n}k{k}`` and pycute type names of D, A and B."""
+    return (f"wgmma.mma_async.sync.aligned.m{WGMMA_M}n{n}k{k}.{D_PTX[d]}.{WGMMA_TYPES[a].ptx}."
+            f"{WGMMA_TYPES[b].ptx}")
+
+
+#: Orders the registers wgmma reads (A, D) after the warpgroup's earlier accesses to them; before the first wgmma
+#: and whenever the accumulators or A's registers were touched since (PTX #asynchronous-warpgroup-level-matrix-
+#: instructions-wgmma-fence).
+FENCE_PTX = "wgmma.fence.sync.aligned"
+#: Closes the thread's uncommitted wgmma into a group (PTX ...-wgmma-commit-group).
+COMMIT_PTX = "wgmma.commit_group.sync.aligned"
+#: Waits until at most N of the thread's groups are pending (an immediate; PTX ...-wgmma-wait-group).
+WAIT_PTX = "wgmma.wait_group.sync.aligned"
+#: Per-thread register budget moves between warpgroups (PTX #miscellaneous-instructions-setmaxnreg): inc / dec.
+SETMAXNREG = {"inc": "setmaxnreg.inc.sync.aligned.u32", "dec": "setmaxnreg.dec.sync.aligned.u32"}
+#: setmaxnreg's count: 24 to 256, a multiple of 8.
+MAXNREG_RANGE = range(24, 257, 8)
+
+#: The SASS opcode each family assembles to (ptxas 13, sm_90a): HGMMA.64xNx16.F32.BF16, QGMMA.64xNx32.F32.E4M3.E4M3...
+WGMMA_SASS: dict[Family, str] = {"f16": "HGMMA", "bf16": "HGMMA", "tf32": "HGMMA", "fp8": "QGMMA", "int": "IGMMA"}

@@ -50,7 +50,8 @@ def test_case_names_are_unique_and_name_their_family():
     names = [c.name for c in CASES]
     assert len(set(names)) == len(names)
     assert {n.split("/")[0] for n in names} == {"cp-async", "bulk", "dsmem", "tma", "tcgen05-cp-soft",
-                                                 "tcgen05-ldst-soft", "mma-soft", "chain-soft", "stream", "example"}
+                                                 "tcgen05-ldst-soft", "mma-soft", "chain-soft", "stream", "example",
+                                                 "wgmma"}
 
 
 def test_the_two_findings_of_issue_34_are_cases():

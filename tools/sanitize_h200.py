@@ -308,11 +308,29 @@ def gemm_case(kind: str, cta_group: int) -> SanitizeCase:
                         lambda gpu, arch: _same(make().run(gpu, arch=arch, soft=True, seed=7)), timeout=420.0)
 
 
+def wgmma_case(index: int) -> SanitizeCase:
+    """A wgmma round trip (real on Hopper): D written back equals the emulator's."""
+    def make():
+        from pycute.harness.wgmma import WGMMA_CASES
+        return WGMMA_CASES[index].roundtrip()
+
+    def launch(gpu, arch: str) -> bool:
+        got, want = make().run(gpu, seed=7, arch=arch)
+        return bool((got == want).all())
+    return SanitizeCase(f"wgmma/{index}", "pycute.harness.wgmma.WgmmaRoundTrip",
+                        lambda arch: make().compile(arch), launch)
+
+
 # ---- the registry -------------------------------------------------------------------------------------------------
 
 def _flat_names(table: str) -> list[str]:
     from tests.copy import flat_cases
     return [c[0] for c in getattr(flat_cases, table)]
+
+
+def _wgmma_cases() -> list:
+    from pycute.harness.wgmma import WGMMA_CASES
+    return list(WGMMA_CASES)
 
 
 def registry() -> list[SanitizeCase]:
@@ -330,6 +348,7 @@ def registry() -> list[SanitizeCase]:
             [mma_case("bf16"), mma_case("nvfp4"), chain_case()] +
             [tma_stream_case(False), tma_stream_case(True), load_stream_case(), cp_async_stream_case(),
              dsmem_ring_case(2), dsmem_ring_case(4)] +
+            [wgmma_case(i) for i in (0, 1, len(_wgmma_cases()) - 1)] +
             [q_tile_case(), sf_pipeline_case(1), sf_pipeline_case(2), gemm_case("mxf8", 1), gemm_case("nvfp4", 2)])
 
 

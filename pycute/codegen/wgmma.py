@@ -109,7 +109,7 @@ def _mma_asm(plan: WgmmaPlan, k: int, a: str, b: str) -> list[str]:
         lines = [f'"{{\\n\\t.reg .pred p;\\n\\tsetp.ne.b32 p, %{regs + len(inputs) - 1}, 0;\\n\\t"'] + lines \
             + ['"\\n\\t}"']     # the brace indented: PTX's own closing brace is the one at column 0
     outputs = [f'"+{letter}"(d[{r}])' for r in range(regs)]
-    out_lines = [", ".join(outputs[i:i + 8]) for i in range(0, regs, 8)]
+    out_lines = [", ".join(outputs[i:i + 8]) + ("," if i + 8 < regs else "") for i in range(0, regs, 8)]
     return (["  asm volatile("] + [f"      {s}" for s in lines] + [f"      : {out_lines[0]}"]
             + [f"        {line}" for line in out_lines[1:]] + [f"      : {', '.join(inputs)}", '      : "memory");'])
 

@@ -161,3 +161,16 @@ def test_asked_to_wait_the_function_fences_issues_commits_and_waits_itself():
     assert thread.mma == plan.stream(0x400, 0x8400, False)
     with pytest.raises(TypeError, match="wait is None"):
         plan.cuda("mma", wait=-1)
+
+
+@pytest.mark.parametrize("dtype, n", [(pc.bf16, 256), (pc.f8e4m3, 64), (pc.tf32, 8)])
+def test_the_asm_operand_lists_are_comma_separated_as_gnu_asm_requires(dtype, n):
+    # NVRTC's front end tolerated a missing comma between operand lines; GCC-style asm does not, nor does nvcc's host
+    # pass when a user includes the function in a .cu file: every operand but the last ends in a comma.
+    k = 64 if dtype.bits == 16 else 32 if dtype.bits == 32 else 128
+    plan = pc.make_mma(pc.wgmma_accumulator(pc.f32, 64, n), pc.kmajor_smem_tensor(dtype, 64, k, "128B"),
+                       pc.kmajor_smem_tensor(dtype, n, k, "128B"))
+    for block in plan.cuda("tile_mma").split("asm volatile(")[1:]:
+        operand_lines = [line.strip() for line in block.splitlines() if re.match(r'\s*(: )?"\+[frh]"\(d\[\d+\]\)', line)]
+        assert operand_lines and all(line.endswith(",") for line in operand_lines[:-1])
+        assert not operand_lines[-1].endswith(",")

@@ -16,18 +16,25 @@ import re
 
 from ..codegen.probe import PROBE_SHARED_SYMBOL, probe_entry
 from ..errors import CompileError
-from .executors import bulk, cp_async, mma, tcgen05_cp, tcgen05_ldst, tma
+from .convert import pack_pair
+from .executors import bulk, cp_async, mma, smem_ldst, tcgen05_cp, tcgen05_ldst, tma
 
 #: PTX opcode prefix -> the executor's decoder of its issued instructions (pycute.sim.executors).
 ISSUE_DECODERS = {"tcgen05.cp": tcgen05_cp.decode, "tcgen05.ld": tcgen05_ldst.decode, "tcgen05.st": tcgen05_ldst.decode,
                   "cp.async.bulk.tensor": tma.decode, "cp.async.bulk.prefetch.tensor": tma.decode,
                   "cp.async.ca": cp_async.decode, "cp.async.cg": cp_async.decode,
                   "cp.async.bulk.shared::cluster": bulk.decode, "cp.async.bulk.global": bulk.decode,
-                  "tcgen05.mma": mma.decode}
+                  "tcgen05.mma": mma.decode, "stmatrix": smem_ldst.decode, "ldmatrix": smem_ldst.decode,
+                  "st.shared": smem_ldst.decode, "ld.shared": smem_ldst.decode}
 #: Which of a thread's lists each family's records go to.
 _RECORDS = {"tcgen05.cp": "issued", "tcgen05.ld": "ldst", "tcgen05.st": "ldst", "cp.async.bulk.tensor": "tma",
             "cp.async.bulk.prefetch.tensor": "tma", "cp.async.ca": "cp_async", "cp.async.cg": "cp_async",
-            "cp.async.bulk.shared::cluster": "bulk", "cp.async.bulk.global": "bulk", "tcgen05.mma": "mma"}
+            "cp.async.bulk.shared::cluster": "bulk", "cp.async.bulk.global": "bulk", "tcgen05.mma": "mma",
+            "stmatrix": "smem", "ldmatrix": "smem", "st.shared": "smem", "ld.shared": "smem"}
+#: The families whose instruction writes the registers of its first operand (the model holds no data: zeros).
+_LOADS = ("tcgen05.ld", "ldmatrix", "ld.shared")
+#: cvt's packing destination types -> the element format ``sim.convert`` models.
+_PACKS = {"bf16x2": "bf16", "f16x2": "f16", "e4m3x2": "f8e4m3", "e5m2x2": "f8e5m2"}
 
 
 def _family(op: str) -> str | None:
@@ -157,6 +164,7 @@ class _Thread:
         self.cp_async: list = []
         self.bulk: list = []
         self.mma: list = []
+        self.smem: list = []
         self.trace: list = []
 
     def value(self, tok: str, bits: int = 64) -> int:
@@ -175,6 +183,8 @@ class _Thread:
             for name, address in self.symbols.items():
                 if tok.endswith(f"E{len(name)}{name}"):
                     return address
+        if re.fullmatch(r"0[fF][0-9a-fA-F]{8}", tok):          # an f32 immediate, by its bits
+            return int(tok[2:], 16)
         if re.fullmatch(r"-?0[xX][0-9a-fA-F]+[U]?", tok):
             return int(tok.rstrip("U"), 16) & _MASK[bits]
         if re.fullmatch(r"-?\d+[U]?", tok):
@@ -187,8 +197,8 @@ class _Thread:
         record = ISSUE_DECODERS[family](op, args, self.value)
         getattr(self, _RECORDS[family]).append(record)
         self.trace.append(record)
-        if family == "tcgen05.ld":
-            for reg in next(a for a in args if a.startswith("{")).strip("{}").split(","):
+        if family in _LOADS:
+            for reg in args[0].strip("{}").split(","):
                 self.regs[reg.strip()] = 0
 
     def guard_passes(self, pred: str) -> bool:
@@ -231,6 +241,11 @@ class _Thread:
             self.regs[pred] = int(self.lane == leader)
             if dest != "_":
                 self.regs[dest] = leader
+        elif base == "mov" and args[0].startswith("{"):     # unpack: the register's parts, lowest first
+            names = [r.strip() for r in args[0].strip("{}").split(",")]
+            x, width = self.value(args[1], bits), bits // len(names)
+            for k, name in enumerate(names):
+                self.regs[name] = (x >> (k * width)) & _MASK[width]
         elif base == "ld" and "param" in parts:
             m = re.fullmatch(r"\[(\w+)(?:\+(\d+))?\]", args[1])
             if not m or m.group(1) not in self.params:
@@ -244,6 +259,13 @@ class _Thread:
             raise CompileError(f"PTX instruction outside the interpreted subset: {stmt!r}")
         mask = _MASK.get(bits, _MASK[64])
         signed = parts[-1].startswith("s")
+        if base == "mov" and args[1].startswith("{"):        # pack: parts, lowest first
+            names = [r.strip() for r in args[1].strip("{}").split(",")]
+            width = bits // len(names)
+            return sum((self.value(n, width) & _MASK[width]) << (k * width) for k, n in enumerate(names)) & mask
+        if base == "cvt" and parts[-2] in _PACKS and parts[-1] == "f32":
+            return int(pack_pair(self.value(args[1], 32), self.value(args[2], 32), _PACKS[parts[-2]],
+                                 "satfinite" in parts))
         a = [self.value(t, bits) for t in args[1:]] if base != "cvt" else []
         if base in _BINARY:
             return _BINARY[base](a[0], a[1], bits, signed) & mask

@@ -7,3 +7,4 @@ from .tma import TmaExecutor
 from .cp_async import CpAsyncExecutor
 from .bulk import BulkExecutor
 from .mma import Tcgen05MmaExecutor
+from .smem_ldst import SmemLdStExecutor

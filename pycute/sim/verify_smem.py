@@ -5,16 +5,23 @@ plan's instructions (which values each register packs, the cvt's upper / lower h
 (each element converted alone, placed by the layouts)."""
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from ..copy.smem_ldst.forms import Move
 from ..copy.smem_ldst.plan import SmemCopyPlan
 from ..errors import EmulationError
+from ..tensor.tile import mode_extents, whole_array_modes
 from ..tensor.values import smem_bytes_needed, smem_element_offsets
 from .convert import round_f32
 from .emulator import Sm90Emulator
 
-__all__ = ["verify_smem_copy", "fragment_bits", "store_registers", "run_smem_copy", "expected_tile"]
+if TYPE_CHECKING:
+    from ..copy.smem_ldst.epilogue import EpiloguePlan
+
+__all__ = ["verify_smem_copy", "verify_epilogue", "fragment_bits", "store_registers", "run_smem_copy",
+           "run_epilogue", "expected_tile", "expected_array", "SPECIAL_F32"]
 
 _MARKER = 0xA5
 #: f32 patterns every conversion check includes: zeros, infinities, NaNs (quiet and signalling, both signs), the
@@ -134,3 +141,52 @@ def verify_smem_copy(plan: SmemCopyPlan, seed: int = 0) -> None:
             t, v = np.argwhere(got != want)[0]
             raise EmulationError(f"load: thread {t} value {v} (coordinate {plan.coordinate(t, v)}) is "
                                  f"{int(got[t, v]):#x}, the tile holds {int(want[t, v]):#x}")
+
+
+def run_epilogue(emu: Sm90Emulator, plan: "EpiloguePlan", frag: np.ndarray, gmem: np.ndarray,
+                 origin: tuple[int, ...], smem_base: int = 0, **values: int) -> None:
+    """Registers -> shared -> global in ``emu``: every warp's store instructions, then (after the fence and the
+    barrier, which order but change no byte) the TMA store's boxes into ``gmem`` (the array's bytes, in place)."""
+    run_smem_copy(emu, plan.store, frag, smem_base, **values)
+    for issue in plan.tma.stream(smem_base, *plan.tma_arguments(origin), **values):
+        emu.tma_store(plan.tma.tensor_map, gmem, issue.coords, issue.smem)
+
+
+def expected_array(plan: "EpiloguePlan", frag: np.ndarray, gmem: np.ndarray, origin: tuple[int, ...]) -> np.ndarray:
+    """The array bytes the epilogue must leave: every fragment element, converted, at its array coordinate (origin
+    plus its tile coordinate); elements past the array are dropped, every other byte unchanged."""
+    store = plan.store
+    e = store.elem_bytes
+    values = frag if store.conversion is None else round_f32(frag, store.conversion.dst, store.conversion.satfinite)
+    modes = whole_array_modes(plan.tma.gmem, "expected_array")
+    extents = mode_extents(store.smem.layout)
+    idx, inside, offset, prefix = store.table.ravel(), np.ones(store.table.size, dtype=bool), 0, 1
+    for (n, d), extent, o in zip(modes, extents, origin):
+        c = o + (idx // prefix) % extent
+        inside &= c < n
+        offset = offset + c * d
+        prefix *= extent
+    want = gmem.copy()
+    for k in range(e):
+        byte = ((values.ravel().astype(np.uint64) >> np.uint64(8 * k)) & 0xFF).astype(np.uint8)
+        want[(offset * e + k)[inside]] = byte[inside]
+    return want
+
+
+def verify_epilogue(plan: "EpiloguePlan", seed: int = 0) -> None:
+    """Emulate the epilogue for the first and the last tile of the array (the last run-time stage) and compare the
+    array with the layouts alone."""
+    from ..copy.smem_ldst.epilogue import EpiloguePlan
+    if not isinstance(plan, EpiloguePlan):
+        raise TypeError(f"verify_epilogue: expected an EpiloguePlan (make_epilogue), got {type(plan).__name__}")
+    modes = whole_array_modes(plan.tma.gmem, "verify_epilogue")
+    last = tuple((-(-n // t) - 1) * t for (n, _), t in zip(modes, plan.tile_shape))
+    rng = np.random.default_rng(seed)
+    for origin, values in ((tuple(0 for _ in modes), {s.name: 0 for s in plan.store.stages}),
+                           (last, {s.name: s.extent - 1 for s in plan.store.stages})):
+        frag = fragment_bits(plan.store, seed)
+        gmem = rng.integers(0, 256, plan.tma.array_bytes, dtype=np.uint8)
+        emu = Sm90Emulator(smem_bytes=_image_bytes(plan.store))
+        want = expected_array(plan, frag, gmem, origin)
+        run_epilogue(emu, plan, frag, gmem, origin, **values)
+        _compare(gmem, want, f"epilogue tile at {origin}, the array")

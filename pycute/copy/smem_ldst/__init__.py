@@ -3,3 +3,4 @@ tile of any swizzle with ``stmatrix`` or ``st.shared`` (converting f32 to the ti
 ``ldmatrix`` or ``ld.shared``; the form of the fewest bank-conflict wavefronts, then the fewest instructions."""
 from .plan import Candidate, SmemCopyPlan, SmemInstruction
 from .planner import make_smem_copy
+from .epilogue import EpiloguePlan, make_epilogue, tma_arguments

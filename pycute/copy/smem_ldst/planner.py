@@ -14,7 +14,7 @@ import numpy as np
 from ...arch.sm100.matrix import B8_MATRIX_TARGETS, b8_forms
 from ...arch.sm80.cvt import PackConversion, pack_conversion
 from ...arch.sm90.matrix import m8n8_forms
-from ...arch.sm90.shared import SHARED_WIDTHS
+from ...arch.sm90.shared import SHARED_TARGETS, SHARED_WIDTHS
 from ...errors import PlanError
 from ...int_tuple import as_int
 from ...tensor.rmem import RegisterFragment
@@ -95,12 +95,12 @@ def _candidates(op: str, e: int, arch: str | None):
     if arch in B8_MATRIX_TARGETS:
         families.append(b8_forms(op))
     for forms in families:
-        if e == 1 and forms[0].element_bits == 16 and forms[0].trans:
+        if (e == 1 and forms[0].element_bits == 16 and forms[0].trans) or (arch and arch not in forms[0].targets):
             continue
         out.append((forms[0].ptx.replace(".x4", "").replace(".x2", ""), lambda a, f, forms=forms:
                     matrix_moves(forms, e, a, f)))
     for w in SHARED_WIDTHS:
-        if w >= e:
+        if w >= e and (arch is None or arch in SHARED_TARGETS):
             name = f"{op}.shared {w} B"
             out.append((name, lambda a, f, w=w: vector_moves(op, w, e, a, f)))
     return out
@@ -139,6 +139,8 @@ def make_smem_copy(dst: SmemTensor | RegisterFragment, src: RegisterFragment | S
     if arch is not None and not isinstance(arch, str):
         raise TypeError(f"make_smem_copy: arch must be a target name or None, got {arch!r}")
     conversion = _conversion(op, frag, smem, satfinite)
+    if arch is not None and conversion is not None and arch not in conversion.targets:
+        raise PlanError(f"make_smem_copy: {conversion.ptx} needs one of {', '.join(conversion.targets)}, not {arch}")
     if smem.bits % 8 or smem.bits > 32:
         raise PlanError(f"make_smem_copy: {smem.dtype.name} elements are {smem.bits} bits; register <-> shared "
                         f"plans move 8-, 16- and 32-bit elements")

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from ..arch.sm100.matrix import UNPACK_FORMATS, b8_forms, unpack_forms
 from ..arch.sm80.cvt import MOV_PACK_PTX, PACK_CONVERSIONS, pack_conversion
-from ..arch.sm90.matrix import MatrixForm, m8n8_forms
+from ..arch.sm90.matrix import MatrixForm, MatrixOp, m8n8_forms
 from ..arch.sm90.shared import NAMED_BARRIER_PTX, SHARED_WIDTHS, ld_shared_ptx, st_shared_ptx
 from ..atoms.smem_ldst import SmemMatrixAtom
 from ..copy.smem_ldst.plan import SmemCopyPlan
@@ -75,7 +75,8 @@ def _cvt_wrapper(dst: str, satfinite: bool) -> str:
 
 def smem_ldst_header() -> str:
     """The text of ``pycute/smem_ldst.cuh``."""
-    forms = [f for op in ("st", "ld") for f in m8n8_forms(op) + b8_forms(op)]   # type: ignore[arg-type]
+    ops: tuple[MatrixOp, ...] = ("st", "ld")
+    forms = [f for op in ops for f in m8n8_forms(op) + b8_forms(op)]
     forms += [f for fmt in UNPACK_FORMATS for f in unpack_forms(fmt)]
     vectors = [_vector_wrapper(op, w) for op in ("st", "ld") for w in SHARED_WIDTHS]
     cvts = [_cvt_wrapper(d, s) for d, (_, _, mandatory, _) in PACK_CONVERSIONS.items()

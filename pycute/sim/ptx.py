@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import re
 
+import numpy as np
+
 from ..codegen.probe import PROBE_SHARED_SYMBOL, probe_entry
 from ..errors import CompileError
 from .convert import pack_pair
@@ -264,8 +266,8 @@ class _Thread:
             width = bits // len(names)
             return sum((self.value(n, width) & _MASK[width]) << (k * width) for k, n in enumerate(names)) & mask
         if base == "cvt" and parts[-2] in _PACKS and parts[-1] == "f32":
-            return int(pack_pair(self.value(args[1], 32), self.value(args[2], 32), _PACKS[parts[-2]],
-                                 "satfinite" in parts))
+            return int(pack_pair(np.array(self.value(args[1], 32)), np.array(self.value(args[2], 32)),
+                                 _PACKS[parts[-2]], "satfinite" in parts))
         a = [self.value(t, bits) for t in args[1:]] if base != "cvt" else []
         if base in _BINARY:
             return _BINARY[base](a[0], a[1], bits, signed) & mask

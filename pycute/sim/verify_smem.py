@@ -78,7 +78,7 @@ def run_smem_copy(emu: Sm90Emulator, plan: SmemCopyPlan, frag: np.ndarray | None
     e = plan.elem_bytes
     out = np.zeros((plan.threads, plan.values), dtype=np.uint32)
     for k, move in enumerate(plan.moves):
-        regs = store_registers(emu, plan, move, frag) if plan.op == "st" else None
+        regs = store_registers(emu, plan, move, frag) if plan.op == "st" and frag is not None else None
         for w in range(plan.warps):
             lanes = slice(32 * w, 32 * w + 32)
             addresses = plan.warp_addresses(k, w, smem_base, **values)
@@ -133,7 +133,8 @@ def verify_smem_copy(plan: SmemCopyPlan, seed: int = 0) -> None:
             continue
         image = np.random.default_rng(seed).integers(0, 256, nbytes, dtype=np.uint8)
         emu.write_smem(0, image)
-        got = run_smem_copy(emu, plan, **values)
+        got = run_smem_copy(emu, plan, None, 0, **values)
+        assert got is not None
         e = plan.elem_bytes
         where = smem_element_offsets(plan.smem)[plan.table] * e + shift
         want = sum(image[where + k].astype(np.uint32) << np.uint32(8 * k) for k in range(e))
@@ -160,7 +161,8 @@ def expected_array(plan: "EpiloguePlan", frag: np.ndarray, gmem: np.ndarray, ori
     values = frag if store.conversion is None else round_f32(frag, store.conversion.dst, store.conversion.satfinite)
     modes = whole_array_modes(plan.tma.gmem, "expected_array")
     extents = mode_extents(store.smem.layout)
-    idx, inside, offset, prefix = store.table.ravel(), np.ones(store.table.size, dtype=bool), 0, 1
+    idx, inside, prefix = store.table.ravel(), np.ones(store.table.size, dtype=bool), 1
+    offset = np.zeros(store.table.size, dtype=np.int64)
     for (n, d), extent, o in zip(modes, extents, origin):
         c = o + (idx // prefix) % extent
         inside &= c < n

@@ -3,7 +3,7 @@ conversion, the bank conflicts as numbers (and, when the plan cannot reach the i
 address arithmetic the generated code does."""
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Any
 
 import numpy as np
 
@@ -11,20 +11,20 @@ from ...arch.sm90.shared import BANK_BYTES, BANKS
 from ...atoms.smem_ldst import SmemMatrixAtom
 from ...errors import PlanError
 
-if TYPE_CHECKING:
-    from .plan import SmemCopyPlan
+# The plan is typed Any here: plan.py imports this module (explain() lives beside the record it reads).
+SmemCopyPlan = Any
 
 __all__ = ["explain_plan", "conflict_note"]
 
 
-def _counts(plan: "SmemCopyPlan") -> str:
+def _counts(plan: SmemCopyPlan) -> str:
     counts: dict[str, int] = {}
     for m in plan.moves:
         counts[m.atom.ptx] = counts.get(m.atom.ptx, 0) + 1
     return " + ".join(f"{n} x {p}" for p, n in counts.items())
 
 
-def conflict_note(plan: "SmemCopyPlan") -> str | None:
+def conflict_note(plan: SmemCopyPlan) -> str | None:
     """Why the plan takes more wavefronts than its bytes need: the first instruction over its ideal, the bank and
     the distinct words (rows) that collide there; None when it is conflict-free."""
     for k, m in enumerate(plan.moves):
@@ -48,7 +48,7 @@ def conflict_note(plan: "SmemCopyPlan") -> str | None:
     return None
 
 
-def _addresses(plan: "SmemCopyPlan") -> list[str]:
+def _addresses(plan: SmemCopyPlan) -> list[str]:
     try:
         ap = plan.address_plan()
     except PlanError as e:
@@ -60,7 +60,7 @@ def _addresses(plan: "SmemCopyPlan") -> list[str]:
             ", ".join(f"b{b}+{o}" for b, o in ap.uses[:16]) + (" ..." if len(ap.uses) > 16 else "")]
 
 
-def explain_plan(plan: "SmemCopyPlan") -> str:
+def explain_plan(plan: SmemCopyPlan) -> str:
     first = plan.moves[0]
     lines = [f"register <-> shared plan ({plan.op}): {plan.src!r} -> {plan.dst!r}",
              f"  chosen      {_counts(plan)} per thread ({len(plan.moves)} instructions; lower bound "

@@ -160,13 +160,13 @@ def _form_registers(addr: np.ndarray, fits: list[_Fit], e: int) -> list[tuple[tu
     """A free image's registers, greedily: the first unplaced value that fits slot 0, then for each further slot
     the unplaced value that agrees, nearest by a thread-independent distance."""
     left = list(range(addr.shape[1]))
-    out = []
+    out: list[tuple[tuple[int, ...], np.ndarray]] = []
     while left:
         head = next((v for v in left if fits[0].fits[v]), None)
         if head is None:
             raise Reject("value {v} fits no register of the form (its address is no row start plus the slot's "
                          "offset in every lane)", v=left[0])
-        word, rows = (head,), fits[0].rows[:, :, head]
+        word: tuple[int, ...] = (head,)
         diff = addr - addr[:, head:head + 1]
         uniform = np.all(diff == diff[:1], axis=0)                       # a thread-independent distance
         for fit in fits[1:]:
@@ -176,10 +176,10 @@ def _form_registers(addr: np.ndarray, fits: list[_Fit], e: int) -> list[tuple[tu
             if pick is None:
                 raise Reject("value {v} finds no partner for slot {j} of its register", v=head, j=len(word))
             word += (pick,)
-        rows = _combine(fits, word)
-        if rows is None:
+        combined = _combine(fits, word)
+        if combined is None:
             raise Reject("the register of values {w} leaves rows without an address", w=word)
-        out.append((word, rows))
+        out.append((word, combined))
         left = [v for v in left if v not in word]
     return out
 

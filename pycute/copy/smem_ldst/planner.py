@@ -13,7 +13,7 @@ import numpy as np
 
 from ...arch.sm100.matrix import B8_MATRIX_TARGETS, b8_forms
 from ...arch.sm80.cvt import PackConversion, pack_conversion
-from ...arch.sm90.matrix import m8n8_forms
+from ...arch.sm90.matrix import MatrixOp, m8n8_forms
 from ...arch.sm90.shared import SHARED_TARGETS, SHARED_WIDTHS
 from ...errors import PlanError
 from ...int_tuple import as_int
@@ -31,7 +31,7 @@ __all__ = ["make_smem_copy"]
 _ROW_ALIGN = 16
 
 
-def _operands(dst: object, src: object) -> tuple[str, RegisterFragment, SmemTensor]:
+def _operands(dst: object, src: object) -> tuple[MatrixOp, RegisterFragment, SmemTensor]:
     if isinstance(dst, SmemTensor) and isinstance(src, RegisterFragment):
         return "st", src, dst
     if isinstance(dst, RegisterFragment) and isinstance(src, SmemTensor):
@@ -88,7 +88,7 @@ def mode_extents_of(shape: object) -> tuple[int, ...]:
     return tuple(product(m) for m in (shape if isinstance(shape, tuple) else (shape,)))
 
 
-def _candidates(op: str, e: int, arch: str | None):
+def _candidates(op: MatrixOp, e: int, arch: str | None) -> list:
     """``(name, planner)`` per form family, in preference order for equal cost (matrix before vector)."""
     out = []
     families = [m8n8_forms(op)[:3], m8n8_forms(op)[3:]]                   # non-transposed, transposed
@@ -106,7 +106,7 @@ def _candidates(op: str, e: int, arch: str | None):
     return out
 
 
-def _choose(op: str, e: int, addr: np.ndarray, fixed: bool, arch: str | None):
+def _choose(op: MatrixOp, e: int, addr: np.ndarray, fixed: bool, arch: str | None) -> tuple:
     """The moves of the fewest wavefronts, then the fewest instructions; and every candidate weighed."""
     best: tuple | None = None
     weighed, rejected = [], []

@@ -70,8 +70,7 @@ class SmemLdStExecutor(Machine):
         if atom.op != "ld":
             raise EmulationError(f"{atom.ptx} is a store")
         smem = self.ctas[self._cta(cta)].smem
-        unpack = isinstance(atom, SmemMatrixAtom) and atom.form.unpack
-        if unpack:
+        if isinstance(atom, SmemMatrixAtom) and atom.form.unpack:
             return self._unpack(atom, np.asarray(addresses, dtype=np.int64), cta)
         rel = self._rel(_byte_targets(atom, addresses), atom, cta)
         data = np.zeros(rel.shape, dtype=np.uint8)

@@ -26,7 +26,8 @@ def emit_epilogue(plan: EpiloguePlan, name: str = "pycute_epilogue") -> str:
     return "\n".join([
         emit_smem_copy(plan.store, f"{name}_store"), emit_tma_copy(plan.tma, f"{name}_tma"),
         f"// {plan!r}",
-        f"// pycute C ABI {ABI_VERSION}. Every thread t of the fragment's {threads} (whole warps) calls it with thread = t:",
+        f"// pycute C ABI {ABI_VERSION}. Every thread t of the fragment's {threads} (whole warps) calls it with "
+        "thread = t:",
         "// registers -> (convert) -> the swizzled shared tile -> fence.proxy.async.shared::cta -> bar.sync over the",
         "// fragment's threads -> thread 0 issues the TMA store of the tile as one bulk group. `map` is the store's",
         f"// tensor map (plan.tma.tensor_map), `smem` the tile's shared address, c<i> the output tile's first element",

@@ -76,7 +76,8 @@ extern "C" __global__ void __launch_bounds__({threads}) epilogue_stream(const py
     const int g = (int)blockIdx.x + k * (int)gridDim.x;
     float frag[{values}];
 #pragma unroll
-    for (int v = 0; v < {values}; ++v) frag[v] = (float)((int)((t * {values}u + v + (unsigned)g) & {PATTERN}u) - {BIAS});
+    for (int v = 0; v < {values}; ++v)
+      frag[v] = (float)((int)((t * {values}u + v + (unsigned)g) & {PATTERN}u) - {BIAS});
     if (k >= {s}) {{                                  // the stage's previous store has read the tile
       if (t == 0) pycute_bulk_wait_group_read<{s - 1}>();
       pycute_named_barrier_sync({ep.barrier_id}u, {threads}u);

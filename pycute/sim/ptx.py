@@ -315,7 +315,8 @@ def trace_entry(ptx: str, params: dict, symbols: dict, entry: str | None = None,
                 lane: int = 0, tid: int | None = None, specials: dict | None = None) -> _Thread:
     """As ``run_entry`` for thread ``tid`` (``%tid.x``; default ``lane``), returning the thread: ``.issued`` (the
     ``tcgen05.cp`` stream), ``.ldst`` (``(op, taddr, immHalfSplitoff, registers)`` per ``tcgen05.ld/st``), ``.tma``,
-    ``.cp_async``, ``.bulk``, ``.mma`` and ``.trace`` (every issue, commit, fence, barrier, alloc, mbarrier and
+    ``.cp_async``, ``.bulk``, ``.mma``, ``.smem`` (stmatrix / ldmatrix / ld-st.shared: the address, and a store's
+    register values) and ``.trace`` (every issue, commit, fence, barrier, alloc, mbarrier and
     memory statement in program order). ``specials`` sets the grid's and cluster's special registers
     (``{"%ctaid.y": 3, "%cluster_ctarank": 1}``; ``SPECIAL_DEFAULTS`` otherwise)."""
     if not isinstance(ptx, str):

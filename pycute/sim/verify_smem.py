@@ -105,6 +105,17 @@ def expected_tile(plan: SmemCopyPlan, frag: np.ndarray, image: np.ndarray, shift
     return want
 
 
+def _loaded(plan: SmemCopyPlan, image: np.ndarray, shift: int) -> np.ndarray:
+    """``(threads, values)``: what the layouts say each loaded value is (an unpacking load: the element's nibble,
+    element ``i`` of a 16-byte unit being nibble ``i`` of its first 8 bytes)."""
+    e = plan.elem_bytes
+    where = smem_element_offsets(plan.smem)[plan.table] * e + shift
+    if plan.source is not None:
+        unit, i = where // 16 * 16, where % 16
+        return ((image[unit + i // 2] >> (4 * (i % 2))) & 0xF).astype(np.uint32)
+    return sum(image[where + k].astype(np.uint32) << np.uint32(8 * k) for k in range(e))
+
+
 def _image_bytes(plan: SmemCopyPlan) -> int:
     return smem_bytes_needed(plan.smem) + sum((s.extent - 1) * s.smem_step for s in plan.stages)
 
@@ -135,9 +146,7 @@ def verify_smem_copy(plan: SmemCopyPlan, seed: int = 0) -> None:
         emu.write_smem(0, image)
         got = run_smem_copy(emu, plan, None, 0, **values)
         assert got is not None
-        e = plan.elem_bytes
-        where = smem_element_offsets(plan.smem)[plan.table] * e + shift
-        want = sum(image[where + k].astype(np.uint32) << np.uint32(8 * k) for k in range(e))
+        want = _loaded(plan, image, shift)
         if not np.array_equal(got, want):
             t, v = np.argwhere(got != want)[0]
             raise EmulationError(f"load: thread {t} value {v} (coordinate {plan.coordinate(t, v)}) is "

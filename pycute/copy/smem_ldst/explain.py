@@ -63,8 +63,11 @@ def _addresses(plan: SmemCopyPlan) -> list[str]:
 def explain_plan(plan: SmemCopyPlan) -> str:
     first = plan.moves[0]
     lines = [f"register <-> shared plan ({plan.op}): {plan.src!r} -> {plan.dst!r}",
-             f"  chosen      {_counts(plan)} per thread ({len(plan.moves)} instructions; lower bound "
+             f"  chosen      {_counts(plan)} per thread ({len(plan.moves)} instruction(s); lower bound "
              f"{plan.lower_bound}: {plan.values * plan.elem_bytes} B per thread in 16-byte moves)"]
+    if plan.source is not None:
+        lines.append(f"  unpack      {plan.source.dtype.name} in .b4x16_p64 units: element i of a unit lands in the "
+                     f"low bits of byte i of its row [I]; addresses are the units' own")
     if plan.conversion is not None:
         lines.append(f"  convert     {plan.conversion.ptx} d, a, b: a -> upper half, b -> lower; registers are "
                      f"packed from the values each instruction's words name")

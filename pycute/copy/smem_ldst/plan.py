@@ -60,12 +60,13 @@ class SmemCopyPlan:
     stages: tuple[SmemStage, ...] = ()
     rejected: tuple[Rejection, ...] = ()
     covers: bool = True                          # every tile element is some thread's value
+    source: SmemTensor | None = None             # an unpacking load's packed tile (``smem`` is its 8-bit view)
 
     VARIANT: ClassVar[str] = "smem_ldst"
 
     @property
     def src(self) -> RegisterFragment | SmemTensor:
-        return self.fragment if self.op == "st" else self.smem
+        return self.fragment if self.op == "st" else (self.source or self.smem)
 
     @property
     def dst(self) -> RegisterFragment | SmemTensor:

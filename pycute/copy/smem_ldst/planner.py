@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...arch.sm100.matrix import B8_MATRIX_TARGETS, b8_forms
+from ...arch.sm100.matrix import B8_MATRIX_TARGETS, b8_forms, unpack_forms
 from ...arch.sm80.cvt import PackConversion, pack_conversion
 from ...arch.sm90.matrix import MatrixOp, m8n8_forms
 from ...arch.sm90.shared import SHARED_TARGETS, SHARED_WIDTHS
@@ -23,6 +23,7 @@ from ...tensor.stages import smem_stages
 from ...tensor.tile import mode_extents
 from ...tensor.values import layout_values, smem_element_offsets
 from ..protocol import Reject, Rejection
+from ..tcgen05_cp.decompress import unpadded_source
 from .forms import Move, matrix_moves, vector_moves
 from .plan import Candidate, SmemCopyPlan
 
@@ -88,29 +89,32 @@ def mode_extents_of(shape: object) -> tuple[int, ...]:
     return tuple(product(m) for m in (shape if isinstance(shape, tuple) else (shape,)))
 
 
-def _candidates(op: MatrixOp, e: int, arch: str | None) -> list:
+def _candidates(op: MatrixOp, e: int, arch: str | None, unpack: bool = False) -> list:
     """``(name, planner)`` per form family, in preference order for equal cost (matrix before vector)."""
     out = []
     families = [m8n8_forms(op)[:3], m8n8_forms(op)[3:]]                   # non-transposed, transposed
     if arch in B8_MATRIX_TARGETS:
         families.append(b8_forms(op))
+    if unpack:                                                            # 4-bit elements: the unpacking loads only
+        forms = unpack_forms("b4x16_p64")
+        families = [forms[:3], forms[3:]]
     for forms in families:
         if (e == 1 and forms[0].element_bits == 16 and forms[0].trans) or (arch and arch not in forms[0].targets):
             continue
         out.append((forms[0].ptx.replace(".x4", "").replace(".x2", ""), lambda a, f, forms=forms:
                     matrix_moves(forms, e, a, f)))
     for w in SHARED_WIDTHS:
-        if w >= e and (arch is None or arch in SHARED_TARGETS):
+        if w >= e and (arch is None or arch in SHARED_TARGETS) and not unpack:
             name = f"{op}.shared {w} B"
             out.append((name, lambda a, f, w=w: vector_moves(op, w, e, a, f)))
     return out
 
 
-def _choose(op: MatrixOp, e: int, addr: np.ndarray, fixed: bool, arch: str | None) -> tuple:
+def _choose(op: MatrixOp, e: int, addr: np.ndarray, fixed: bool, arch: str | None, unpack: bool = False) -> tuple:
     """The moves of the fewest wavefronts, then the fewest instructions; and every candidate weighed."""
     best: tuple | None = None
     weighed, rejected = [], []
-    for rank, (name, plan) in enumerate(_candidates(op, e, arch)):
+    for rank, (name, plan) in enumerate(_candidates(op, e, arch, unpack)):
         try:
             moves = plan(addr, fixed)
         except Reject as why:
@@ -138,6 +142,8 @@ def make_smem_copy(dst: SmemTensor | RegisterFragment, src: RegisterFragment | S
     op, frag, smem = _operands(dst, src)
     if arch is not None and not isinstance(arch, str):
         raise TypeError(f"make_smem_copy: arch must be a target name or None, got {arch!r}")
+    if op == "ld" and smem.bits == 4:
+        return _unpacking_load(frag, smem, arch)
     conversion = _conversion(op, frag, smem, satfinite)
     if arch is not None and conversion is not None and arch not in conversion.targets:
         raise PlanError(f"make_smem_copy: {conversion.ptx} needs one of {', '.join(conversion.targets)}, not {arch}")
@@ -155,3 +161,23 @@ def make_smem_copy(dst: SmemTensor | RegisterFragment, src: RegisterFragment | S
     moves, weighed, rejected = _choose(op, e, addr, conversion is None, arch)
     covers = bool(np.unique(table).size == tile.layout.size())
     return SmemCopyPlan(op, frag, tile, conversion, tuple(moves), table, weighed, stages, rejected, covers)
+
+
+def _unpacking_load(frag: RegisterFragment, smem: SmemTensor, arch: str | None) -> SmemCopyPlan:
+    """4-bit elements in ``.b4x16_p64`` units (16 elements, then 8 bytes of padding) into one byte each: sm_100a's
+    ``ldmatrix ... .b8x16.b4x16_p64`` on the tile's 8-bit view (``unpadded_source``: byte ``16 u + i`` is element
+    ``i`` of unit ``u``, at the unit's own address)."""
+    if frag.dtype.bits != 8:
+        raise PlanError(f"make_smem_copy: an unpacking load puts each {smem.dtype.name} element in a byte; the "
+                        f"fragment holds 8-bit containers (u8), not {frag.dtype.name}")
+    if arch not in B8_MATRIX_TARGETS:
+        raise PlanError(f"make_smem_copy: {smem.dtype.name} loads unpack with sm_100a's ldmatrix .b8x16.b4x16_p64 "
+                        f"(arch='sm_100a'), not on {arch or 'sm_90a'}")
+    stages = smem_stages(smem, _ROW_ALIGN, "make_smem_copy")
+    tile = smem.at(**{d.name: 0 for d in smem.dynamic}) if smem.dynamic else smem
+    view = unpadded_source(tile, "make_smem_copy")
+    table = _table(frag, view, "ld")
+    addr = smem_element_offsets(view)[table]
+    moves, weighed, rejected = _choose("ld", 1, addr, True, arch, unpack=True)
+    return SmemCopyPlan("ld", frag, view, None, tuple(moves), table, weighed, stages, rejected,
+                        bool(np.unique(table).size == view.layout.size()), source=tile)

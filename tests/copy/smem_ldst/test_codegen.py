@@ -95,3 +95,13 @@ extern "C" __global__ void probe(const float* in, unsigned smem) {
     assert len(stsm) == 16 and sum("+0x" in i for i in stsm) == 12
     setup = ("F2FP", "LDG", "STSM", "EXIT", "BRA", "NOP", "IMAD.WIDE", "ULDC", "LDC", "S2R")
     assert len([i for i in ops if not i.startswith(setup)]) <= 14
+
+
+def test_the_unpacking_load_compiles_to_its_ldsm_and_gives_the_planned_row_addresses():
+    frag = pc.make_fragment(pc.u8, 32, pc.Layout(((4, 8), (4, 4)), ((128, 1), (32, 8))))
+    plan = make_smem_copy(frag, pc.make_smem_tensor(pc.f4e2m1, pc.Layout((32, 16), (32, 1))), arch="sm_100a")
+    code = compile_probe(plan, "sm_100a")
+    assert [i.split()[0] for i in code.instructions() if i.startswith("LDSM")] == ["LDSM.U4x16P64TO8.M816.4"]
+    issues = thread_issues(plan, code)
+    assert [[i.address for i in issues[t]] for t in range(32)] == \
+        [[i.address for i in plan.stream(SMEM, thread=t)] for t in range(32)]

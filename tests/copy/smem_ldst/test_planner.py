@@ -154,3 +154,18 @@ def test_copy_async_plans_register_to_shared_and_back():
     assert pc.copy_async(fragment("wgmma", pc.bf16), t).op == "ld"
     assert "m16n8" in repr(pc.copy_async(tile("wgmma", "e4m3", "col", "32B"), fragment("wgmma"), arch="sm_100a"))
     assert all(m.atom.ptx.startswith("st.shared") for m in pc.copy_async(t, fragment("wgmma"), arch="sm_80").moves)
+
+
+def test_4_bit_elements_load_unpacked_with_the_sm100a_ldmatrix_forms():
+    """32 padded units of 16 E2M1 elements (a unit per row): lane t takes row 8 g + t / 4, elements 4 (t % 4) ..
+    + 3, one per byte [I: the element in the low bits]."""
+    frag = pc.make_fragment(pc.u8, 32, Layout(((4, 8), (4, 4)), ((128, 1), (32, 8))))
+    tile = pc.make_smem_tensor(pc.f4e2m1, Layout((32, 16), (32, 1)))
+    plan = make_smem_copy(frag, tile, arch="sm_100a")
+    assert [m.atom.ptx for m in plan.moves] == ["ldmatrix.sync.aligned.m8n16.x4.shared.b8x16.b4x16_p64"]
+    assert plan.src is tile and "low bits of byte i" in plan.explain()
+    verify_smem_copy(plan)
+    with pytest.raises(pc.PlanError, match=r"unpack with sm_100a's ldmatrix .b8x16.b4x16_p64 \(arch='sm_100a'\)"):
+        make_smem_copy(frag, tile)
+    with pytest.raises(pc.PlanError, match="the fragment holds 8-bit containers"):
+        make_smem_copy(pc.make_fragment(pc.f4e2m1, 32, frag.layout), tile, arch="sm_100a")

@@ -123,8 +123,10 @@ def bank_batch(ncu: str, names: list[str], specs: list[str]) -> list[dict]:
         got = measured.get(k["kernel"], {})
         total = got.get("l1tex__data_pipe_lsu_wavefronts_mem_shared.sum")    # the kernel's only shared accesses
         waves = total if total is not None else sum(v for m, v in got.items() if "wavefronts" in m)
+        conflicts = sum(v for m, v in got.items() if "bank_conflicts" in m and "_op_" in m)
         rows.append({"section": "bank", "plan": k["plan"], "predicted_wavefronts": k["wavefronts"],
-                     "ideal_wavefronts": k["ideal"], "planned_instructions": k["instructions"],
+                     "ideal_wavefronts": k["ideal"], "predicted_conflicts": k["wavefronts"] - k["ideal"],
+                     "measured_conflicts": conflicts, "planned_instructions": k["instructions"],
                      "measured": got, "measured_wavefronts": waves, "equal": waves == k["wavefronts"],
                      "repr": k["repr"]})
     return rows

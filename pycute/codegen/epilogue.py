@@ -30,7 +30,7 @@ def emit_epilogue(plan: EpiloguePlan, name: str = "pycute_epilogue") -> str:
         "thread = t:",
         "// registers -> (convert) -> the swizzled shared tile -> fence.proxy.async.shared::cta -> bar.sync over the",
         "// fragment's threads -> thread 0 issues the TMA store of the tile as one bulk group. `map` is the store's",
-        f"// tensor map (plan.tma.tensor_map), `smem` the tile's shared address, c<i> the output tile's first element",
+        "// tensor map (plan.tma.tensor_map), `smem` the tile's shared address, c<i> the output tile's first element",
         f"// along array mode i (a multiple of the tile's extent {plan.tile_shape}).",
         f"__device__ __forceinline__ void {name}(const void* map, unsigned smem, unsigned thread, "
         f"{const}{kind} (&frag)[{n}], {params}) {{",

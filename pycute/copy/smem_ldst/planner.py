@@ -16,7 +16,7 @@ from ...arch.sm80.cvt import PackConversion, pack_conversion
 from ...arch.sm90.matrix import MatrixOp, m8n8_forms
 from ...arch.sm90.shared import SHARED_TARGETS, SHARED_WIDTHS
 from ...errors import PlanError
-from ...int_tuple import as_int
+from ...int_tuple import product
 from ...tensor.rmem import RegisterFragment
 from ...tensor.smem import SmemTensor
 from ...tensor.stages import smem_stages
@@ -24,7 +24,7 @@ from ...tensor.tile import mode_extents
 from ...tensor.values import layout_values, smem_element_offsets
 from ..protocol import Reject, Rejection
 from ..tcgen05_cp.decompress import unpadded_source
-from .forms import Move, matrix_moves, vector_moves
+from .forms import matrix_moves, vector_moves
 from .plan import Candidate, SmemCopyPlan
 
 __all__ = ["make_smem_copy"]
@@ -63,7 +63,7 @@ def _table(frag: RegisterFragment, smem: SmemTensor, op: str) -> np.ndarray:
     if tv.rank() != 2 or tv[0].size() != frag.threads:
         raise PlanError(f"make_smem_copy: the fragment's layout {tv!r} is not (thread, value) with {frag.threads} "
                         f"threads{where}")
-    if frag.shape is not None and mode_extents_of(frag.shape) != mode_extents(smem.layout):
+    if frag.shape is not None and _extents(frag.shape) != mode_extents(smem.layout):
         raise PlanError(f"make_smem_copy: the fragment is of a {frag.shape} tile, the shared tile is "
                         f"{smem.layout.shape}: the shapes differ{where}")
     table = layout_values(tv).reshape(tv[1].size(), frag.threads).T
@@ -83,9 +83,8 @@ def _table(frag: RegisterFragment, smem: SmemTensor, op: str) -> np.ndarray:
     return table
 
 
-def mode_extents_of(shape: object) -> tuple[int, ...]:
+def _extents(shape: object) -> tuple[int, ...]:
     """The size of each top-level mode of a shape."""
-    from ...int_tuple import product
     return tuple(product(m) for m in (shape if isinstance(shape, tuple) else (shape,)))
 
 

@@ -14,7 +14,7 @@ from pycute.sim.ptx import trace_entry
 from pycute.sim.verify_smem import expected_array
 from pycute.tensor.values import smem_bytes_needed
 
-from .cases import fragment, row_major, tmem32_layout, wgmma_layout
+from .cases import tmem32_layout, wgmma_layout
 from .compiled import SEED, SMEM, fragment_value
 
 ARRAY = pc.make_global_tensor(pc.bf16, Layout((256, 512), (512, 1)))

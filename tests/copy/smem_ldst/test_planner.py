@@ -1,7 +1,6 @@
 """make_smem_copy: a register fragment (any thread-value layout) into a shared tile of any swizzle and back, with
 the fewest shared-memory wavefronts the layouts allow, then the fewest instructions; f32 converted to the tile's
 type on the way in; every plan emulated against the two layouts alone; typed refusals naming both layouts."""
-import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 

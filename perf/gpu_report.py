@@ -1,6 +1,6 @@
 """``python -m perf.report --gpu``: the throughput of copy kernels built only from pycute plans, on the GPU present,
 against the driver's device-to-device memcpy of the same bytes measured in the same run (and Triton's
-tensor-descriptor copy where Triton is importable). Each kernel's configurations (tile, swizzle, stages, threads,
+tensor-descriptor copy where Triton is importable); the epilogue stream against the same run's memset. Each kernel's configurations (tile, swizzle, stages, threads,
 CTAs per SM, cluster size) are planned and timed; the best is reported with what it was; every timed copy is
 checked (bit for bit, or a position-weighted checksum for the load-only stream)."""
 from __future__ import annotations
@@ -21,7 +21,7 @@ from pycute.harness.stream_load import TmaLoadStream, position_checksum
 from .gpu_stream import COLS, ROWS, memcpy_ms, tiles
 
 SMEM_LIMIT = 220 * 1024          # dynamic shared memory a CTA may ask for on the H100/H200 (227 KiB, less slack)
-TARGETS = {"tma_copy": 0.94, "load_only": 1.0, "sw128_of_best": 0.90, "cp_async": 0.90}
+TARGETS = {"tma_copy": 0.94, "load_only": 1.0, "sw128_of_best": 0.90, "cp_async": 0.90, "epilogue": 0.90}
 
 
 def _device() -> dict:
@@ -142,12 +142,17 @@ def report(out) -> dict:
     runs = {"tma_copy": tma_copies(gpu, src, dst, host, array), "load_only": load_only(gpu, src, host, array),
             "cp_async": cp_async_copies(gpu, src, dst, host, array), "dsmem_ring": dsmem_rings(gpu)}
     triton = triton_copy()
+    del src, dst                                                # the epilogue stream allocates its own 1 GiB
+    from .gpu_epilogue import sweep
+    epilogue = sweep(gpu)
+    src, dst = gpu.upload(host), gpu.alloc(nbytes)
     base = min(base, memcpy_ms(gpu, src, dst, nbytes))          # the faster of the run's two memcpy timings
     copy_rate = lambda ms: 2 * nbytes / ms / 1e6                  # noqa: E731  (read + written)
     best = {k: _best(v) for k, v in runs.items()}
     sw = _best([r for r in runs["tma_copy"] if "SW128" in r["tile"]])
     results = {"device": _device(), "bytes_each_way": nbytes, "memcpy_ms": base, "memcpy_GBps": copy_rate(base),
-               "runs": runs, "best": best, "best_sw128": sw, "triton": triton, "targets": TARGETS}
+               "runs": runs, "best": best, "best_sw128": sw, "triton": triton, "epilogue": epilogue,
+               "targets": TARGETS}
     print(f"\nGPU throughput — {info[0]}, {nbytes >> 20} MiB each way; rates are bytes read + written per second "
           f"(the load-only stream: bytes read), ratios against the same run's memcpy", file=out)
     print(f"  {'cuMemcpyDtoDAsync':<26} {copy_rate(base):8.1f} GB/s  {1:7.1%}", file=out)
@@ -164,6 +169,12 @@ def report(out) -> dict:
     if cp:
         _line(out, "cp.async copy", cp, copy_rate(cp["ms"]), base / cp["ms"], ">= 90% of memcpy",
               base / cp["ms"] >= TARGETS["cp_async"])
+    ep = epilogue["best"]
+    print(f"  {'cuMemsetD32Async':<26} {epilogue['memset_GBps']:8.1f} GB/s  (the write-only roofline, bytes "
+          f"written)", file=out)
+    if ep:
+        _line(out, "TMA epilogue (write-only)", ep, ep["GBps"], ep["vs_memset"], ">= 90% of memset",
+              ep["vs_memset"] >= TARGETS["epilogue"])
     ring = max((r for r in runs["dsmem_ring"] if r["exact"]), key=lambda r: r["GBps_per_sm"], default=None)
     if ring:
         print(f"  {'DSMEM ring':<26} {ring['GBps_per_sm']:8.1f} GB/s per SM ({ring['GBps']:.0f} GB/s in all)  "
@@ -174,7 +185,8 @@ def report(out) -> dict:
               copy_rate(triton["ms"]), base / triton["ms"], "pycute TMA copy >= this", ok)
     else:
         print(f"  {'Triton descriptor copy':<26} not measured: {triton.get('not_run', 'copy not exact')}", file=out)
-    wrong = [(k, r["config"]) for k, v in runs.items() for r in v if not r["exact"]]
+    wrong = [(k, r["config"]) for k, v in {**runs, "epilogue": epilogue["runs"]}.items() for r in v
+             if not r["exact"]]
     print(f"  every timed copy checked: {'all exact' if not wrong else f'WRONG: {wrong}'}", file=out)
     return results
 

@@ -70,3 +70,19 @@ def test_dsmem_ring(benchmark, arrays):
     assert exact
     benchmark.group = "gpu throughput"
     benchmark.extra_info["GBps_per_sm"] = round(200 * 64 * 1024 / ms / 1e6, 1)
+
+
+def test_epilogue_stream(benchmark):
+    """Fragments through 128B-swizzled shared tiles and TMA stores over 1 GiB, against the memset rate."""
+    from .gpu_epilogue import ROWS, COLS, stream
+    from pycute.harness.stream_epilogue import memset_ms
+    gpu = runtime.Gpu()
+    nbytes = ROWS * COLS * 2
+    dst = gpu.alloc(nbytes)
+    s = stream("wgmma 64x256", 2, 2)
+    benchmark.pedantic(s.run, args=(gpu, dst), kwargs={"repeats": 1}, rounds=5)
+    assert s.check(gpu.download(dst, np.uint8, nbytes))
+    ms, base = s.run(gpu, dst), memset_ms(gpu, dst, nbytes)
+    benchmark.group = "gpu throughput"
+    benchmark.extra_info["GBps"] = round(nbytes / ms / 1e6, 1)
+    benchmark.extra_info["vs_memset"] = round(base / ms, 4)

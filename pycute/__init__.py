@@ -39,6 +39,7 @@ from .atoms import CopyAtom, Tcgen05CpAtom, TmemLoadAtom, TmemStoreAtom, atom_tm
 from .copy import (BulkPlan, CopyPlan, CpAsyncPlan, DsmemPlan, Plan, Tcgen05CpPlan, Tcgen05LdStPlan, TmaPlan,
                    TmemCopyPlan, copy_async, expected_tmem, make_bulk_copy, make_cp_async_copy, make_dsmem_copy,
                    make_tiled_copy, make_tma_copy, make_tmem_copy)
+from .copy import EpiloguePlan, SmemCopyPlan, make_epilogue, make_smem_copy
 from .mma import MmaPlan, make_mma, mma_accumulator
 from .mma import GmmaDescriptor, WgmmaPlan, make_gmma_desc, wgmma_a_fragment, wgmma_accumulator
 from . import compile  # pycute.compile (NVRTC, cache, SASS), reachable as pc.compile
@@ -86,6 +87,8 @@ __all__ = [
     "include_dir", "header_path", "commit_asm", "probe_source", "compile",
     # TMEM <-> registers
     "make_tmem_copy", "mma_accumulator", "verify_tmem_copy",
+    # registers <-> shared memory, and the epilogue
+    "make_smem_copy", "SmemCopyPlan", "make_epilogue", "EpiloguePlan",
     # feeding tcgen05.mma
     "make_umma_desc", "UmmaDescriptor", "make_instr_desc", "InstrDescriptor", "scale_factor_tensor", "scale_factor_smem",
     "ScaleFactorTensor", "check_scale_factor_copy", "verify_operand", "reference_mma",

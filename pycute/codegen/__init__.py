@@ -7,6 +7,8 @@ from .tcgen05_ldst import emit_tmem_copy, ldst_helper
 from .tma import emit_tma_copy, tma_helper
 from .cp_async import cp_async_helper, emit_cp_async_copy
 from .bulk import emit_bulk_copy, emit_dsmem_copy
+from .smem_ldst import emit_smem_copy, matrix_helper, vector_helper
+from .epilogue import emit_epilogue
 from .mma import emit_instr_desc, emit_mma, emit_umma_desc, mma_helper
 from .wgmma import emit_gmma_desc, emit_wgmma, wgmma_header
 from .header import header_path, headers, include_dir, sm100_header

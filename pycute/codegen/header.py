@@ -6,6 +6,8 @@
 * ``pycute/common.cuh``: warps, elect, clusters, mbarriers, proxy fences (``arch.sm90``; sm_90 and later);
 * ``pycute/tma.cuh``: TMA tile loads and stores, the tensor map type, bulk groups, expect_tx (``arch.sm90``);
 * ``pycute/bulk.cuh``: flat bulk copies, DSMEM copies, ``mapa`` and remote mbarrier arrivals (``arch.sm90``);
+* ``pycute/smem_ldst.cuh``: registers <-> shared memory (stmatrix / ldmatrix, ld/st.shared), the packing
+  conversions, named barriers (``arch.sm90``, ``arch.sm100.matrix``, ``arch.sm80.cvt``);
 * ``pycute/tcgen05.cuh``: the shared-memory descriptor, TMEM allocation, tcgen05 fences and commit, and the soft
   build's TMEM model with its tcgen05.cp (``arch.sm100``);
 * ``pycute/tcgen05_ldst.cuh``: tcgen05.ld / st wrappers of every shape and their software model (``arch.sm100``);
@@ -39,6 +41,7 @@ from .tcgen05_ldst import ldst_header_functions, ldst_header_tables
 from .tma import tma_header_functions
 from .cp_async import cp_async_header
 from .bulk import bulk_header
+from .smem_ldst import smem_ldst_header
 from .mma import mma_header_functions, soft_mma_functions, soft_mma_tables
 from .wgmma import WGMMA_HEADER, wgmma_header
 from .templates import render
@@ -98,6 +101,8 @@ PARTS = (
     ("pycute/common.cuh", "warps, elect, clusters, mbarriers, proxy fences (sm_90 and later)", common_header),
     ("pycute/tma.cuh", "TMA tile loads and stores, tensor maps, bulk groups, expect_tx (sm_90)", tma_header),
     ("pycute/bulk.cuh", "flat bulk copies, DSMEM, mapa, remote mbarrier arrivals (sm_90)", bulk_header),
+    ("pycute/smem_ldst.cuh", "stmatrix / ldmatrix, ld/st.shared, packing cvt, named barriers (sm_90)",
+     smem_ldst_header),
     ("pycute/tcgen05.cuh", "shared-memory descriptor, TMEM allocation, tcgen05 fences and commit, the soft model",
      tcgen05_header),
     ("pycute/tcgen05_ldst.cuh", "tcgen05.ld / tcgen05.st, every shape x .num x pack", tcgen05_ldst_header),

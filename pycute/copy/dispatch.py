@@ -15,6 +15,7 @@ import attrs
 
 from ..arch.sm100.targets import TCGEN05_TARGETS
 from ..arch.sm80.cp_async import CP_ASYNC_TARGETS, CpAsyncCache, L2Prefetch
+from ..arch.sm90.shared import SHARED_TARGETS
 from ..arch.sm90.tma import TMA_TARGETS
 from ..errors import PlanError
 from ..tensor.region import MemorySpace
@@ -27,11 +28,12 @@ from .protocol import Completion, Plan, Rejection
 from .tcgen05_cp.planner import make_tiled_copy
 from .tma.planner import make_tma_copy
 from .tcgen05_ldst.planner import make_tmem_copy
+from .smem_ldst.planner import make_smem_copy
 
 __all__ = ["CopyVariant", "VARIANTS", "VariantName", "copy_async"]
 
 VariantName = Literal["tma_load", "tma_store", "bulk_load", "bulk_store", "cp_async", "dsmem", "tcgen05_cp",
-                      "tcgen05_ld", "tcgen05_st"]
+                      "tcgen05_ld", "tcgen05_st", "smem_st", "smem_ld"]
 
 
 @attrs.frozen
@@ -116,6 +118,16 @@ def _tcgen05_st(dst, src: RegisterFragment, max_registers: int = 32, shape: str 
     return make_tmem_copy(dst, "st", src.warps, max_registers, shape, num, pack, fragment=src.layout)
 
 
+# Registers <-> shared memory: stmatrix / ldmatrix or ld/st.shared, the fewest bank-conflict wavefronts; a store
+# converts f32 registers to the tile's type. ``arch`` (copy_async's own) adds a later target's forms.
+def _smem_st(dst, src: RegisterFragment, arch: str | None = None, satfinite: bool | None = None) -> Plan:
+    return make_smem_copy(dst, src, arch, satfinite)
+
+
+def _smem_ld(dst: RegisterFragment, src, arch: str | None = None) -> Plan:
+    return make_smem_copy(dst, src, arch)
+
+
 #: The copy family, by memory pair. Global -> shared tries TMA (one thread, the fewest instructions, bounds checked),
 #: then a flat bulk copy (no tensor map; whole tiles of contiguous runs), then cp.async (any thread count, 4-byte
 #: alignment, sm_80): each refuses a completion it cannot give, so none is picked that would drop the caller's.
@@ -129,6 +141,8 @@ VARIANTS: tuple[CopyVariant, ...] = (
     CopyVariant("tcgen05_cp", "shared", "tmem", TCGEN05_TARGETS, 0, _tcgen05_cp),
     CopyVariant("tcgen05_ld", "tmem", "register", TCGEN05_TARGETS, 0, _tcgen05_ld),
     CopyVariant("tcgen05_st", "register", "tmem", TCGEN05_TARGETS, 0, _tcgen05_st),
+    CopyVariant("smem_st", "register", "shared", SHARED_TARGETS, 0, _smem_st),
+    CopyVariant("smem_ld", "shared", "register", SHARED_TARGETS, 0, _smem_ld),
 )
 
 
@@ -144,7 +158,7 @@ def _candidates(src_space: str, dst_space: str, variant: str | None, arch: str |
     """The rows to try, in priority order, and the rows set aside before planning (forced away, wrong target)."""
     pair = [v for v in VARIANTS if (v.src, v.dst) == (src_space, dst_space)]
     if not pair:
-        covered = ", ".join(sorted({f"{v.src}->{v.dst}" for v in VARIANTS}))
+        covered = ", ".join(f"{v.name} {v.src}->{v.dst}" for v in VARIANTS)
         raise PlanError(f"copy_async: no variant copies {src_space} -> {dst_space} (the family covers {covered})")
     if variant is not None:
         named = [v for v in VARIANTS if v.name == variant]
@@ -186,7 +200,7 @@ def copy_async(dst: Any, src: Any, *, variant: VariantName | None = None, arch: 
             rejected.append(Rejection(row.name, f"takes no option {', '.join(extra)}"))
             continue
         try:
-            plan = row.plan(dst, src, **config)
+            plan = row.plan(dst, src, **config, **({"arch": arch} if "arch" in row.options else {}))
         except PlanError as why:
             rejected.append(Rejection(row.name, why))
             continue

@@ -9,16 +9,17 @@ Written from the PTX ISA (facts and their tags in docs/ptx-tcgen05.md and docs/t
 """
 from __future__ import annotations
 
-from .executors import (BulkExecutor, CpAsyncExecutor, Tcgen05CpExecutor, Tcgen05LdStExecutor, Tcgen05MmaExecutor,
-                        TmaExecutor, WgmmaExecutor)
+from .executors import (BulkExecutor, CpAsyncExecutor, SmemLdStExecutor, Tcgen05CpExecutor, Tcgen05LdStExecutor,
+                        Tcgen05MmaExecutor, TmaExecutor, WgmmaExecutor)
 from .machine import CtaState
 
 __all__ = ["Sm90Emulator", "Sm100Emulator", "CtaState"]
 
 
-class Sm90Emulator(TmaExecutor, BulkExecutor, CpAsyncExecutor, WgmmaExecutor):
+class Sm90Emulator(TmaExecutor, BulkExecutor, CpAsyncExecutor, SmemLdStExecutor, WgmmaExecutor):
     """The CTAs of a cluster with shared memory at ``smem_base``: TMA loads (multicast too) and stores, flat bulk
-    copies and DSMEM copies between the CTAs, and cp.async with its groups, against a global byte array; and
+    copies and DSMEM copies between the CTAs, cp.async with its groups, against a global byte array; a warp's
+    register <-> shared moves (stmatrix / ldmatrix, ld/st.shared) with the packing conversions; and
     wgmma.mma_async of a warpgroup, reading its shared memory and given registers."""
 
     MAX_CTAS = 16
@@ -26,7 +27,7 @@ class Sm90Emulator(TmaExecutor, BulkExecutor, CpAsyncExecutor, WgmmaExecutor):
 
 
 class Sm100Emulator(Tcgen05CpExecutor, Tcgen05LdStExecutor, Tcgen05MmaExecutor, TmaExecutor, BulkExecutor,
-                    CpAsyncExecutor):
+                    CpAsyncExecutor, SmemLdStExecutor):
     """CTAs with shared memory at ``smem_base`` and TMEM; issue ``cp``, ``commit``, then read back with ``ld`` (or
     ``st`` then ``ld``).
 

@@ -14,21 +14,29 @@ from __future__ import annotations
 
 import re
 
+import numpy as np
+
 from ..codegen.probe import PROBE_SHARED_SYMBOL, probe_entry
 from ..errors import CompileError
-from .executors import bulk, cp_async, mma, tcgen05_cp, tcgen05_ldst, tma, wgmma
+from .convert import pack_pair
+from .executors import bulk, cp_async, mma, smem_ldst, tcgen05_cp, tcgen05_ldst, tma, wgmma
 
 #: PTX opcode prefix -> the executor's decoder of its issued instructions (pycute.sim.executors).
 ISSUE_DECODERS = {"tcgen05.cp": tcgen05_cp.decode, "tcgen05.ld": tcgen05_ldst.decode, "tcgen05.st": tcgen05_ldst.decode,
                   "cp.async.bulk.tensor": tma.decode, "cp.async.bulk.prefetch.tensor": tma.decode,
                   "cp.async.ca": cp_async.decode, "cp.async.cg": cp_async.decode,
                   "cp.async.bulk.shared::cluster": bulk.decode, "cp.async.bulk.global": bulk.decode,
-                  "tcgen05.mma": mma.decode, "wgmma.mma_async": wgmma.decode}
+                  "tcgen05.mma": mma.decode, "wgmma.mma_async": wgmma.decode, "stmatrix": smem_ldst.decode,
+                  "ldmatrix": smem_ldst.decode, "st.shared": smem_ldst.decode, "ld.shared": smem_ldst.decode}
 #: Which of a thread's lists each family's records go to.
 _RECORDS = {"tcgen05.cp": "issued", "tcgen05.ld": "ldst", "tcgen05.st": "ldst", "cp.async.bulk.tensor": "tma",
             "cp.async.bulk.prefetch.tensor": "tma", "cp.async.ca": "cp_async", "cp.async.cg": "cp_async",
             "cp.async.bulk.shared::cluster": "bulk", "cp.async.bulk.global": "bulk", "tcgen05.mma": "mma",
-            "wgmma.mma_async": "mma"}
+            "wgmma.mma_async": "mma", "stmatrix": "smem", "ldmatrix": "smem", "st.shared": "smem", "ld.shared": "smem"}
+#: The families whose instruction writes the registers of its first operand (the model holds no data: zeros).
+_LOADS = ("tcgen05.ld", "ldmatrix", "ld.shared")
+#: cvt's packing destination types -> the element format ``sim.convert`` models.
+_PACKS = {"bf16x2": "bf16", "f16x2": "f16", "e4m3x2": "f8e4m3", "e5m2x2": "f8e5m2"}
 
 
 def _family(op: str) -> str | None:
@@ -158,6 +166,7 @@ class _Thread:
         self.cp_async: list = []
         self.bulk: list = []
         self.mma: list = []
+        self.smem: list = []
         self.trace: list = []
 
     def value(self, tok: str, bits: int = 64) -> int:
@@ -176,6 +185,8 @@ class _Thread:
             for name, address in self.symbols.items():
                 if tok.endswith(f"E{len(name)}{name}"):
                     return address
+        if re.fullmatch(r"0[fF][0-9a-fA-F]{8}", tok):          # an f32 immediate, by its bits
+            return int(tok[2:], 16)
         if re.fullmatch(r"-?0[xX][0-9a-fA-F]+[U]?", tok):
             return int(tok.rstrip("U"), 16) & _MASK[bits]
         if re.fullmatch(r"-?\d+[U]?", tok):
@@ -188,8 +199,8 @@ class _Thread:
         record = ISSUE_DECODERS[family](op, args, self.value)
         getattr(self, _RECORDS[family]).append(record)
         self.trace.append(record)
-        if family == "tcgen05.ld":
-            for reg in next(a for a in args if a.startswith("{")).strip("{}").split(","):
+        if family in _LOADS:
+            for reg in args[0].strip("{}").split(","):
                 self.regs[reg.strip()] = 0
 
     def guard_passes(self, pred: str) -> bool:
@@ -233,6 +244,11 @@ class _Thread:
             self.regs[pred] = int(self.lane == leader)
             if dest != "_":
                 self.regs[dest] = leader
+        elif base == "mov" and args[0].startswith("{"):     # unpack: the register's parts, lowest first
+            names = [r.strip() for r in args[0].strip("{}").split(",")]
+            x, width = self.value(args[1], bits), bits // len(names)
+            for k, name in enumerate(names):
+                self.regs[name] = (x >> (k * width)) & _MASK[width]
         elif base == "ld" and "param" in parts:
             m = re.fullmatch(r"\[(\w+)(?:\+(\d+))?\]", args[1])
             if not m or m.group(1) not in self.params:
@@ -246,6 +262,13 @@ class _Thread:
             raise CompileError(f"PTX instruction outside the interpreted subset: {stmt!r}")
         mask = _MASK.get(bits, _MASK[64])
         signed = parts[-1].startswith("s")
+        if base == "mov" and args[1].startswith("{"):        # pack: parts, lowest first
+            names = [r.strip() for r in args[1].strip("{}").split(",")]
+            width = bits // len(names)
+            return sum((self.value(n, width) & _MASK[width]) << (k * width) for k, n in enumerate(names)) & mask
+        if base == "cvt" and parts[-2] in _PACKS and parts[-1] == "f32":
+            return int(pack_pair(np.array(self.value(args[1], 32)), np.array(self.value(args[2], 32)),
+                                 _PACKS[parts[-2]], "satfinite" in parts))
         a = [self.value(t, bits) for t in args[1:]] if base != "cvt" else []
         if base in _BINARY:
             return _BINARY[base](a[0], a[1], bits, signed) & mask
@@ -293,7 +316,8 @@ def trace_entry(ptx: str, params: dict, symbols: dict, entry: str | None = None,
                 lane: int = 0, tid: int | None = None, specials: dict | None = None) -> _Thread:
     """As ``run_entry`` for thread ``tid`` (``%tid.x``; default ``lane``), returning the thread: ``.issued`` (the
     ``tcgen05.cp`` stream), ``.ldst`` (``(op, taddr, immHalfSplitoff, registers)`` per ``tcgen05.ld/st``), ``.tma``,
-    ``.cp_async``, ``.bulk``, ``.mma`` and ``.trace`` (every issue, commit, fence, barrier, alloc, mbarrier and
+    ``.cp_async``, ``.bulk``, ``.mma``, ``.smem`` (stmatrix / ldmatrix / ld-st.shared: the address, and a store's
+    register values) and ``.trace`` (every issue, commit, fence, barrier, alloc, mbarrier and
     memory statement in program order). ``specials`` sets the grid's and cluster's special registers
     (``{"%ctaid.y": 3, "%cluster_ctarank": 1}``; ``SPECIAL_DEFAULTS`` otherwise)."""
     if not isinstance(ptx, str):

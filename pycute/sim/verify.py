@@ -27,9 +27,12 @@ from ..mma.wgmma_plan import WgmmaPlan
 from ..copy.bulk.plan import BulkPlan
 from ..copy.cp_async.plan import CpAsyncPlan
 from ..copy.dsmem.plan import DsmemPlan
+from ..copy.smem_ldst.plan import SmemCopyPlan
+from .verify_smem import verify_epilogue, verify_smem_copy
+from ..copy.smem_ldst.epilogue import EpiloguePlan
 
-__all__ = ["verify", "verify_plan", "verify_tmem_copy", "verify_tma", "verify_cp_async", "verify_bulk", "verify_dsmem", "verify_mma", "verify_wgmma", "run_tmem_copy",
-           "VERIFIERS"]
+__all__ = ["verify", "verify_plan", "verify_tmem_copy", "verify_tma", "verify_cp_async", "verify_bulk", "verify_dsmem", "verify_mma",
+           "verify_wgmma", "verify_smem_copy", "run_tmem_copy", "VERIFIERS"]
 
 
 def verify_plan(plan: Tcgen05CpPlan, seed: int = 0, smem_base: int = 0,
@@ -139,7 +142,9 @@ def verify_tmem_copy(plan: Tcgen05LdStPlan, seed: int = 0) -> None:
 VERIFIERS: dict[str, Callable[..., None]] = {Tcgen05CpPlan.VARIANT: verify_plan, Tcgen05LdStPlan.VARIANT: verify_tmem_copy,
                                              TmaPlan.VARIANT: verify_tma, CpAsyncPlan.VARIANT: verify_cp_async,
                                              BulkPlan.VARIANT: verify_bulk, DsmemPlan.VARIANT: verify_dsmem,
-                                             MmaPlan.VARIANT: verify_mma, WgmmaPlan.VARIANT: verify_wgmma}
+                                             MmaPlan.VARIANT: verify_mma, WgmmaPlan.VARIANT: verify_wgmma,
+                                             SmemCopyPlan.VARIANT: verify_smem_copy,
+                                             EpiloguePlan.VARIANT: verify_epilogue}
 
 
 def verify(plan: Plan, seed: int = 0, **values: int) -> None:
@@ -160,3 +165,5 @@ provides("verify", BulkPlan)(verify_bulk)
 provides("verify", DsmemPlan)(verify_dsmem)
 provides("verify", MmaPlan)(verify_mma)
 provides("verify", WgmmaPlan)(verify_wgmma)
+provides("verify", SmemCopyPlan)(verify_smem_copy)
+provides("verify", EpiloguePlan)(verify_epilogue)

@@ -39,10 +39,11 @@ def test_the_table_has_one_row_per_variant_and_pair_and_every_row_names_its_targ
                     ("bulk_load", "global", "shared"), ("bulk_store", "shared", "global"),
                     ("cp_async", "global", "shared"), ("dsmem", "shared", "shared"),
                     ("tcgen05_cp", "shared", "tmem"), ("tcgen05_ld", "tmem", "register"),
-                    ("tcgen05_st", "register", "tmem")}
+                    ("tcgen05_st", "register", "tmem"), ("smem_st", "register", "shared"),
+                    ("smem_ld", "shared", "register")}
     assert all("sm_100a" in v.targets and ("sm_90a" in v.targets) == (not v.name.startswith("tcgen05"))
                for v in VARIANTS)
-    assert [v.name for v in VARIANTS if "sm_80" in v.targets] == ["cp_async"]
+    assert [v.name for v in VARIANTS if "sm_80" in v.targets] == ["cp_async", "smem_st", "smem_ld"]
 
 
 def test_options_go_to_the_variant():
@@ -68,7 +69,8 @@ def test_an_unknown_variant_is_refused_listing_the_variants():
 
 
 def test_a_pair_no_variant_covers_is_refused_listing_the_covered_pairs():
-    with pytest.raises(pc.PlanError, match=r"no variant copies tmem -> shared \(the family covers .*shared->tmem"):
+    with pytest.raises(pc.PlanError, match=r"no variant copies tmem -> shared \(the family covers .*tcgen05_cp "
+                                           r"shared->tmem.*smem_st register->shared, smem_ld shared->register\)"):
         pc.copy_async(smem(), tmem())
     g = pc.make_global_tensor(pc.bf16, Layout((128, 64), (64, 1)))
     with pytest.raises(pc.PlanError, match="no variant copies global -> tmem"):

@@ -8,3 +8,4 @@ from .cp_async import CpAsyncExecutor
 from .bulk import BulkExecutor
 from .mma import Tcgen05MmaExecutor
 from .wgmma import WgmmaExecutor
+from .smem_ldst import SmemLdStExecutor

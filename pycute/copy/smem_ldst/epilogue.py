@@ -1,0 +1,122 @@
+"""An epilogue from plans alone (``make_epilogue``): registers -> (convert) -> a swizzled shared tile ->
+``fence.proxy.async.shared::cta`` -> a barrier over the fragment's threads -> one thread's TMA store of the tile,
+completed as a bulk group. Every shared address and conversion comes from the register -> shared plan, every box
+from the TMA store plan of the same tile; the composition checks that the boxes cover exactly the tile.
+
+The generated function takes the output tile's origin in element coordinates, one per array mode (row ``m0``,
+column ``n0``); the TMA store plan takes tile indices today, so the origin is divided by the tile's extents on the
+way (``tma_arguments``: the one place that knows the TMA plan's convention)."""
+from __future__ import annotations
+
+from typing import ClassVar
+
+import attrs
+
+from ...errors import PlanError
+from ...int_tuple import as_int
+from ...tensor.gmem import GlobalTensor
+from ...tensor.rmem import RegisterFragment
+from ...tensor.smem import SmemTensor
+from ...views import view
+from ..tma.plan import TmaPlan
+from ..tma.planner import make_tma_copy
+from .plan import SmemCopyPlan
+from .planner import make_smem_copy
+
+__all__ = ["EpiloguePlan", "make_epilogue", "tma_arguments"]
+
+#: Named barriers are 0-15; 0 is __syncthreads'.
+MAX_BARRIER_ID = 15
+
+
+@attrs.frozen(repr=False, eq=False)
+class EpiloguePlan:
+    """``store`` (registers -> shared, with the conversion) and ``tma`` (the shared tile -> global memory), joined by
+    the proxy fence and named barrier ``barrier_id`` over the fragment's threads."""
+
+    store: SmemCopyPlan
+    tma: TmaPlan
+    barrier_id: int = 1
+
+    VARIANT: ClassVar[str] = "epilogue"
+
+    @property
+    def threads(self) -> int:
+        return self.store.threads
+
+    @property
+    def tile_shape(self) -> tuple[int, ...]:
+        return self.tma.tile_shape
+
+    def tma_arguments(self, origin: tuple[int, ...]) -> tuple[int, ...]:
+        """The TMA store plan's tile arguments for the output tile at element ``origin``."""
+        return tma_arguments(self.tma, origin)
+
+    def cuda(self, name: str = "pycute_epilogue") -> str:
+        """``name(map, smem, thread, frag, c0, c1, ...)`` (every thread of the fragment), ``name_wait(thread)``
+        (before ``smem`` is written again) and the two plans' functions ``name_store`` and ``name_tma``."""
+        return view("cuda", self, name)
+
+    def verify(self, seed: int = 0) -> None:
+        """Emulate registers -> shared -> global for two output tiles and compare the array with the layouts."""
+        view("verify", self, seed=seed)
+
+    def explain(self) -> str:
+        return "\n".join([
+            f"epilogue: {self.store.fragment!r} -> {self.store.smem!r} -> {self.tma.gmem!r}",
+            f"  1. every thread of the {self.threads}: {self.store!r}",
+            "  2. fence.proxy.async.shared::cta (the generic proxy's shared writes, visible to the TMA store)",
+            f"  3. bar.sync {self.barrier_id}, {self.threads} (every thread's writes done)",
+            f"  4. thread 0: {self.tma!r}, then cp.async.bulk.commit_group",
+            "  before the tile is written again: thread 0 waits cp.async.bulk.wait_group.read, then the barrier",
+            "", self.store.explain(), "", self.tma.explain()])
+
+    def __repr__(self) -> str:
+        return f"EpiloguePlan({self.store!r}; {self.tma!r})"
+
+
+def tma_arguments(tma: TmaPlan, origin: tuple[int, ...]) -> tuple[int, ...]:
+    """The TMA store plan's arguments for the tile whose first element is at array coordinate ``origin``: each a
+    whole multiple of the tile's extent along its mode."""
+    if len(origin) != len(tma.tile_shape):
+        raise PlanError(f"the output tile's origin has {len(origin)} coordinates; the array has "
+                        f"{len(tma.tile_shape)} modes")
+    out = []
+    for k, (c, n) in enumerate(zip(origin, tma.tile_shape)):
+        c = as_int(c, f"origin coordinate {k}")
+        if c % n or c < 0:
+            raise PlanError(f"origin coordinate {k} is {c}: a TMA store of this tile starts at a multiple of its "
+                            f"extent {n} along mode {k}")
+        out.append(c // n)
+    return tuple(out)
+
+
+def make_epilogue(fragment: RegisterFragment, tile: SmemTensor, array: GlobalTensor, arch: str | None = None,
+                  satfinite: bool | None = None, barrier_id: int = 1) -> EpiloguePlan:
+    """Plan the epilogue of ``fragment`` (a thread-value layout of the output tile) through the shared ``tile``
+    (any swizzle TMA has; a run-time stage index for a ring of tiles) into the global ``array``: the
+    register -> shared plan (``make_smem_copy``, converting f32 to the tile's type) and the TMA store of the tile
+    (``make_tma_copy``), checked to move the same tile. ``barrier_id`` names the bar.sync the fragment's threads
+    share (1-15)."""
+    if not isinstance(fragment, RegisterFragment) or not isinstance(tile, SmemTensor) or \
+            not isinstance(array, GlobalTensor):
+        raise TypeError(f"make_epilogue: a register fragment, a shared tile and a global array, got "
+                        f"{type(fragment).__name__}, {type(tile).__name__}, {type(array).__name__}")
+    barrier_id = as_int(barrier_id, "make_epilogue: barrier_id")
+    if not 1 <= barrier_id <= MAX_BARRIER_ID:
+        raise PlanError(f"make_epilogue: barrier_id {barrier_id}: named barriers 1-{MAX_BARRIER_ID} (0 is "
+                        f"__syncthreads', which every thread of the CTA must reach)")
+    if array.dtype != tile.dtype:
+        raise PlanError(f"make_epilogue: the tile holds {tile.dtype.name} and the array {array.dtype.name}; the TMA "
+                        f"store moves bytes unchanged (convert in the register -> shared step)")
+    store = make_smem_copy(tile, fragment, arch, satfinite)
+    tma = make_tma_copy(array, tile)
+    boxes = tma.tensor_map.box_bytes * len(tma.instructions)
+    held = tile.layout.size() * tile.bits // 8
+    if boxes != held:
+        raise PlanError(f"make_epilogue: the TMA boxes move {boxes} B, the tile holds {held} B; the store must "
+                        f"move exactly the tile\n  tile: {tile!r}\n  {tma!r}")
+    if not store.covers:
+        raise PlanError(f"make_epilogue: the fragment holds {len(set(store.table.ravel().tolist()))} of the tile's "
+                        f"{tile.layout.size()} elements; the TMA store would write the rest unset")
+    return EpiloguePlan(store, tma, barrier_id)

@@ -321,6 +321,67 @@ def wgmma_case(index: int) -> SanitizeCase:
                         lambda arch: make().compile(arch), launch)
 
 
+def epilogue_case(name: str) -> SanitizeCase:
+    """A fragment through stmatrix / st.shared and a TMA store to global memory, and back (real on Hopper)."""
+    def make():
+        from tests.gpu.epilogue_probe import roundtrip
+        return roundtrip(name)
+
+    def launch(gpu, arch: str) -> bool:
+        return _differences_none(make().run(gpu, arch=arch))
+    return SanitizeCase(f"epilogue/{name}", "pycute.harness.epilogue.EpilogueRoundTrip",
+                        lambda arch: make().compile(arch), launch)
+
+
+def _differences_none(result: dict) -> bool:
+    """An epilogue round trip's result ({part: (got, want)}) is right when every part is equal."""
+    import numpy as np
+    return all(np.array_equal(got, want) for got, want in result.values())
+
+
+def conversion_case() -> SanitizeCase:
+    def make():
+        from pycute.harness.epilogue import ConversionProbe
+        return ConversionProbe(count=1 << 12)
+    return SanitizeCase("epilogue/conversions", "pycute.harness.epilogue.ConversionProbe",
+                        lambda arch: __import__("pycute").compile.compile_cuda(make().source(), arch=arch),
+                        lambda gpu, arch: all(f["differ"] == 0 for f in make().run(gpu, arch=arch)))
+
+
+def epilogue_stream_case() -> SanitizeCase:
+    """The epilogue stream (wgmma fragments -> bf16 -> 128B-swizzled ring -> TMA stores) over a small array."""
+    def make():
+        import pycute as pc
+        from perf.gpu_epilogue import _wgmma
+        from pycute.copy.smem_ldst import make_epilogue
+        from pycute.harness.stream_epilogue import EpilogueStream
+        ring = pc.make_stages(pc.kmajor_smem_tensor(pc.bf16, 64, 128, "128B"), 2)[:, :, pc.dynamic("stage")]
+        array = pc.make_global_tensor(pc.bf16, pc.Layout((512, 1024), (1024, 1)))
+        return EpilogueStream(make_epilogue(pc.make_fragment(pc.f32, 128, _wgmma(128, 1)), ring, array))
+
+    def launch(gpu, arch: str) -> bool:
+        import numpy as np
+        stream = make()
+        dst = gpu.upload(np.zeros(512 * 1024 * 2, dtype=np.uint8))
+        stream.run(gpu, dst, repeats=1, arch=arch)
+        return stream.check(gpu.download(dst, np.uint8, 512 * 1024 * 2))
+    return SanitizeCase("stream/epilogue-wgmma-64x128", "pycute.harness.stream_epilogue.EpilogueStream",
+                        lambda arch: make().compile(arch), launch)
+
+
+def epilogue_example_case() -> SanitizeCase:
+    def make():
+        from examples.epilogue import Epilogue
+        return Epilogue()
+
+    def launch(gpu, arch: str) -> bool:
+        import numpy as np
+        got, want = make().run(gpu, arch, soft=True)
+        return bool(np.array_equal(got, want))
+    return SanitizeCase("example/epilogue-soft", "examples.epilogue.Epilogue",
+                        lambda arch: make().compile(arch, soft=True), launch)
+
+
 # ---- the registry -------------------------------------------------------------------------------------------------
 
 def _flat_names(table: str) -> list[str]:
@@ -349,6 +410,8 @@ def registry() -> list[SanitizeCase]:
             [tma_stream_case(False), tma_stream_case(True), load_stream_case(), cp_async_stream_case(),
              dsmem_ring_case(2), dsmem_ring_case(4)] +
             [wgmma_case(i) for i in (0, 1, len(_wgmma_cases()) - 1)] +
+            [epilogue_case(n) for n in ("wgmma-bf16-row-128B", "tmem32-e4m3-row-32B", "user-f32-row-128B")] +
+            [conversion_case(), epilogue_stream_case(), epilogue_example_case()] +
             [q_tile_case(), sf_pipeline_case(1), sf_pipeline_case(2), gemm_case("mxf8", 1), gemm_case("nvfp4", 2)])
 
 

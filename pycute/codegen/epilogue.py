@@ -3,6 +3,7 @@ the function that joins them (store, proxy fence, named barrier, one thread's TM
 from __future__ import annotations
 
 from ..copy.smem_ldst.epilogue import EpiloguePlan
+from ..tensor.region import Dynamic
 from ..views import provides
 from .common import ABI_VERSION, check_function_name
 from .smem_ldst import _fragment_param, emit_smem_copy
@@ -22,7 +23,12 @@ def emit_epilogue(plan: EpiloguePlan, name: str = "pycute_epilogue") -> str:
     params = ", ".join([f"int c{k}" for k in range(modes)] + [f"unsigned {s}" for s in stages])
     tma_args = ", ".join([f"c{k} / {e}" for k, e in enumerate(plan.tile_shape)] + stages)
     stage_args = "".join(f", {s}" for s in stages)
-    threads, bar = plan.threads, plan.barrier_id
+    threads = plan.threads
+    runtime_bar = isinstance(plan.barrier_id, Dynamic)
+    bar = plan.barrier_id.name if runtime_bar else f"{plan.barrier_id}u"
+    if runtime_bar:
+        params += f", unsigned {bar}"
+    wait_param = f", unsigned {bar}" if runtime_bar else ""
     return "\n".join([
         emit_smem_copy(plan.store, f"{name}_store"), emit_tma_copy(plan.tma, f"{name}_tma"),
         f"// {plan!r}",
@@ -36,11 +42,13 @@ def emit_epilogue(plan: EpiloguePlan, name: str = "pycute_epilogue") -> str:
         f"{const}{kind} (&frag)[{n}], {params}) {{",
         f"  {name}_store(smem, thread, frag{stage_args});",
         "  pycute_fence_proxy_async_shared();",
-        f"  pycute_named_barrier_sync({bar}u, {threads}u);",
+        f"  pycute_named_barrier_sync({bar}, {threads}u);",
         f"  if (thread == 0u) {name}_tma(map, smem, {tma_args});",
         "}",
-        "// Before the tile is written again: thread 0 waits until the TMA store has read it, then the barrier.",
-        f"__device__ __forceinline__ void {name}_wait(unsigned thread) {{",
-        "  if (thread == 0u) pycute_bulk_wait_group_read<0>();",
-        f"  pycute_named_barrier_sync({bar}u, {threads}u);",
+        "// Before a tile is written again: thread 0 waits until the TMA store that last read it has (the ring's "
+        f"{plan.in_flight + 1}",
+        "// slot(s) written in turn), then the barrier.",
+        f"__device__ __forceinline__ void {name}_wait(unsigned thread{wait_param}) {{",
+        f"  if (thread == 0u) pycute_bulk_wait_group_read<{plan.in_flight}>();",
+        f"  pycute_named_barrier_sync({bar}, {threads}u);",
         "}", ""])

@@ -13,8 +13,9 @@ from typing import ClassVar
 import attrs
 
 from ...errors import PlanError
-from ...int_tuple import as_int
+from ...int_tuple import as_int, product
 from ...tensor.gmem import GlobalTensor
+from ...tensor.region import Dynamic
 from ...tensor.rmem import RegisterFragment
 from ...tensor.smem import SmemTensor
 from ...views import view
@@ -36,7 +37,13 @@ class EpiloguePlan:
 
     store: SmemCopyPlan
     tma: TmaPlan
-    barrier_id: int = 1
+    barrier_id: int | Dynamic = 1       # a run-time id (pc.dynamic) when warpgroups share the code
+
+    @property
+    def in_flight(self) -> int:
+        """TMA stores of the ring that may still be reading when a slot is written again: the ring's slots less
+        one (slots written in turn), 0 without a ring."""
+        return product(tuple(s.extent for s in self.store.stages)) - 1 if self.store.stages else 0
 
     VARIANT: ClassVar[str] = "epilogue"
 
@@ -66,13 +73,18 @@ class EpiloguePlan:
             f"epilogue: {self.store.fragment!r} -> {self.store.smem!r} -> {self.tma.gmem!r}",
             f"  1. every thread of the {self.threads}: {self.store!r}",
             "  2. fence.proxy.async.shared::cta (the generic proxy's shared writes, visible to the TMA store)",
-            f"  3. bar.sync {self.barrier_id}, {self.threads} (every thread's writes done)",
+            f"  3. bar.sync {_barrier_text(self.barrier_id)}, {self.threads} (every thread's writes done)",
             f"  4. thread 0: {self.tma!r}, then cp.async.bulk.commit_group",
-            "  before the tile is written again: thread 0 waits cp.async.bulk.wait_group.read, then the barrier",
+            f"  before the tile is written again: thread 0 waits cp.async.bulk.wait_group.read {self.in_flight} (the "
+            f"ring's slots written in turn), then the barrier",
             "", self.store.explain(), "", self.tma.explain()])
 
     def __repr__(self) -> str:
         return f"EpiloguePlan({self.store!r}; {self.tma!r})"
+
+
+def _barrier_text(barrier_id: int | Dynamic) -> str:
+    return f"<{barrier_id.name}, at run time>" if isinstance(barrier_id, Dynamic) else str(barrier_id)
 
 
 def tma_arguments(tma: TmaPlan, origin: tuple[int, ...]) -> tuple[int, ...]:
@@ -92,18 +104,20 @@ def tma_arguments(tma: TmaPlan, origin: tuple[int, ...]) -> tuple[int, ...]:
 
 
 def make_epilogue(fragment: RegisterFragment, tile: SmemTensor, array: GlobalTensor, arch: str | None = None,
-                  satfinite: bool | None = None, barrier_id: int = 1) -> EpiloguePlan:
+                  satfinite: bool | None = None, barrier_id: int | Dynamic = 1) -> EpiloguePlan:
     """Plan the epilogue of ``fragment`` (a thread-value layout of the output tile) through the shared ``tile``
     (any swizzle TMA has; a run-time stage index for a ring of tiles) into the global ``array``: the
     register -> shared plan (``make_smem_copy``, converting f32 to the tile's type) and the TMA store of the tile
     (``make_tma_copy``), checked to move the same tile. ``barrier_id`` names the bar.sync the fragment's threads
-    share (1-15)."""
+    share (1-15), or ``pc.dynamic(name)`` for an id the caller passes at run time (warpgroups that run the same
+    code on their own tiles each take their own barrier)."""
     if not isinstance(fragment, RegisterFragment) or not isinstance(tile, SmemTensor) or \
             not isinstance(array, GlobalTensor):
         raise TypeError(f"make_epilogue: a register fragment, a shared tile and a global array, got "
                         f"{type(fragment).__name__}, {type(tile).__name__}, {type(array).__name__}")
-    barrier_id = as_int(barrier_id, "make_epilogue: barrier_id")
-    if not 1 <= barrier_id <= MAX_BARRIER_ID:
+    if not isinstance(barrier_id, Dynamic):
+        barrier_id = as_int(barrier_id, "make_epilogue: barrier_id")
+    if not isinstance(barrier_id, Dynamic) and not 1 <= barrier_id <= MAX_BARRIER_ID:
         raise PlanError(f"make_epilogue: barrier_id {barrier_id}: named barriers 1-{MAX_BARRIER_ID} (0 is "
                         f"__syncthreads', which every thread of the CTA must reach)")
     if array.dtype != tile.dtype:

@@ -44,6 +44,26 @@ def test_a_ring_of_tiles_is_a_run_time_stage():
     assert "unsigned stage" in plan.cuda("epi")
 
 
+@pytest.mark.parametrize("slots", [1, 2, 3])
+def test_the_wait_lets_the_rings_other_slots_stores_stay_in_flight(slots):
+    tile = pc.kmajor_smem_tensor(pc.bf16, 64, 128, "128B")
+    tile = pc.make_stages(tile, slots)[:, :, pc.dynamic("stage")] if slots > 1 else tile
+    plan = make_epilogue(pc.make_fragment(pc.f32, 128, wgmma_layout(128)), tile, ARRAY)
+    assert plan.in_flight == slots - 1
+    assert f"pycute_bulk_wait_group_read<{slots - 1}>();" in plan.cuda("epi")
+
+
+def test_a_run_time_barrier_id_is_a_parameter_of_the_function_and_its_wait():
+    # two consumer warpgroups run the same epilogue code, each on its own named barrier
+    plan = make_epilogue(pc.make_fragment(pc.f32, 128, wgmma_layout(128)), pc.kmajor_smem_tensor(pc.bf16, 64, 128,
+                                                                                                    "128B"),
+                         ARRAY, barrier_id=pc.dynamic("bar"))
+    code = plan.cuda("epi")
+    assert "int c1, unsigned bar) {" in code and "void epi_wait(unsigned thread, unsigned bar)" in code
+    assert code.count("pycute_named_barrier_sync(bar, 128u);") == 2
+    assert "<bar, at run time>" in plan.explain()
+
+
 def test_the_compiled_epilogue_interpreted_for_every_thread_leaves_the_array_the_layouts_say():
     plan = hopper_epilogue()
     source = plan.cuda("epi") + """

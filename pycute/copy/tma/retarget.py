@@ -55,6 +55,8 @@ class TensorMapField:
         """The value as C over the function's parameters."""
         if self.name is None:
             return f"{self.value}ull" if self.field == "global_stride" else f"{self.value}u"
+        if self.field == "global_stride" and self.scale % self.divisor == 0:
+            return f"(unsigned long long){self.name} * {self.scale // self.divisor}ull"
         if self.field == "global_stride":
             return f"(unsigned long long){self.name} * {self.scale}ull / {self.divisor}ull"
         return f"(unsigned)({self.name} / {self.divisor})" if self.divisor > 1 else f"(unsigned){self.name}"
@@ -150,9 +152,9 @@ def _describe(f: TensorMapField) -> str:
         return "global_address = address"
     if f.name is None:
         return f"{f.field}{at} = {f.value}"
-    value = f.name + (f" x {f.scale}" if f.scale != 1 else "") + (f" / {f.divisor}" if f.divisor != 1 else "")
     if f.field == "global_stride":
-        value += " B"
+        return f"{f.field}{at} = {f.name} x {f.scale / f.divisor:g} B"
+    value = f.name + (f" / {f.divisor}" if f.divisor != 1 else "")
     return f"{f.field}{at} = {value}"
 
 

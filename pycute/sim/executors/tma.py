@@ -63,6 +63,9 @@ def replace_field(tmap: TensorMap, field: str, ordinal: int | None, value: int) 
         if value % GLOBAL_ALIGN:
             raise EmulationError(f"tensormap.replace: global_address {value:#x} is not {GLOBAL_ALIGN}-byte aligned")
         return attrs.evolve(tmap, address=value)
+    if field not in ("global_dim", "global_stride", "box_dim"):
+        raise EmulationError(f"tensormap.replace.{field} is not modelled (global_address, global_dim, global_stride "
+                             f"and box_dim are)")
     if ordinal is None or not 0 <= ordinal < p.rank:
         raise EmulationError(f"tensormap.replace.{field}: ordinal {ordinal} outside the map's {p.rank} dimensions")
     if field == "global_dim":
@@ -81,14 +84,11 @@ def replace_field(tmap: TensorMap, field: str, ordinal: int | None, value: int) 
         strides = list(p.global_strides)
         strides[ordinal] = value
         return attrs.evolve(tmap, params=attrs.evolve(p, global_strides=tuple(strides)))
-    if field == "box_dim":
-        if not 1 <= value <= MAX_BOX:
-            raise EmulationError(f"tensormap.replace: box_dim {value} outside [1, {MAX_BOX}]")
-        box = list(p.box)
-        box[ordinal] = value
-        return attrs.evolve(tmap, params=attrs.evolve(p, box=tuple(box)))
-    raise EmulationError(f"tensormap.replace.{field} is not modelled (global_address, global_dim, global_stride and "
-                         f"box_dim are)")
+    if not 1 <= value <= MAX_BOX:                                     # box_dim
+        raise EmulationError(f"tensormap.replace: box_dim {value} outside [1, {MAX_BOX}]")
+    box = list(p.box)
+    box[ordinal] = value
+    return attrs.evolve(tmap, params=attrs.evolve(p, box=tuple(box)))
 
 
 def convert_loaded(data: np.ndarray, data_type: int) -> np.ndarray:

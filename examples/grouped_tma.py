@@ -197,19 +197,20 @@ extern "C" __global__ void __launch_bounds__(128) grouped_one(const pycute_tenso
         assert np.array_equal(c, self.expected_c(a)), "C differs from A inside a group or was written outside"
 
     # -- the GPU run ---------------------------------------------------------------------------------------------
-    def run(self, gpu: Any, seed: int = 0, checked: bool = False) -> dict:
-        """Run ``grouped`` on ``gpu``: ``{"c": (got, want), "one": [(got, want)], "group": [(got, want)]}``."""
+    def run(self, gpu: Any, seed: int = 0, checked: bool = False, work: list[Work] | None = None) -> dict:
+        """Run ``grouped`` on ``gpu`` for ``work`` (every item by default): ``{"c": (got, want), "one": [(got,
+        want)], "group": [(got, want)]}``."""
         from pycute.compile.runtime import tensor_map_bytes
+        kernel = gpu.kernel(self.compile("sm_90a", checked), "grouped")
         a, c = self.arrays(seed)
         d_a, d_c = gpu.upload(a), gpu.upload(c)
         maps = [gpu.upload(np.frombuffer(tensor_map_bytes(p.tensor_map.encode(int(d.handle))), np.uint8))
                 for p, d in ((self.load, d_a), (self.store, d_c))]
-        work = self.work()
+        work = self.work() if work is None else work
         items = np.array([[w.row0, w.rows, w.i, w.j] for w in work], np.int32).reshape(-1)
         d_work = gpu.upload(items)
         d_ws = gpu.upload(np.zeros(len(work) * 2 * 128, np.uint8))
         dumps = [gpu.upload(np.zeros(len(work) * TILE_BYTES, np.uint8)) for _ in range(2)]
-        kernel = gpu.kernel(self.compile("sm_90a", checked), "grouped")
         gpu.launch(kernel, *maps, d_ws, d_a, d_c, d_work, *dumps, grid=len(work), block=128,
                    dynamic_smem=SMEM + 1024)
         one, group = (gpu.download(d, np.uint8, len(work) * TILE_BYTES).reshape(len(work), TILE_BYTES)

@@ -124,9 +124,13 @@ extern "C" __global__ void tma_roundtrip({maps}, unsigned char* dump, unsigned* 
                 emu.tma_store(self.store.tensor_map, b, issue.coords, issue.smem, reduce=self.store.reduce)
         return image, b
 
-    def run(self, gpu: Gpu, tile: tuple[int, ...], seed: int = 0, arch: str = "sm_90a", checked: bool = False) -> dict:
-        """Run on ``gpu`` at coordinates ``tile``; ``{"smem": (got, want), "array": (got, want), "spins": n}``."""
+    def launch(self, gpu: Gpu, tile: tuple[int, ...], seed: int = 0, arch: str = "sm_90a",
+               checked: bool = False) -> dict:
+        """Run on ``gpu`` at coordinates ``tile`` without emulating: ``{"smem": image, "array": B, "spins": n,
+        "a": A's bytes, "b": B's bytes before}`` (for cases outside what the plans promise, held to a model of
+        the caller's own)."""
         gpu = check_gpu(gpu)
+        kernel = gpu.kernel(self.compile(arch, checked), "tma_roundtrip")
         a, b = self.arrays(seed)
         d_a, d_b = gpu.upload(a), gpu.upload(b)
         pairs = ((self.load, d_a), (self.store or self.load, d_b))
@@ -137,10 +141,14 @@ extern "C" __global__ void tma_roundtrip({maps}, unsigned char* dump, unsigned* 
                                                     dtype=np.uint8)) for p, b in pairs)
         d_dump = gpu.upload(np.zeros(self.ctas * self.smem_bytes, dtype=np.uint8))
         d_status = gpu.upload(np.zeros(self.ctas, dtype=np.uint32))
-        kernel = gpu.kernel(self.compile(arch, checked), "tma_roundtrip")
         gpu.launch(kernel, d_in, d_out, d_dump, d_status, *(np.int32(t) for t in tile), grid=self.ctas, block=128,
                    cluster=self.ctas, dynamic_smem=self.smem_bytes + 1024)
-        image, array = self.emulate(tile, seed)
-        return {"smem": (gpu.download(d_dump, np.uint8, self.ctas * self.smem_bytes), image),
-                "array": (gpu.download(d_b, np.uint8, b.size), array),
+        return {"smem": gpu.download(d_dump, np.uint8, self.ctas * self.smem_bytes),
+                "array": gpu.download(d_b, np.uint8, b.size), "a": a, "b": b,
                 "spins": int(gpu.download(d_status, np.uint32, self.ctas).max())}
+
+    def run(self, gpu: Gpu, tile: tuple[int, ...], seed: int = 0, arch: str = "sm_90a", checked: bool = False) -> dict:
+        """Run on ``gpu`` at coordinates ``tile``; ``{"smem": (got, want), "array": (got, want), "spins": n}``."""
+        got = self.launch(gpu, tile, seed, arch, checked)
+        image, array = self.emulate(tile, seed)
+        return {"smem": (got["smem"], image), "array": (got["array"], array), "spins": got["spins"]}

@@ -9,9 +9,12 @@ from hypothesis import given, settings, strategies as st
 import pycute as pc
 from pycute import Layout
 from pycute.compile import compile_cuda
+from pycute.harness.tma import TmaRoundTrip
 from pycute.sim.emulator import Sm90Emulator
 from pycute.sim.ptx import trace_entry
 from pycute.tensor.values import smem_element_offsets
+
+from .cases import ELEMENT
 
 F32 = pc.make_global_tensor(pc.f32, Layout((40, 24), (24, 1)))
 F32_TILE = pc.make_smem_tensor(pc.f32, Layout((16, 8), (8, 1)))
@@ -182,3 +185,22 @@ def test_the_checked_build_traps_naming_the_broken_precondition_and_the_plain_bu
     thread = trace_entry(checked.ptx, {0: 0x7000_0000, 1: 0x400, 2: 0x80, 3: 5, 4: 70}, {}, "k")
     assert thread.tma == [] and thread.trap.startswith("pycute: ld: k = 70 breaks k % 64 == 0: the map views")
     assert checked.histogram().get("BPT.TRAP") == 1 and "BPT.TRAP" not in plain.histogram()
+
+
+@pytest.mark.parametrize("name,g,s,origins", ELEMENT, ids=[c[0] for c in ELEMENT])
+def test_every_element_origin_the_gpu_runs_emulates_as_the_layouts_say(name, g, s, origins):
+    at = (pc.dynamic("r"), pc.dynamic("c"))
+    load, store = pc.make_tma_copy(s, g, origin=at), pc.make_tma_copy(g, s, origin=at)
+    for r, c in origins:
+        load.at(r=r, c=c).verify(seed=r & 7)
+        if all(p.holds({"r": r, "c": c}[p.name]) for p in store.preconditions):
+            store.at(r=r, c=c).verify(seed=c & 7)
+
+
+def test_the_element_round_trip_kernel_compiles_for_sm_90a():
+    _, g, s, origins = ELEMENT[0]
+    at = (pc.dynamic("r"), pc.dynamic("c"))
+    rt = TmaRoundTrip(pc.make_tma_copy(s, g, origin=at), pc.make_tma_copy(g, s, origin=at))
+    h = rt.compile("sm_90a").histogram()
+    assert h.get("UTMALDG.2D") == 1 and h.get("UTMASTG.2D") == 1
+    assert "int r, int c)" in rt.source()

@@ -181,13 +181,14 @@ class TmaPlan(ArrayTilePlan):
         if len(args) > len(names):
             raise PlanError(f"{who}{len(args)} coordinates given; the plan takes {len(names)} "
                             f"({', '.join(names) or 'none: its origin is static'})")
-        coords = {n: as_int(v, f"{who}coordinate {n}") for n, v in zip(names, args)}
+        what = (lambda n: f"tile index of mode {n[1:]}") if not self.origin else (lambda n: f"coordinate {n}")
+        coords = {n: as_int(v, f"{who}{what(n)}") for n, v in zip(names, args)}
         stage_names = {s.name for s in self.stages}
         for k, v in values.items():
             if k in names:
                 if k in coords:
                     raise PlanError(f"{who}coordinate {k} given twice")
-                coords[k] = as_int(v, f"{who}coordinate {k}")
+                coords[k] = as_int(v, f"{who}{what(k)}")
             elif k not in stage_names:
                 raise PlanError(f"{who}no coordinate or run-time index named {k!r} (coordinates: "
                                 f"{', '.join(names) or 'none'}; run-time indices: {', '.join(stage_names) or 'none'})")

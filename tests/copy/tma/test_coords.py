@@ -204,3 +204,8 @@ def test_the_element_round_trip_kernel_compiles_for_sm_90a():
     h = rt.compile("sm_90a").histogram()
     assert h.get("UTMALDG.2D") == 1 and h.get("UTMASTG.2D") == 1
     assert "int r, int c)" in rt.source()
+
+
+def test_copy_async_passes_the_origin_to_the_tma_planner():
+    assert pc.copy_async(F32_TILE, F32, origin=(pc.dynamic("r"), 0)) == \
+        pc.make_tma_copy(F32_TILE, F32, origin=(pc.dynamic("r"), 0))

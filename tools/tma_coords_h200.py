@@ -307,10 +307,13 @@ def window_case(gpu) -> dict:
     """The overlapping view (start row, row, k) with pycute's refusal switched off in this child: the tile at a
     start past the start mode's 897 rows, whose rows 939..1023 exist."""
     import pycute.copy.tma.rules as rules
-    rules.check_window = lambda *args: None
-    view = pc.make_global_tensor(pc.bf16, Layout((897, 128, 128), (128, 128, 1)))
-    load = pc.make_tma_copy(pc.make_smem_tensor(pc.bf16, Layout((1, 128, 64), (0, 64, 1))), view,
-                            origin=(pc.dynamic("s"), 0, 0))
+    refusal, rules.check_window = rules.check_window, lambda *args: None
+    try:
+        view = pc.make_global_tensor(pc.bf16, Layout((897, 128, 128), (128, 128, 1)))
+        load = pc.make_tma_copy(pc.make_smem_tensor(pc.bf16, Layout((1, 128, 64), (0, 64, 1))), view,
+                                origin=(pc.dynamic("s"), 0, 0))
+    finally:
+        rules.check_window = refusal
     got = TmaRoundTrip(load, None).launch(gpu, (939,))
     rows = got["a"].reshape(-1, 256)
     tile = got["smem"][:128 * 128].reshape(128, 128)

@@ -225,16 +225,16 @@ def emit_tma_retarget(r: TensorMapReplace, name: str = "pycute_tma_retarget") ->
     if r.preconditions:
         head.append("// Preconditions (a checked build, -DPYCUTE_CHECKED, traps on them): "
                     + "; ".join(p.rule for p in r.preconditions) + ".")
-    checks = ["#ifdef PYCUTE_CHECKED",
+    checks = ["#ifdef PYCUTE_CHECKED              // the warp's values are uniform: one lane prints, every lane traps",
               f"  if (reinterpret_cast<unsigned long long>(address) % {GLOBAL_ALIGN}ull != 0) {{",
-              f'    printf("pycute: {name}: address %llx is not {GLOBAL_ALIGN}-byte aligned (a tensor map\'s global '
-              f'address is)\\n", reinterpret_cast<unsigned long long>(address));',
+              f'    if (pycute_elect_one_sync()) printf("pycute: {name}: address %llx is not {GLOBAL_ALIGN}-byte '
+              f'aligned (a tensor map\'s global address is)\\n", reinterpret_cast<unsigned long long>(address));',
               "    __trap();", "  }"]
     for p in r.preconditions:
         test = f"{p.name} % {p.bound} != 0" if p.kind == "multiple" else f"{p.name} < {p.bound}"
         rule = p.rule.replace("%", "%%")
-        checks += [f"  if ({test}) {{", f'    printf("pycute: {name}: {p.name} = %d breaks {rule}: {p.why}\\n", '
-                   f'{p.name});', "    __trap();", "  }"]
+        checks += [f"  if ({test}) {{", f'    if (pycute_elect_one_sync()) printf("pycute: {name}: {p.name} = %d breaks '
+                   f'{rule}: {p.why}\\n", {p.name});', "    __trap();", "  }"]
     checks.append("#endif")
     edits = []
     for f in r.fields:

@@ -129,7 +129,7 @@ def coord_case(gpu, kind: str, name: str, origin: tuple) -> dict:
 
 def prefetch_run(gpu, plan, origin) -> dict:
     src = plan.cuda("pf") + 'extern "C" __global__ void k(const void* map, int r, int c) { if (threadIdx.x == 0) ' \
-                            'pf(map, r, c); }'
+                            '{ pycute_tensormap_acquire(map); pf(map, r, c); } }'
     from pycute.compile import compile_cuda
     from pycute.compile.runtime import tensor_map_bytes
     kernel = gpu.kernel(compile_cuda(src, arch="sm_90a"), "k")
@@ -179,7 +179,7 @@ extern "C" __global__ void k(const void* map, const unsigned char* raw) {{
     buf[i] = i < {40 * 128}u ? raw[(i / 128u) * 256u + i % 128u] : 0;
   pycute_fence_proxy_async_shared();
   __syncthreads();
-  if (threadIdx.x == 0) {{ st(map, base, 0, 0); pycute_bulk_wait_group<0>(); }}
+  if (threadIdx.x == 0) {{ pycute_tensormap_acquire(map); st(map, base, 0, 0); pycute_bulk_wait_group<0>(); }}
 }}"""
     kernel = gpu.kernel(compile_cuda(src, arch="sm_90a"), "k")
     d_raw, d_b = gpu.upload(raw[:n]), gpu.upload(np.zeros(n, np.uint8))
@@ -265,7 +265,8 @@ def smem_case(gpu) -> dict:
     from pycute.arch.sm90.smem import SMEM_MAX_BYTES
     from pycute.compile import compile_cuda
     attr = driver.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN
-    err, optin = driver.cuDeviceGetAttribute(attr, 0)
+    _, dev = driver.cuDeviceGet(0)
+    _, optin = driver.cuDeviceGetAttribute(attr, dev)
     k = gpu.kernel(compile_cuda('extern "C" __global__ void k(unsigned char* o) { extern __shared__ unsigned char s[];'
                                 ' s[threadIdx.x] = 1; __syncthreads(); o[threadIdx.x] = s[threadIdx.x]; }',
                                 arch="sm_90a"), "k")

@@ -350,7 +350,10 @@ def make_tma_copy(dst: GlobalTensor | SmemTensor, src: GlobalTensor | SmemTensor
             if best is None or len(plan.instructions) < len(best.instructions):
                 best = attrs.evolve(plan, element=gmem.dtype.name)
     if best is None:
-        raise PlanError(str(error) + "".join(f"\n  {r}" for r in why if not own))
+        if own:
+            raise PlanError(str(error))
+        raise PlanError(f"make_tma_copy: a tensor map has no type for {gmem.dtype.name} and no wider element fits:"
+                        + "".join(f"\n  {r}" for r in why) + _where(gmem, smem))
     return best
 
 

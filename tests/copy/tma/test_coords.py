@@ -209,3 +209,16 @@ def test_the_element_round_trip_kernel_compiles_for_sm_90a():
 def test_copy_async_passes_the_origin_to_the_tma_planner():
     assert pc.copy_async(F32_TILE, F32, origin=(pc.dynamic("r"), 0)) == \
         pc.make_tma_copy(F32_TILE, F32, origin=(pc.dynamic("r"), 0))
+
+
+def test_a_4_bit_tile_takes_element_origins_on_whole_bytes():
+    """f4e2m1 travels as bytes: a run-time origin of the contiguous mode is a whole byte (even), a static odd one
+    is refused with each width's reason."""
+    g = pc.make_global_tensor("f4e2m1", Layout((300, 256), (256, 1)))
+    tile = pc.kmajor_smem_tensor("f4e2m1", 128, 256, "128B")
+    plan = pc.make_tma_copy(tile, g, origin=(pc.dynamic("r"), pc.dynamic("c")))
+    assert plan.element == "f4e2m1" and [p.rule for p in plan.preconditions] == ["c % 2 == 0"]
+    plan.verify()
+    with pytest.raises(pc.PlanError, match=r"no wider element fits:\n  as u8: the origin 7 of the contiguous mode is "
+                                           r"not a multiple of 2"):
+        pc.make_tma_copy(tile, g, origin=(5, 7))

@@ -13,15 +13,13 @@ import itertools
 
 import attrs
 
-from ...arch.sm90.tma import (DATA_TYPES, DIM_LIMIT, GLOBAL_ALIGN, INNER_BOX_ALIGN, MAX_BOX, MAX_MULTICAST, MAX_RANK,
-                              NAN_FILL_TYPES, OOB_FILL_NAN, OOB_FILL_NONE, REDUCE_TYPES, SMEM_ALIGN, STRIDE_ALIGN,
-                              STRIDE_LIMIT, TMA_SWIZZLES, TX_LIMIT, OobFill, ReduceOp, TmaDirection, TmaSwizzle,
-                              tma_swizzle_of_bytes)
+from ...arch.sm90.tma import (DATA_TYPES, INNER_BOX_ALIGN, MAX_BOX, MAX_RANK, SMEM_ALIGN, TMA_SWIZZLES, TX_LIMIT,
+                              OobFill, ReduceOp, TmaDirection, TmaSwizzle, tma_swizzle_of_bytes)
 from ...atoms.tma import tma_atom
 from ...basis import ScaledBasis
 from ...composition import composition, right_inverse
 from ...errors import PlanError
-from ...int_tuple import as_int, flatten
+from ...int_tuple import flatten
 from ...layout import Layout, coalesce
 from ...modes import make_identity_layout
 from ...swizzle import Swizzle
@@ -31,11 +29,13 @@ from ...tensor.tile import whole_array_modes
 from ..protocol import Reject, Rejection, load_or_store
 from ...tensor.stages import smem_stages
 from .widen import WIDE_TYPES, widen
-from .plan import (DTYPE_BYTES, TensorMapParams, TmaInstruction, TmaMulticast, TmaPlan,
-                   TmaTileCoord)
+from .origin import Origin, check_static_origin, origin_spec, place_origins, widen_origin
+from .params import DTYPE_BYTES, TensorMapParams, smem_capacity
+from .plan import TmaInstruction, TmaMulticast, TmaPlan, TmaTileCoord
+from .rules import (capability, check_array, check_cta_group, check_fill, check_map, check_multicast, check_reduce,
+                    check_smem, data_type, size1_stride)
 
-__all__ = ["make_tma_copy"]
-
+__all__ = ["make_tma_copy", "Origin"]
 
 def _where(gmem: GlobalTensor, smem: SmemTensor) -> str:
     return f"\n  global: {gmem!r}\n  shared: {smem!r}"
@@ -64,23 +64,6 @@ def _swizzle(smem: SmemTensor, elem: int, where: str) -> TmaSwizzle:
                         f"{sw.base + t},{sw.shift}> on bytes, which no TMA mode applies; in these elements TMA "
                         f"swizzles are {wanted}{where}")
     return mode
-
-
-def _check_array(modes: list, gmem: GlobalTensor, elem: int, where: str) -> int:
-    """The contiguous mode's index, after the encoder's rules on extents, strides and the base alignment."""
-    unit = [k for k, (n, d) in enumerate(modes) if d == 1]
-    if not unit:
-        raise PlanError(f"make_tma_copy: no array mode has stride 1; a tensor map's dimension 0 is contiguous{where}")
-    if gmem.base_align % GLOBAL_ALIGN:
-        raise PlanError(f"make_tma_copy: the array's base is aligned to {gmem.base_align} B; a tensor map needs "
-                        f"{GLOBAL_ALIGN}{where}")
-    for k, (n, d) in enumerate(modes):
-        if not 1 <= n <= DIM_LIMIT:
-            raise PlanError(f"make_tma_copy: array mode {k} has extent {n}, outside [1, 2^32]{where}")
-        if k != unit[0] and n > 1 and ((d * elem) % STRIDE_ALIGN or not 0 < d * elem < STRIDE_LIMIT):
-            raise PlanError(f"make_tma_copy: array mode {k} has a stride of {d * elem} B; a tensor map stride is a "
-                            f"positive multiple of {STRIDE_ALIGN} B below 2^40 (cp.async takes such arrays){where}")
-    return unit[0]
 
 
 def _smem_modes(smem: SmemTensor, rank: int, where: str) -> tuple[list, tuple[int, ...]]:
@@ -120,8 +103,10 @@ def _split_256(modes: list) -> list:
     return out
 
 
-def _box(modes: list, first_axis: int, arrays: list) -> tuple[list, list, list]:
-    """``(box dims [(extent, axis, step)], the modes left to instructions, the reasons the box stopped)``."""
+def _box(modes: list, first_axis: int, arrays: list, whole: frozenset[int] = frozenset()
+         ) -> tuple[list, list, list]:
+    """``(box dims [(extent, axis, step)], the modes left to instructions, the reasons the box stopped)``; the box
+    views no axis of ``whole`` in parts (its origin there is not on a part boundary)."""
     covered = [1] * len(arrays)
     box: list = []
     why: list = []
@@ -132,6 +117,9 @@ def _box(modes: list, first_axis: int, arrays: list) -> tuple[list, list, list]:
         elif step != covered[axis]:
             reason = (f"mode {k} steps array mode {axis} by {step} elements; a box dimension continues it at "
                       f"{covered[axis]}")
+        elif step > 1 and axis in whole:
+            reason = (f"mode {k} would view array mode {axis} in {step}-element parts, and the box's origin on it is "
+                      f"not a multiple of {step}")
         elif step > 1 and arrays[axis][0] % step:
             reason = (f"mode {k} would view array mode {axis} ({arrays[axis][0]} elements) in {step}-element steps, "
                       f"which do not divide it (the view would read past the mode)")
@@ -183,7 +171,10 @@ def _dims(box: list, arrays: list, tile: tuple, elem: int, where: str) -> tuple[
         if not any(a == axis for _, a, _ in box):
             dims.append((extent, stride * elem, 1, axis, 1))
     if len(dims) == 1:              # the driver refuses rank-1 maps (docs/tma.md): a size-1 second dimension
-        dims.append((1, -(-dims[0][0] * elem // STRIDE_ALIGN) * STRIDE_ALIGN, 1, -1, 1))
+        dims.append((1, 0, 1, -1, 1))
+    for k in range(1, len(dims)):
+        if dims[k][0] == 1:
+            dims[k] = (1, size1_stride(dims[:k], elem)) + dims[k][2:]
     if len(dims) > MAX_RANK:
         raise PlanError(f"make_tma_copy: the tile needs {len(dims)} tensor-map dimensions (its box and every array "
                         f"mode it spans once); a tensor map has at most {MAX_RANK}{where}")
@@ -215,30 +206,6 @@ def _instructions(rest: list, box_elems: int, dims: list, ptx: str, elem: int, s
     return out
 
 
-def _check_smem(smem: SmemTensor, mode: TmaSwizzle, box0_bytes: int, where: str) -> None:
-    if box0_bytes % INNER_BOX_ALIGN:
-        raise PlanError(f"make_tma_copy: the box's rows are {box0_bytes} B; TMA moves whole {INNER_BOX_ALIGN}-byte "
-                        f"units (boxDim[0] x element bytes a multiple of {INNER_BOX_ALIGN}){where}")
-    if mode.byte_swizzle is not None and box0_bytes != mode.span:
-        raise PlanError(f"make_tma_copy: the box's rows are {box0_bytes} B under the {mode.name} swizzle, whose rows "
-                        f"are {mode.span} B; pycute plans swizzled boxes whose rows fill the swizzle row (narrower "
-                        f"rows are not settled, docs/tma.md){where}")
-    need = max(SMEM_ALIGN, mode.repeat)
-    if smem.base_align % need or (smem.offset * smem.bits // 8) % need:
-        raise PlanError(f"make_tma_copy: the tile starts {smem.offset * smem.bits // 8} B into a buffer aligned to "
-                        f"{smem.base_align} B; a {mode.name}-swizzled box needs {need}-byte alignment{where}")
-
-
-def _check_multicast(multicast: object, direction: str, where: str) -> int:
-    ctas = as_int(multicast, "make_tma_copy: multicast")
-    if direction != "load":
-        raise PlanError(f"make_tma_copy: only loads multicast (PTX ISA: .multicast::cluster){where}")
-    if not 2 <= ctas <= MAX_MULTICAST:
-        raise PlanError(f"make_tma_copy: multicast={ctas}: a multicast reaches 2 to {MAX_MULTICAST} CTAs (a one-CTA "
-                        f"mask is a plain load: leave multicast out){where}")
-    return ctas
-
-
 def _multicast(dims: list, box_elems: int, ctas: int, elem: int, where: str) -> tuple[list, TmaMulticast]:
     """The box's outermost dimension split over ``ctas`` CTAs: each issues a contiguous slice of the tile."""
     j = max((k for k, d in enumerate(dims) if d[2] > 1), default=0)
@@ -251,28 +218,6 @@ def _multicast(dims: list, box_elems: int, ctas: int, elem: int, where: str) -> 
     return dims, TmaMulticast(ctas, j, n // ctas, box_elems // ctas * elem)
 
 
-def _check_reduce(reduce: object, direction: str, dtype: str, where: str) -> ReduceOp:
-    if not isinstance(reduce, str):
-        raise TypeError(f"make_tma_copy: reduce must be one of {', '.join(REDUCE_TYPES)} or None, got {reduce!r}")
-    if reduce not in REDUCE_TYPES:
-        raise PlanError(f"make_tma_copy: reduce={reduce!r}: TMA reduces with {', '.join(REDUCE_TYPES)}{where}")
-    if direction != "store":
-        raise PlanError(f"make_tma_copy: a reduction goes from shared to global memory (dst the array){where}")
-    if dtype not in REDUCE_TYPES[reduce]:
-        raise PlanError(f"make_tma_copy: .{reduce} reduces {', '.join(REDUCE_TYPES[reduce])} elements, not {dtype} "
-                        f"(PTX ISA, cp.reduce.async.bulk.tensor){where}")
-    return reduce
-
-
-def _check_fill(fill: object, direction: str, dtype: str, where: str) -> int:
-    if fill not in ("zero", "nan"):
-        raise PlanError(f"make_tma_copy: oob_fill={fill!r}: out-of-bounds elements load as 'zero' or 'nan'{where}")
-    if fill == "nan" and (direction != "load" or dtype not in NAN_FILL_TYPES):
-        raise PlanError(f"make_tma_copy: the NaN fill is for loads of {', '.join(NAN_FILL_TYPES)} elements, not a "
-                        f"{direction} of {dtype} (the driver refuses it for integers){where}")
-    return OOB_FILL_NAN if fill == "nan" else OOB_FILL_NONE
-
-
 def _operands(dst: object, src: object) -> tuple[TmaDirection, GlobalTensor, SmemTensor]:
     """``(direction, array, tile)`` of a copy, after the checks that need neither the layouts nor the options."""
     direction, gmem, smem = load_or_store(dst, src, "make_tma_copy")
@@ -282,50 +227,60 @@ def _operands(dst: object, src: object) -> tuple[TmaDirection, GlobalTensor, Sme
     return direction, gmem, smem
 
 
-def _check_cta_group(cta_group: object, direction: str, multicast: object) -> bool:
-    """Whether the copy is a pair load (``cta_group=2``), after its rules."""
-    group = as_int(cta_group, "make_tma_copy: cta_group")
-    if group not in (1, 2):
-        raise PlanError(f"make_tma_copy: cta_group={group}: a TMA load is issued for one CTA (1) or a pair (2)")
-    if group == 2 and (direction != "load" or multicast is not None):
-        raise PlanError("make_tma_copy: cta_group=2 is the pair form of a plain load (PTX: .cta_group is a load "
-                        "qualifier; pycute does not plan it with multicast)")
-    return group == 2
+def _place(modes: list, first: int, arrays: list, tile: tuple, smem: SmemTensor, mode: TmaSwizzle, elem: int,
+           origin: tuple | None, unit: int, where: str) -> tuple:
+    """The box, the modes left to instructions, the reasons the box stopped, the map's dimensions, the tile-index
+    coordinates and the origins: a box that views no mode in parts where a static origin falls between them."""
+    whole: frozenset[int] = frozenset()
+    while True:
+        box, rest, why = _box(_split_256(modes), first, arrays, whole)
+        if not box:
+            raise PlanError(f"make_tma_copy: no box fits: {why[0].reason}{where}")
+        box, rest = _within_rank(box, rest, len(arrays), why)
+        check_smem(smem, mode, box[0][0] * elem, where)
+        dims, tile_coords = _dims(box, arrays, tile, elem, where)
+        origins = () if origin is None else place_origins(origin, dims, tile, unit, first)
+        unaligned = {o.mode for o in origins if o.value is not None and o.value % o.step and o.mode not in whole}
+        if not unaligned:
+            return box, rest, why, dims, tile_coords, origins
+        whole |= unaligned
 
 
 def _plan(direction: TmaDirection, gmem: GlobalTensor, smem: SmemTensor, multicast: int | None,
-          reduce: ReduceOp | None, oob_fill: OobFill, pair: bool = False) -> TmaPlan:
-    """The plan of one element type (the tensors' own, or a wider one)."""
+          reduce: ReduceOp | None, oob_fill: OobFill, pair: bool = False, origin: tuple | None = None,
+          unit: int = 1, ftz: bool = False) -> TmaPlan:
+    """The plan of one element type (the tensors' own, or ``unit`` of them widened to one)."""
     where = _where(gmem, smem)
     if gmem.dtype.name not in DATA_TYPES:
         raise PlanError(f"make_tma_copy: a tensor map has no type for {gmem.dtype.name} (it names "
                         f"{', '.join(sorted(DATA_TYPES))}){where}")
     elem = DTYPE_BYTES[gmem.dtype.name]
-    op = None if reduce is None else _check_reduce(reduce, direction, gmem.dtype.name, where)
-    fill = _check_fill(oob_fill, direction, gmem.dtype.name, where)
+    op = None if reduce is None else check_reduce(reduce, direction, gmem.dtype.name, where)
+    fill = check_fill(oob_fill, direction, gmem.dtype.name, where)
+    map_type = data_type(gmem.dtype.name, ftz, where)
     arrays = _array_modes(gmem, where)
-    first = _check_array(arrays, gmem, elem, where)
+    first = check_array(arrays, gmem, elem, where)
     mode = _swizzle(smem, elem, where)
     stages = smem_stages(smem, SMEM_ALIGN, "make_tma_copy")
     smem = smem.at(**{d.name: 0 for d in smem.dynamic}) if smem.dynamic else smem
     modes, tile = _smem_modes(smem, len(arrays), where)
-    box, rest, why = _box(_split_256(modes), first, arrays)
-    if not box:
-        raise PlanError(f"make_tma_copy: no box fits: {why[0].reason}{where}")
-    box, rest = _within_rank(box, rest, len(arrays), why)
-    _check_smem(smem, mode, box[0][0] * elem, where)
-    dims, tile_coords = _dims(box, arrays, tile, elem, where)
+    box, rest, why, dims, tile_coords, origins = _place(modes, first, arrays, tile, smem, mode, elem, origin, unit,
+                                                        where)
+    if any(o.value is not None and o.value % o.unit for o in origins):
+        raise Reject("a static origin is not a whole widened element")
+    check_static_origin(origins, direction, elem, first, where)
     box_elems = 1
     for n, _, _ in box:
         box_elems *= n
     mc = None
     if multicast is not None:
-        ctas = _check_multicast(multicast, direction, where)
+        ctas = check_multicast(multicast, direction, where)
         dims, mc = _multicast(dims, box_elems, ctas, elem, where)
         box_elems //= ctas
-    params = TensorMapParams(gmem.dtype.name, DATA_TYPES[gmem.dtype.name], tuple(d[0] for d in dims),
+    params = TensorMapParams(gmem.dtype.name, map_type, tuple(d[0] for d in dims),
                              tuple(d[1] for d in dims[1:]), tuple(d[2] for d in dims), (1,) * len(dims), mode,
                              oob_fill=fill)
+    check_map(params, where)
     atom = tma_atom(direction, len(dims), mc is not None, op, pair)
     insts = _instructions(rest, box_elems * (mc.ctas if mc else 1), dims, atom.ptx, elem, smem.offset * elem, where)
     if direction == "store" and (params.global_dims[0] * elem) % INNER_BOX_ALIGN:
@@ -334,41 +289,71 @@ def _plan(direction: TmaDirection, gmem: GlobalTensor, smem: SmemTensor, multica
                         f"so the bytes past each row's end up to "
                         f"the next {INNER_BOX_ALIGN}-byte boundary would be overwritten (measured on the H200, "
                         f"docs/tma.md){where}")
-    plan = TmaPlan(direction, atom, gmem, smem, params, tuple(tile_coords), tuple(insts), tuple(why), mc, stages)
+    plan = TmaPlan(direction, atom, gmem, smem, params, tuple(tile_coords), tuple(insts), tuple(why), mc, stages,
+                   origin=origins, views=tuple((d[3], d[4]) for d in dims))
     if direction == "load" and plan.expect_tx > TX_LIMIT:
         raise PlanError(f"make_tma_copy: one tile is {plan.expect_tx} B; an mbarrier phase counts at most {TX_LIMIT} "
                         f"transaction bytes (split the tile){where}")
+    if direction != "prefetch":
+        capacity, target = smem_capacity(plan.targets)
+        if plan.smem_reach > capacity:
+            raise PlanError(f"make_tma_copy: the tile's boxes reach {plan.smem_reach} B of shared memory from the "
+                            f"buffer base; a CTA has at most {capacity} B ({capacity // 1024} KiB) of dynamic shared "
+                            f"memory on {target} (CUDA C++ Programming Guide, compute capability "
+                            f"{capability(target)}): split the tile or use fewer stages{where}")
     return plan
+
+
+#: Map types that change values on the way (TF32 rounding, FTZ): their elements must not be widened.
+_CONVERTING = ("tf32",)
 
 
 def make_tma_copy(dst: GlobalTensor | SmemTensor, src: GlobalTensor | SmemTensor,
                   multicast: int | None = None, reduce: ReduceOp | None = None,
-                  oob_fill: OobFill = "zero", cta_group: int = 1) -> TmaPlan:
+                  oob_fill: OobFill = "zero", cta_group: int = 1, *, origin: Origin = "tile",
+                  ftz: bool = False) -> TmaPlan:
     """Plan a TMA load (``src`` a whole global array, ``dst`` the shared tile) or store (the reverse) of one tile:
-    mode ``i`` of the tile is a window of mode ``i`` of the array, and the generated code takes a tile index per
-    mode. ``multicast=n`` splits a load over the ``n`` CTAs of a cluster, each writing its slice into all of them
-    (``.multicast::cluster``); ``reduce`` makes a store a reduction into the array (``"add"``, ``"min"``, ...,
-    each for the element types PTX allows); ``oob_fill="nan"`` loads out-of-bounds float elements as NaN. The
-    fewest boxes (largest legal box; the tensor map's element widened where that gives fewer, or where the type
-    has no tensor-map type: 4-bit floats), the tensor map's parameters and ``expect_tx``; ``cta_group=2`` makes
-    a load the sm_100a pair form (``.cta_group::2``: both CTAs' bytes on the even CTA's barrier). PlanError names
-    the broken rule."""
+    mode ``i`` of the tile is a window of mode ``i`` of the array. ``origin`` says where the window starts:
+    ``"tile"`` (the generated code takes a tile index per mode: the origin is index x tile extent), ``"element"``
+    (it takes a signed element coordinate per mode, ``int c0, c1, ...``), or per mode an ``int`` (static) or
+    ``pc.dynamic(name)`` (run-time ``int name``); any signed origin of a load reads the array there and fills
+    what lies outside, and ``plan.preconditions`` lists what a run-time origin must keep (a store's is
+    non-negative, for example). ``multicast=n`` splits a load over the ``n`` CTAs of a cluster, each writing its
+    slice into all of them (``.multicast::cluster``); ``reduce`` makes a store a reduction into the array
+    (``"add"``, ``"min"``, ..., each for the element types PTX allows); ``oob_fill="nan"`` loads out-of-bounds
+    float elements as NaN; ``ftz=True`` flushes subnormal f32 / tf32 values to zero (an FTZ map type); tf32
+    tensors travel through a TFLOAT32 map, which rounds each value to tf32. The fewest boxes (largest legal box;
+    the tensor map's element widened where that gives fewer, or where the type has no tensor-map type: 4-bit
+    floats), the tensor map's parameters and ``expect_tx``; ``cta_group=2`` makes a load the sm_100a pair form
+    (``.cta_group::2``: both CTAs' bytes on the even CTA's barrier). PlanError names the broken rule."""
     direction, gmem, smem = _operands(dst, src)
-    pair = _check_cta_group(cta_group, direction, multicast)
+    pair = check_cta_group(cta_group, direction, multicast)
+    where = _where(gmem, smem)
+    spec = origin_spec(origin, len(whole_array_modes(gmem, "make_tma_copy")), smem.dynamic, where)
     best, error, why = None, None, []
     try:
-        best = _plan(direction, gmem, smem, multicast, reduce, oob_fill, pair)
-    except PlanError as e:
+        best = _plan(direction, gmem, smem, multicast, reduce, oob_fill, pair, spec, 1, ftz)
+    except (PlanError, Reject) as e:
         error = e
-    if (best is None or len(best.instructions) > 1) and reduce is None and oob_fill == "zero":
+    own = gmem.dtype.name in DATA_TYPES
+    if (best is None or len(best.instructions) > 1) and reduce is None and oob_fill == "zero" and not ftz \
+            and gmem.dtype.name not in _CONVERTING:
         for nbytes in WIDE_TYPES:
             try:
-                plan = _plan(direction, *widen(gmem, smem, nbytes), multicast, reduce, oob_fill, pair)
+                wide_g, wide_s = widen(gmem, smem, nbytes)
+                n = wide_g.dtype.bits // gmem.dtype.bits
+                widen_origin(spec, gmem, n, own)
+                plan = _plan(direction, wide_g, wide_s, multicast, reduce, oob_fill, pair, spec, n)
             except (Reject, PlanError) as e:
                 why.append(Rejection(f"as {WIDE_TYPES[nbytes]}", str(e).split("\n")[0]))
                 continue
             if best is None or len(plan.instructions) < len(best.instructions):
                 best = attrs.evolve(plan, element=gmem.dtype.name)
     if best is None:
-        raise PlanError(str(error) + "".join(f"\n  {r}" for r in why if gmem.dtype.name not in DATA_TYPES))
+        if own:
+            raise PlanError(str(error))
+        raise PlanError(f"make_tma_copy: a tensor map has no type for {gmem.dtype.name} and no wider element fits:"
+                        + "".join(f"\n  {r}" for r in why) + _where(gmem, smem))
     return best
+
+

@@ -7,6 +7,7 @@ from .tcgen05_ldst import emit_tmem_copy, ldst_helper
 from .tma import emit_tma_copy, tma_helper
 from .cp_async import cp_async_helper, emit_cp_async_copy
 from .bulk import emit_bulk_copy, emit_dsmem_copy
+from .pipeline import emit_pipeline
 from .mma import emit_instr_desc, emit_mma, emit_umma_desc, mma_helper
 from .header import header_path, headers, include_dir, sm100_header
 from .probe import PROBE_SHARED_SYMBOL, ldst_probe_source, no_call_probe_source, probe_entry, probe_source

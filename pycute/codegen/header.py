@@ -6,6 +6,7 @@
 * ``pycute/common.cuh``: warps, elect, clusters, mbarriers, proxy fences (``arch.sm90``; sm_90 and later);
 * ``pycute/tma.cuh``: TMA tile loads and stores, the tensor map type, bulk groups, expect_tx (``arch.sm90``);
 * ``pycute/bulk.cuh``: flat bulk copies, DSMEM copies, ``mapa`` and remote mbarrier arrivals (``arch.sm90``);
+* ``pycute/pipeline.cuh``: the state a pipeline's roles keep (``pycute.pipeline``; sm_90 and later);
 * ``pycute/tcgen05.cuh``: the shared-memory descriptor, TMEM allocation, tcgen05 fences and commit, and the soft
   build's TMEM model with its tcgen05.cp (``arch.sm100``);
 * ``pycute/tcgen05_ldst.cuh``: tcgen05.ld / st wrappers of every shape and their software model (``arch.sm100``);
@@ -37,6 +38,7 @@ from .tcgen05_ldst import ldst_header_functions, ldst_header_tables
 from .tma import tma_header_functions
 from .cp_async import cp_async_header
 from .bulk import bulk_header
+from .pipeline import pipeline_header
 from .mma import mma_header_functions, soft_mma_functions, soft_mma_tables
 from .templates import render
 
@@ -95,6 +97,7 @@ PARTS = (
     ("pycute/common.cuh", "warps, elect, clusters, mbarriers, proxy fences (sm_90 and later)", common_header),
     ("pycute/tma.cuh", "TMA tile loads and stores, tensor maps, bulk groups, expect_tx (sm_90)", tma_header),
     ("pycute/bulk.cuh", "flat bulk copies, DSMEM, mapa, remote mbarrier arrivals (sm_90)", bulk_header),
+    ("pycute/pipeline.cuh", "a pipeline role's state: stage index and phase bit (sm_90)", pipeline_header),
     ("pycute/tcgen05.cuh", "shared-memory descriptor, TMEM allocation, tcgen05 fences and commit, the soft model",
      tcgen05_header),
     ("pycute/tcgen05_ldst.cuh", "tcgen05.ld / tcgen05.st, every shape x .num x pack", tcgen05_ldst_header),

@@ -81,7 +81,7 @@ def cp_async_copies(gpu, src, dst, host, array) -> list[dict]:
             buf = pc.make_smem_tensor(pc.f32, Layout((r, c, stages), (c, 1, r * c)))[:, :, pc.dynamic("stage")]
             store = pc.make_tma_copy(array, buf)
             for threads in (128, 256):
-                load = pc.make_cp_async_copy(buf, array, threads=threads)
+                load = pc.make_cp_async_copy(buf, array, threads=threads, completion="arrive")
                 for per_sm in (1, 2):
                     if per_sm * (stages * r * c * 4 + 1024) > SMEM_LIMIT:
                         continue

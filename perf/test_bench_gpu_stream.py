@@ -55,7 +55,8 @@ def test_cp_async_copy(benchmark, arrays):
     from pycute.harness.stream_cp_async import CpAsyncStream
     gpu, host, src, dst, array, memcpy = arrays
     buf = pc.make_smem_tensor(pc.f32, Layout((128, 64, 4), (64, 1, 8192)))[:, :, pc.dynamic("stage")]
-    stream = CpAsyncStream(pc.make_cp_async_copy(buf, array, threads=256), pc.make_tma_copy(array, buf))
+    stream = CpAsyncStream(pc.make_cp_async_copy(buf, array, threads=256, completion="arrive"),
+                           pc.make_tma_copy(array, buf))
     benchmark.pedantic(stream.run, args=(gpu, src, dst), kwargs={"repeats": 1}, rounds=5)
     assert np.array_equal(gpu.download(dst, np.uint32, host.size), host)
     _record(benchmark, host.nbytes, stream.run(gpu, src, dst), memcpy)

@@ -146,6 +146,7 @@ class PipelinePlan:
     reserve: int
     capacity: int
     chosen: str                                          # how the stage count was chosen
+    rings: tuple[tuple[str, Any], ...] = ()              # (load, its staged tile) for the rings the pipeline laid out
 
     VARIANT: ClassVar[str] = "pipeline"
 
@@ -237,6 +238,15 @@ class PipelinePlan:
                 return plan
         raise KeyError(f"pipeline {self.name!r} has no load {name!r} (its loads: "
                        f"{', '.join(n for n, _ in self.loads) or 'none'})")
+
+    def ring(self, name: str) -> Any:
+        """The shared tile load ``name`` fills, over the ring the pipeline laid out (a run-time index ``stage``):
+        what the consumers' plans -- a store, an MMA's descriptors -- are planned over."""
+        for n, ring in self.rings:
+            if n == name:
+                return ring
+        self.load(name)
+        raise KeyError(f"pipeline {self.name!r}: load {name!r} came over its own ring; plan over that ring")
 
     def cuda(self) -> str:
         """The loads' issuing functions (``<name>_<load>``), the pipeline's constants, its state type and its

@@ -117,9 +117,9 @@ def _step(tile: SmemTensor) -> int:
     return -(-footprint // STAGE_ALIGN) * STAGE_ALIGN
 
 
-def _restage(name: str, plan: Any, stages: int, offset: int) -> Any:
+def _restage(name: str, plan: Any, stages: int, offset: int) -> tuple[Any, SmemTensor]:
     """``plan`` re-planned over a ring of ``stages`` copies of its tile at byte ``offset`` of the buffer, with the
-    run-time index ``STAGE_INDEX``."""
+    run-time index ``STAGE_INDEX``, and that staged tile."""
     tile = plan.smem
     if tile.offset:
         raise PlanError(f"make_pipeline: load {name!r}'s tile starts at element {tile.offset}; a load the pipeline "
@@ -140,19 +140,19 @@ def _restage(name: str, plan: Any, stages: int, offset: int) -> Any:
     if len(out.instructions) != len(plan.instructions) or getattr(out, "expect_tx", 0) != getattr(plan, "expect_tx", 0):
         raise PlanError(f"make_pipeline: load {name!r} planned over the ring issues {len(out.instructions)} "
                         f"instruction(s) where the tile's plan issues {len(plan.instructions)}")
-    return out
+    return out, staged
 
 
 def _rings(items: list[tuple[str, Any]], stages: int | None, capacity: int, reserve: int, barriers_per_stage: int
-           ) -> tuple[list[tuple[str, Any]], int, list[tuple[str, int, int]], int, str]:
-    """The staged loads, the stage count, ``(load, offset, bytes per stage)`` per load, the rings' bytes and how
-    the stage count was chosen."""
+           ) -> tuple[list[tuple[str, Any]], int, list[tuple[str, int, int]], int, str, list[tuple[str, Any]]]:
+    """The staged loads, the stage count, ``(load, offset, bytes per stage)`` per load, the rings' bytes, how the
+    stage count was chosen and the rings the pipeline laid out."""
     staged = [bool(_stages_of(p)) for _, p in items]
     if any(staged) and not all(staged):
         raise PlanError("make_pipeline: some loads take a run-time stage index and some do not: give every load "
                         "as planned for one tile (the pipeline builds the ring) or every one over its ring")
     if any(staged):
-        return _given_rings(items, stages)
+        return (*_given_rings(items, stages), [])
     if any(isinstance(p, DsmemPlan) for _, p in items):
         raise PlanError("make_pipeline: a DSMEM load is given over its ring (make_dsmem_copy between staged tiles)")
     steps = [_step(p.smem) for _, p in items]
@@ -166,12 +166,14 @@ def _rings(items: list[tuple[str, Any]], stages: int | None, capacity: int, rese
         chosen = f"as many as fit: ({capacity} - {reserve} reserved) // {per_stage} B per stage"
     else:
         chosen = "given"
-    out, layout, offset = [], [], 0
+    out, layout, rings, offset = [], [], [], 0
     for (name, plan), step in zip(items, steps):
-        out.append((name, _restage(name, plan, stages, offset)))
+        restaged, ring = _restage(name, plan, stages, offset)
+        out.append((name, restaged))
+        rings.append((name, ring))
         layout.append((name, offset, step))
         offset += stages * step
-    return out, stages, layout, offset, chosen
+    return out, stages, layout, offset, chosen, rings
 
 
 def _given_rings(items: list[tuple[str, Any]], stages: int | None
@@ -366,12 +368,12 @@ def make_pipeline(loads: Any = (), *, consumer: Consumer, producer: Producer | N
             raise PlanError(f"make_pipeline: load {n!r} ({p!r}) exists on {', '.join(p.targets)}, not {arch}")
     per_stage = 1 if consumer.release == "sync" else 2
     if items:
-        staged, stages, layout, ring_bytes, chosen = _rings(items, stages, capacity, reserve, per_stage)
+        staged, stages, layout, ring_bytes, chosen, rings = _rings(items, stages, capacity, reserve, per_stage)
     elif stages is None:
         raise PlanError("make_pipeline: without loads the stage count is given (stages=): nothing in shared memory "
                         "sizes it")
     else:
-        staged, layout, ring_bytes, chosen = [], [], 0, "given"
+        staged, layout, ring_bytes, chosen, rings = [], [], 0, "given", []
     used = ring_bytes + stages * per_stage * MBARRIER_BYTES + reserve
     if used > capacity:
         raise PlanError(f"make_pipeline: {stages} stages x {ring_bytes // stages} B + {stages * per_stage * MBARRIER_BYTES}"
@@ -379,7 +381,8 @@ def make_pipeline(loads: Any = (), *, consumer: Consumer, producer: Producer | N
     plan = PipelinePlan(name=name, arch=arch, stages=stages, ctas=_ctas(items, producer, consumer, ctas),
                         producer=producer, consumer=consumer, loads=tuple(staged), full=(), empty=(), relay=False,
                         producer_start=1, consumer_start=0, smem_bytes=ring_bytes,
-                        stage_bytes=tuple(layout), reserve=reserve, capacity=capacity, chosen=chosen)
+                        stage_bytes=tuple(layout), reserve=reserve, capacity=capacity, chosen=chosen,
+                        rings=tuple(rings))
     full, empty, relay = _barriers(plan)
     plan = attrs.evolve(plan, full=full, empty=empty, relay=relay)
     _check_barriers(plan)

@@ -207,16 +207,11 @@ class _Checker:
             if self.m.count(b) == 0:
                 return True            # fires, and reports the uninitialised barrier
             return wait_passes(st.barriers[b][0], self._parity(proc, fill))
-        if proc.role == "producer" and step == "acquire" and fill >= self.m.s:   # a sync release
-            return all(st.released[j] > fill - self.m.s for j in self._readers_of(proc.cta))
+        if proc.role == "producer" and step == "acquire" and fill >= 1:
+            # a sync release: the kernel's CTA / cluster barrier after every fill's reads, which the producer
+            # passes too, so fill f starts once every consumer of the cluster has released fill f - 1
+            return all(st.released[j] >= fill for j, q in enumerate(self.m.procs) if q.role == "consumer")
         return True
-
-    def _readers_of(self, cta: int) -> list[int]:
-        """Consumer processes that read stages CTA ``cta``'s producer writes."""
-        m = self.m
-        targets = {t for _, t, _, _ in m._contributions(next(k for k, q in enumerate(m.procs)
-                                                              if q.role == "producer" and q.cta == cta))}
-        return [j for j, q in enumerate(m.procs) if q.role == "consumer" and targets & set(m.plan.readers(q.cta))]
 
     def step(self, st: _State, k: int) -> _State:
         m, proc = self.m, self.m.procs[k]

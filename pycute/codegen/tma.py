@@ -72,7 +72,8 @@ def emit_tma_copy(plan: TmaPlan, name: str = "pycute_tma_copy") -> str:
     m = plan.tensor_map
     tiles = ", ".join([f"int t{k}" for k in range(len(plan.tile_shape))] + [f"unsigned {s.name}" for s in plan.stages])
     load = plan.direction == "load"
-    head = [f"// {len(plan.instructions)} x {plan.atom.ptx} (box {m.box}, swizzle {m.swizzle.name}), "
+    head = [plan.convention.comment(),
+            f"// {len(plan.instructions)} x {plan.atom.ptx} (box {m.box}, swizzle {m.swizzle.name}), "
             f"pycute C ABI {ABI_VERSION}",
             f"// tensor map: {m.dtype} dims {m.global_dims} strides {m.global_strides} B box {m.box} swizzle "
             f"{m.swizzle.name} (plan.tensor_map.encode(address))",

@@ -6,6 +6,7 @@ from typing import Any, ClassVar
 
 import attrs
 
+from ...arch.convention import Convention
 from ...arch.sm100.tma_pair import PAIR_CTAS, TMA_PAIR_TARGETS
 from ...arch.sm90.tma import (DATA_TYPES, INTERLEAVE_NONE, L2_PROMOTION_128B, OOB_FILL_NONE, TMA_TARGETS, TmaDirection,
                               TmaSwizzle)
@@ -202,6 +203,11 @@ class TmaPlan(ArrayTilePlan):
         atom = tma_atom("prefetch", self.atom.rank)
         return attrs.evolve(self, direction="prefetch", atom=atom,
                             instructions=tuple(attrs.evolve(i, ptx=atom.ptx) for i in self.instructions))
+
+    @property
+    def convention(self) -> Convention:
+        """Who calls the generated function: one elected thread (of each CTA of a multicast or pair)."""
+        return Convention("elected", 1)
 
     def cuda(self, name: str = "pycute_tma_copy") -> str:
         """A ``__device__`` function that issues the tile's boxes from the calling (elected) thread:

@@ -21,7 +21,7 @@ from .sm90.warp import WARP_THREADS
 __all__ = ["Caller", "SharedOperands", "Convention", "WARPGROUP_WARPS", "WARPGROUP_THREADS", "CONVENTION_PREFIX",
            "parse_convention"]
 
-#: ``any``: any thread, no side effect (a pure function); ``elected``: the one thread the caller elected;
+#: ``any``: any thread, each on its own (a pure function, or a wait); ``elected``: the one thread the caller elected;
 #: ``warp``: all 32 lanes of one warp, converged; ``warps``: all lanes of ``threads / 32`` warps; ``warpgroup``: all
 #: 128 threads of a warpgroup (4 consecutive warps, the first a multiple of 4); ``threads``: each of ``threads``
 #: threads, with its own index.
@@ -63,7 +63,7 @@ class Convention:
     @property
     def who(self) -> str:
         """The caller in words: ``one elected thread``, ``all 32 lanes of a warp``, ..."""
-        return {"any": "any thread (no side effect)", "elected": "one elected thread",
+        return {"any": "any thread", "elected": "one elected thread",
                 "warp": f"all {WARP_THREADS} lanes of a warp",
                 "warps": f"all {WARP_THREADS} lanes of each of {self.threads // WARP_THREADS} warps",
                 "warpgroup": f"all {WARPGROUP_THREADS} threads of a warpgroup",
@@ -74,7 +74,7 @@ class Convention:
         return f"{CONVENTION_PREFIX}{self.who}; {_SHARED[self.shared]}"
 
 
-_WHO = [("any", re.compile(r"any thread \(no side effect\)")), ("elected", re.compile(r"one elected thread")),
+_WHO = [("any", re.compile(r"any thread")), ("elected", re.compile(r"one elected thread")),
         ("warp", re.compile(rf"all {WARP_THREADS} lanes of a warp")),
         ("warps", re.compile(rf"all {WARP_THREADS} lanes of each of (\d+) warps")),
         ("warpgroup", re.compile(rf"all {WARPGROUP_THREADS} threads of a warpgroup")),

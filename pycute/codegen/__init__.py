@@ -8,6 +8,8 @@ from .tma import emit_tma_copy, tma_helper
 from .cp_async import cp_async_helper, emit_cp_async_copy
 from .bulk import emit_bulk_copy, emit_dsmem_copy
 from .pipeline import emit_pipeline
+from .scheduler import emit_clc_scheduler, emit_tile_scheduler
+from .convention import read_conventions
 from .mma import emit_instr_desc, emit_mma, emit_umma_desc, mma_helper
 from .header import header_path, headers, include_dir, sm100_header
 from .probe import PROBE_SHARED_SYMBOL, ldst_probe_source, no_call_probe_source, probe_entry, probe_source

@@ -7,3 +7,5 @@ CTA's walk over output tiles (``scheduler``), and ``make_clc_scheduler`` Blackwe
 from .plan import (BarrierInit, Consumer, PipelineFunction, PipelinePlan, Producer, ProducerKind, Release,
                    caller_threads)
 from .planner import STAGE_INDEX, make_pipeline, smem_capacity
+from .scheduler import (ClcScheduler, Raster, SchedulerFunction, TileScheduler, make_clc_scheduler,
+                        make_tile_scheduler)

@@ -16,18 +16,19 @@ import re
 
 from ..codegen.probe import PROBE_SHARED_SYMBOL, probe_entry
 from ..errors import CompileError
-from .executors import bulk, cp_async, mma, tcgen05_cp, tcgen05_ldst, tma
+from .executors import bulk, clc, cp_async, mma, tcgen05_cp, tcgen05_ldst, tma
 
 #: PTX opcode prefix -> the executor's decoder of its issued instructions (pycute.sim.executors).
 ISSUE_DECODERS = {"tcgen05.cp": tcgen05_cp.decode, "tcgen05.ld": tcgen05_ldst.decode, "tcgen05.st": tcgen05_ldst.decode,
                   "cp.async.bulk.tensor": tma.decode, "cp.async.bulk.prefetch.tensor": tma.decode,
                   "cp.async.ca": cp_async.decode, "cp.async.cg": cp_async.decode,
                   "cp.async.bulk.shared::cluster": bulk.decode, "cp.async.bulk.global": bulk.decode,
-                  "tcgen05.mma": mma.decode}
+                  "tcgen05.mma": mma.decode, "clusterlaunchcontrol.try_cancel": clc.decode}
 #: Which of a thread's lists each family's records go to.
 _RECORDS = {"tcgen05.cp": "issued", "tcgen05.ld": "ldst", "tcgen05.st": "ldst", "cp.async.bulk.tensor": "tma",
             "cp.async.bulk.prefetch.tensor": "tma", "cp.async.ca": "cp_async", "cp.async.cg": "cp_async",
-            "cp.async.bulk.shared::cluster": "bulk", "cp.async.bulk.global": "bulk", "tcgen05.mma": "mma"}
+            "cp.async.bulk.shared::cluster": "bulk", "cp.async.bulk.global": "bulk", "tcgen05.mma": "mma",
+            "clusterlaunchcontrol.try_cancel": "clc"}
 
 
 def _family(op: str) -> str | None:
@@ -157,6 +158,7 @@ class _Thread:
         self.cp_async: list = []
         self.bulk: list = []
         self.mma: list = []
+        self.clc: list = []
         self.trace: list = []
 
     def value(self, tok: str, bits: int = 64) -> int:
@@ -211,6 +213,8 @@ class _Thread:
             self.regs[args[0]] = 1                           # the phase has completed (no asynchrony here)
         elif (family := _family(op)) is not None:
             self._issue(family, op, args)
+        elif op.startswith("clusterlaunchcontrol.query_cancel"):
+            self.regs.update(clc.query(op, args, self.value))
         elif base == "mapa":                                 # this model's shared::cluster windows
             self.regs[args[0]] = (self.value(args[1], 32) + self.value(args[2], 32) * bulk.CLUSTER_WINDOW) & _MASK[bits]
         elif base == "shfl":

@@ -10,7 +10,7 @@ from ..errors import CompileError
 
 __all__ = ["read_conventions"]
 
-_FUNCTION = re.compile(r"__device__\s+(?:__forceinline__\s+)?[\w:<>]+\s*[*&]?\s+(\w+)\s*\(")
+_FUNCTION = re.compile(r"__device__\b[^(]*?(\w+)\s*\(")
 
 
 def read_conventions(source: str) -> dict[str, Convention]:

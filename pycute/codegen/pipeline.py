@@ -92,7 +92,8 @@ def _commit(plan: PipelinePlan, caller: str, barrier: str, cta_group: int) -> li
     return [f"  {call}"]
 
 
-def _function(f: PipelineFunction, ret: str, params: str, body: list[str], notes: list[str] = ()) -> list[str]:
+def _function(f: PipelineFunction, ret: str, params: str, body: list[str], notes: tuple[str, ...] | list[str] = ()
+              ) -> list[str]:
     return ["", f.convention.comment(), f"// {f.does[0].upper()}{f.does[1:]}.", *(f"// {n}" for n in notes),
             f"__device__ __forceinline__ {ret} {f.name}({params}) {{", *body, "}"]
 
@@ -104,13 +105,77 @@ def _summary(plan: PipelinePlan) -> list[str]:
     return lines
 
 
+def _init(plan: PipelinePlan, f: PipelineFunction) -> list[str]:
+    s = plan.stages
+    full_counts, empty_counts = [b.arrivals for b in plan.full], [b.arrivals for b in plan.empty]
+    full_n, empty_n = per_rank(full_counts), per_rank(empty_counts) if plan.empty else ""
+    body = _rank_line(full_n, empty_n) + [f"  for (unsigned s = 0; s < {s}u; ++s) {{"]
+    for at, count, counts in (("bars + s", full_n, full_counts), (f"bars + ({s}u + s)", empty_n, empty_counts)):
+        if counts:
+            call = f"pycute_mbarrier_init({at} * {MBARRIER_BYTES}u, {count});"
+            body.append(f"    if ({count}) {call}" if 0 in counts else f"    {call}")
+    body.append("  }")
+    sync = "a cluster barrier (pycute_cluster_sync)" if plan.ctas > 1 else "a CTA barrier (__syncthreads)"
+    return _function(f, "void", "unsigned bars", body, [f"`bars`: the shared address of {plan.name}_barrier_words "
+                                                        f"8-byte-aligned words. Then {sync} before any role runs."])
+
+
+def _acquire(plan: PipelinePlan, f: PipelineFunction) -> list[str]:
+    body = []
+    if plan.empty:
+        body.append(f"  pycute_mbarrier_wait_parity({_barrier(plan, 'empty')}, st.phase);")
+    body.append(f"  const unsigned full = {_barrier(plan, 'full')};")
+    if plan.arms:
+        tx = per_rank([b.tx for b in plan.full])
+        body = _rank_line(tx) + body
+        arm = f"pycute_mbarrier_arrive_expect_tx(full, {tx});"
+        body.append(f"  if ({tx}) {arm}" if 0 in [b.tx for b in plan.full] else f"  {arm}")
+    body.append("  return full;")
+    notes = [] if plan.empty else ["No wait: the kernel's CTA / cluster barrier after the consumers' reads orders the "
+                                   "refill."]
+    if plan.producer.kind == "dsmem":
+        notes.append("The receiving CTA calls it for its own stage; its peer's DSMEM copy completes the bytes.")
+    return _function(f, "unsigned", f"unsigned bars, {plan.name}_state st", body, notes)
+
+
+def _signals(plan: PipelinePlan, fn: dict[str, PipelineFunction]) -> list[str]:
+    """The producer's commit, the consumers' release and the relay, where the plan has them."""
+    p, c, state = plan.producer, plan.consumer, f"unsigned bars, {plan.name}_state st"
+    out = []
+    if "producer_commit" in fn:
+        full = _barrier(plan, "full")
+        if p.kind == "arrive":
+            body = ["  pycute_fence_proxy_async_shared();   // the stores, before async-proxy readers (TMA, tcgen05)"]
+            body += _by_caller(p.caller, _arrive(plan, full, _targets(plan, plan.commit_targets, "a commit")))
+        else:
+            body = _commit(plan, p.caller, full, p.cta_group)
+        out += _function(fn["producer_commit"], "void", state, body)
+    out += _function(fn["consumer_wait"], "void", state,
+                     [f"  pycute_mbarrier_wait_parity({_barrier(plan, 'full')}, st.phase);"])
+    if "consumer_release" in fn:
+        empty = _barrier(plan, "empty")
+        if c.release == "commit":
+            body = _commit(plan, c.caller, empty, c.cta_group)
+        else:
+            reach = _targets(plan, lambda r: plan.release_targets(r) if r in plan.consumer_ctas() else (),
+                             "a release")
+            body = _by_caller(c.caller, [f"const unsigned empty = {empty};", *_arrive(plan, "empty", reach)])
+        out += _function(fn["consumer_release"], "void", state, body)
+    if "relay" in fn:
+        out += _function(fn["relay"], "void", state,
+                         [f"  const unsigned full = {_barrier(plan, 'full')};",
+                          "  pycute_mbarrier_wait_parity(full, st.phase);",
+                          "  pycute_mbarrier_arrive_remote(full, pycute_cluster_ctarank() & ~1u);"])
+    return out
+
+
 @provides("cuda", PipelinePlan)
 def emit_pipeline(plan: PipelinePlan) -> str:
     """The loads' functions (``<name>_<load>``), the constants (``<name>_stages``, ``_smem_bytes``,
     ``_barrier_words``), the state type ``<name>_state`` and the pipeline's functions."""
-    n, s, p, c = plan.name, plan.stages, plan.producer, plan.consumer
+    n, s = plan.name, plan.stages
     check_function_name(n)
-    tcgen05 = p.kind == "commit" or c.release == "commit"
+    tcgen05 = plan.producer.kind == "commit" or plan.consumer.release == "commit"
     out = [f'#include "pycute/{"sm100" if tcgen05 else "pipeline"}.cuh"']
     for load, lp in plan.loads:
         out += ["", lp.cuda(f"{n}_{load}").rstrip("\n")]
@@ -123,62 +188,7 @@ def emit_pipeline(plan: PipelinePlan) -> str:
             f"typedef pycute_pipeline_state<{s}u> {n}_state;"]
     fn = {f.name[len(n) + 1:]: f for f in plan.functions}
     out += _function(fn["producer_start"], f"{n}_state", "", [f"  return {n}_state{{0u, {plan.producer_start}u}};"],
-                     ["Phase bit 1 is the phase before a fresh barrier's first, which counts as completed: the first "
-                      "pass finds every stage free."])
+                     ["Phase bit 1 names the phase before a fresh barrier's first, which counts as completed."])
     out += _function(fn["consumer_start"], f"{n}_state", "", [f"  return {n}_state{{0u, {plan.consumer_start}u}};"])
-    full_counts = [b.arrivals for b in plan.full]
-    empty_counts = [b.arrivals for b in plan.empty]
-    full_n, empty_n = per_rank(full_counts), per_rank(empty_counts) if plan.empty else ""
-    init = _rank_line(full_n, empty_n) + [f"  for (unsigned s = 0; s < {s}u; ++s) {{"]
-    for what, count, counts in (("full", full_n, full_counts), ("empty", empty_n, empty_counts)):
-        if not counts:
-            continue
-        at = "bars + s" if what == "full" else f"bars + ({s}u + s)"
-        call = f"pycute_mbarrier_init({at} * {MBARRIER_BYTES}u, {count});"
-        out_line = f"    if ({count}) {call}" if 0 in counts else f"    {call}"
-        init.append(out_line)
-    init.append("  }")
-    sync = "a cluster barrier (pycute_cluster_sync)" if plan.ctas > 1 else "a CTA barrier (__syncthreads)"
-    out += _function(fn["init"], "void", "unsigned bars", init,
-                     [f"`bars`: the shared address of {n}_barrier_words 8-byte-aligned words. Then {sync} before "
-                      f"any role runs."])
-    acquire = []
-    if plan.empty:
-        acquire.append(f"  pycute_mbarrier_wait_parity({_barrier(plan, 'empty')}, st.phase);")
-    acquire.append(f"  const unsigned full = {_barrier(plan, 'full')};")
-    if plan.arms:
-        tx = per_rank([b.tx for b in plan.full])
-        acquire = _rank_line(tx) + acquire
-        arm = f"pycute_mbarrier_arrive_expect_tx(full, {tx});"
-        acquire.append(f"  if ({tx}) {arm}" if 0 in [b.tx for b in plan.full] else f"  {arm}")
-    acquire.append("  return full;")
-    notes = [] if plan.empty else ["No wait: the kernel's CTA / cluster barrier after the consumers' reads orders the "
-                                   "refill."]
-    if p.kind == "dsmem":
-        notes.append("The receiving CTA calls it for its own stage; its peer's DSMEM copy completes the bytes.")
-    out += _function(fn["producer_acquire"], "unsigned", f"unsigned bars, {n}_state st", acquire, notes)
-    if "producer_commit" in fn:
-        full = _barrier(plan, "full")
-        if p.kind == "arrive":
-            body = ["  pycute_fence_proxy_async_shared();   // the stores, before async-proxy readers (TMA, tcgen05)"]
-            body += _by_caller(p.caller, _arrive(plan, full, _targets(plan, plan.commit_targets, "a commit")))
-        else:
-            body = _commit(plan, p.caller, full, p.cta_group)
-        out += _function(fn["producer_commit"], "void", f"unsigned bars, {n}_state st", body)
-    out += _function(fn["consumer_wait"], "void", f"unsigned bars, {n}_state st",
-                     [f"  pycute_mbarrier_wait_parity({_barrier(plan, 'full')}, st.phase);"])
-    if "consumer_release" in fn:
-        empty = _barrier(plan, "empty")
-        if c.release == "commit":
-            body = _commit(plan, c.caller, empty, c.cta_group)
-        else:
-            reach = _targets(plan, lambda r: plan.release_targets(r) if r in plan.consumer_ctas() else (),
-                             "a release")
-            body = _by_caller(c.caller, [f"const unsigned empty = {empty};", *_arrive(plan, "empty", reach)])
-        out += _function(fn["consumer_release"], "void", f"unsigned bars, {n}_state st", body)
-    if "relay" in fn:
-        full = _barrier(plan, "full")
-        out += _function(fn["relay"], "void", f"unsigned bars, {n}_state st",
-                         [f"  const unsigned full = {full};", "  pycute_mbarrier_wait_parity(full, st.phase);",
-                          "  pycute_mbarrier_arrive_remote(full, pycute_cluster_ctarank() & ~1u);"])
+    out += _init(plan, fn["init"]) + _acquire(plan, fn["producer_acquire"]) + _signals(plan, fn)
     return "\n".join(out) + "\n"

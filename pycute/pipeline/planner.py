@@ -59,9 +59,10 @@ def _named(loads: Any) -> list[tuple[str, Any]]:
         if not isinstance(plan, _LOADS):
             raise TypeError(f"make_pipeline: load {name!r} is a {type(plan).__name__}; a load is a TMA, bulk, cp.async "
                             f"or DSMEM plan (pc.make_tma_copy, ...)")
-        if getattr(plan, "direction", "load") != "load":
-            raise PlanError(f"make_pipeline: load {name!r} is a {plan.direction} plan; a pipeline's producer loads "
-                            f"into shared memory")
+        direction = getattr(plan, "direction", "load")
+        if direction != "load":
+            raise PlanError(f"make_pipeline: load {name!r} is a {direction} plan; a pipeline's producer loads into "
+                            f"shared memory")
     return items
 
 
@@ -209,7 +210,7 @@ def _ctas(items: list[tuple[str, Any]], producer: Producer, consumer: Consumer, 
         (consumer.release == "commit" and consumer.cta_group == 2)
     if len(multicast) > 1:
         raise PlanError(f"make_pipeline: the loads multicast to clusters of different sizes {sorted(multicast)}")
-    need = multicast.pop() if multicast else 2 if pair else 1
+    need = next(iter(multicast)) if multicast else 2 if pair else 1
     if ctas is None:
         if producer.kind == "dsmem":
             raise PlanError("make_pipeline: a DSMEM producer needs the cluster's size (ctas=)")

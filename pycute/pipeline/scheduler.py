@@ -225,7 +225,7 @@ def _raster_args(name: str, tiles: object, cluster: object, swizzle: object, ras
         raise PlanError(f"{who}: swizzle={sw}: a band is at least one block row")
     if raster not in ("m", "n"):
         raise PlanError(f"{who}: raster={raster!r}: 'm' (walk down M within a band) or 'n'")
-    return name, t, c, sw, raster  # type: ignore[return-value]
+    return name, t, c, sw, raster
 
 
 def make_tile_scheduler(tiles: tuple[int, int], *, cluster: tuple[int, int] = (1, 1), swizzle: int = 1,

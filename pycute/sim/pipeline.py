@@ -1,39 +1,24 @@
-"""A model checker of a pipeline plan's protocol: barriers with their phase, pending arrivals and tx-count, the roles
-as scripts over a number of fills, and the asynchronous completions (copies landing, tcgen05 commits) as events that
-may happen at any later time. ``check_pipeline`` explores every interleaving (identical callers of a role in a CTA
-grouped into at most ``group`` processes, each making its share of the arrivals) and proves, for that many fills,
-that the roles finish -- no deadlock --, that no consumer reads a stage before all of its fill has landed, and that
-no producer refills a stage before every consumer released it. A broken plan (a wrong parity, arrival count or
-``expect_tx``: tests mutate them) is a ``PipelineError`` naming the barrier, the CTA, the stage and the fill.
-
-The barrier rules are ``pycute.arch.sm90.mbarrier``'s (``phase_completes``, ``wait_passes``). This models the
+"""A model checker of a pipeline plan's protocol: ``check_pipeline`` explores every interleaving of the roles over a
+number of fills (identical callers of a role in a CTA grouped into at most ``group`` processes, each making its
+share of the arrivals; the copies of one issue landing in one CTA together) and proves, for that many fills, that
+the roles finish -- no deadlock --, that no consumer reads a stage before all of its fill has landed, that no
+producer refills a stage before every consumer released it, and that every barrier ends with no arrival or byte
+left over. A broken plan (a wrong parity, arrival count or ``expect_tx``: tests mutate them) is a
+``PipelineError`` naming the barrier, the CTA, the stage and the fill. The model (``pipeline_model``) follows the
 protocol a plan derives, not compiled code: the PTX interpreter runs whole kernels (a separate module).
 """
 from __future__ import annotations
 
 import random
-from typing import Any, Iterator
 
 import attrs
 
-from ..arch.sm90.mbarrier import TX_LIMIT, phase_completes, wait_passes
-from ..copy.cp_async.plan import CpAsyncPlan
 from ..errors import EmulationError
 from ..pipeline.plan import PipelinePlan
 from ..views import provides
+from .pipeline_model import Checker, Model, PipelineError, State
 
 __all__ = ["PipelineError", "PipelineCheck", "check_pipeline"]
-
-
-class PipelineError(EmulationError):
-    """A protocol failure the model found: ``what`` (``deadlock``, ``early read``, ``overwrite``, ``barrier``), the
-    barrier (``full`` / ``empty``), CTA, stage and fill it concerns, and the events that led to it."""
-
-    def __init__(self, message: str, what: str, barrier: str | None = None, cta: int | None = None,
-                 stage: int | None = None, fill: int | None = None, trace: tuple[str, ...] = ()):
-        tail = "\n  after: " + "\n         ".join(trace[-10:]) if trace else ""
-        super().__init__(message + tail)
-        self.what, self.barrier, self.cta, self.stage, self.fill, self.trace = what, barrier, cta, stage, fill, trace
 
 
 @attrs.frozen
@@ -56,371 +41,23 @@ class PipelineCheck:
                 f"({self.states} states, {self.transitions} transitions): no deadlock, no early read, no overwrite")
 
 
-@attrs.frozen
-class _Proc:
-    """A process: ``role`` (producer / consumer / relay) in CTA ``cta``, standing for ``weight`` callers, in group
-    ``group`` (processes of one group are interchangeable)."""
-
-    name: str
-    role: str
-    cta: int
-    weight: int
-    group: int
-    steps: tuple[str, ...]
-
-
-class _Model:
-    """The plan's static facts: processes, barrier slots, what each fill must deliver where."""
-
-    def __init__(self, plan: PipelinePlan, fills: int, group: int):
-        self.plan, self.fills, self.n, self.s = plan, fills, plan.ctas, plan.stages
-        self.procs: list[_Proc] = []
-        p, c = plan.producer, plan.consumer
-        for cta in plan.producer_ctas():
-            steps = ("acquire", "arm" if plan.arms else "", "issue" if plan.loads else "write",
-                     "commit" if p.kind in ("arrive", "commit") else "")
-            self._add("producer", cta, p.arrivals if p.kind in ("cp_async", "arrive") else 1,
-                      tuple(x for x in steps if x), group)
-        for cta in plan.consumer_ctas():
-            total = 1 if c.release == "commit" else c.arrivals if c.release == "arrive" else c.count
-            self._add("consumer", cta, total, ("wait", "release"), group)
-        if plan.relay:
-            for cta in range(1, self.n, 2):
-                self._add("relay", cta, 1, ("wait", "relay"), 1)
-        # what lands in CTA t's stage per fill: one key per contribution
-        self.expected: list[frozenset] = [frozenset() for _ in range(self.n)]
-        for k, proc in enumerate(self.procs):
-            if proc.role != "producer":
-                continue
-            for key, data_cta, _, _ in self._contributions(k):
-                self.expected[data_cta] = self.expected[data_cta] | {key}
-
-    def _add(self, role: str, cta: int, total: int, steps: tuple[str, ...], group: int) -> None:
-        parts = max(1, min(group, total))
-        gid = len({(q.role, q.cta) for q in self.procs})
-        for k in range(parts):
-            weight = total // parts + (1 if k < total % parts else 0)
-            self.procs.append(_Proc(f"{role} {k} of CTA {cta}" if parts > 1 else f"{role} of CTA {cta}", role, cta,
-                                    weight, gid, steps))
-
-    def _contributions(self, k: int) -> list[tuple[Any, int, int, int]]:
-        """``(key, data CTA, barrier CTA, bytes)`` per contribution producer process ``k`` makes to a fill (bytes 0:
-        an arrival-signalled contribution)."""
-        proc, plan = self.procs[k], self.plan
-        if plan.producer.kind in ("arrive", "commit"):
-            return [(("write", k, t), t, t, 0) for t in plan.commit_targets(proc.cta)]
-        return [((("cp", k, i) if isinstance(plan.loads[i][1], CpAsyncPlan) else ("load", i, proc.cta)), data, barrier,
-                 nbytes) for i, data, barrier, nbytes in plan.deliveries(proc.cta)]
-
-    def barrier(self, cta: int, kind: str, stage: int) -> int:
-        return (cta * 2 + (kind == "empty")) * self.s + stage
-
-    def describe(self, b: int) -> tuple[str, int, int]:
-        cta, rest = divmod(b, 2 * self.s)
-        kind, stage = divmod(rest, self.s)
-        return ("empty" if kind else "full"), cta, stage
-
-    def count(self, b: int) -> int:
-        kind, cta, _ = self.describe(b)
-        inits = self.plan.full if kind == "full" else self.plan.empty
-        return inits[cta].arrivals if inits else 0
-
-
-@attrs.frozen
-class _State:
-    pcs: tuple          # per process: (fill, step index)
-    released: tuple     # per process: fills its releases have reached (a commit's: when it fires)
-    barriers: tuple     # per barrier: (completed phases, pending arrivals, tx-count)
-    stages: tuple       # per (cta, stage): (fill, frozenset of landed contributions)
-    ops: tuple          # pending asynchronous completions, sorted
-
-
-class _Checker:
-    def __init__(self, model: _Model):
-        self.m = model
-        self.trace: list[str] = []
-
-    def initial(self) -> _State:
-        m = self.m
-        barriers = tuple((0, m.count(b), 0) for b in range(2 * m.n * m.s))
-        return _State(tuple((0, 0) for _ in m.procs), tuple(0 for _ in m.procs), barriers,
-                      tuple((-1, frozenset()) for _ in range(m.n * m.s)), ())
-
-    def canonical(self, st: _State) -> tuple:
-        groups: dict[int, list] = {}
-        for k, proc in enumerate(self.m.procs):
-            groups.setdefault(proc.group, []).append((st.pcs[k], st.released[k], proc.weight))
-        return (tuple(tuple(sorted(v)) for _, v in sorted(groups.items())), st.barriers, st.stages, st.ops)
-
-    # -- barriers ---------------------------------------------------------------------------------------------
-    def _fail(self, message: str, what: str, b: int | None = None, fill: int | None = None) -> PipelineError:
-        kind, cta, stage = self.m.describe(b) if b is not None else (None, None, None)
-        return PipelineError(message, what, kind, cta, stage, fill, tuple(self.trace))
-
-    def _name(self, b: int) -> str:
-        kind, cta, stage = self.m.describe(b)
-        return f"{kind}[{stage}] of CTA {cta}"
-
-    def _signal(self, barriers: list, b: int, arrivals: int, tx: int, who: str, fill: int) -> None:
-        count = self.m.count(b)
-        if count == 0:
-            raise self._fail(f"{who} signals {self._name(b)} (fill {fill}), a barrier the plan never initialises "
-                             f"(count 0)", "barrier", b, fill)
-        done, pending, bytes_ = barriers[b]
-        bytes_ += tx
-        if abs(bytes_) > TX_LIMIT:
-            raise self._fail(f"{who}: {self._name(b)}'s tx-count reaches {bytes_}, past the +-{TX_LIMIT} an mbarrier "
-                             f"holds", "barrier", b, fill)
-        for _ in range(arrivals):
-            if pending == 0:
-                raise self._fail(f"{who} arrives on {self._name(b)} (fill {fill}) after its {count} arrivals, while "
-                                 f"the phase waits for {bytes_} more bytes: the arrival count or expect_tx is wrong",
-                                 "barrier", b, fill)
-            pending -= 1
-            if phase_completes(pending, bytes_):
-                done, pending, bytes_ = done + 1, count, 0
-        if phase_completes(pending, bytes_):
-            done, pending, bytes_ = done + 1, count, 0
-        barriers[b] = (done, pending, bytes_)
-
-    # -- the processes' steps -------------------------------------------------------------------------------
-    def _parity(self, proc: _Proc, fill: int) -> int:
-        start = self.m.plan.producer_start if proc.role == "producer" else self.m.plan.consumer_start
-        return start ^ ((fill // self.m.s) & 1)
-
-    def _wait_barrier(self, proc: _Proc, step: str, fill: int) -> int | None:
-        m, s = self.m, fill % self.m.s
-        if proc.role == "producer" and step == "acquire":
-            return m.barrier(proc.cta, "empty", s) if m.plan.empty else None
-        if step == "wait":
-            return m.barrier(proc.cta, "full", s)
-        return None
-
-    def enabled(self, st: _State, k: int) -> bool:
-        proc = self.m.procs[k]
-        fill, step_i = st.pcs[k]
-        if fill >= self.m.fills:
-            return False
-        step = proc.steps[step_i]
-        b = self._wait_barrier(proc, step, fill)
-        if b is not None:
-            if self.m.count(b) == 0:
-                return True            # fires, and reports the uninitialised barrier
-            return wait_passes(st.barriers[b][0], self._parity(proc, fill))
-        if proc.role == "producer" and step == "acquire" and fill >= 1:
-            # a sync release: the kernel's CTA / cluster barrier after every fill's reads, which the producer
-            # passes too, so fill f starts once every consumer of the cluster has released fill f - 1
-            return all(st.released[j] >= fill for j, q in enumerate(self.m.procs) if q.role == "consumer")
-        return True
-
-    def step(self, st: _State, k: int) -> _State:
-        m, proc = self.m, self.m.procs[k]
-        fill, step_i = st.pcs[k]
-        step, s = proc.steps[step_i], fill % m.s
-        barriers, stages, ops = list(st.barriers), list(st.stages), list(st.ops)
-        released = list(st.released)
-        who = f"the {proc.name}"
-        b = self._wait_barrier(proc, step, fill)
-        if b is not None and m.count(b) == 0:
-            raise self._fail(f"{who} waits on {self._name(b)} (fill {fill}), a barrier the plan never initialises",
-                             "barrier", b, fill)
-        if proc.role == "producer":
-            if step == "arm":
-                full = m.barrier(proc.cta, "full", s)
-                self._signal(barriers, full, 1, m.plan.full[proc.cta].tx, who, fill)
-            elif step in ("issue", "write"):
-                # one completion per (data CTA, barrier): the copies of one issue landing in one CTA together
-                landing: dict[tuple[int, int], list] = {}
-                for key, data_cta, bar_cta, nbytes in m._contributions(k):
-                    self._overwrite(st, proc.cta, data_cta, s, fill, who)
-                    slot = data_cta * m.s + s
-                    if stages[slot][0] != fill:
-                        stages[slot] = (fill, frozenset())
-                    group = landing.setdefault((data_cta, m.barrier(bar_cta, "full", s)), [frozenset(), 0, 0])
-                    group[0] |= {key}
-                    group[1] += nbytes
-                    group[2] += proc.weight if key[0] == "cp" else 0
-                if step == "issue":
-                    ops += [("land", keys, data_cta, b, nbytes, fill, arrivals)
-                            for (data_cta, b), (keys, nbytes, arrivals) in landing.items()]
-            elif step == "commit":
-                for key, data_cta, bar_cta, _ in m._contributions(k):
-                    full = m.barrier(bar_cta, "full", s)
-                    if m.plan.producer.kind == "commit":
-                        ops.append(("land", frozenset({key}), data_cta, full, 0, fill, 1))
-                    else:
-                        slot = data_cta * m.s + s
-                        stages[slot] = (fill, stages[slot][1] | {key})
-                        self._signal(barriers, full, proc.weight, 0, who, fill)
-        elif step == "wait" and proc.role == "consumer":
-            for r in m.plan.readers(proc.cta):
-                have_fill, landed = stages[r * m.s + s]
-                missing = m.expected[r] - landed if have_fill == fill else m.expected[r]
-                if missing:
-                    full = m.barrier(proc.cta, "full", s)
-                    why = ("its phase " + str(fill // m.s) + " had not completed: the wait's parity is wrong"
-                           if st.barriers[full][0] <= fill // m.s else
-                           "the barrier's count or expect_tx let the phase complete first")
-                    raise self._fail(f"early read: the {proc.name} passed {self._name(full)} for fill {fill} "
-                                     f"before {len(missing)} of {len(m.expected[r])} contribution(s) to CTA {r}'s "
-                                     f"stage {s} landed: {why}", "early read", full, fill)
-        elif step == "release":
-            if m.plan.consumer.release == "commit":
-                for t in m.plan.release_targets(proc.cta):
-                    ops.append(("release", k, t, m.barrier(t, "empty", s), 0, fill, 1))
-            else:
-                released[k] = fill + 1
-                for t in m.plan.release_targets(proc.cta):
-                    self._signal(barriers, m.barrier(t, "empty", s), proc.weight, 0, who, fill)
-        elif step == "relay":
-            self._signal(barriers, m.barrier(proc.cta & ~1, "full", s), 1, 0, who, fill)
-        nxt = (fill, step_i + 1) if step_i + 1 < len(proc.steps) else (fill + 1, 0)
-        pcs = st.pcs[:k] + (nxt,) + st.pcs[k + 1:]
-        self.trace.append(f"{proc.name}: {step} (fill {fill}, stage {s})")
-        return _State(pcs, tuple(released), tuple(barriers), tuple(stages), tuple(sorted(ops, key=repr)))
-
-    def _overwrite(self, st: _State, producer: int, cta: int, s: int, fill: int, who: str) -> None:
-        """A refill of CTA ``cta``'s stage ``s`` by CTA ``producer``'s producer, checked against every consumer that
-        reads that stage: each must have released the fill it held."""
-        if fill < self.m.s:
-            return
-        for j, q in enumerate(self.m.procs):
-            if q.role == "consumer" and cta in self.m.plan.readers(q.cta) and st.released[j] <= fill - self.m.s:
-                if not self.m.plan.empty:
-                    raise self._fail(f"overwrite: {who} refills CTA {cta}'s stage {s} with fill {fill} before the "
-                                     f"{q.name} released fill {fill - self.m.s}", "overwrite", None, fill)
-                b = self.m.barrier(producer, "empty", s)
-                why = ("its wait's parity is wrong" if st.barriers[b][0] < fill // self.m.s else
-                       "its count let the phase complete before every release")
-                raise self._fail(f"overwrite: {who} passed {self._name(b)} and refills CTA {cta}'s stage {s} with "
-                                 f"fill {fill} before the {q.name} released fill {fill - self.m.s}: {why}",
-                                 "overwrite", b, fill)
-
-    def complete(self, st: _State, i: int) -> _State:
-        op = st.ops[i]
-        ops = st.ops[:i] + st.ops[i + 1:]
-        barriers, stages, released = list(st.barriers), list(st.stages), list(st.released)
-        kind, key, cta, b, nbytes, fill, arrivals = op
-        if kind == "land":
-            slot = cta * self.m.s + fill % self.m.s
-            if stages[slot][0] == fill:
-                stages[slot] = (fill, stages[slot][1] | key)
-            self._signal(barriers, b, arrivals, -nbytes, f"the fill {fill} copy {key}", fill)
-            self.trace.append(f"landed: {', '.join(map(str, sorted(key)))} in CTA {cta} (fill {fill}), " +
-                              (f"{nbytes} B on " if nbytes else f"{arrivals} arrival(s) on ") + self._name(b))
-        else:
-            released[key] = max(released[key], fill + 1)
-            self._signal(barriers, b, 1, 0, f"the commit of the {self.m.procs[key].name}", fill)
-            self.trace.append(f"committed: the {self.m.procs[key].name}'s release of fill {fill} on {self._name(b)}")
-        return _State(st.pcs, tuple(released), tuple(barriers), tuple(stages), ops)
-
-    def moves(self, st: _State) -> Iterator[tuple[str, int]]:
-        for k in range(len(self.m.procs)):
-            if self.enabled(st, k):
-                yield "step", k
-        for i in range(len(st.ops)):
-            yield "op", i
-
-    def apply(self, st: _State, move: tuple[str, int]) -> _State:
-        return self.step(st, move[1]) if move[0] == "step" else self.complete(st, move[1])
-
-    def finished(self, st: _State) -> bool:
-        return all(pc[0] >= self.m.fills for pc in st.pcs) and not st.ops
-
-    def settle(self, st: _State) -> None:
-        """After the last fill every barrier has completed one phase per fill of its stage, with no arrival or byte
-        left over: otherwise its count or expect_tx differs from what the roles deliver."""
-        m = self.m
-        for b, (done, pending, tx) in enumerate(st.barriers):
-            count = m.count(b)
-            if count == 0:
-                continue
-            kind, cta, stage = m.describe(b)
-            want = len(range(stage, m.fills, m.s)) * (self._signalled(kind, cta) > 0)
-            if (done, pending, tx) != (want, count, 0):
-                raise self._fail(f"after {m.fills} fills {kind}[{stage}] of CTA {cta} has completed {done} phase(s) "
-                                 f"with {count - pending} of its {count} arrivals and {tx} B left over; the roles "
-                                 f"signal it {self._signalled(kind, cta)} arrival(s) per fill and complete {want} "
-                                 f"phase(s): its count or expect_tx is wrong", "barrier", b, m.fills)
-
-    def _signalled(self, kind: str, cta: int) -> int:
-        """Arrivals the roles make on CTA ``cta``'s ``kind`` barrier of a stage per fill."""
-        m, plan = self.m, self.m.plan
-        if kind == "empty":
-            return sum(q.weight if plan.consumer.release != "commit" else 1 for q in m.procs
-                       if q.role == "consumer" and cta in plan.release_targets(q.cta))
-        total = sum(1 for q in m.procs if q.role == "relay" and q.cta & ~1 == cta)
-        for k, q in enumerate(m.procs):
-            if q.role != "producer":
-                continue
-            total += int(plan.arms and q.cta == cta and plan.full[cta].tx > 0)
-            total += sum(q.weight if key[0] == "cp" else 0 for key, _, b, _ in m._contributions(k) if b == cta)
-            if plan.producer.kind in ("arrive", "commit"):
-                total += sum(q.weight for _, _, b, _ in m._contributions(k) if b == cta)
-        return total
-
-    def deadlock(self, st: _State) -> PipelineError:
-        """The blocked waits, naming first a barrier that received part of a phase (its count or expect_tx is
-        wrong), then a producer's wait (its first pass must find every stage free: a wrong parity)."""
-        blocked = []
-        for k, proc in enumerate(self.m.procs):
-            fill, step_i = st.pcs[k]
-            if fill >= self.m.fills:
-                continue
-            step = proc.steps[step_i]
-            b = self._wait_barrier(proc, step, fill)
-            if b is None:
-                blocked.append(((2, k), None, fill, f"the {proc.name} waits at {step} of fill {fill} for the "
-                                                    f"consumers' CTA barrier"))
-                continue
-            done, pending, tx = st.barriers[b]
-            partial = (pending, tx) != (self.m.count(b), 0)
-            blocked.append(((0 if partial else 1 if proc.role == "producer" else 2, k), b, fill,
-                            f"the {proc.name} waits on {self._name(b)} for parity {self._parity(proc, fill)} (fill "
-                            f"{fill}); the barrier has completed {done} phase(s), with {self.m.count(b) - pending} of "
-                            f"its {self.m.count(b)} arrivals and {tx} B outstanding"))
-        blocked.sort(key=lambda x: x[0])
-        _, b, fill, _ = blocked[0]
-        return self._fail("deadlock: " + "; ".join(line for *_, line in blocked), "deadlock", b, fill)
-
-
-def _default_fills(plan: PipelinePlan) -> int:
-    return 2 * plan.stages + 1
-
-
-def check_pipeline(plan: PipelinePlan, fills: int | None = None, group: int = 1, max_states: int = 100_000,
-                   schedules: int = 200, seed: int = 0) -> PipelineCheck:
-    """Explore every interleaving of ``plan``'s roles over ``fills`` fills (default ``2 * stages + 1``: every stage
-    refilled twice) and return what was explored; a ``PipelineError`` names the first deadlock, early read or
-    overwrite. Past ``max_states`` distinct states it checks ``schedules`` random complete runs instead and says
-    so (``exhaustive=False``)."""
-    if not isinstance(plan, PipelinePlan):
-        raise TypeError(f"check_pipeline: expected a PipelinePlan (pc.make_pipeline), got {type(plan).__name__}")
-    fills = _default_fills(plan) if fills is None else fills
-    if not isinstance(fills, int) or fills < 1:
-        raise EmulationError(f"check_pipeline: fills={fills!r}: at least one fill")
-    model = _Model(plan, fills, group)
-    checker = _Checker(model)
-    start = checker.initial()
-    seen = {checker.canonical(start)}
+def _explore(checker: Checker, start: State, max_states: int) -> tuple[int, int, bool]:
+    """Depth first over every interleaving from ``start`` (each distinct state once): ``(states, transitions,
+    exhaustive)``; raises the first PipelineError, with the events on the path to it."""
     path: list[str] = []
 
-    def expand(st: _State) -> list:
-        moves = list(checker.moves(st))
-        if not moves and not checker.finished(st):
-            checker.trace = path[:]
-            raise checker.deadlock(st)
-        return moves
-
-    def expand_checked(st: _State) -> list:
-        moves = expand(st)
+    def expand(st: State) -> list:
+        moves = list(checker.moves(st))[::-1]          # popped from the end: the producer's steps first
+        checker.trace = path[:]
         if not moves:
-            checker.trace = path[:]
+            if not checker.finished(st):
+                raise checker.deadlock(st)
             checker.settle(st)
         return moves
 
-    stack: list[tuple[_State, list]] = [(start, expand_checked(start))]
-    transitions, exhaustive = 0, True
+    seen = {checker.canonical(start)}
+    stack: list[tuple[State, list]] = [(start, expand(start))]
+    transitions = 0
     while stack:
         st, moves = stack[-1]
         if not moves:
@@ -428,34 +65,53 @@ def check_pipeline(plan: PipelinePlan, fills: int | None = None, group: int = 1,
             if path:
                 path.pop()
             continue
-        move = moves.pop()
         checker.trace = path[:]
-        nxt = checker.apply(st, move)
+        nxt = checker.apply(st, moves.pop())
         transitions += 1
         key = checker.canonical(nxt)
         if key in seen:
             continue
         seen.add(key)
         if len(seen) > max_states:
-            exhaustive = False
-            break
+            return len(seen), transitions, False
         path.append(checker.trace[-1])
-        stack.append((nxt, expand_checked(nxt)))
-    runs = 0
+        stack.append((nxt, expand(nxt)))
+    return len(seen), transitions, True
+
+
+def _sample(checker: Checker, start: State, schedules: int, seed: int) -> None:
+    """``schedules`` complete runs from ``start``, each move drawn from ``seed``."""
+    rng = random.Random(seed)
+    for _ in range(schedules):
+        st, trace = start, list[str]()
+        while not checker.finished(st):
+            moves = list(checker.moves(st))
+            checker.trace = trace
+            if not moves:
+                raise checker.deadlock(st)
+            st = checker.apply(st, rng.choice(moves))
+            trace = checker.trace
+        checker.settle(st)
+
+
+def check_pipeline(plan: PipelinePlan, fills: int | None = None, group: int = 1, max_states: int = 100_000,
+                   schedules: int = 200, seed: int = 0) -> PipelineCheck:
+    """Explore every interleaving of ``plan``'s roles over ``fills`` fills (default ``2 * stages + 1``: every stage
+    refilled twice) and return what was explored; a ``PipelineError`` names the first deadlock, early read,
+    overwrite or barrier left unbalanced. Past ``max_states`` distinct states it checks ``schedules`` random
+    complete runs instead and says so (``exhaustive=False``)."""
+    if not isinstance(plan, PipelinePlan):
+        raise TypeError(f"check_pipeline: expected a PipelinePlan (pc.make_pipeline), got {type(plan).__name__}")
+    fills = 2 * plan.stages + 1 if fills is None else fills
+    if not isinstance(fills, int) or fills < 1:
+        raise EmulationError(f"check_pipeline: fills={fills!r}: at least one fill")
+    model = Model(plan, fills, group)
+    checker = Checker(model)
+    start = checker.initial()
+    states, transitions, exhaustive = _explore(checker, start, max_states)
     if not exhaustive:
-        rng = random.Random(seed)
-        for runs in range(1, schedules + 1):
-            st, trace = start, []
-            while not checker.finished(st):
-                moves = list(checker.moves(st))
-                if not moves:
-                    checker.trace = trace
-                    raise checker.deadlock(st)
-                checker.trace = trace
-                st = checker.apply(st, rng.choice(moves))
-                trace = checker.trace
-            checker.settle(st)
-    return PipelineCheck(plan.name, fills, len(seen), transitions, exhaustive, runs,
+        _sample(checker, start, schedules, seed)
+    return PipelineCheck(plan.name, fills, states, transitions, exhaustive, 0 if exhaustive else schedules,
                          tuple(p.name for p in model.procs))
 
 

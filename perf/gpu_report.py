@@ -115,11 +115,11 @@ def dsmem_rings(gpu) -> list[dict]:
 def feed_rates(gpu) -> list[dict]:
     """The GEMM feed (one consumer warp, and two consumer warpgroups, releasing stages; A multicast over two CTAs or
     not) and the minimal kernel, per configuration: TB/s into shared memory, the feed's checksum checked."""
-    from pycute.harness.stream_feed import FeedStream, MinimalFeed, _Problem, expected_checksum
+    from pycute.harness.stream_feed import FeedStream, MinimalFeed, FeedProblem, expected_checksum
     from pycute.pipeline import Consumer
     rows = []
     for tile, stages, per_sm in FEED_CONFIGS:
-        problem = _Problem(pc.bf16, *FEED_MNK, tile)
+        problem = FeedProblem(pc.bf16, *FEED_MNK, tile)
         a, b = problem.arrays(seed=3)
         d_a, d_b = gpu.upload(a), gpu.upload(b)
         moved, want = problem.bytes_moved(), expected_checksum(problem, a, b)

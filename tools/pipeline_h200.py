@@ -132,9 +132,9 @@ def _operands(problem):
 
 def _feed_checks(name: str) -> list[dict]:
     import pycute as pc
-    from pycute.harness.stream_feed import FeedStream, MinimalFeed, _Problem, expected_checksum
+    from pycute.harness.stream_feed import FeedStream, MinimalFeed, FeedProblem, expected_checksum
     from pycute.pipeline import Consumer
-    problem = _Problem(pc.bf16, 1024, 1024, 1024, (128, 128, 64))
+    problem = FeedProblem(pc.bf16, 1024, 1024, 1024, (128, 128, 64))
     gpu, a, b, d_a, d_b = _operands(problem)
     if name == "minimal":
         ms = MinimalFeed(problem, stages=4).run(gpu, d_a, d_b, repeats=2)
@@ -153,10 +153,10 @@ def _feed_checks(name: str) -> list[dict]:
 
 def _sweep(index: int) -> list[dict]:
     import pycute as pc
-    from pycute.harness.stream_feed import FeedStream, MinimalFeed, _Problem, expected_checksum
+    from pycute.harness.stream_feed import FeedStream, MinimalFeed, FeedProblem, expected_checksum
     from pycute.pipeline import Consumer
     tile, stages, per_sm = SWEEP[index]
-    problem = _Problem(pc.bf16, *SWEEP_MNK, tile)
+    problem = FeedProblem(pc.bf16, *SWEEP_MNK, tile)
     gpu, a, b, d_a, d_b = _operands(problem)
     moved, want = problem.bytes_moved(), expected_checksum(problem, a, b)
     base = {"tile": list(tile), "stages": stages, "ctas_per_sm": per_sm, "bytes": moved}

@@ -27,11 +27,11 @@ from ..pipeline import Consumer, PipelinePlan, TileScheduler, make_pipeline, mak
 from ..tensor.canonical import kmajor_smem_tensor
 from ..tensor.gmem import make_global_tensor
 
-__all__ = ["FeedStream", "MinimalFeed", "expected_checksum", "feed_reserve", "ALIGN_SLACK"]
+__all__ = ["FeedProblem", "FeedStream", "MinimalFeed", "expected_checksum", "feed_reserve", "ALIGN_SLACK"]
 
 
 @attrs.frozen
-class _Problem:
+class FeedProblem:
     """A GEMM's operands as the feed moves them: A (m x k) and B (n x k), K-major, tiles of ``tile = (bm, bn, bk)``
     under the 128B swizzle; the output's tiles walked with a swizzled raster of ``swizzle`` block rows."""
 
@@ -79,7 +79,7 @@ class _Problem:
                 rng.integers(0, 256, self.n * self.k * words, dtype=np.uint8))
 
 
-def expected_checksum(problem: _Problem, a: np.ndarray, b: np.ndarray) -> int:
+def expected_checksum(problem: FeedProblem, a: np.ndarray, b: np.ndarray) -> int:
     """The verification launch's checksum: over every output tile (m, n) and k-block kb, the first 32-bit word of
     A's tile (rows from m * bm, K from kb * bk) and of B's tile, summed modulo 2**64."""
     bm, bn, bk = problem.tile
@@ -122,7 +122,7 @@ class FeedStream:
     ``stages``-stage pipeline (as many as fit when None), ``consumer`` releasing each stage, ``multicast=2`` to
     share A over a cluster of two CTAs computing neighbouring N tiles, ``ctas_per_sm`` persistent CTAs per SM."""
 
-    problem: _Problem
+    problem: FeedProblem
     stages: int | None = 4
     consumer: Consumer = Consumer("warp", 1)
     multicast: int | None = None
@@ -130,13 +130,14 @@ class FeedStream:
 
     @classmethod
     def gemm(cls, dtype: DType, m: int, n: int, k: int, tile: tuple[int, int, int], **config: Any) -> "FeedStream":
-        return cls(_Problem(dtype, m, n, k, tile), **config)
+        return cls(FeedProblem(dtype, m, n, k, tile), **config)
 
     def __attrs_post_init__(self) -> None:
         if self.multicast not in (None, 2):
             raise CompileError(f"FeedStream: multicast is None or 2 (A over a cluster of two), not {self.multicast!r}")
-        if self.consumer.release != "arrive":
-            raise CompileError("FeedStream: the consumer releases by arrivals (what Hopper's consumers do)")
+        if self.consumer.release != "arrive" or self.consumer.caller not in ("warp", "warpgroup"):
+            raise CompileError(f"FeedStream: consumers are warps or warpgroups releasing by arrivals (what Hopper's "
+                               f"consumers do), not {self.consumer!r}")
         if self.problem.tiles[1] % self.cluster:
             raise CompileError(f"FeedStream: {self.problem.tiles[1]} N tiles do not pair up for the cluster of "
                                f"{self.cluster}")
@@ -157,10 +158,8 @@ class FeedStream:
 
     @property
     def warps(self) -> int:
-        per = {"warp": 1, "warpgroup": 4, "elected": 1}.get(self.consumer.caller, 0)
-        if not per:
-            raise CompileError(f"FeedStream: a consumer of warps or warpgroups, not {self.consumer!r}")
-        return 1 + per * self.consumer.count
+        """The producer warp and the consumers' warps."""
+        return 1 + (4 if self.consumer.caller == "warpgroup" else 1) * self.consumer.count
 
     def source(self) -> str:
         pipe, cs = self.pipeline, self.cluster
@@ -234,13 +233,13 @@ class MinimalFeed:
     """The hand-minimal kernel of the same loads (no multicast): one thread per CTA keeps ``stages`` loads in
     flight, waits for the oldest to land and reuses its stage at once; nothing else."""
 
-    problem: _Problem
+    problem: FeedProblem
     stages: int = 4
     ctas_per_sm: int = 1
 
     @classmethod
     def gemm(cls, dtype: DType, m: int, n: int, k: int, tile: tuple[int, int, int], **config: Any) -> "MinimalFeed":
-        return cls(_Problem(dtype, m, n, k, tile), **config)
+        return cls(FeedProblem(dtype, m, n, k, tile), **config)
 
     @property
     def scheduler(self) -> TileScheduler:

@@ -17,7 +17,7 @@ from typing import Any, ClassVar, Literal
 import attrs
 
 from ..arch.convention import WARPGROUP_WARPS, Caller, Convention
-from ..arch.sm90.mbarrier import MBARRIER_BYTES
+from ..arch.sm90.mbarrier import ARRIVALS, MBARRIER_BYTES, ArrivalKind
 from ..arch.sm90.warp import WARP_THREADS
 from ..copy.cp_async.plan import CpAsyncPlan
 from ..copy.dsmem.plan import DsmemPlan
@@ -69,6 +69,18 @@ class Producer:
     @property
     def convention(self) -> Convention:
         return Convention(self.caller, caller_threads(self.caller, self.count))
+
+
+#: What fills a stage's full barrier, per producer kind.
+_FULL_SIGNALS: dict[ProducerKind, tuple[ArrivalKind, ...]] = {
+    "tma": ("expect_tx", "complete_tx"), "dsmem": ("expect_tx", "complete_tx"), "cp_async": ("cp_async",),
+    "arrive": ("arrive",), "commit": ("commit",)}
+
+
+def _signal_words(kind: ArrivalKind) -> str:
+    fact = ARRIVALS[kind]
+    what = " + ".join(([f"{fact.arrivals} arrival"] if fact.arrivals else []) + (["bytes"] if fact.tx else []))
+    return f"{what}{' once the operations complete' if fact.asynchronous else ''} (PTX ISA {fact.section})"
 
 
 def _arrivals(caller: Caller, count: int) -> int:
@@ -290,6 +302,14 @@ class PipelinePlan:
                                         "stage to land, then arrives on the even CTA's full barrier"))
         return tuple(out)
 
+    def signals(self) -> dict[str, tuple[ArrivalKind, ...]]:
+        """The kinds of signal each barrier receives (``arch.sm90.mbarrier.ARRIVALS``)."""
+        full = _FULL_SIGNALS[self.producer.kind]
+        remote = any(t != c for c in self.consumer_ctas() for t in self.release_targets(c))
+        empty: tuple[ArrivalKind, ...] = () if not self.empty else ("commit",) if self.consumer.release == "commit" \
+            else ("remote_arrive",) if remote else ("arrive",)
+        return {"full": full + (("remote_arrive",) if self.relay else ()), "empty": empty}
+
     @property
     def arms(self) -> bool:
         """Whether the producer arms full barriers with expect_tx (TMA, bulk and DSMEM loads)."""
@@ -318,6 +338,8 @@ class PipelinePlan:
                              + (f" + {b.tx} B" if b.tx else "") + " per phase")
         if not self.empty:
             lines.append("  empty       none: the kernel's CTA / cluster barrier orders each refill after the reads")
+        for what, kinds in self.signals().items():
+            lines += [f"  {what + ' by':<11} {k}: " + _signal_words(k) for k in kinds]
         for rank in self.consumer_ctas()[:2]:
             if self.release_targets(rank) and self.release_targets(rank) != (rank,):
                 lines.append(f"  release     CTA {rank}'s consumers arrive on the empty barriers of CTAs "

@@ -3,7 +3,9 @@
 It runs one thread (a lane of a full warp) through one ``.entry`` of any kernel (performance directives such as
 ``.maxntid``, ``.reqntid``, ``.reqnctapercluster``, ``.explicitcluster``, ``.minnctapersm`` are accepted) --
 integer moves and arithmetic, shifts, logic, conversions, ``cvta``, addresses of shared symbols, predicates and
-branches, ``elect.sync``, ``tcgen05.cp`` -- and returns the ``(opcode, taddr, descriptor)`` stream it would issue.
+branches, ``elect.sync``, ``tcgen05.cp`` -- and returns the ``(opcode, taddr, descriptor)`` stream it would issue
+(and every other family ``ISSUE_DECODERS`` names, ``clusterlaunchcontrol.try_cancel`` included; ``query_cancel``
+decodes a response register).
 Barriers, fences, ``mbarrier.init`` / ``arrive`` and ``tcgen05.commit`` / ``fence`` / ``wait`` change no register
 of the thread and are recorded in order (``trace_entry``); ``mbarrier.try_wait`` succeeds at once (this model has
 one thread and no asynchrony). ``elect.sync`` elects the lowest lane of its

@@ -115,7 +115,7 @@ def dsmem_rings(gpu) -> list[dict]:
 def feed_rates(gpu) -> list[dict]:
     """The GEMM feed (one consumer warp, and two consumer warpgroups, releasing stages; A multicast over two CTAs or
     not) and the minimal kernel, per configuration: TB/s into shared memory, the feed's checksum checked."""
-    from pycute.harness.stream_feed import FeedStream, MinimalFeed, FeedProblem, expected_checksum
+    from pycute.harness.stream_feed import FeedProblem, FeedStream, MinimalFeed, expected_checksum
     from pycute.pipeline import Consumer
     rows = []
     for tile, stages, per_sm in FEED_CONFIGS:

@@ -65,7 +65,7 @@ def test_cp_async_copy(benchmark, arrays):
 def test_pipeline_feed(benchmark):
     """The GEMM feed (a producer's TMA loads of A and B per k-block through a pipeline, one consumer warp releasing
     each stage unread) beside the hand-minimal kernel of the same loads: its rate and the ratio (target 97%)."""
-    from pycute.harness.stream_feed import FeedStream, MinimalFeed, FeedProblem, expected_checksum
+    from pycute.harness.stream_feed import FeedProblem, FeedStream, MinimalFeed, expected_checksum
     from pycute.pipeline import Consumer
     gpu = runtime.Gpu()
     problem = FeedProblem(pc.bf16, 8192, 8192, 4096, (128, 256, 64))

@@ -132,7 +132,7 @@ def _operands(problem):
 
 def _feed_checks(name: str) -> list[dict]:
     import pycute as pc
-    from pycute.harness.stream_feed import FeedStream, MinimalFeed, FeedProblem, expected_checksum
+    from pycute.harness.stream_feed import FeedProblem, FeedStream, MinimalFeed, expected_checksum
     from pycute.pipeline import Consumer
     problem = FeedProblem(pc.bf16, 1024, 1024, 1024, (128, 128, 64))
     gpu, a, b, d_a, d_b = _operands(problem)
@@ -153,7 +153,7 @@ def _feed_checks(name: str) -> list[dict]:
 
 def _sweep(index: int) -> list[dict]:
     import pycute as pc
-    from pycute.harness.stream_feed import FeedStream, MinimalFeed, FeedProblem, expected_checksum
+    from pycute.harness.stream_feed import FeedProblem, FeedStream, MinimalFeed, expected_checksum
     from pycute.pipeline import Consumer
     tile, stages, per_sm = SWEEP[index]
     problem = FeedProblem(pc.bf16, *SWEEP_MNK, tile)

@@ -104,3 +104,48 @@ def test_the_feed_producer_interpreted_issues_the_plans_loads_for_the_schedulers
             want += pipe.load("b").stream(0x400, n, kb, stage=stage)
             fill += 1
     assert thread.tma == want
+
+
+PAIR_KERNEL = r"""
+extern "C" __global__ void __launch_bounds__(192, 1) __cluster_dims__(2, 1, 1) k(const pycute_tensor_map* map, int kbs) {
+  extern __shared__ unsigned char raw[];
+  __shared__ __align__(8) unsigned long long bars[ring_barrier_words], abars[acc_barrier_words];
+  const unsigned base = (pycute_smem_address(raw) + 1023u) & ~1023u, b = pycute_smem_address(bars);
+  const unsigned a = pycute_smem_address(abars), warp = pycute_warp_index(), rank = pycute_cluster_ctarank();
+  if (threadIdx.x == 0) { ring_init(b); acc_init(a); }
+  pycute_cluster_sync();
+  if (warp == 0) {                                   // the producer
+    if (pycute_elect_one_sync()) {
+      ring_state st = ring_producer_start();
+      for (int kb = 0; kb < kbs; ++kb, st.advance()) ring_a(map, base, ring_producer_acquire(b, st), blockIdx.x, kb, st.index);
+    }
+    __syncwarp();
+  } else if (warp == 1 && (rank & 1u) == 0u) {       // the pair's MMA warp: releases stages, fills an accumulator
+    ring_state st = ring_consumer_start();
+    acc_state out = acc_producer_start();
+    acc_producer_acquire(a, out);
+    for (int kb = 0; kb < kbs; ++kb, st.advance()) { ring_consumer_wait(b, st); ring_consumer_release(b, st); }
+    acc_producer_commit(a, out);
+  } else if (warp == 1) {                            // the odd CTA relays its stages
+    ring_state st = ring_consumer_start();
+    if (pycute_elect_one_sync()) for (int kb = 0; kb < kbs; ++kb, st.advance()) ring_relay(b, st);
+    __syncwarp();
+  } else {                                           // the epilogue
+    acc_state in = acc_consumer_start();
+    acc_consumer_wait(a, in);
+    acc_consumer_release(a, in);
+  }
+  pycute_cluster_sync();
+}
+"""
+
+
+@pytest.mark.parametrize("arch, options, commits", [("sm_100a", (), 2), ("sm_90a", ("-DPYCUTE_SOFT_TCGEN05",), 0)])
+def test_a_blackwell_pairs_mainloop_and_accumulator_pipelines_compile(arch, options, commits):
+    ring = make_pipeline({"a": tma()}, consumer=Consumer("warp", 1, "commit", 2), stages=3, arch="sm_100a",
+                         name="ring")
+    acc = make_pipeline(consumer=Consumer("warp", 4), producer=Producer("commit", "warp", cta_group=2), stages=2,
+                        arch="sm_100a", name="acc")
+    h = pc.compile.compile_cuda(ring.cuda() + acc.cuda() + PAIR_KERNEL, arch=arch, options=options).histogram()
+    assert h.get("UTCBAR.2CTA.MULTICAST", 0) == commits          # the stage release and the accumulator commit
+    assert not any(op.startswith(("LDL", "STL")) for op in h)

@@ -8,8 +8,10 @@
 * SFA and SFB sit in a 4-stage shared-memory pipeline (128 rows x 4 UE8M0 per k-block; DeepGEMM's layout: the 16
   bytes of row ``r`` hold the SF words of rows ``r, r+32, r+64, r+96``).
 * Every k-block the MMA warp copies stage ``kb % 4`` with the generated functions, which take ``stage`` at run
-  time; the planner checked all four stages. The protocol (alloc, mbarriers, fences, commit, tcgen05.ld readback,
-  dealloc) is ``pycute/sm100.cuh``.
+  time; the planner checked all four stages. The copies' completion is a one-stage pipeline (``make_pipeline``: the
+  MMA warp's ``tcgen05.commit`` fills it, every thread waits, a CTA / cluster barrier releases it), whose state
+  carries the phase bit. The rest of the protocol (alloc, fences, tcgen05.ld readback, dealloc) is
+  ``pycute/sm100.cuh``.
 * cta_group 2 by default: a 2-CTA cluster, the even CTA issues, each CTA copies its own shared memory into its
   own TMEM, and the commit signals both CTAs.
 
@@ -24,6 +26,7 @@ import pycute as pc
 from pycute import Layout, TCol, TLane
 from pycute.codegen.tcgen05_ldst import ldst_helper
 from pycute.mma import check_scale_factor_copy, scale_factor_tensor
+from pycute.pipeline import Consumer, Producer, make_pipeline
 
 STAGES = 4
 K_BLOCKS = 8          # two passes over the pipeline
@@ -57,6 +60,10 @@ class SfPipeline:
         for plan, rows in ((self.sfa_plan, 128), (self.sfb_plan, 256)):
             for stage in range(STAGES):
                 check_scale_factor_copy(plan.at(stage=stage), self.sf[rows])
+        # the copies' completion: the MMA warp commits, all 128 threads of each CTA wait, a barrier releases
+        self.landed = make_pipeline(consumer=Consumer("threads", 128, "sync"),
+                                    producer=Producer("commit", "warp", cta_group=cta_group), stages=1,
+                                    arch="sm_100a", name="sf")
 
     @property
     def ctas(self) -> int:
@@ -71,7 +78,7 @@ class SfPipeline:
         g = self.cta_group
         a_cols, b_cols = self.read_columns
         sfa_bytes, sfb_bytes = 128 * SF_PER_ROW, 256 * SF_PER_ROW
-        functions = self.sfa_plan.cuda("copy_sfa") + "\n" + self.sfb_plan.cuda("copy_sfb")
+        functions = "\n".join([self.sfa_plan.cuda("copy_sfa"), self.sfb_plan.cuda("copy_sfb"), self.landed.cuda()])
         sync = "pycute_cluster_sync();" if g == 2 else "__syncthreads();"
         return f"""{functions}
 #define STAGES {STAGES}u
@@ -94,16 +101,16 @@ sf_pipeline(const unsigned char* __restrict__ sf, unsigned* __restrict__ out) {{
   __shared__ __align__(1024) unsigned char sfa_smem[STAGES * SFA_BYTES];
   __shared__ __align__(1024) unsigned char sfb_smem[STAGES * SFB_BYTES];
   __shared__ unsigned tmem_slot;
-  __shared__ __align__(8) unsigned long long mbar_word;
+  __shared__ __align__(8) unsigned long long bars[sf_barrier_words];
   const unsigned warp = pycute_warp_index(), lane = threadIdx.x % 32u, cta = pycute_cluster_ctarank();
-  const unsigned mbar = pycute_smem_address(&mbar_word);
+  const unsigned b = pycute_smem_address(bars);
 
   for (unsigned s = 0; s < STAGES; ++s) fill_stage(sfa_smem, sfb_smem, sf, cta, s, s);
   if (warp == 0) {{
     pycute_tmem_alloc<{g}>(pycute_smem_address(&tmem_slot), {self.alloc.columns}u);
     pycute_tmem_relinquish_alloc_permit<{g}>();
   }}
-  if (threadIdx.x == 0) pycute_mbarrier_init(mbar, 1);
+  if (threadIdx.x == 0) sf_init(b);
   pycute_fence_proxy_async_shared();
   pycute_tcgen05_fence_before_thread_sync();
   {sync}
@@ -111,16 +118,17 @@ sf_pipeline(const unsigned char* __restrict__ sf, unsigned* __restrict__ out) {{
   const unsigned tmem = tmem_slot;
   const unsigned warp_tmem = tmem + ((PYCUTE_TMEM_QUADRANT_LANES * (warp % 4u)) << PYCUTE_TMEM_LANE_SHIFT);
 
+  sf_state copied = sf_producer_start(), landed = sf_consumer_start();
 #pragma unroll 1
-  for (unsigned kb = 0; kb < K_BLOCKS; ++kb) {{
+  for (unsigned kb = 0; kb < K_BLOCKS; ++kb, copied.advance(), landed.advance()) {{
     const unsigned stage = kb % STAGES;
     // The MMA warp{" of the even CTA" if g == 2 else ""}: copy this k-block's SFs into TMEM and commit them.
     if (warp == 0{" && (cta & 1u) == 0u" if g == 2 else ""}) {{
       copy_sfa(sfa_smem, tmem, stage);
       copy_sfb(sfb_smem, tmem, stage);
-      if (pycute_elect_one_sync()) pycute_tcgen05_commit<{g}>(mbar);
+      sf_producer_commit(b, copied);
     }}
-    pycute_mbarrier_wait_parity(mbar, kb & 1u);
+    sf_consumer_wait(b, landed);
     pycute_tcgen05_fence_after_thread_sync();
     // Where tcgen05.mma ... block_scale would read them: every warp reads its own quadrant's replica.
     unsigned a[{a_cols}], b[{b_cols}];

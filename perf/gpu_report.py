@@ -2,7 +2,9 @@
 against the driver's device-to-device memcpy of the same bytes measured in the same run (and Triton's
 tensor-descriptor copy where Triton is importable); the epilogue stream against the same run's memset. Each kernel's configurations (tile, swizzle, stages, threads,
 CTAs per SM, cluster size) are planned and timed; the best is reported with what it was; every timed copy is
-checked (bit for bit, or a position-weighted checksum for the load-only stream)."""
+checked (bit for bit, or a position-weighted checksum for the load-only stream). The pipeline feed row holds a
+GEMM's producer and pipeline, with consumers that only release stages, against the hand-minimal TMA load kernel of
+the same loads in the same run (tools/pipeline_h200.py sweeps more)."""
 from __future__ import annotations
 
 import datetime
@@ -21,7 +23,11 @@ from pycute.harness.stream_load import TmaLoadStream, position_checksum
 from .gpu_stream import COLS, ROWS, memcpy_ms, tiles
 
 SMEM_LIMIT = 220 * 1024          # dynamic shared memory a CTA may ask for on the H100/H200 (227 KiB, less slack)
-TARGETS = {"tma_copy": 0.94, "load_only": 1.0, "sw128_of_best": 0.90, "cp_async": 0.90, "epilogue": 0.90}
+TARGETS = {"tma_copy": 0.94, "load_only": 1.0, "sw128_of_best": 0.90, "cp_async": 0.90, "epilogue": 0.90,
+           "feed": 0.97}
+#: The feed's GEMM (bf16, M x N x K) and its (tile, stages, CTAs per SM) configurations.
+FEED_MNK = (8192, 8192, 4096)
+FEED_CONFIGS = (((128, 256, 64), 4, 1), ((128, 128, 64), 6, 1), ((128, 128, 64), 3, 2))
 
 
 def _device() -> dict:
@@ -81,7 +87,7 @@ def cp_async_copies(gpu, src, dst, host, array) -> list[dict]:
             buf = pc.make_smem_tensor(pc.f32, Layout((r, c, stages), (c, 1, r * c)))[:, :, pc.dynamic("stage")]
             store = pc.make_tma_copy(array, buf)
             for threads in (128, 256):
-                load = pc.make_cp_async_copy(buf, array, threads=threads)
+                load = pc.make_cp_async_copy(buf, array, threads=threads, completion="arrive")
                 for per_sm in (1, 2):
                     if per_sm * (stages * r * c * 4 + 1024) > SMEM_LIMIT:
                         continue
@@ -104,6 +110,30 @@ def dsmem_rings(gpu) -> list[dict]:
             sent = rounds * grid * kib * 1024
             rows.append({"config": f"{kib} KiB tiles, clusters of {ctas}, {grid} CTAs", "ms": ms, "exact": exact,
                          "GBps_per_sm": sent / grid / ms / 1e6, "GBps": sent / ms / 1e6})
+    return rows
+
+
+def feed_rates(gpu) -> list[dict]:
+    """The GEMM feed (one consumer warp, and two consumer warpgroups, releasing stages; A multicast over two CTAs or
+    not) and the minimal kernel, per configuration: TB/s into shared memory, the feed's checksum checked."""
+    from pycute.harness.stream_feed import FeedProblem, FeedStream, MinimalFeed, expected_checksum
+    from pycute.pipeline import Consumer
+    rows = []
+    for tile, stages, per_sm in FEED_CONFIGS:
+        problem = FeedProblem(pc.bf16, *FEED_MNK, tile)
+        a, b = problem.arrays(seed=3)
+        d_a, d_b = gpu.upload(a), gpu.upload(b)
+        moved, want = problem.bytes_moved(), expected_checksum(problem, a, b)
+        label = f"{'x'.join(map(str, tile))}, {stages} stages, {per_sm}/SM"
+        ms = MinimalFeed(problem, stages=stages, ctas_per_sm=per_sm).run(gpu, d_a, d_b)
+        rows.append({"config": label, "kernel": "minimal", "ms": ms, "TBps": moved / ms / 1e9, "exact": True})
+        for consumer, multicast in ((Consumer("warp", 1), None), (Consumer("warpgroup", 2), None),
+                                    (Consumer("warp", 1), 2)):
+            feed = FeedStream(problem, stages=stages, consumer=consumer, multicast=multicast, ctas_per_sm=per_sm)
+            ms, got = feed.run(gpu, d_a, d_b)
+            rows.append({"config": f"{label}, {consumer.caller} x {consumer.count}"
+                                   + (f", multicast {multicast}" if multicast else ""),
+                         "kernel": "feed", "ms": ms, "TBps": moved / ms / 1e9, "exact": got == want})
     return rows
 
 
@@ -140,7 +170,8 @@ def report(out) -> dict:
     array = pc.make_global_tensor(pc.f32, Layout((ROWS, COLS), (COLS, 1)))
     base = memcpy_ms(gpu, src, dst, nbytes)
     runs = {"tma_copy": tma_copies(gpu, src, dst, host, array), "load_only": load_only(gpu, src, host, array),
-            "cp_async": cp_async_copies(gpu, src, dst, host, array), "dsmem_ring": dsmem_rings(gpu)}
+            "cp_async": cp_async_copies(gpu, src, dst, host, array), "dsmem_ring": dsmem_rings(gpu),
+            "feed": feed_rates(gpu)}
     triton = triton_copy()
     del src, dst                                                # the epilogue stream allocates its own 1 GiB
     from .gpu_epilogue import sweep
@@ -148,7 +179,7 @@ def report(out) -> dict:
     src, dst = gpu.upload(host), gpu.alloc(nbytes)
     base = min(base, memcpy_ms(gpu, src, dst, nbytes))          # the faster of the run's two memcpy timings
     copy_rate = lambda ms: 2 * nbytes / ms / 1e6                  # noqa: E731  (read + written)
-    best = {k: _best(v) for k, v in runs.items()}
+    best = {k: _best(v) for k, v in runs.items() if k != "feed"}
     sw = _best([r for r in runs["tma_copy"] if "SW128" in r["tile"]])
     results = {"device": _device(), "bytes_each_way": nbytes, "memcpy_ms": base, "memcpy_GBps": copy_rate(base),
                "runs": runs, "best": best, "best_sw128": sw, "triton": triton, "epilogue": epilogue,
@@ -179,6 +210,15 @@ def report(out) -> dict:
     if ring:
         print(f"  {'DSMEM ring':<26} {ring['GBps_per_sm']:8.1f} GB/s per SM ({ring['GBps']:.0f} GB/s in all)  "
               f"{ring['config']}", file=out)
+    feed = [r for r in runs["feed"] if r["kernel"] == "feed" and r["exact"]]
+    minimal = [r for r in runs["feed"] if r["kernel"] == "minimal"]
+    if feed and minimal:
+        top, base_feed = max(feed, key=lambda r: r["TBps"]), max(minimal, key=lambda r: r["TBps"])
+        ratio = top["TBps"] / base_feed["TBps"]
+        results["feed"] = {"best": top, "best_minimal": base_feed, "ratio": ratio}
+        print(f"  {'pipeline feed (GEMM)':<26} {top['TBps'] * 1000:8.1f} GB/s  {ratio:7.1%}  {'>= 97% of minimal TMA':<26} "
+              f"{'ok' if ratio >= TARGETS['feed'] else 'MISSED':<7} {top['config']} (minimal: {base_feed['config']})",
+              file=out)
     if "ms" in triton and triton["exact"]:
         ok = t is not None and t["ms"] <= triton["ms"]
         _line(out, "Triton descriptor copy", {"config": f"{triton['api']}, block {triton['block']}"},

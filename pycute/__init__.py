@@ -8,7 +8,8 @@ Layers, lowest first (a module imports only from its own layer and those below; 
 above ``errors``): the algebra (``int_tuple``, ``basis``, ``dtypes``, ``memo``, ``layout``, ``composition``,
 ``recast``, ``tiling``, ``swizzle``, ``parse``), hardware facts by generation (``arch.sm90``, ``arch.sm100``),
 tensors by memory space (``tensor``), the atoms (``atoms``), the copy family's planners and ``copy_async``
-(``copy``) beside the MMA's operands (``mma``), CUDA text (``codegen``), the machine, executors and PTX interpreter
+(``copy``) beside the MMA's operands (``mma``), pipelines and tile schedulers (``pipeline``), CUDA text
+(``codegen``), the machine, executors and PTX interpreter
 (``sim``), and on top the round trips (``harness``), the cost model (``cost``), pictures (``viz``), the demo and the
 command line. A copy variant has the same file name in every layer (``tcgen05_cp``, ``tcgen05_ldst``). ``views``
 lets a lower-layer value offer a view a higher layer implements (``plan.cuda()``, ``plan.verify()``).
@@ -42,6 +43,8 @@ from .copy import (BulkPlan, CopyPlan, CpAsyncPlan, DsmemPlan, Plan, Tcgen05CpPl
 from .copy import EpiloguePlan, SmemCopyPlan, make_epilogue, make_smem_copy
 from .mma import MmaPlan, make_mma, mma_accumulator
 from .mma import GmmaDescriptor, WgmmaPlan, make_gmma_desc, wgmma_a_fragment, wgmma_accumulator
+from .pipeline import (ClcScheduler, Consumer, PipelinePlan, Producer, TileScheduler, make_clc_scheduler,
+                       make_pipeline, make_tile_scheduler)
 from . import compile  # pycute.compile (NVRTC, cache, SASS), reachable as pc.compile
 from . import codegen  # registers plan.cuda()
 from .codegen import header_path, include_dir
@@ -49,7 +52,7 @@ from .codegen.tcgen05_cp import commit_asm
 from .codegen.probe import probe_source
 from .mma import (InstrDescriptor, ScaleFactorTensor, UmmaDescriptor, check_scale_factor_copy, make_instr_desc,
                   make_umma_desc, scale_factor_smem, scale_factor_tensor)
-from .sim import verify, verify_plan, verify_tmem_copy
+from .sim import check_pipeline, verify, verify_plan, verify_tmem_copy
 from .sim.operand import reference_mma, verify_operand
 from .viz import draw_layout, draw_plan, draw_smem, layout_grid, print_layout
 
@@ -94,6 +97,9 @@ __all__ = [
     "ScaleFactorTensor", "check_scale_factor_copy", "verify_operand", "reference_mma",
     # Hopper's wgmma (sm_90a): make_mma with a register accumulator
     "wgmma_accumulator", "wgmma_a_fragment", "make_gmma_desc", "GmmaDescriptor", "WgmmaPlan", "mnmajor_smem_tensor",
+    # kernels around the instructions: pipelines (roles, barriers, phases) and tile schedulers
+    "make_pipeline", "PipelinePlan", "Producer", "Consumer", "check_pipeline", "make_tile_scheduler",
+    "TileScheduler", "make_clc_scheduler", "ClcScheduler",
     # pictures
     "print_layout", "layout_grid", "draw_layout", "draw_smem", "draw_plan",
 ]

@@ -26,6 +26,7 @@ LAYERS = [
     {"tensor"},
     {"atoms"},
     {"copy", "mma"},
+    {"pipeline"},                                     # pipelines and tile schedulers: above copy and mma
     {"codegen"},
     {"sim"},
     {"harness"},

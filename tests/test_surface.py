@@ -6,7 +6,8 @@ import pycute as pc
 
 KERNEL_AUTHOR = ["kmajor_smem_tensor", "atom_tmem_tensor", "alloc_columns_for", "TmemAllocation", "CopyAtom",
                  "Tcgen05CpAtom", "TmemLoadAtom", "TmemStoreAtom", "include_dir", "header_path", "commit_asm",
-                 "probe_source", "make_tiled_copy", "make_tmem_copy", "make_umma_desc", "make_instr_desc"]
+                 "probe_source", "make_tiled_copy", "make_tmem_copy", "make_umma_desc", "make_instr_desc",
+                 "make_pipeline", "Consumer", "Producer", "check_pipeline", "make_tile_scheduler", "make_clc_scheduler"]
 
 
 @pytest.mark.parametrize("name", KERNEL_AUTHOR)

@@ -9,6 +9,9 @@ from .cp_async import cp_async_helper, emit_cp_async_copy
 from .bulk import emit_bulk_copy, emit_dsmem_copy
 from .smem_ldst import emit_smem_copy, matrix_helper, vector_helper
 from .epilogue import emit_epilogue
+from .pipeline import emit_pipeline
+from .scheduler import emit_clc_scheduler, emit_tile_scheduler
+from .convention import read_conventions
 from .mma import emit_instr_desc, emit_mma, emit_umma_desc, mma_helper
 from .wgmma import emit_gmma_desc, emit_wgmma, wgmma_header
 from .header import header_path, headers, include_dir, sm100_header

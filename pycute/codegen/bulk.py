@@ -32,7 +32,7 @@ def emit_bulk_copy(plan: BulkPlan, name: str = "pycute_bulk_copy") -> str:
     load = plan.direction == "load"
     origin = " + ".join(f"(long long)t{k} * {plan.tile_shape[k] * d * plan.elem_bytes}LL"
                         for k, (_, d) in enumerate(modes))
-    head = [f"// {len(plan.instructions)} x {plan.atom.ptx}, pycute C ABI {ABI_VERSION}",
+    head = [plan.convention.comment(), f"// {len(plan.instructions)} x {plan.atom.ptx}, pycute C ABI {ABI_VERSION}",
             f"// tile {plan.tile_shape} of {plan.gmem!r}, shared {plan.smem!r}",
             "// Call from one thread (elected): `gmem` is the array's base, `smem` the tile's shared address",
             f"// ({plan.smem.base_align}-byte aligned), t<i> the tile index along array mode i, in [0, {plan.tiles}[i])"
@@ -67,7 +67,7 @@ def emit_dsmem_copy(plan: DsmemPlan, name: str = "pycute_dsmem_copy") -> str:
     """The sending function of ``plan`` and ``<name>_expect_tx`` (what the peer arms its mbarrier with)."""
     check_function_name(name)
     stages = "".join(f", unsigned {s.name}" for s in plan.stages)
-    head = [f"// {len(plan.instructions)} x {plan.atom.ptx}, pycute C ABI {ABI_VERSION}",
+    head = [plan.convention.comment(), f"// {len(plan.instructions)} x {plan.atom.ptx}, pycute C ABI {ABI_VERSION}",
             f"// from {plan.src!r} to the peer's {plan.dst!r}",
             "// Call from one thread (elected) of the sending CTA: `dst` and `mbar` are the CTA-local shared addresses",
             "// of the destination tile and the receiver's mbarrier (the same in every CTA), `peer` the receiving",

@@ -118,7 +118,8 @@ def emit_cp_async_copy(plan: CpAsyncPlan, name: str = "pycute_cp_async_copy") ->
     tiles = ", ".join([f"int t{k}" for k in range(len(modes))] + [f"unsigned {s.name}" for s in plan.stages])
     mbar = ", unsigned mbar" if plan.completion == "arrive" else ""
     helper = cp_async_helper(plan.atom.cache, plan.atom.size, plan.atom.l2_prefetch)
-    head = [f"// {plan.vectors} x {plan.atom.ptx} ({plan.atom.size} B) per tile over {plan.threads} threads, "
+    head = [plan.convention.comment(),
+            f"// {plan.vectors} x {plan.atom.ptx} ({plan.atom.size} B) per tile over {plan.threads} threads, "
             f"pycute C ABI {ABI_VERSION}",
             f"// tile {plan.tile_shape} of {plan.gmem!r} into {plan.smem!r}",
             f"// Every thread t in [0, {plan.threads}) calls it with thread = t: `gmem` is the array's base, `smem` the "

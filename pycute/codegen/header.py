@@ -8,6 +8,8 @@
 * ``pycute/bulk.cuh``: flat bulk copies, DSMEM copies, ``mapa`` and remote mbarrier arrivals (``arch.sm90``);
 * ``pycute/smem_ldst.cuh``: registers <-> shared memory (stmatrix / ldmatrix, ld/st.shared), the packing
   conversions, named barriers (``arch.sm90``, ``arch.sm100.matrix``, ``arch.sm80.cvt``);
+* ``pycute/pipeline.cuh``: the state a pipeline's roles keep (``pycute.pipeline``; sm_90 and later);
+* ``pycute/scheduler.cuh``: the tile type and cluster launch control (``arch.sm100.clc``; sm_100a);
 * ``pycute/tcgen05.cuh``: the shared-memory descriptor, TMEM allocation, tcgen05 fences and commit, and the soft
   build's TMEM model with its tcgen05.cp (``arch.sm100``);
 * ``pycute/tcgen05_ldst.cuh``: tcgen05.ld / st wrappers of every shape and their software model (``arch.sm100``);
@@ -42,6 +44,8 @@ from .tma import tma_header_functions
 from .cp_async import cp_async_header
 from .bulk import bulk_header
 from .smem_ldst import smem_ldst_header
+from .pipeline import pipeline_header
+from .scheduler import scheduler_header
 from .mma import mma_header_functions, soft_mma_functions, soft_mma_tables
 from .wgmma import WGMMA_HEADER, wgmma_header
 from .templates import render
@@ -103,6 +107,8 @@ PARTS = (
     ("pycute/bulk.cuh", "flat bulk copies, DSMEM, mapa, remote mbarrier arrivals (sm_90)", bulk_header),
     ("pycute/smem_ldst.cuh", "stmatrix / ldmatrix, ld/st.shared, packing cvt, named barriers (sm_90)",
      smem_ldst_header),
+    ("pycute/pipeline.cuh", "a pipeline role's state: stage index and phase bit (sm_90)", pipeline_header),
+    ("pycute/scheduler.cuh", "tile schedulers: the tile type, cluster launch control (sm_100a)", scheduler_header),
     ("pycute/tcgen05.cuh", "shared-memory descriptor, TMEM allocation, tcgen05 fences and commit, the soft model",
      tcgen05_header),
     ("pycute/tcgen05_ldst.cuh", "tcgen05.ld / tcgen05.st, every shape x .num x pack", tcgen05_ldst_header),

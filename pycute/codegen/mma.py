@@ -79,6 +79,7 @@ def emit_umma_desc(desc: UmmaDescriptor, name: str = "pycute_umma_desc") -> str:
     terms += [k_expr] + [f"{s.name} * {s.smem_step}u" for s in desc.stages]
     return "\n".join([
         '#include "pycute/sm100.cuh"', "",
+        desc.convention.comment(),
         f"// {desc!r}, pycute C ABI {ABI_VERSION}",
         f"// `smem`: the buffer's shared-window address ({desc.tensor.base_align}-byte aligned); k: the k-block in "
         f"[0, {desc.k_blocks}) ({desc.k_per_mma} elements each).",
@@ -130,7 +131,8 @@ def emit_mma(plan: MmaPlan, name: str = "pycute_mma") -> str:
         body.append(f"  {helper}(tmem_base + {plan.d_column}u, {_operand(plan.a, 'desc_a', i.a_offset)}, "
                     f"{_operand(plan.b, 'desc_b', i.b_offset)}, {i.idesc:#010x}u{sf}, {acc});")
     m, n, k = plan.shape
-    head = [f"// {len(plan.instructions)} x {plan.atom.ptx} (M {m} N {n} K {k}), pycute C ABI {ABI_VERSION}",
+    head = [plan.convention.comment(),
+            f"// {len(plan.instructions)} x {plan.atom.ptx} (M {m} N {n} K {k}), pycute C ABI {ABI_VERSION}",
             f"// A: {plan.a!r}", f"// B: {plan.b!r}",
             "// Call from one thread (elected) after the operands have landed; `smem_a` / `smem_b` are the buffers'",
             "// shared-window addresses" + (" (A is in TMEM, at its columns of the allocation)" if a_tmem else "")

@@ -20,6 +20,7 @@ from typing import Iterable
 
 import re
 
+from ..arch.convention import Convention
 from ..arch.sm100.tcgen05_cp import PAIR_CTA_MASK, commit_ptx
 from ..arch.sm100.descriptor import START_ADDRESS
 from ..copy.tcgen05_cp.plan import IssueMode, Tcgen05CpPlan
@@ -128,9 +129,11 @@ def _scaled_sum(first: int, terms) -> str:
 @provides("cuda", Tcgen05CpPlan)
 def emit_device_function(plan: Tcgen05CpPlan, name: str = "pycute_tcgen05_cp", issue: IssueMode = "warp",
                          explain: bool = False) -> str:
-    """``__device__ __forceinline__ void name(const void* smem_buffer, unsigned tmem_base[, unsigned stage...])``.
+    """``__device__ __forceinline__ void name(unsigned smem_buffer, unsigned tmem_base[, unsigned stage...])``, and
+    C ABI 1's ``name(const void* smem_buffer, ...)``, which converts the pointer and calls it.
 
-    ``smem_buffer`` is the shared buffer's base (aligned as the plan's source tensor says); ``tmem_base`` is the
+    ``smem_buffer`` is the shared buffer's base as a 32-bit shared address (aligned as the plan's source tensor
+    says; every generated function takes shared memory so); ``tmem_base`` is the
     TMEM address that tcgen05.alloc returned; each run-time coordinate of the plan is an ``unsigned`` parameter
     of its name, in the plan's order, whose every value in ``[0, extent)`` the planner checked. ``issue`` is the
     calling convention (``ISSUE_MODES``); ``explain`` puts the whole ``plan.explain()`` in the header comment.
@@ -144,14 +147,16 @@ def emit_device_function(plan: Tcgen05CpPlan, name: str = "pycute_tcgen05_cp", i
     atom, desc = plan.atom, plan.descriptor
     first = plan.instructions[0].smem_offset
     start = _scaled_sum(first, [(c.name, c.smem_step) for c in plan.dynamic])
-    start = "" if start == "0u" else f", {start}"
+    start = "" if start == "0u" else f" + {start}"
     moving = [(c.name, c.tmem_step) for c in plan.dynamic if c.tmem_step]
     taddr = ""
     if moving:
         taddr = f"  const unsigned taddr = tmem_base + {_scaled_sum(0, moving)};   // the run-time TMEM step\n"
     params = "".join(f", unsigned {c.name}" for c in plan.dynamic)
+    caller = plan.convention if issue == "warp" else Convention("elected", 1)
     return render("device_function.cuh", helpers=emit_helpers([atom], plan.decompress), name=name, abi=ABI_VERSION,
-                  summary=_summary(plan, explain), convention=convention,
+                  summary=_summary(plan, explain), convention=convention, convention_line=caller.comment(),
+                  args="".join(f", {c.name}" for c in plan.dynamic),
                   commit=_commit_comment(atom.cta_group, guard), prologue=prologue, params=params,
                   swizzle=desc.swizzle.name, lbo=desc.lbo, sbo=desc.sbo, template=f"{desc.encode():016X}",
                   start=start, taddr=taddr, copies=_copies(plan, "taddr" if moving else "tmem_base"))

@@ -136,7 +136,8 @@ def _head(plan: TmaPlan, name: str) -> tuple[list[str], str]:
     """The function's comment lines and its parameter list."""
     m = plan.tensor_map
     tiles = ", ".join([f"int {c}" for c in plan.coordinate_names] + [f"unsigned {s.name}" for s in plan.stages])
-    head = [f"// {len(plan.instructions)} x {plan.atom.ptx} (box {m.box}, swizzle {m.swizzle.name}), "
+    head = [plan.convention.comment(),
+            f"// {len(plan.instructions)} x {plan.atom.ptx} (box {m.box}, swizzle {m.swizzle.name}), "
             f"pycute C ABI {ABI_VERSION}",
             f"// tensor map: {m.dtype} dims {m.global_dims} strides {m.global_strides} B box {m.box} swizzle "
             f"{m.swizzle.name} (plan.tensor_map.encode(address))",

@@ -1,7 +1,8 @@
-"""A streaming copy built only from pycute plans and header helpers: persistent CTAs walk the tiles of a 2-D array,
-loading each with a TMA load plan into a ring of shared-memory stages (one mbarrier per stage) and storing it with
-the matching TMA store plan; one elected thread per CTA issues everything. Timed with CUDA events beside the
-driver's device-to-device memcpy of the same bytes, and checked bit for bit."""
+"""A streaming copy built only from pycute plans: persistent CTAs walk the tiles of a 2-D array, loading each with
+a TMA load plan into a ring of shared-memory stages (a pipeline: a full and an empty mbarrier per stage) and
+storing it with the matching TMA store plan; one elected thread per CTA issues everything, and releases a stage
+once the store that read it has. Timed with CUDA events beside the driver's device-to-device memcpy of the same
+bytes, and checked bit for bit."""
 from __future__ import annotations
 
 from typing import Any
@@ -9,19 +10,21 @@ from typing import Any
 import attrs
 import numpy as np
 
-from ..codegen.tma import emit_tma_copy
 from ..compile.nvrtc import Compiled, compile_cuda
 from ..compile.runtime import Gpu, check_gpu, tensor_map_bytes
 from ..copy.tma.plan import TmaPlan
+from ..copy.tma.planner import make_tma_copy
 from ..errors import CompileError
+from ..pipeline import Consumer, PipelinePlan, make_pipeline
 
 __all__ = ["TmaStream"]
 
 
 @attrs.frozen
 class TmaStream:
-    """Copy a 2-D array tile by tile: ``load`` / ``store`` plans of one tile, ``stages`` shared buffers per CTA,
-    ``ctas_per_sm`` persistent CTAs per SM."""
+    """Copy a 2-D array tile by tile: ``load`` / ``store`` plans of one tile, ``stages`` shared buffers per CTA
+    (at least two: a stage is refilled once the next tile's store is under way), ``ctas_per_sm`` persistent CTAs
+    per SM."""
 
     load: TmaPlan
     store: TmaPlan
@@ -33,11 +36,19 @@ class TmaStream:
             raise CompileError("TmaStream: a load plan and a store plan of the same shared tile")
         if len(self.load.tile_shape) != 2:
             raise CompileError("TmaStream: a 2-D array")
+        if self.stages < 2:
+            raise CompileError(f"TmaStream: stages={self.stages}: at least 2 (a stage is refilled while the next "
+                               f"tile's store runs)")
+
+    @property
+    def pipeline(self) -> PipelinePlan:
+        """The ring: the load over ``stages`` stages, one elected thread producing and consuming."""
+        return make_pipeline({"ld": self.load}, consumer=Consumer("elected"), stages=self.stages, name="stream")
 
     @property
     def tile_bytes(self) -> int:
         """Bytes of one stage (the tile, rounded to the 1024-byte swizzle repeat)."""
-        return -(-self.load.expect_tx // 1024) * 1024
+        return self.pipeline.stage_bytes[0][2]
 
     @property
     def tiles(self) -> tuple[int, int]:
@@ -46,43 +57,43 @@ class TmaStream:
         return rows, cols
 
     def source(self) -> str:
-        s = self.stages
-        return (emit_tma_copy(self.load, "stream_ld") +
-                emit_tma_copy(self.store, "stream_st").replace('#include "pycute/tma.cuh"\n', "") + f"""
-__device__ __forceinline__ void stream_issue_load(const void* map, unsigned base, unsigned full, int k, int tiles1) {{
-  pycute_mbarrier_arrive_expect_tx(full, stream_ld_expect_tx);
-  stream_ld(map, base, full, k / tiles1, k % tiles1);
-}}
-
+        pipe = self.pipeline
+        store = make_tma_copy(self.store.gmem, pipe.ring("ld"))
+        return pipe.cuda() + "\n" + store.cuda("stream_st").replace('#include "pycute/tma.cuh"\n', "") + """
 extern "C" __global__ void __launch_bounds__(32) tma_stream(const pycute_tensor_map* in_map,
-                                                             const pycute_tensor_map* out_map, int tiles0, int tiles1) {{
+                                                             const pycute_tensor_map* out_map, int tiles0, int tiles1) {
   extern __shared__ unsigned char raw[];
-  __shared__ __align__(8) unsigned long long full[{s}];
-  const unsigned base = (pycute_smem_address(raw) + 1023u) & ~1023u;
+  __shared__ __align__(8) unsigned long long bars[stream_barrier_words];
+  const unsigned base = (pycute_smem_address(raw) + 1023u) & ~1023u, b = pycute_smem_address(bars);
   if (threadIdx.x != 0) return;                     // one thread issues every copy of the CTA
   pycute_tensormap_acquire(in_map);
   pycute_tensormap_acquire(out_map);
-  for (int i = 0; i < {s}; ++i) pycute_mbarrier_init(pycute_smem_address(&full[i]), 1);
-  const int total = tiles0 * tiles1;
-  const int n = total > (int)blockIdx.x ? (total - (int)blockIdx.x + (int)gridDim.x - 1) / (int)gridDim.x : 0;
-  for (int k = 0; k < n && k < {s}; ++k)
-    stream_issue_load(in_map, base + k * {self.tile_bytes}u, pycute_smem_address(&full[k]),
-                      (int)blockIdx.x + k * (int)gridDim.x, tiles1);
-  for (int k = 0; k < n; ++k) {{
-    const int st = k % {s};
-    pycute_mbarrier_wait_parity(pycute_smem_address(&full[st]), (k / {s}) & 1);
-    const int g = (int)blockIdx.x + k * (int)gridDim.x;
-    stream_st(out_map, base + st * {self.tile_bytes}u, g / tiles1, g % tiles1);
-    if (k >= 1 && k - 1 + {s} < n) {{                // refill the stage tile k-1 used once its store has read it
+  stream_init(b);
+  const int total = tiles0 * tiles1, g0 = (int)blockIdx.x, step = (int)gridDim.x;
+  const int n = total > g0 ? (total - g0 + step - 1) / step : 0;
+  stream_state load = stream_producer_start(), store = stream_consumer_start(), done = stream_consumer_start();
+  for (int k = 0; k < n && k < (int)stream_stages; ++k, load.advance()) {
+    const int g = g0 + k * step;
+    stream_ld(in_map, base, stream_producer_acquire(b, load), g / tiles1, g % tiles1, load.index);
+  }
+  for (int k = 0; k < n; ++k, store.advance()) {
+    stream_consumer_wait(b, store);
+    const int g = g0 + k * step;
+    stream_st(out_map, base, g / tiles1, g % tiles1, store.index);
+    if (k >= 1) {                                   // tile k - 1's store has read its stage: release and refill it
       pycute_bulk_wait_group_read<1>();
-      const int prev = (k - 1) % {s};
-      stream_issue_load(in_map, base + prev * {self.tile_bytes}u, pycute_smem_address(&full[prev]),
-                        (int)blockIdx.x + (k - 1 + {s}) * (int)gridDim.x, tiles1);
-    }}
-  }}
+      stream_consumer_release(b, done);
+      done.advance();
+      if (k - 1 + (int)stream_stages < n) {
+        const int f = g0 + (k - 1 + (int)stream_stages) * step;
+        stream_ld(in_map, base, stream_producer_acquire(b, load), f / tiles1, f % tiles1, load.index);
+        load.advance();
+      }
+    }
+  }
   pycute_bulk_wait_group<0>();
-}}
-""")
+}
+"""
 
     def compile(self, arch: str = "sm_90a") -> Compiled:
         return compile_cuda(self.source(), arch=arch)

@@ -1,17 +1,18 @@
-"""A DSMEM ring built from a DSMEM plan: in every cluster of ``ctas`` CTAs, each CTA sends its tile to the next
-CTA's receive buffer, round after round (two stages: send and receive swap each round), each receiver arming its
-own mbarrier with the plan's ``expect_tx``. After ``rounds`` rounds CTA ``r`` holds the tile CTA ``r - rounds``
-started with, which the caller checks; the rate is bytes sent per second per SM."""
+"""A DSMEM ring built from a DSMEM plan and a pipeline: in every cluster of ``ctas`` CTAs, each CTA sends its tile
+to the next CTA's receive buffer, round after round (two stages: round ``i`` receives into stage ``i % 2`` and sends
+from the other), each receiver arming its own full barrier with the plan's ``expect_tx`` before a cluster barrier
+that also releases the stages. After ``rounds`` rounds CTA ``r`` holds the tile CTA ``r - rounds`` started with,
+which the caller checks; the rate is bytes sent per second per SM."""
 from __future__ import annotations
 
 import attrs
 import numpy as np
 
-from ..codegen.bulk import emit_dsmem_copy
 from ..compile.nvrtc import Compiled, compile_cuda
 from ..compile.runtime import Gpu, check_gpu
 from ..copy.dsmem.plan import DsmemPlan
 from ..errors import CompileError
+from ..pipeline import Consumer, PipelinePlan, Producer, make_pipeline
 
 __all__ = ["DsmemRing"]
 
@@ -36,32 +37,37 @@ class DsmemRing:
     def stage_bytes(self) -> int:
         return self.plan.src_stages[0].smem_step
 
+    @property
+    def pipeline(self) -> PipelinePlan:
+        """The ring: each CTA's DSMEM copy fills the next CTA's stage, the receiver arms its own barrier, and the
+        cluster barrier of every round releases the stages."""
+        return make_pipeline({"ring": self.plan}, consumer=Consumer("threads", 128, "sync"),
+                             producer=Producer("dsmem", peer=1), ctas=self.ctas, name="dsmem")
+
     def source(self) -> str:
         n, b = self.ctas, self.stage_bytes
-        return emit_dsmem_copy(self.plan, "ring") + f"""
+        return self.pipeline.cuda() + f"""
 extern "C" __global__ void __launch_bounds__(128) dsmem_ring(const unsigned char* init, unsigned char* out,
                                                             int rounds) {{
   extern __shared__ unsigned char raw[];
-  __shared__ __align__(8) unsigned long long full[2];
-  const unsigned base = (pycute_smem_address(raw) + 1023u) & ~1023u;
+  __shared__ __align__(8) unsigned long long bars[dsmem_barrier_words];
+  const unsigned base = (pycute_smem_address(raw) + 1023u) & ~1023u, b = pycute_smem_address(bars);
   unsigned char* buf = raw + (base - pycute_smem_address(raw));
   const unsigned rank = pycute_cluster_ctarank();
-  for (unsigned i = threadIdx.x; i < {b}u; i += blockDim.x) buf[i] = init[blockIdx.x * {b}ull + i];
-  if (threadIdx.x == 0) {{
-    pycute_mbarrier_init(pycute_smem_address(&full[0]), 1);
-    pycute_mbarrier_init(pycute_smem_address(&full[1]), 1);
-  }}
-  pycute_fence_proxy_async_shared();
-  for (int i = 0; i < rounds; ++i) {{
-    const unsigned send = i & 1, recv = send ^ 1u, m = pycute_smem_address(&full[recv]);
-    if (threadIdx.x == 0) pycute_mbarrier_arrive_expect_tx(m, ring_expect_tx);
+  for (unsigned i = threadIdx.x; i < {b}u; i += blockDim.x) buf[{b}u + i] = init[blockIdx.x * {b}ull + i];
+  if (threadIdx.x == 0) dsmem_init(b);
+  pycute_fence_proxy_async_shared();          // the tile's generic writes, before the DSMEM copy reads them
+  dsmem_state arm = dsmem_producer_start(), recv = dsmem_consumer_start();
+  for (int i = 0; i < rounds; ++i, arm.advance(), recv.advance()) {{
+    unsigned m = 0;
+    if (threadIdx.x == 0) m = dsmem_producer_acquire(b, arm);   // arm this CTA's barrier for the peer's copy
     pycute_cluster_sync();                      // armed, and last round's copies out of these buffers landed
-    if (threadIdx.x == 0) ring(base, base, m, (rank + 1u) % {n}u, send, recv);
-    pycute_mbarrier_wait_parity(m, (i >> 1) & 1);
+    if (threadIdx.x == 0) dsmem_ring(base, base, m, (rank + 1u) % {n}u, recv.index ^ 1u, recv.index);
+    dsmem_consumer_wait(b, recv);
   }}
   pycute_cluster_sync();
   for (unsigned i = threadIdx.x; i < {b}u; i += blockDim.x)
-    out[blockIdx.x * {b}ull + i] = buf[(rounds & 1) * {b}u + i];
+    out[blockIdx.x * {b}ull + i] = buf[((unsigned)(rounds + 1) & 1u) * {b}u + i];
 }}
 """
 

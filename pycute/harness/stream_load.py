@@ -1,7 +1,7 @@
-"""A load-only stream built from a TMA load plan: persistent CTAs walk the tiles of a 2-D array, one producer
-thread loads each into a ring of stages (a "full" mbarrier per stage, armed with the plan's ``expect_tx``), and
-four consumer warps read every word and fold it into a position-weighted checksum, then free the stage (an "empty"
-mbarrier). The checksum (sum of ``word ^ index`` over the array) proves every word arrived at its place."""
+"""A load-only stream built from a TMA load plan and a pipeline: persistent CTAs walk the tiles of a 2-D array, one
+producer thread loads each into a ring of stages, and four consumer warps read every word and fold it into a
+position-weighted checksum, then release the stage (one arrival per warp). The checksum (sum of ``word ^ index``
+over the array) proves every word arrived at its place."""
 from __future__ import annotations
 
 from typing import Any
@@ -9,11 +9,11 @@ from typing import Any
 import attrs
 import numpy as np
 
-from ..codegen.tma import emit_tma_copy
 from ..compile.nvrtc import Compiled, compile_cuda
 from ..compile.runtime import Gpu, check_gpu, tensor_map_bytes
 from ..copy.tma.plan import TmaPlan
 from ..errors import CompileError
+from ..pipeline import Consumer, PipelinePlan, make_pipeline
 
 __all__ = ["TmaLoadStream", "position_checksum"]
 
@@ -43,57 +43,56 @@ class TmaLoadStream:
             raise CompileError("TmaLoadStream: the shared tile is plain row-major (the consumers read it in order)")
 
     @property
-    def tile_bytes(self) -> int:
-        return -(-self.load.expect_tx // 1024) * 1024
+    def pipeline(self) -> PipelinePlan:
+        """The ring: the load over ``stages`` stages, one producer thread, four consumer warps."""
+        return make_pipeline({"ld": self.load}, consumer=Consumer("warp", CONSUMERS // 32), stages=self.stages,
+                             name="feed")
 
     @property
-    def tiles(self) -> tuple[int, int]:
+    def tile_bytes(self) -> int:
+        return self.pipeline.stage_bytes[0][2]
+
+    @property
+    def tiles(self) -> tuple[int, ...]:
         shape = self.load.gmem.layout.shape
         return tuple(-(-n // t) for n, t in zip(shape, self.load.tile_shape))
 
     def source(self) -> str:
-        s, (rows, cols) = self.stages, self.load.tile_shape
+        rows, cols = self.load.tile_shape
         width = self.load.gmem.layout.shape[1]
-        return emit_tma_copy(self.load, "ld") + f"""
+        return self.pipeline.cuda() + f"""
 extern "C" __global__ void __launch_bounds__({CONSUMERS + 32}) tma_load_stream(const pycute_tensor_map* map,
                                                                               unsigned long long* checksum,
                                                                               int tiles0, int tiles1) {{
   extern __shared__ unsigned char raw[];
-  __shared__ __align__(8) unsigned long long full[{s}], empty[{s}];
-  const unsigned base = (pycute_smem_address(raw) + 1023u) & ~1023u;
+  __shared__ __align__(8) unsigned long long bars[feed_barrier_words];
+  const unsigned base = (pycute_smem_address(raw) + 1023u) & ~1023u, b = pycute_smem_address(bars);
   const unsigned* words = reinterpret_cast<const unsigned*>(raw + (base - pycute_smem_address(raw)));
-  if (threadIdx.x == 0) {{
-    for (int i = 0; i < {s}; ++i) {{
-      pycute_mbarrier_init(pycute_smem_address(&full[i]), 1);
-      pycute_mbarrier_init(pycute_smem_address(&empty[i]), {CONSUMERS});
-    }}
-  }}
+  if (threadIdx.x == 0) feed_init(b);
   __syncthreads();
-  const int total = tiles0 * tiles1;
-  const int n = total > (int)blockIdx.x ? (total - (int)blockIdx.x + (int)gridDim.x - 1) / (int)gridDim.x : 0;
+  const int total = tiles0 * tiles1, g0 = (int)blockIdx.x, step = (int)gridDim.x;
+  const int n = total > g0 ? (total - g0 + step - 1) / step : 0;
   if (threadIdx.x == {CONSUMERS}) {{                 // the producer: one thread of the fifth warp
     pycute_tensormap_acquire(map);
-    for (int k = 0; k < n; ++k) {{
-      const int st = k % {s};
-      if (k >= {s}) pycute_mbarrier_wait_parity(pycute_smem_address(&empty[st]), ((k / {s}) - 1) & 1);
-      const int g = (int)blockIdx.x + k * (int)gridDim.x;
-      pycute_mbarrier_arrive_expect_tx(pycute_smem_address(&full[st]), ld_expect_tx);
-      ld(map, base + st * {self.tile_bytes}u, pycute_smem_address(&full[st]), g / tiles1, g % tiles1);
+    feed_state st = feed_producer_start();
+    for (int k = 0; k < n; ++k, st.advance()) {{
+      const int g = g0 + k * step;
+      feed_ld(map, base, feed_producer_acquire(b, st), g / tiles1, g % tiles1, st.index);
     }}
     return;
   }}
   if (threadIdx.x > {CONSUMERS}) return;
   unsigned long long sum = 0;
-  for (int k = 0; k < n; ++k) {{
-    const int st = k % {s};
-    pycute_mbarrier_wait_parity(pycute_smem_address(&full[st]), (k / {s}) & 1);
-    const int g = (int)blockIdx.x + k * (int)gridDim.x;
+  feed_state st = feed_consumer_start();
+  for (int k = 0; k < n; ++k, st.advance()) {{
+    feed_consumer_wait(b, st);
+    const int g = g0 + k * step;
     const unsigned long long origin = (unsigned long long)(g / tiles1) * {rows}ull * {width}ull
                                       + (unsigned long long)(g % tiles1) * {cols}ull;
-    const unsigned* tile = words + st * {self.tile_bytes // 4}u;
+    const unsigned* tile = words + st.index * {self.tile_bytes // 4}u;
     for (unsigned i = threadIdx.x; i < {rows * cols}u; i += {CONSUMERS}u)
       sum += tile[i] ^ (origin + (i / {cols}u) * {width}ull + i % {cols}u);
-    pycute_mbarrier_arrive(pycute_smem_address(&empty[st]));
+    feed_consumer_release(b, st);
   }}
   atomicAdd(checksum, sum);
 }}

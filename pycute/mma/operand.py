@@ -12,6 +12,7 @@ from __future__ import annotations
 import attrs
 import numpy as np
 
+from ..arch.convention import Convention
 from ..arch.sm100.descriptor import LBO, SBO, SmemDescriptor
 from ..arch.sm100.mma import Major, K_BYTES, MMA_KINDS, TRANSPOSABLE
 from ..arch.sm100.swizzle_modes import UNIT_BYTES, SwizzleMode
@@ -81,6 +82,11 @@ class UmmaDescriptor(OperandShape):
         run-time index at its value: ``stage=2``)."""
         return self.descriptor.encode(start_address=as_int(smem_base, "smem_base") + self.start_offset
                                       + self.k_block_offset(k) + stage_offset(self.stages, values, "UMMA descriptor: "))
+
+    @property
+    def convention(self) -> Convention:
+        """Who calls the generated function: any thread (it computes a descriptor, no side effect)."""
+        return Convention("any", 1)
 
     def cuda(self, name: str = "pycute_umma_desc") -> str:
         """``name(unsigned smem, unsigned k, <unsigned stage>...)``: the descriptor of k-block ``k`` for the buffer at

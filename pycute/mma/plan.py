@@ -7,6 +7,7 @@ from typing import ClassVar
 
 import attrs
 
+from ..arch.convention import Convention
 from ..atoms.mma import MmaAtom, MmaIssue
 from ..errors import PlanError
 from ..int_tuple import as_int
@@ -99,6 +100,11 @@ class MmaPlan:
             out.append(MmaIssue(self.atom.ptx, tmem_base + self.d_column, a, b, inst.idesc,
                                 bool(accumulate) or inst.k > 0, sfa, sfb, tmem_a))
         return out
+
+    @property
+    def convention(self) -> Convention:
+        """Who calls the generated function: one elected thread (of the even CTA of a pair)."""
+        return Convention("elected", 1)
 
     def cuda(self, name: str = "pycute_mma") -> str:
         """A ``__device__`` function one (elected) thread calls: ``name([unsigned smem_a,] unsigned smem_b,

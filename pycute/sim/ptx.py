@@ -3,7 +3,9 @@
 It runs one thread (a lane of a full warp) through one ``.entry`` of any kernel (performance directives such as
 ``.maxntid``, ``.reqntid``, ``.reqnctapercluster``, ``.explicitcluster``, ``.minnctapersm`` are accepted) --
 integer moves and arithmetic, shifts, logic, conversions, ``cvta``, addresses of shared symbols, predicates and
-branches, ``elect.sync``, ``tcgen05.cp`` -- and returns the ``(opcode, taddr, descriptor)`` stream it would issue.
+branches, ``elect.sync``, ``tcgen05.cp`` -- and returns the ``(opcode, taddr, descriptor)`` stream it would issue
+(and every other family ``ISSUE_DECODERS`` names, ``clusterlaunchcontrol.try_cancel`` included; ``query_cancel``
+decodes a response register).
 Barriers, fences, ``mbarrier.init`` / ``arrive`` and ``tcgen05.commit`` / ``fence`` / ``wait`` change no register
 of the thread and are recorded in order (``trace_entry``); ``mbarrier.try_wait`` succeeds at once (this model has
 one thread and no asynchrony). ``elect.sync`` elects the lowest lane of its
@@ -19,7 +21,7 @@ import numpy as np
 from ..codegen.probe import PROBE_SHARED_SYMBOL, probe_entry
 from ..errors import CompileError
 from .convert import pack_pair
-from .executors import bulk, cp_async, mma, smem_ldst, tcgen05_cp, tcgen05_ldst, tma, wgmma
+from .executors import bulk, clc, cp_async, mma, smem_ldst, tcgen05_cp, tcgen05_ldst, tma, wgmma
 from .printf import format_printf, string_symbols
 
 #: PTX opcode prefix -> the executor's decoder of its issued instructions (pycute.sim.executors).
@@ -29,13 +31,15 @@ ISSUE_DECODERS = {"tcgen05.cp": tcgen05_cp.decode, "tcgen05.ld": tcgen05_ldst.de
                   "cp.async.bulk.shared::cluster": bulk.decode, "cp.async.bulk.global": bulk.decode,
                   "tcgen05.mma": mma.decode, "wgmma.mma_async": wgmma.decode, "stmatrix": smem_ldst.decode,
                   "ldmatrix": smem_ldst.decode, "st.shared": smem_ldst.decode, "ld.shared": smem_ldst.decode,
-                  "tensormap.replace": tma.decode_replace, "tensormap.cp_fenceproxy": tma.decode_publish}
+                  "tensormap.replace": tma.decode_replace, "tensormap.cp_fenceproxy": tma.decode_publish,
+                  "clusterlaunchcontrol.try_cancel": clc.decode}
 #: Which of a thread's lists each family's records go to.
 _RECORDS = {"tcgen05.cp": "issued", "tcgen05.ld": "ldst", "tcgen05.st": "ldst", "cp.async.bulk.tensor": "tma",
             "cp.async.bulk.prefetch.tensor": "tma", "cp.async.ca": "cp_async", "cp.async.cg": "cp_async",
             "cp.async.bulk.shared::cluster": "bulk", "cp.async.bulk.global": "bulk", "tcgen05.mma": "mma",
             "wgmma.mma_async": "mma", "stmatrix": "smem", "ldmatrix": "smem", "st.shared": "smem", "ld.shared": "smem",
-            "tensormap.replace": "tensormap", "tensormap.cp_fenceproxy": "tensormap"}
+            "tensormap.replace": "tensormap", "tensormap.cp_fenceproxy": "tensormap",
+            "clusterlaunchcontrol.try_cancel": "clc"}
 #: The families whose instruction writes the registers of its first operand (the model holds no data: zeros).
 _LOADS = ("tcgen05.ld", "ldmatrix", "ld.shared")
 #: cvt's packing destination types -> the element format ``sim.convert`` models.
@@ -174,6 +178,7 @@ class _Thread:
         self.mma: list = []
         self.smem: list = []
         self.tensormap: list = []
+        self.clc: list = []
         self.trace: list = []
         self.local: dict[int, int] = {}         # local memory by byte address (printf's argument buffer)
         self.call_params: dict[str, int] = {}   # a call's .param operands
@@ -238,6 +243,8 @@ class _Thread:
             self.regs[args[0]] = 1                           # the phase has completed (no asynchrony here)
         elif (family := _family(op)) is not None:
             self._issue(family, op, args)
+        elif op.startswith("clusterlaunchcontrol.query_cancel"):
+            self.regs.update(clc.query(op, args, self.value))
         elif base == "mapa":                                 # this model's shared::cluster windows
             self.regs[args[0]] = (self.value(args[1], 32) + self.value(args[2], 32) * bulk.CLUSTER_WINDOW) & _MASK[bits]
         elif base == "shfl":

@@ -38,8 +38,8 @@ COPY = re.compile(r"(\w+)\(tmem_base \+ 0x([0-9A-F]{8})u, (desc|pycute_smem_desc
 def test_the_descriptor_is_built_once_from_the_template_and_the_buffer_address():
     plan = sw128_plan()
     code = body(emit_device_function(plan, "copy_q"), "copy_q")
-    assert code.count("pycute_smem_desc(") == 1
-    assert f"const unsigned long long desc = pycute_smem_desc(0x{plan.descriptor.encode():016X}ull, smem_buffer);" \
+    assert code.count("pycute_smem_desc_at(") == 1
+    assert f"const unsigned long long desc = pycute_smem_desc_at(0x{plan.descriptor.encode():016X}ull, smem_buffer);" \
         in code
 
 
@@ -51,13 +51,13 @@ def test_each_further_copy_advances_the_descriptor_by_its_offset_and_tmem_offset
     assert {c for c, _, _, _ in calls} == {helper_name(plan.atom)}
 
 
-def test_a_region_that_starts_inside_the_buffer_offsets_the_pointer_not_the_template():
-    # OR-ing a nonzero start field into the template would corrupt the address; the offset goes on the pointer.
+def test_a_region_that_starts_inside_the_buffer_offsets_the_address_not_the_template():
+    # OR-ing a nonzero start field into the template would corrupt the address; the offset goes on the address.
     src = kmajor_smem_buffer(pc.bf16, 128, 64, "128B")[0:128, 8:16]
     plan = pc.make_tiled_copy(pc.make_tmem_tensor(pc.bf16, pc.Layout((128, 8), (pc.TLane, pc.TCol)), columns=32), src)
     assert plan.instructions[0].smem_offset == 16
     code = emit_device_function(plan, "copy_c")
-    assert "pycute_smem_desc(0x4000404000010000ull, smem_buffer, 16u);" in code
+    assert "pycute_smem_desc_at(0x4000404000010000ull, smem_buffer + 16u);" in code
     assert SmemDescriptor.decode(plan.descriptor.encode()).start_address == 0
 
 

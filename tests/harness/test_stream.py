@@ -19,6 +19,7 @@ def test_the_stream_kernel_issues_the_planned_tma_and_no_other_copy(tile, arch):
     # two load sites (the prologue's and the refill's; ptxas may peel the loop and copy one) and one store site
     assert h[f"UTMALDG.{rank}D"] >= 2 and h[f"UTMASTG.{rank}D"] == 1
     assert not any(op.startswith(("LDG", "STG", "LDS", "STS")) for op in h)  # the data never passes a register
+    assert not any(op.startswith(("LDL", "STL")) for op in h)               # nor local memory
     assert stream.tiles == (8, 512 // stream.load.tile_shape[1]) and stream.tile_bytes % 1024 == 0
 
 

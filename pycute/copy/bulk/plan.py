@@ -6,6 +6,7 @@ from typing import ClassVar
 
 import attrs
 
+from ...arch.convention import Convention
 from ...arch.sm90.bulk import BulkDirection
 from ...atoms.bulk import BulkAtom, BulkIssue
 from ...errors import PlanError
@@ -90,6 +91,11 @@ class BulkPlan(ArrayTilePlan):
         g, s = self.origin(tile), smem_base + stage_offset(self.stages, values, "bulk plan: ")
         return [BulkIssue(self.atom.ptx, (s if self.direction == "load" else g) + c.dst,
                           (g if self.direction == "load" else s) + c.src, c.size) for c in self.instructions]
+
+    @property
+    def convention(self) -> Convention:
+        """Who calls the generated function: one elected thread."""
+        return Convention("elected", 1)
 
     def cuda(self, name: str = "pycute_bulk_copy") -> str:
         """A ``__device__`` function one (elected) thread calls: ``name(const void* gmem, unsigned smem, unsigned

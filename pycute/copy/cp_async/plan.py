@@ -6,6 +6,7 @@ from typing import Any, ClassVar, NamedTuple
 
 import attrs
 
+from ...arch.convention import Convention
 from ...arch.sm80.cp_async import CpAsyncCompletion
 from ...atoms.cp_async import CpAsyncAtom, CpAsyncIssue, CpAsyncResidue, cp_async_atom
 from ...errors import PlanError
@@ -204,6 +205,11 @@ class CpAsyncPlan(ArrayTilePlan):
             elif not 0 <= g < n:
                 return 0
         return inside * self.elem_bytes if min(origin) >= 0 else 0
+
+    @property
+    def convention(self) -> Convention:
+        """Who calls the generated function: each of the plan's threads, with its index."""
+        return Convention("threads", self.threads)
 
     def cuda(self, name: str = "pycute_cp_async_copy") -> str:
         """A ``__device__`` function every one of the ``threads`` threads calls: ``name(const void* gmem, unsigned

@@ -6,6 +6,7 @@ from typing import ClassVar
 
 import attrs
 
+from ...arch.convention import Convention
 from ...atoms.bulk import BulkAtom, BulkIssue
 from ...errors import PlanError
 from ...int_tuple import as_int
@@ -69,6 +70,11 @@ class DsmemPlan:
                                  "DSMEM plan: ")
         return [BulkIssue(self.atom.ptx, dst_base + dst_shift + c.dst, src_base + src_shift + c.src, c.size, peer)
                 for c in self.instructions]
+
+    @property
+    def convention(self) -> Convention:
+        """Who calls the generated function: one elected thread of the sending CTA."""
+        return Convention("elected", 1)
 
     def cuda(self, name: str = "pycute_dsmem_copy") -> str:
         """A ``__device__`` function one (elected) thread of the sending CTA calls: ``name(unsigned dst, unsigned

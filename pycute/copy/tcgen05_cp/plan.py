@@ -6,6 +6,8 @@ from typing import ClassVar, Literal
 
 import attrs
 
+from ...arch.convention import Convention
+from ...arch.sm90.warp import WARP_THREADS
 from ...arch.sm100.descriptor import START_ADDRESS, SmemDescriptor, patch_start_address
 from ...arch.sm100.smem import SMEM_MAX_BYTES
 from ...arch.sm100.swizzle_modes import UNIT_BYTES
@@ -199,6 +201,12 @@ class Tcgen05CpPlan:
         template = self.descriptor.encode()
         return [Tcgen05CpIssue(i.ptx, tmem_base + i.tmem_offset,
                                patch_start_address(template, smem_base + i.smem_offset)) for i in self.instructions]
+
+    @property
+    def convention(self) -> Convention:
+        """Who calls the generated function by default (``cuda(issue="warp")``): all 32 lanes of a warp, which
+        elects the issuing lane (``issue="elected"``: the one thread the caller elected)."""
+        return Convention("warp", WARP_THREADS)
 
     def cuda(self, name: str = "pycute_tcgen05_cp", issue: IssueMode = "warp", explain: bool = False) -> str:
         """A ``__device__ __forceinline__`` function that issues this plan (``pycute.codegen.emit``): called by

@@ -7,6 +7,8 @@ from typing import ClassVar
 import attrs
 import numpy as np
 
+from ...arch.convention import Convention
+from ...arch.sm90.warp import WARP_THREADS
 from ...atoms.tcgen05_ldst import Tcgen05LdStIssue, TmemLoadAtom, TmemStoreAtom, atom_cells
 from ...arch.sm100.tcgen05_ldst import LdStOp, register_lower_bound
 from ...arch.sm100.tmem import CELL_BITS, LANE_SHIFT, QUADRANT_LANES, TCol, split_address
@@ -172,6 +174,12 @@ class Tcgen05LdStPlan:
     def coordinate(self, thread: int, value: int) -> IntTuple:
         """The tensor coordinate value ``value`` of ``thread`` holds."""
         return idx2crd(int(self.table[thread, value]), self.tensor.shape)
+
+    @property
+    def convention(self) -> Convention:
+        """Who calls the generated function: every lane of the plan's warps (``tcgen05.ld`` / ``st`` are
+        ``.sync.aligned``), no shared operands."""
+        return Convention("warp" if self.warps == 1 else "warps", WARP_THREADS * self.warps, "none")
 
     def cuda(self, name: str = "pycute_tcgen05_ld", wait: bool = True) -> str:
         """A ``__device__`` function every thread of the warps calls: ``name(unsigned tmem_base, unsigned

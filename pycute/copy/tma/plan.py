@@ -6,6 +6,7 @@ from typing import Any, ClassVar, Literal
 
 import attrs
 
+from ...arch.convention import Convention
 from ...arch.sm100.tma_pair import PAIR_CTAS, TMA_PAIR_TARGETS
 from ...arch.sm90.tma import COORD_MAX, COORD_MIN, TMA_TARGETS, TmaDirection
 from ...atoms.tma import TmaAtom, TmaIssue, tma_atom
@@ -294,6 +295,11 @@ class TmaPlan(ArrayTilePlan):
         global address always; dims and strides from ``group``'s layout, or per mode from ``extents`` /
         ``strides`` as ints or run-time ``pc.dynamic`` values) and the code that edits, publishes and acquires."""
         return view("retarget", self, group, extents, strides)
+
+    @property
+    def convention(self) -> Convention:
+        """Who calls the generated function: one elected thread (of each CTA of a multicast or pair)."""
+        return Convention("elected", 1)
 
     def cuda(self, name: str = "pycute_tma_copy") -> str:
         """A ``__device__`` function that issues the tile's boxes from the calling (elected) thread:

@@ -12,6 +12,8 @@
 //   pycute/tma.cuh           TMA tile loads and stores, tensor maps, bulk groups, expect_tx (sm_90)
 //   pycute/bulk.cuh          flat bulk copies, DSMEM, mapa, remote mbarrier arrivals (sm_90)
 //   pycute/smem_ldst.cuh     stmatrix / ldmatrix, ld/st.shared, packing cvt, named barriers (sm_90)
+//   pycute/pipeline.cuh      a pipeline role's state: stage index and phase bit (sm_90)
+//   pycute/scheduler.cuh     tile schedulers: the tile type, cluster launch control (sm_100a)
 //   pycute/tcgen05.cuh       shared-memory descriptor, TMEM allocation, tcgen05 fences and commit, the soft model
 //   pycute/tcgen05_ldst.cuh  tcgen05.ld / tcgen05.st, every shape x .num x pack
 //   pycute/tcgen05_mma.cuh   tcgen05.mma, A in shared memory or TMEM, every kind x cta_group
@@ -23,6 +25,8 @@
 #include "pycute/tma.cuh"
 #include "pycute/bulk.cuh"
 #include "pycute/smem_ldst.cuh"
+#include "pycute/pipeline.cuh"
+#include "pycute/scheduler.cuh"
 #include "pycute/tcgen05.cuh"
 #include "pycute/tcgen05_ldst.cuh"
 #include "pycute/tcgen05_mma.cuh"

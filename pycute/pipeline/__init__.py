@@ -1,0 +1,12 @@
+"""Pipelines and tile schedulers as plans, between the copies and MMAs they order and the code generated for them.
+
+``make_pipeline`` derives a ring of shared-memory stages, its producer and consumer roles and its barriers (counts,
+bytes, phases) from the producer's copy plans (``plan``, ``planner``); ``make_tile_scheduler`` plans a persistent
+CTA's walk over output tiles and ``make_clc_scheduler`` Blackwell's cluster launch control (``scheduler``). Their
+CUDA comes from ``pycute.codegen``; ``pycute.sim.pipeline`` model-checks a pipeline's protocol and
+``pycute.sim.clc`` emulates cluster launch control (docs/pipelines.md)."""
+from .plan import (BarrierInit, Consumer, PipelineFunction, PipelinePlan, Producer, ProducerKind, Release,
+                   caller_threads)
+from .planner import STAGE_INDEX, make_pipeline, smem_capacity
+from .scheduler import (ClcScheduler, Raster, SchedulerFunction, TileScheduler, make_clc_scheduler,
+                        make_tile_scheduler)

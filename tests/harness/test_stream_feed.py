@@ -1,0 +1,74 @@
+"""The GEMM feed harness: its checksum is the arrays' (recomputed by brute force), it refuses consumers that are not
+warps releasing by arrivals, the hand-minimal kernel compiles to its two load sites and no local memory, and every
+configuration tools/pipeline_h200.py sweeps plans within an SM's shared memory."""
+import importlib.util
+import pathlib
+
+import pytest
+
+import pycute as pc
+from pycute.arch.sm90.smem import SMEM_PER_SM
+from pycute.harness.stream_feed import ALIGN_SLACK, FeedProblem, FeedStream, MinimalFeed, expected_checksum
+from pycute.pipeline import Consumer
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+
+
+def test_the_checksum_is_every_tile_and_k_blocks_first_words():
+    problem = FeedProblem(pc.bf16, 256, 384, 128, (128, 128, 64))
+    a, b = problem.arrays(seed=5)
+    a2, b2 = a.reshape(256, 256), b.reshape(384, 256)
+    want = 0
+    for m in range(2):
+        for n in range(3):
+            for kb in range(2):
+                want += int(a2[m * 128, kb * 128:kb * 128 + 4].view("<u4")[0])
+                want += int(b2[n * 128, kb * 128:kb * 128 + 4].view("<u4")[0])
+    assert expected_checksum(problem, a, b) == want
+    assert problem.bytes_moved() == 2 * 3 * 2 * (128 + 128) * 64 * 2
+
+
+@pytest.mark.parametrize("config, message", [
+    ({"consumer": Consumer("elected")}, "consumers are warps or warpgroups releasing by arrivals"),
+    ({"consumer": Consumer("warp", 1, "sync")}, "consumers are warps or warpgroups"),
+    ({"multicast": 4}, "multicast is None or 2"),
+])
+def test_the_feed_refuses_what_it_cannot_run(config, message):
+    with pytest.raises(pc.CompileError, match=message):
+        FeedStream.gemm(pc.bf16, 512, 512, 128, (128, 128, 64), **config)
+
+
+def test_multicast_needs_n_tiles_in_pairs():
+    with pytest.raises(pc.CompileError, match="3 N tiles do not pair up for the cluster of 2"):
+        FeedStream.gemm(pc.bf16, 512, 384, 128, (128, 128, 64), multicast=2)
+
+
+def test_the_problem_is_whole_tiles():
+    with pytest.raises(pc.CompileError, match=r"are whole tiles \(128, 128, 64\)"):
+        FeedProblem(pc.bf16, 500, 512, 128, (128, 128, 64))
+
+
+def test_the_minimal_kernel_issues_both_loads_and_keeps_nothing_in_local_memory():
+    h = MinimalFeed.gemm(pc.bf16, 512, 512, 256, (128, 128, 64), stages=3).compile().histogram()
+    assert h["UTMALDG.2D"] >= 2 and not any(op.startswith(("LDL", "STL")) for op in h)
+
+
+def _tool():
+    spec = importlib.util.spec_from_file_location("pipeline_h200", ROOT / "tools" / "pipeline_h200.py")
+    tool = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(tool)
+    return tool
+
+
+def test_every_swept_configuration_plans_within_its_share_of_an_sm():
+    tool = _tool()
+    assert len(tool.SWEEP) >= 8 and {per_sm for _, _, per_sm in tool.SWEEP} == {1, 2}
+    for tile, stages, per_sm in tool.SWEEP:
+        problem = FeedProblem(pc.bf16, *tool.SWEEP_MNK, tile)
+        for caller, count, multicast in tool.VARIANTS:
+            feed = FeedStream(problem, stages=stages, consumer=Consumer(caller, count), multicast=multicast,
+                              ctas_per_sm=per_sm)
+            pipe = feed.pipeline
+            per_cta = pipe.smem_bytes + ALIGN_SLACK + pipe.barrier_bytes + 1024      # and the driver's reserve
+            assert pipe.stages == stages and per_sm * per_cta <= SMEM_PER_SM
+        assert MinimalFeed(problem, stages=stages, ctas_per_sm=per_sm).pipeline.stages == stages

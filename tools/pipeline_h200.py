@@ -1,0 +1,260 @@
+"""Record pycute's pipelines and schedulers on the GPU present (docs/pipelines.md), each case in its own child
+process with a time limit (a hang or a fault loses that case, not the run), one JSON line per result:
+
+* checks: the streaming harnesses on their pipelines (TMA copy, load-only, cp.async copy: bit for bit or by the
+  position checksum; the DSMEM ring of 2 and 4 CTAs), the static tile scheduler's generated code against its Python
+  model (every CTA's tiles), and the GEMM feed's verification checksum for each consumer shape, with and without
+  A multicast over a cluster of two;
+* the sweep: the feed rate of a GEMM's producer and pipeline whose consumers only release stages (one warp, as an
+  MMA warp, or two warpgroups, as Hopper's consumers), with and without multicast, beside the hand-minimal kernel of
+  the same loads (one thread, full barriers only), over tile shapes, stages and CTAs per SM. The target: the best
+  feed >= 97% of the best minimal rate of the same run.
+
+    PYTHONPATH=. python3 tools/pipeline_h200.py [PATH]    (default $OUT/pipeline-h200.jsonl, else ./pipeline-h200.jsonl)
+
+The summary table is printed last. ``--one NAME`` runs one case in this process (what the children and
+tests/gpu/test_gpu_pipeline.py do) and prints its JSON lines.
+"""
+from __future__ import annotations
+
+import functools
+import json
+import os
+import subprocess
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+CHECKS = ("stream", "load_only", "cp_async", "dsmem2", "dsmem4", "scheduler", "feed_warp", "feed_warpgroups",
+          "feed_multicast", "feed_multicast_warpgroups", "minimal")
+#: The sweep's problem: bf16 A and B of 8192 x 4096 (K-major), every output tile of 8192 x 8192.
+SWEEP_MNK = (8192, 8192, 4096)
+#: (bm, bn, bk) x (stages, CTAs per SM) where that many CTAs' rings fit an SM: every group runs the minimal kernel
+#: and the four feed variants.
+CANDIDATES = [(tile, stages, per_sm) for tile in ((128, 128, 64), (128, 256, 64), (256, 128, 64))
+              for stages, per_sm in ((3, 1), (4, 1), (6, 1), (2, 2), (3, 2))]
+
+
+def _fits(tile: tuple, stages: int, per_sm: int) -> bool:
+    from pycute.arch.sm90.mbarrier import MBARRIER_BYTES
+    from pycute.harness.stream_feed import feed_reserve
+    from pycute.pipeline import smem_capacity
+    ring = (tile[0] + tile[1]) * tile[2] * 2 * stages
+    return ring + 2 * stages * MBARRIER_BYTES + feed_reserve(per_sm) <= smem_capacity("sm_90a")
+
+
+SWEEP = [c for c in CANDIDATES if _fits(*c)]
+VARIANTS = (("warp", 1, None), ("warpgroup", 2, None), ("warp", 1, 2), ("warpgroup", 2, 2))
+TIME_LIMIT = 240
+
+
+@functools.lru_cache(maxsize=1)
+def _gpu():
+    from pycute.compile import runtime
+    return runtime.Gpu()
+
+
+def _clear(buf, nbytes: int) -> None:
+    from cuda.bindings import driver
+    driver.cuMemsetD8Async(int(buf.handle), 0, nbytes, int(_gpu().stream.handle))
+
+
+def _stream_checks(name: str) -> list[dict]:
+    import numpy as np
+
+    import pycute as pc
+    from pycute import Layout
+    from pycute.harness.stream import TmaStream
+    from pycute.harness.stream_cp_async import CpAsyncStream
+    from pycute.harness.stream_load import TmaLoadStream, position_checksum
+    gpu, rows, cols = _gpu(), 2048, 2048
+    host = np.random.default_rng(1).integers(0, 1 << 32, rows * cols, dtype=np.uint32)
+    src, dst = gpu.upload(host), gpu.alloc(host.nbytes)
+    array = pc.make_global_tensor(pc.f32, Layout((rows, cols), (cols, 1)))
+    tile = pc.make_smem_tensor(pc.f32, Layout((128, 64), (64, 1)))
+    out = []
+    if name == "stream":
+        for stages in (2, 3, 4):
+            _clear(dst, host.nbytes)
+            ms = TmaStream(pc.make_tma_copy(tile, array), pc.make_tma_copy(array, tile), stages).run(gpu, src, dst)
+            got = gpu.download(dst, np.uint32, host.size)
+            out.append({"stages": stages, "ms": ms, "ok": bool(np.array_equal(got, host))})
+    elif name == "load_only":
+        for stages in (2, 4):
+            ms, checksum = TmaLoadStream(pc.make_tma_copy(tile, array), stages).run(gpu, src)
+            out.append({"stages": stages, "ms": ms, "ok": checksum == position_checksum(host)})
+    else:
+        for threads, stages in ((128, 3), (256, 4)):
+            buf = pc.make_smem_tensor(pc.f32, Layout((128, 64, stages), (64, 1, 8192)))[:, :, pc.dynamic("stage")]
+            load = pc.make_cp_async_copy(buf, array, threads=threads, completion="arrive")
+            _clear(dst, host.nbytes)
+            ms = CpAsyncStream(load, pc.make_tma_copy(array, buf)).run(gpu, src, dst)
+            got = gpu.download(dst, np.uint32, host.size)
+            out.append({"threads": threads, "stages": stages, "ms": ms, "ok": bool(np.array_equal(got, host))})
+    return out
+
+
+def _dsmem(ctas: int) -> list[dict]:
+    import pycute as pc
+    from pycute import Layout
+    from pycute.harness.stream_dsmem import DsmemRing
+    ring = pc.make_smem_tensor(pc.f32, Layout((4096, 2), (1, 4096)))
+    plan = pc.make_dsmem_copy(ring[:, pc.dynamic("recv")], ring[:, pc.dynamic("send")])
+    out = []
+    for rounds in (1, 2, 51):
+        ms, grid, exact = DsmemRing(plan, ctas).run(_gpu(), rounds)
+        out.append({"ctas": ctas, "rounds": rounds, "CTAs": grid, "ms": ms, "ok": exact})
+    return out
+
+
+def _scheduler() -> list[dict]:
+    import numpy as np
+
+    from pycute.harness.schedule import ScheduleProbe
+    from pycute.pipeline import make_tile_scheduler
+    gpu, out = _gpu(), []
+    for tiles, cluster, swizzle, raster, per_sm in (((64, 64), (1, 1), 8, "m", 1), ((13, 9), (1, 2), 3, "m", 2),
+                                                    ((9, 20), (2, 1), 4, "n", 1), ((5, 7), (2, 2), 2, "m", 1)):
+        sched = make_tile_scheduler(tiles, cluster=cluster, swizzle=swizzle, raster=raster)
+        got, want = ScheduleProbe(sched).run(gpu, per_sm)
+        wrong = [c for c in range(len(want)) if not np.array_equal(got[c], want[c])]
+        out.append({"tiles": list(tiles), "cluster": list(cluster), "swizzle": swizzle, "raster": raster,
+                    "grid": len(want), "ok": not wrong, "wrong_ctas": wrong[:8]})
+    return out
+
+
+def _operands(problem):
+    gpu = _gpu()
+    a, b = problem.arrays(seed=3)
+    return gpu, a, b, gpu.upload(a), gpu.upload(b)
+
+
+def _feed_checks(name: str) -> list[dict]:
+    import pycute as pc
+    from pycute.harness.stream_feed import FeedProblem, FeedStream, MinimalFeed, expected_checksum
+    from pycute.pipeline import Consumer
+    problem = FeedProblem(pc.bf16, 1024, 1024, 1024, (128, 128, 64))
+    gpu, a, b, d_a, d_b = _operands(problem)
+    if name == "minimal":
+        ms = MinimalFeed(problem, stages=4).run(gpu, d_a, d_b, repeats=2)
+        return [{"ms": ms, "ok": ms > 0}]
+    caller, count = ("warpgroup", 2) if name.endswith("warpgroups") else ("warp", 1)
+    multicast = 2 if "multicast" in name else None
+    want = expected_checksum(problem, a, b)
+    out = []
+    for stages in (2, 4):
+        feed = FeedStream(problem, stages=stages, consumer=Consumer(caller, count), multicast=multicast)
+        ms, got = feed.run(gpu, d_a, d_b, repeats=2)
+        out.append({"stages": stages, "consumer": f"{caller} x {count}", "multicast": multicast, "ms": ms,
+                    "ok": got == want})
+    return out
+
+
+def _sweep(index: int) -> list[dict]:
+    import pycute as pc
+    from pycute.harness.stream_feed import FeedProblem, FeedStream, MinimalFeed, expected_checksum
+    from pycute.pipeline import Consumer
+    tile, stages, per_sm = SWEEP[index]
+    problem = FeedProblem(pc.bf16, *SWEEP_MNK, tile)
+    gpu, a, b, d_a, d_b = _operands(problem)
+    moved, want = problem.bytes_moved(), expected_checksum(problem, a, b)
+    base = {"tile": list(tile), "stages": stages, "ctas_per_sm": per_sm, "bytes": moved}
+    out = []
+    ms = MinimalFeed(problem, stages=stages, ctas_per_sm=per_sm).run(gpu, d_a, d_b)
+    out.append({**base, "kernel": "minimal", "ms": ms, "TBps": moved / ms / 1e9, "ok": True})
+    for caller, count, multicast in VARIANTS:
+        feed = FeedStream(problem, stages=stages, consumer=Consumer(caller, count), multicast=multicast,
+                          ctas_per_sm=per_sm)
+        ms, got = feed.run(gpu, d_a, d_b)
+        out.append({**base, "kernel": "feed", "consumer": f"{caller} x {count}", "multicast": multicast, "ms": ms,
+                    "TBps": moved / ms / 1e9, "ok": got == want})
+    return out
+
+
+def one(name: str) -> list[dict]:
+    """The JSON records of case ``name``."""
+    if name in ("stream", "load_only", "cp_async"):
+        rows = _stream_checks(name)
+    elif name.startswith("dsmem"):
+        rows = _dsmem(int(name[5:]))
+    elif name == "scheduler":
+        rows = _scheduler()
+    elif name.startswith("sweep"):
+        rows = _sweep(int(name[5:]))
+    else:
+        rows = _feed_checks(name)
+    return [{"case": name, **r} for r in rows]
+
+
+def _child(name: str) -> list[dict]:
+    start = time.time()
+    try:
+        run = subprocess.run([sys.executable, os.path.abspath(__file__), "--one", name], capture_output=True,
+                             text=True, timeout=TIME_LIMIT, cwd=ROOT)
+    except subprocess.TimeoutExpired:
+        return [{"case": name, "ok": False, "error": f"timed out after {TIME_LIMIT} s (a hang)"}]
+    if run.returncode != 0:
+        return [{"case": name, "ok": False, "error": (run.stderr or run.stdout)[-1500:]}]
+    rows = [json.loads(line) for line in run.stdout.splitlines() if line.startswith("{")]
+    for r in rows:
+        r["seconds"] = round(time.time() - start, 1)
+    return rows
+
+
+def _summary(rows: list[dict]) -> None:
+    print("\n== checks")
+    for name in CHECKS:
+        mine = [r for r in rows if r["case"] == name]
+        bad = [r for r in mine if not r.get("ok")]
+        print(f"  {name:<28} {'ok' if mine and not bad else 'FAILED'}  ({len(mine)} run(s))"
+              + (f"  {bad[0].get('error', bad[0])}"[:300] if bad else ""))
+    sweep = [r for r in rows if r["case"].startswith("sweep") and "TBps" in r]
+    if not sweep:
+        print("\n== feed rate: no sweep result")
+        return
+    minimal = [r for r in sweep if r["kernel"] == "minimal"]
+    feed = [r for r in sweep if r["kernel"] == "feed" and r["ok"]]
+    best_min = max(minimal, key=lambda r: r["TBps"])
+    print(f"\n== feed rate (bf16 {SWEEP_MNK[0]} x {SWEEP_MNK[1]} x {SWEEP_MNK[2]}; TB/s into shared memory; ratios "
+          f"against the minimal kernel of the same tile / stages / CTAs and against the best minimal)")
+    print(f"  {'tile':<14} {'st':>2} {'/SM':>3} {'kernel':<8} {'consumer':<14} {'mc':>2} {'TB/s':>7} {'vs same':>8} "
+          f"{'vs best':>8} checksum")
+    for r in sweep:
+        same = next(m for m in minimal if (m["tile"], m["stages"], m["ctas_per_sm"]) ==
+                    (r["tile"], r["stages"], r["ctas_per_sm"]))
+        print(f"  {'x'.join(map(str, r['tile'])):<14} {r['stages']:>2} {r['ctas_per_sm']:>3} {r['kernel']:<8} "
+              f"{r.get('consumer', '-'):<14} {r.get('multicast') or '-':>2} {r['TBps']:7.2f} "
+              f"{r['TBps'] / same['TBps']:8.1%} {r['TBps'] / best_min['TBps']:8.1%} {'ok' if r['ok'] else 'WRONG'}")
+    if feed:
+        best = max(feed, key=lambda r: r["TBps"])
+        ratio = best["TBps"] / best_min["TBps"]
+        print(f"\n  best minimal: {best_min['TBps']:.2f} TB/s ({'x'.join(map(str, best_min['tile']))}, "
+              f"{best_min['stages']} stages, {best_min['ctas_per_sm']}/SM)")
+        print(f"  best feed:    {best['TBps']:.2f} TB/s ({'x'.join(map(str, best['tile']))}, {best['stages']} stages, "
+              f"{best['ctas_per_sm']}/SM, {best['consumer']}, multicast {best['multicast']}) = {ratio:.1%} of it: "
+              f"{'MEETS' if ratio >= 0.97 else 'MISSES'} the 97% target")
+
+
+def main(path: str) -> None:
+    names = list(CHECKS) + [f"sweep{k}" for k in range(len(SWEEP))]
+    rows = []
+    with open(path, "w") as out:
+        for name in names:
+            for r in _child(name):
+                rows.append(r)
+                line = json.dumps(r)
+                print(line, flush=True)
+                out.write(line + "\n")
+    _summary(rows)
+    print(f"\nwrote {path}")
+
+
+if __name__ == "__main__":
+    if len(sys.argv) > 2 and sys.argv[1] == "--one":
+        for record in one(sys.argv[2]):
+            print(json.dumps(record))
+    else:
+        default = os.path.join(os.environ["OUT"], "pipeline-h200.jsonl") if os.environ.get("OUT") else \
+            "pipeline-h200.jsonl"
+        main(sys.argv[1] if len(sys.argv) > 1 else default)

@@ -25,7 +25,7 @@ def emit_epilogue(plan: EpiloguePlan, name: str = "pycute_epilogue") -> str:
     stage_args = "".join(f", {s}" for s in stages)
     threads = plan.threads
     runtime_bar = isinstance(plan.barrier_id, Dynamic)
-    bar = plan.barrier_id.name if runtime_bar else f"{plan.barrier_id}u"
+    bar = plan.barrier_id.name if isinstance(plan.barrier_id, Dynamic) else f"{plan.barrier_id}u"
     if runtime_bar:
         params += f", unsigned {bar}"
     wait_param = f", unsigned {bar}" if runtime_bar else ""

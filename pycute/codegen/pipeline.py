@@ -61,18 +61,20 @@ def _targets(plan: PipelinePlan, targets, what: str) -> str:
                        f"no code for")
 
 
-def _arrive(plan: PipelinePlan, barrier: str, reach: str) -> list[str]:
-    """Arrivals on the barrier at ``barrier`` of the CTAs ``reach`` names."""
+def _arrive(plan: PipelinePlan, barrier: str, reach: str, release: bool = False) -> list[str]:
+    """Arrivals on the barrier at ``barrier`` of the CTAs ``reach`` names; ``release``: a consumer giving a stage
+    back (it only read the stage: CTA-scope release, pycute/pipeline.cuh)."""
+    local, remote = (("pycute_pipeline_release_local", "pycute_pipeline_release") if release else
+                     ("pycute_mbarrier_arrive", "pycute_mbarrier_arrive_remote"))
     if reach == "self":
-        return [f"pycute_mbarrier_arrive({barrier});"]
+        return [f"{local}({barrier});"]
     if reach == "all":
-        return [f"pycute_mbarrier_arrive_remote({barrier}, {r}u);" for r in range(plan.ctas)]
+        return [f"{remote}({barrier}, {r}u);" for r in range(plan.ctas)]
     if reach == "leader":
-        return [f"pycute_mbarrier_arrive_remote({barrier}, pycute_cluster_ctarank() & ~1u);"]
+        return [f"{remote}({barrier}, pycute_cluster_ctarank() & ~1u);"]
     if reach.startswith("peer-"):
         k = int(reach[5:])
-        return [f"pycute_mbarrier_arrive_remote({barrier}, (pycute_cluster_ctarank() + {plan.ctas - k}u) % "
-                f"{plan.ctas}u);"]
+        return [f"{remote}({barrier}, (pycute_cluster_ctarank() + {plan.ctas - k}u) % {plan.ctas}u);"]
     raise CompileError(f"pipeline {plan.name!r}: arrivals cannot reach {reach!r} CTAs")
 
 
@@ -123,7 +125,7 @@ def _init(plan: PipelinePlan, f: PipelineFunction) -> list[str]:
 def _acquire(plan: PipelinePlan, f: PipelineFunction) -> list[str]:
     body = []
     if plan.empty:
-        body.append(f"  pycute_mbarrier_wait_parity({_barrier(plan, 'empty')}, st.phase);")
+        body.append(f"  pycute_pipeline_wait({_barrier(plan, 'empty')}, st.phase);")
     body.append(f"  const unsigned full = {_barrier(plan, 'full')};")
     if plan.arms:
         tx = per_rank([b.tx for b in plan.full])
@@ -150,8 +152,12 @@ def _signals(plan: PipelinePlan, fn: dict[str, PipelineFunction]) -> list[str]:
         else:
             body = _commit(plan, p.caller, full, p.cta_group)
         out += _function(fn["producer_commit"], "void", state, body)
-    out += _function(fn["consumer_wait"], "void", state,
-                     [f"  pycute_mbarrier_wait_parity({_barrier(plan, 'full')}, st.phase);"])
+    # threads' stores that another CTA arrives for need the cluster-scope acquire; everything else is delivered
+    # by the async proxy or by this CTA (pycute/pipeline.cuh)
+    crossing = p.kind == "arrive" and any(t != (r,) for r, t in
+                                          ((r, tuple(plan.commit_targets(r))) for r in range(plan.ctas)))
+    wait = "pycute_mbarrier_wait_parity" if crossing else "pycute_pipeline_wait"
+    out += _function(fn["consumer_wait"], "void", state, [f"  {wait}({_barrier(plan, 'full')}, st.phase);"])
     if "consumer_release" in fn:
         empty = _barrier(plan, "empty")
         if c.release == "commit":
@@ -159,7 +165,7 @@ def _signals(plan: PipelinePlan, fn: dict[str, PipelineFunction]) -> list[str]:
         else:
             reach = _targets(plan, lambda r: plan.release_targets(r) if r in plan.consumer_ctas() else (),
                              "a release")
-            body = _by_caller(c.caller, [f"const unsigned empty = {empty};", *_arrive(plan, "empty", reach)])
+            body = _by_caller(c.caller, [f"const unsigned empty = {empty};", *_arrive(plan, "empty", reach, True)])
         out += _function(fn["consumer_release"], "void", state, body)
     if "relay" in fn:
         out += _function(fn["relay"], "void", state,

@@ -31,17 +31,26 @@ class ScheduleProbe:
     hash) and ``out[2c + 1]`` (the work units it walked)."""
 
     plan: TileScheduler
+    tiles: tuple[int, int] | None = None     # a run-time scheduler's problem (the kernel's arguments)
+
+    @property
+    def model(self) -> TileScheduler:
+        """The plan over the probe's tiles (a run-time scheduler modelled ``at`` them)."""
+        return self.plan.at(self.tiles) if self.plan.runtime and self.tiles is not None else self.plan
 
     def source(self) -> str:
         cs = self.plan.cluster_size
         n = self.plan.name
+        counts, args = ((", unsigned tiles_m, unsigned tiles_n", ", tiles_m, tiles_n") if self.plan.runtime
+                        else ("", ""))
+        units = f"{n}_units(tiles_m, tiles_n)" if self.plan.runtime else f"{n}_units"
         return self.plan.cuda() + f"""
 extern "C" __global__ void __launch_bounds__(32){f" __cluster_dims__({cs}, 1, 1)" if cs > 1 else ""}
-schedule_probe(unsigned long long* out) {{
+schedule_probe(unsigned long long* out{counts}) {{
   unsigned long long hash = 0, count = 0;
-  for (unsigned w = {n}_first(); w < {n}_units; w = {n}_next(w)) {{
+  for (unsigned w = {n}_first(); w < {units}; w = {n}_next(w)) {{
     pycute_tile t;
-    const bool inside = {n}_tile(w, t);
+    const bool inside = {n}_tile(w, t{args});
     hash = hash * {MULTIPLIER}ull + (inside ? (unsigned long long)(t.m * 65536 + t.n + 1) : 0ull);
     ++count;
   }}
@@ -57,13 +66,14 @@ schedule_probe(unsigned long long* out) {{
 
     def expected(self, grid: int) -> np.ndarray:
         """``(grid, 2)``: every CTA's hash and count from the plan's model."""
-        return np.array([(tile_hash(t), len(t)) for t in (self.plan.tiles_of(c, grid) for c in range(grid))],
+        return np.array([(tile_hash(t), len(t)) for t in (self.model.tiles_of(c, grid) for c in range(grid))],
                         dtype=np.uint64)
 
     def run(self, gpu: Gpu, ctas_per_sm: int = 1, arch: str = "sm_90a") -> tuple[np.ndarray, np.ndarray]:
         """``(what the CTAs wrote, expected)`` for the grid ``plan.grid(SMs, ctas_per_sm)``."""
         gpu = check_gpu(gpu)
-        grid = self.plan.grid(gpu.multiprocessors(), ctas_per_sm)
+        grid = self.model.grid(gpu.multiprocessors(), ctas_per_sm)
         out = gpu.upload(np.zeros(2 * grid, dtype=np.uint64))
-        gpu.launch(gpu.kernel(self.compile(arch), "schedule_probe"), out, grid=grid, block=32)
+        counts = tuple(np.uint32(t) for t in self.tiles) if self.plan.runtime and self.tiles else ()
+        gpu.launch(gpu.kernel(self.compile(arch), "schedule_probe"), out, *counts, grid=grid, block=32)
         return gpu.download(out, np.uint64, 2 * grid).reshape(grid, 2), self.expected(grid)

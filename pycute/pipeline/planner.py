@@ -144,8 +144,8 @@ def _restage(name: str, plan: Any, stages: int, offset: int) -> tuple[Any, SmemT
     return out, staged
 
 
-def _rings(items: list[tuple[str, Any]], stages: int | None, capacity: int, reserve: int, barriers_per_stage: int
-           ) -> tuple[list[tuple[str, Any]], int, list[tuple[str, int, int]], int, str, list[tuple[str, Any]]]:
+def _rings(items: list[tuple[str, Any]], stages: int | None, capacity: int, reserve: int, barriers_per_stage: int,
+           arch: str) -> tuple[list[tuple[str, Any]], int, list[tuple[str, int, int]], int, str, list[tuple[str, Any]]]:
     """The staged loads, the stage count, ``(load, offset, bytes per stage)`` per load, the rings' bytes, how the
     stage count was chosen and the rings the pipeline laid out."""
     staged = [bool(_stages_of(p)) for _, p in items]
@@ -167,6 +167,7 @@ def _rings(items: list[tuple[str, Any]], stages: int | None, capacity: int, rese
         chosen = f"as many as fit: ({capacity} - {reserve} reserved) // {per_stage} B per stage"
     else:
         chosen = "given"
+        _check_capacity(stages, stages * sum(steps), barriers_per_stage, reserve, capacity, arch)   # before re-planning
     out, layout, rings, offset = [], [], [], 0
     for (name, plan), step in zip(items, steps):
         restaged, ring = _restage(name, plan, stages, offset)
@@ -175,6 +176,15 @@ def _rings(items: list[tuple[str, Any]], stages: int | None, capacity: int, rese
         layout.append((name, offset, step))
         offset += stages * step
     return out, stages, layout, offset, chosen, rings
+
+
+def _check_capacity(stages: int, ring_bytes: int, barriers_per_stage: int, reserve: int, capacity: int,
+                    arch: str) -> None:
+    used = ring_bytes + stages * barriers_per_stage * MBARRIER_BYTES + reserve
+    if used > capacity:
+        raise PlanError(f"make_pipeline: {stages} stages x {ring_bytes // stages} B + "
+                        f"{stages * barriers_per_stage * MBARRIER_BYTES} B of barriers + {reserve} B reserved = {used} B, "
+                        f"over {arch}'s {capacity} B of shared memory")
 
 
 def _given_rings(items: list[tuple[str, Any]], stages: int | None
@@ -369,16 +379,13 @@ def make_pipeline(loads: Any = (), *, consumer: Consumer, producer: Producer | N
             raise PlanError(f"make_pipeline: load {n!r} ({p!r}) exists on {', '.join(p.targets)}, not {arch}")
     per_stage = 1 if consumer.release == "sync" else 2
     if items:
-        staged, stages, layout, ring_bytes, chosen, rings = _rings(items, stages, capacity, reserve, per_stage)
+        staged, stages, layout, ring_bytes, chosen, rings = _rings(items, stages, capacity, reserve, per_stage, arch)
     elif stages is None:
         raise PlanError("make_pipeline: without loads the stage count is given (stages=): nothing in shared memory "
                         "sizes it")
     else:
         staged, layout, ring_bytes, chosen, rings = [], [], 0, "given", []
-    used = ring_bytes + stages * per_stage * MBARRIER_BYTES + reserve
-    if used > capacity:
-        raise PlanError(f"make_pipeline: {stages} stages x {ring_bytes // stages} B + {stages * per_stage * MBARRIER_BYTES}"
-                        f" B of barriers + {reserve} B reserved = {used} B, over {arch}'s {capacity} B of shared memory")
+    _check_capacity(stages, ring_bytes, per_stage, reserve, capacity, arch)
     plan = PipelinePlan(name=name, arch=arch, stages=stages, ctas=_ctas(items, producer, consumer, ctas),
                         producer=producer, consumer=consumer, loads=tuple(staged), full=(), empty=(), relay=False,
                         producer_start=1, consumer_start=0, smem_bytes=ring_bytes,

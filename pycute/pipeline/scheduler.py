@@ -16,7 +16,7 @@ running cluster cancels clusters not yet launched and computes their units inste
 from __future__ import annotations
 
 import re
-from typing import ClassVar, Literal
+from typing import ClassVar, Literal, TypeVar
 
 import attrs
 
@@ -43,12 +43,15 @@ class SchedulerFunction:
     does: str
 
 
+_R = TypeVar("_R", bound="_Raster")
+
+
 @attrs.frozen(repr=False)
 class _Raster:
     """What both schedulers share: the tiles, the cluster's block, and the swizzled order of the blocks."""
 
     name: str
-    tiles: tuple[int, int]
+    tiles: tuple[int, int] | None           # None: the tile counts are run-time arguments (tiles_m, tiles_n)
     cluster: tuple[int, int]
     swizzle: int
     raster: Raster
@@ -58,10 +61,26 @@ class _Raster:
         return self.cluster[0] * self.cluster[1]
 
     @property
+    def runtime(self) -> bool:
+        """Whether the tile counts are run-time arguments of the generated functions (one kernel, any problem)."""
+        return self.tiles is None
+
+    def at(self: "_R", tiles: tuple[int, int]) -> "_R":
+        """The same scheduler over ``tiles`` output tiles (for the Python model of a run-time scheduler)."""
+        return attrs.evolve(self, tiles=_tile_counts(tiles, "at"))
+
+    def _tiles(self) -> tuple[int, int]:
+        if self.tiles is None:
+            raise PlanError(f"scheduler {self.name!r}: the tile counts are run-time arguments; model a problem with "
+                            f".at(tiles=(tiles_m, tiles_n))")
+        return self.tiles
+
+    @property
     def blocks(self) -> tuple[int, int]:
         """Work units along M and N: cluster blocks, the last ones partly outside the tiles when the tiles are not
         whole blocks."""
-        return (-(-self.tiles[0] // self.cluster[0]), -(-self.tiles[1] // self.cluster[1]))
+        tiles = self._tiles()
+        return (-(-tiles[0] // self.cluster[0]), -(-tiles[1] // self.cluster[1]))
 
     @property
     def units(self) -> int:
@@ -87,13 +106,20 @@ class _Raster:
             raise PlanError(f"rank {rank} is outside the cluster of {self.cluster_size} CTAs")
         bm, bn = self.block(unit)
         m, n = bm * self.cluster[0] + rank % self.cluster[0], bn * self.cluster[1] + rank // self.cluster[0]
-        return (m, n) if m < self.tiles[0] and n < self.tiles[1] else None
+        tiles = self._tiles()
+        return (m, n) if m < tiles[0] and n < tiles[1] else None
 
     def _describe(self) -> list[str]:
-        (tm, tn), (bm, bn), (cm, cn) = self.tiles, self.blocks, self.cluster
+        cm, cn = self.cluster
         major = "M" if self.raster == "m" else "N"
-        return [f"  tiles       {tm} x {tn}" + (f" in {bm} x {bn} blocks of the {cm} x {cn} cluster (rank r takes tile "
-                                                 f"(r % {cm}, r // {cm}) of its block)" if self.cluster_size > 1 else ""),
+        if self.tiles is None:
+            counts = "tiles_m x tiles_n (run-time arguments)"
+            blocks = f" in blocks of the {cm} x {cn} cluster"
+        else:
+            (tm, tn), (bm, bn) = self.tiles, self.blocks
+            counts, blocks = f"{tm} x {tn}", f" in {bm} x {bn} blocks of the {cm} x {cn} cluster"
+        return [f"  tiles       {counts}" + (f"{blocks} (rank r takes tile (r % {cm}, r // {cm}) of its block)"
+                                             if self.cluster_size > 1 else ""),
                 f"  raster      bands of {self.swizzle} block row(s) along {major}: consecutive work units walk "
                 f"down {major} within the band, then across"]
 
@@ -145,7 +171,8 @@ class TileScheduler(_Raster):
         return str(view("cuda", self))
 
     def explain(self) -> str:
-        lines = [f"static persistent tile scheduler {self.name!r}: {self.units} work units"] + self._describe()
+        units = "work units from the run-time tile counts" if self.runtime else f"{self.units} work units"
+        lines = [f"static persistent tile scheduler {self.name!r}: {units}"] + self._describe()
         lines.append(f"  persistent  grid(sms, occupancy) CTAs; cluster k of C takes units k, k + C, ...")
         lines += [f"  {f.name:<24} {f.convention.who}: {f.does}" for f in self.functions]
         return "\n".join(lines)
@@ -209,15 +236,24 @@ class ClcScheduler(_Raster):
                 f"along {self.raster})")
 
 
+def _tile_counts(tiles: object, who: str) -> tuple[int, int]:
+    if not isinstance(tiles, tuple) or len(tiles) != 2:
+        raise TypeError(f"{who}: tiles is an (m, n) pair, got {tiles!r}")
+    t = (as_int(tiles[0], f"{who}: tiles"), as_int(tiles[1], f"{who}: tiles"))
+    if min(t) < 1:
+        raise PlanError(f"{who}: tiles {t}: at least one along each mode")
+    return t
+
+
 def _raster_args(name: str, tiles: object, cluster: object, swizzle: object, raster: object,
-                 who: str) -> tuple[str, tuple[int, int], tuple[int, int], int, Raster]:
+                 who: str) -> tuple[str, tuple[int, int] | None, tuple[int, int], int, Raster]:
     if not isinstance(name, str) or not _NAME_RE.match(name):
         raise PlanError(f"{who}: name {name!r} is not a C identifier (it prefixes the generated functions)")
-    if not isinstance(tiles, tuple) or len(tiles) != 2 or not isinstance(cluster, tuple) or len(cluster) != 2:
+    if not isinstance(cluster, tuple) or len(cluster) != 2:
         raise TypeError(f"{who}: tiles and cluster are (m, n) pairs, got {tiles!r} and {cluster!r}")
-    t = (as_int(tiles[0], f"{who}: tiles"), as_int(tiles[1], f"{who}: tiles"))
+    t = None if tiles is None else _tile_counts(tiles, who)
     c = (as_int(cluster[0], f"{who}: cluster"), as_int(cluster[1], f"{who}: cluster"))
-    if min(t) < 1 or min(c) < 1 or c[0] * c[1] > MAX_CLUSTER:
+    if min(c) < 1 or c[0] * c[1] > MAX_CLUSTER:
         raise PlanError(f"{who}: tiles {t} and cluster {c}: at least one of each, a cluster of at most "
                         f"{MAX_CLUSTER} CTAs")
     sw = as_int(swizzle, f"{who}: swizzle")
@@ -228,11 +264,13 @@ def _raster_args(name: str, tiles: object, cluster: object, swizzle: object, ras
     return name, t, c, sw, raster
 
 
-def make_tile_scheduler(tiles: tuple[int, int], *, cluster: tuple[int, int] = (1, 1), swizzle: int = 1,
+def make_tile_scheduler(tiles: tuple[int, int] | None, *, cluster: tuple[int, int] = (1, 1), swizzle: int = 1,
                         raster: Raster = "m", name: str = "sched") -> TileScheduler:
     """Plan a static persistent scheduler over ``tiles`` output tiles for clusters of ``cluster`` CTAs, walking
     bands of ``swizzle`` block rows along ``raster``; launch ``plan.grid(sms, occupancy)`` CTAs in clusters of
-    ``cluster[0] * cluster[1]``."""
+    ``cluster[0] * cluster[1]``. ``tiles=None`` makes the tile counts run-time arguments (``tiles_m``,
+    ``tiles_n``) of the generated functions, so one kernel serves any problem size; ``plan.at(tiles=...)`` models
+    one."""
     return TileScheduler(*_raster_args(name, tiles, cluster, swizzle, raster, "make_tile_scheduler"))
 
 
@@ -243,4 +281,7 @@ def make_clc_scheduler(tiles: tuple[int, int], *, cluster: tuple[int, int] = (1,
     clusters not yet launched."""
     if arch not in CLC_TARGETS:
         raise PlanError(f"make_clc_scheduler: cluster launch control exists on {', '.join(CLC_TARGETS)}, not {arch}")
+    if tiles is None:
+        raise PlanError("make_clc_scheduler: the grid is a cluster per work unit, so the tile counts are the "
+                        "launch's: give them")
     return ClcScheduler(*_raster_args(name, tiles, cluster, swizzle, raster, "make_clc_scheduler"), arch=arch)

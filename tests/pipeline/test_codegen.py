@@ -51,7 +51,7 @@ def test_the_counts_and_bytes_in_the_text_are_the_plans():
 def test_no_parity_is_computed_outside_the_state():
     pipe = make_pipeline({"a": tma(multicast=2)}, consumer=Consumer("warpgroup", 2), stages=4)
     code = pipe.cuda()
-    waits = re.findall(r"pycute_mbarrier_wait_parity\([^;]*\);", code)
+    waits = re.findall(r"pycute_(?:mbarrier_wait_parity|pipeline_wait)\([^;]*\);", code)
     assert waits and all(w.endswith(", st.phase);") for w in waits)
     assert "main_producer_start" not in code and "return pipeline_state{0u, 1u};" in code
 
@@ -59,7 +59,7 @@ def test_no_parity_is_computed_outside_the_state():
 def test_a_release_to_a_multicast_group_arrives_on_every_ctas_barrier_from_one_lane_per_warp():
     body = function(make_pipeline({"a": tma(multicast=2)}, consumer=Consumer("warp", 2), stages=2).cuda(),
                     "pipeline_consumer_release")
-    assert body.count("pycute_mbarrier_arrive_remote(empty, ") == 2 and "__syncwarp();" in body
+    assert body.count("pycute_pipeline_release(empty, ") == 2 and "__syncwarp();" in body
     assert "if (pycute_elect_one_sync())" in body
 
 

@@ -68,7 +68,7 @@ def test_the_grid_is_whole_clusters_and_no_more_than_the_work():
 
 
 @pytest.mark.parametrize("build, message", [
-    (lambda: make_tile_scheduler((0, 4)), r"tiles \(0, 4\) and cluster \(1, 1\): at least one of each"),
+    (lambda: make_tile_scheduler((0, 4)), r"tiles \(0, 4\): at least one along each mode"),
     (lambda: make_tile_scheduler((4, 4), cluster=(4, 8)), "a cluster of at most 16 CTAs"),
     (lambda: make_tile_scheduler((4, 4), swizzle=0), "swizzle=0: a band is at least one block row"),
     (lambda: make_tile_scheduler((4, 4), raster="k"), "raster='k'"),
@@ -96,6 +96,34 @@ def test_the_generated_walk_interpreted_is_the_models(probe, cta):
                          specials={"%ctaid.x": cta, "%nctaid.x": grid, "%cluster_ctarank": cta % 2})
     stores = [s for s in thread.trace if str(s[0]).startswith("st.")]
     assert [thread.regs[s[1][1]] for s in stores] == [int(v) for v in ScheduleProbe(sched).expected(grid)[cta]]
+
+
+@pytest.fixture(scope="module")
+def runtime_probe():
+    sched = make_tile_scheduler(None, cluster=(2, 1), swizzle=3)
+    return sched, ScheduleProbe(sched).compile("sm_90a")
+
+
+@pytest.mark.parametrize("tiles", [(13, 9), (5, 2), (1, 7)])
+@pytest.mark.parametrize("cta", [0, 3])
+def test_one_kernel_of_a_run_time_scheduler_walks_any_problem_as_its_model(runtime_probe, tiles, cta):
+    sched, compiled = runtime_probe
+    grid = 4
+    thread = trace_entry(compiled.ptx, {0: 0, 1: tiles[0], 2: tiles[1]}, {}, "schedule_probe", tid=0, max_steps=200_000,
+                         specials={"%ctaid.x": cta, "%nctaid.x": grid, "%cluster_ctarank": cta % 2})
+    stores = [s for s in thread.trace if str(s[0]).startswith("st.")]
+    want = ScheduleProbe(sched, tiles).expected(grid)[cta]
+    assert [thread.regs[s[1][1]] for s in stores] == [int(v) for v in want]
+
+
+def test_a_run_time_scheduler_is_modelled_at_a_problem_and_refuses_without_one():
+    sched = make_tile_scheduler(None, cluster=(2, 1), swizzle=2)
+    assert sched.at((4, 3)).schedule(4) == make_tile_scheduler((4, 3), cluster=(2, 1), swizzle=2).schedule(4)
+    with pytest.raises(pc.PlanError, match=r"run-time arguments; model a problem with \.at\(tiles="):
+        sched.grid(132)
+    assert "tiles_m x tiles_n (run-time arguments)" in sched.explain()
+    with pytest.raises(pc.PlanError, match="cluster per work unit"):
+        make_clc_scheduler(None)
 
 
 def test_the_generated_walk_divides_only_by_constants(probe):

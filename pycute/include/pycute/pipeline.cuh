@@ -25,4 +25,25 @@ struct pycute_pipeline_state {
   }
 };
 
+// The waits and releases of a pipeline's roles at CTA scope (PTX ISA, mbarrier.try_wait / mbarrier.arrive: .sem
+// .acquire / .release and .scope .cta are the defaults). A stage's bytes arrive through the async proxy and its
+// mbarrier's complete_tx (TMA, bulk copies, DSMEM), or from this CTA's own threads; a consumer that gives a stage
+// back has only read it. Neither needs a cluster-scope fence, which costs the releasing thread a MEMBAR.GPU and the
+// waiting thread an L1 invalidation (CCTL.IVALL) in every iteration (SASS of the .cluster forms, sm_90a).
+__device__ __forceinline__ void pycute_pipeline_wait(unsigned mbar, unsigned parity) {
+  unsigned done;
+  do {
+    asm volatile("{\n\t.reg .pred p;\n\tmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n\t"
+                 "selp.u32 %0, 1, 0, p;\n\t}" : "=r"(done) : "r"(mbar), "r"(parity) : "memory");
+  } while (!done);
+}
+// One release arrival on the empty barrier at CTA-local address `mbar` of CTA `rank` of the cluster.
+__device__ __forceinline__ void pycute_pipeline_release(unsigned mbar, unsigned rank) {
+  asm volatile("mbarrier.arrive.shared::cluster.b64 _, [%0];" :: "r"(pycute_mapa(mbar, rank)) : "memory");
+}
+// One release arrival on this CTA's empty barrier at `mbar`.
+__device__ __forceinline__ void pycute_pipeline_release_local(unsigned mbar) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" :: "r"(mbar) : "memory");
+}
+
 #endif  // PYCUTE_PIPELINE_CUH

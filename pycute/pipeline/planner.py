@@ -22,6 +22,7 @@ from ..copy.cp_async.planner import make_cp_async_copy
 from ..copy.dsmem.plan import DsmemPlan
 from ..copy.tma.plan import TmaPlan
 from ..copy.tma.planner import make_tma_copy
+from ..arch.sm90.tma import FTZ_DATA_TYPE_CODES
 from ..errors import PlanError
 from ..int_tuple import as_int, product
 from ..tensor.region import dynamic
@@ -118,6 +119,15 @@ def _step(tile: SmemTensor) -> int:
     return -(-footprint // STAGE_ALIGN) * STAGE_ALIGN
 
 
+def _origin_of(plan: TmaPlan) -> Any:
+    """``make_tma_copy``'s ``origin=`` that planned ``plan``: tile indices, or its element origin per array mode
+    (each mode once, static or run-time), so that the staged load's function takes what the tile's did."""
+    if not plan.origin:
+        return "tile"
+    by_mode = {o.mode: (dynamic(o.name) if o.name is not None else o.value) for o in plan.origin}
+    return tuple(by_mode[m] for m in sorted(by_mode))
+
+
 def _restage(name: str, plan: Any, stages: int, offset: int) -> tuple[Any, SmemTensor]:
     """``plan`` re-planned over a ring of ``stages`` copies of its tile at byte ``offset`` of the buffer, with the
     run-time index ``STAGE_INDEX``, and that staged tile."""
@@ -132,7 +142,8 @@ def _restage(name: str, plan: Any, stages: int, offset: int) -> tuple[Any, SmemT
     if isinstance(plan, TmaPlan):
         out: Any = make_tma_copy(staged, plan.gmem, multicast=plan.multicast.ctas if plan.multicast else None,
                                  oob_fill="nan" if plan.tensor_map.oob_fill == OOB_FILL_NAN else "zero",
-                                 cta_group=2 if plan.atom.pair else 1)
+                                 cta_group=2 if plan.atom.pair else 1, origin=_origin_of(plan),
+                                 ftz=plan.tensor_map.data_type in FTZ_DATA_TYPE_CODES)
     elif isinstance(plan, BulkPlan):
         out = make_bulk_copy(staged, plan.gmem)
     else:

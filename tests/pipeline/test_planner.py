@@ -201,3 +201,12 @@ def test_the_barriers_count_what_the_roles_do(rows, stages, multicast, consumer)
     assert pipe.full == (BarrierInit(1, rows * 64 * 2),) * n
     assert pipe.empty == (BarrierInit(consumer.arrivals * n),) * n
     assert pipe.smem_bytes == stages * -(-rows * 128 // 1024) * 1024
+
+
+@pytest.mark.parametrize("origin, params", [("tile", "int t0, int t1"), ("element", "int c0, int c1"),
+                                            ((pc.dynamic("row"), 64), "int row")])
+def test_a_load_re_planned_over_the_ring_takes_what_the_tiles_plan_took(origin, params):
+    array = pc.make_global_tensor(pc.bf16, Layout((4096, 4096), (4096, 1)))
+    load = pc.make_tma_copy(pc.kmajor_smem_tensor(pc.bf16, 128, 64, "128B"), array, origin=origin)
+    pipe = make_pipeline({"a": load}, consumer=Consumer("warpgroup", 2), stages=3)
+    assert f"void pipeline_a(const void* map, unsigned smem, unsigned mbar, {params}, unsigned stage)" in pipe.cuda()

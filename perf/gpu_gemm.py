@@ -10,20 +10,23 @@ import torch
 import triton
 import triton.language as tl
 
-from examples.hopper_gemm import HopperGemm
+from examples.hopper_gemm import GemmPlans, HopperGemm
+from pycute.compile.runtime import tensor_map_bytes
 
 __all__ = ["Launch", "triton_mm", "TRITON_CONFIGS", "bench", "rel_err", "inputs", "reference", "run_ours"]
 
 
 # ---- launching a pycute kernel on torch's stream ----------------------------------------------------------------
 class Launch:
+    """A compiled configuration of the GEMM, launched on torch's current stream through the driver (so torch's
+    events and CUDA graphs see it); tensor maps from the plans of the real arrays."""
+
     def __init__(self, gemm: HopperGemm):
         from cuda.bindings import driver as cu
         self.cu, self.gemm = cu, gemm
         torch.cuda.init()
         torch.empty(1, device="cuda")
-        cubin = gemm.compile().cubin
-        err, self.module = cu.cuModuleLoadData(cubin)
+        err, self.module = cu.cuModuleLoadData(gemm.compile().cubin)
         assert int(err) == 0, err
         err, self.fn = cu.cuModuleGetFunction(self.module, b"gemm")
         assert int(err) == 0, err
@@ -32,30 +35,19 @@ class Launch:
         assert int(err) == 0, err
         self.sms = torch.cuda.get_device_properties(0).multi_processor_count
 
-    def _map(self, t: torch.Tensor, box: tuple[int, int], dtype_code: int) -> bytes:
-        cu = self.cu
-        rows, cols = t.shape
-        err, m = cu.cuTensorMapEncodeTiled(
-            cu.CUtensorMapDataType(dtype_code), 2, t.data_ptr(), [cu.cuuint64_t(cols), cu.cuuint64_t(rows)],
-            [cu.cuuint64_t(t.stride(0) * t.element_size())], [cu.cuuint32_t(box[0]), cu.cuuint32_t(box[1])],
-            [cu.cuuint32_t(1), cu.cuuint32_t(1)], cu.CUtensorMapInterleave(0), cu.CUtensorMapSwizzle(3),
-            cu.CUtensorMapL2promotion(2), cu.CUtensorMapFloatOOBfill(0))
-        assert int(err) == 0, (err, t.shape, box)
-        return ctypes.string_at(int(m.getPtr()), 128)
-
     def prepare(self, a: torch.Tensor, b: torch.Tensor, d: torch.Tensor, scale: float = 1.0):
+        """The launch's arguments for ``d = scale * a @ b.T`` (row-major views with unit inner stride)."""
         g = self.gemm
-        code = 9 if g.dtype == "bf16" else 0
-        maps = [self._map(a, (g.BK, g.BM), code), self._map(b, (g.BK, g.BN // g.cluster), code),
-                self._map(d, (64, g.wg_rows), 9)]
         M, K = a.shape
         N = b.shape[0]
+        plans = GemmPlans.of(g, M, N, K, a.stride(0), b.stride(0), d.stride(0))
+        assert plans.issues_as(g.plans), "the problem's tensor maps differ from the compiled kernel's boxes"
+        maps = [tensor_map_bytes(m.encode(t.data_ptr())) for m, t in zip(plans.maps(), (a, b, d))]
         holders = [ctypes.create_string_buffer(m, 128) for m in maps]
         holders += [ctypes.c_int(M), ctypes.c_int(N), ctypes.c_int(K), ctypes.c_float(scale)]
         params = (ctypes.c_void_p * len(holders))(*[ctypes.addressof(h) for h in holders])
-        tiles = -(-M // g.BM) * -(-N // g.BN)
-        grid = min(self.sms * g.ctas_per_sm, tiles + g.cluster - 1) // g.cluster * g.cluster
-        return holders, params, max(grid, g.cluster)
+        grid = g.plans.sched.at((-(-M // g.BM), -(-N // g.BN))).grid(self.sms, g.ctas_per_sm)
+        return holders, params, grid
 
     def __call__(self, prepared) -> None:
         cu = self.cu
@@ -123,13 +115,24 @@ def rel_err(out: torch.Tensor, ref: torch.Tensor) -> float:
     return float(torch.linalg.norm(out - ref) / torch.linalg.norm(ref))
 
 
+def padded(rows: int, cols: int, dtype: torch.dtype, fill: float | None = None) -> torch.Tensor:
+    """A ``rows x cols`` view of a buffer whose rows are whole 16-byte units (TMA's stride rule): contiguous when
+    ``cols`` already is, else the first ``cols`` columns of a wider buffer."""
+    unit = 16 // torch.empty(0, dtype=dtype).element_size()
+    pitch = -(-cols // unit) * unit
+    buf = torch.empty(rows, pitch, device="cuda", dtype=dtype) if fill is None else \
+        torch.full((rows, pitch), fill, device="cuda", dtype=dtype)
+    return buf[:, :cols]
+
+
 def inputs(M, N, K, dtype):
+    """Random A (M x K) and B (N x K) in ``dtype`` ("bf16" or "e4m3"), in 16-byte-aligned rows."""
     torch.manual_seed(M * 7 + N * 3 + K)
-    a = torch.randn(M, K, device="cuda")
-    b = torch.randn(N, K, device="cuda")
-    if dtype == "bf16":
-        return a.bfloat16(), b.bfloat16()
-    return a.to(torch.float8_e4m3fn), b.to(torch.float8_e4m3fn)
+    kind = torch.bfloat16 if dtype == "bf16" else torch.float8_e4m3fn
+    a, b = padded(M, K, kind), padded(N, K, kind)
+    a.copy_(torch.randn(M, K, device="cuda").to(kind))
+    b.copy_(torch.randn(N, K, device="cuda").to(kind))
+    return a, b
 
 
 def reference(a, b, scale=1.0):
@@ -139,7 +142,7 @@ def reference(a, b, scale=1.0):
 
 def run_ours(gemm: HopperGemm, launch: Launch, a, b, scale=1.0):
     M, N = a.shape[0], b.shape[0]
-    d = torch.full((M, N), float("nan"), device="cuda", dtype=torch.bfloat16)
+    d = padded(M, N, torch.bfloat16, float("nan"))
     prep = launch.prepare(a, b, d, scale)
     launch(prep)
     torch.cuda.synchronize()

@@ -23,6 +23,12 @@ struct pycute_pipeline_state {
       phase ^= 1u;
     }
   }
+  // n fills on: consumers that take turns over the ring (a ping-pong of warpgroups, each skipping the other's).
+  __device__ __forceinline__ void advance(unsigned n) {
+    index += n;
+    phase ^= (index / STAGES) & 1u;
+    index %= STAGES;
+  }
 };
 
 // The waits and releases of a pipeline's roles at CTA scope (PTX ISA, mbarrier.try_wait / mbarrier.arrive: .sem

@@ -382,6 +382,71 @@ def epilogue_example_case() -> SanitizeCase:
                         lambda arch: make().compile(arch, soft=True), launch)
 
 
+def feed_case(kind: str) -> SanitizeCase:
+    """The GEMM feed (a pipeline whose consumers only release stages) and the minimal kernel of the same loads."""
+    def parts():
+        import pycute as pc
+        from pycute.harness.stream_feed import FeedProblem, FeedStream, MinimalFeed, expected_checksum
+        problem = FeedProblem(pc.bf16, 512, 512, 512, (128, 128, 64))
+        kernel = MinimalFeed(problem, stages=3) if kind == "minimal" else \
+            FeedStream(problem, stages=3, consumer=pc.Consumer("warpgroup", 2), multicast=2)
+        return problem, kernel, expected_checksum
+
+    def launch(gpu, arch: str) -> bool:
+        problem, kernel, expected_checksum = parts()
+        a, b = problem.arrays(seed=3)
+        if kind == "minimal":
+            return kernel.run(gpu, gpu.upload(a), gpu.upload(b), repeats=1) > 0
+        _, got = kernel.run(gpu, gpu.upload(a), gpu.upload(b), repeats=1)
+        return got == expected_checksum(problem, a, b)
+    name = "pycute.harness.stream_feed." + ("MinimalFeed" if kind == "minimal" else "FeedStream")
+    return SanitizeCase(f"stream/feed-{kind}", name, lambda arch: parts()[1].compile(arch), launch)
+
+
+def schedule_case() -> SanitizeCase:
+    def make():
+        from pycute.harness.schedule import ScheduleProbe
+        from pycute.pipeline import make_tile_scheduler
+        return ScheduleProbe(make_tile_scheduler(None, cluster=(2, 1), swizzle=3), (13, 9))
+
+    def launch(gpu, arch: str) -> bool:
+        import numpy as np
+        got, want = make().run(gpu, arch=arch)
+        return bool(np.array_equal(got, want))
+    return SanitizeCase("stream/scheduler-probe", "pycute.harness.schedule.ScheduleProbe",
+                        lambda arch: make().compile(arch), launch)
+
+
+def grouped_case() -> SanitizeCase:
+    def make():
+        from examples.grouped_tma import GroupedTma
+        return GroupedTma()
+
+    def launch(gpu, arch: str) -> bool:
+        import numpy as np
+        result = make().run(gpu)
+        pairs = [result["c"], *result["one"], *result["group"]]
+        return all(np.array_equal(got, want) for got, want in pairs)
+    return SanitizeCase("example/grouped-tma", "examples.grouped_tma.GroupedTma", lambda arch: make().compile(arch),
+                        launch)
+
+
+def hopper_gemm_case(dtype: str) -> SanitizeCase:
+    """The Hopper GEMM (real wgmma, TMA multicast, the epilogue's TMA stores) on a problem of partial tiles."""
+    def make():
+        from examples.hopper_gemm import HopperGemm
+        return HopperGemm(dtype=dtype)  # type: ignore[arg-type]
+
+    def launch(gpu, arch: str) -> bool:
+        from perf.gpu_gemm import Launch, inputs, reference, rel_err, run_ours
+        g = make()
+        a, b = inputs(300, 520, 1040, dtype)
+        d, _ = run_ours(g, Launch(g), a, b, 0.5)
+        return rel_err(d, reference(a, b, 0.5)) < 1e-2
+    return SanitizeCase(f"example/hopper-gemm-{dtype}", "examples.hopper_gemm.HopperGemm",
+                        lambda arch: make().compile(), launch)
+
+
 # ---- the registry -------------------------------------------------------------------------------------------------
 
 def _flat_names(table: str) -> list[str]:
@@ -412,6 +477,8 @@ def registry() -> list[SanitizeCase]:
             [wgmma_case(i) for i in (0, 1, len(_wgmma_cases()) - 1)] +
             [epilogue_case(n) for n in ("wgmma-bf16-row-128B", "tmem32-e4m3-row-32B", "user-f32-row-128B")] +
             [conversion_case(), epilogue_stream_case(), epilogue_example_case()] +
+            [feed_case("warpgroups-multicast"), feed_case("minimal"), schedule_case(), grouped_case()] +
+            [hopper_gemm_case("bf16"), hopper_gemm_case("e4m3")] +
             [q_tile_case(), sf_pipeline_case(1), sf_pipeline_case(2), gemm_case("mxf8", 1), gemm_case("nvfp4", 2)])
 
 

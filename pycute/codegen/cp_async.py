@@ -8,29 +8,33 @@ from ..arch.sm80.cp_async import (ARRIVE_NOINC_PTX, CG_SIZE, COMMIT_GROUP_PTX, C
 from ..copy.cp_async.plan import CpAsyncPlan, Terms
 from ..swizzle import Swizzle
 from ..views import provides
+from .cache import createpolicy_statement
 from .common import ABI_VERSION, check_function_name
 from .templates import render
 
 __all__ = ["cp_async_helper", "cp_async_header", "emit_cp_async_copy"]
 
 
-def cp_async_helper(cache: str, size: int, l2_prefetch: int | None = None) -> str:
-    """The header's wrapper of one cp.async form."""
-    return f"pycute_cp_async_{cache}_{size}" + (f"_l2_{l2_prefetch}" if l2_prefetch else "")
+def cp_async_helper(cache: str, size: int, l2_prefetch: int | None = None, cache_hint: bool = False) -> str:
+    """The header's wrapper of one cp.async form (``cache_hint``: taking an L2 policy last)."""
+    return (f"pycute_cp_async_{cache}_{size}" + (f"_l2_{l2_prefetch}" if l2_prefetch else "")
+            + ("_hint" if cache_hint else ""))
 
 
-def _wrapper(cache: CpAsyncCache, size: int, l2: L2Prefetch | None) -> str:
-    return (f"__device__ __forceinline__ void {cp_async_helper(cache, size, l2)}(unsigned smem, const void* gmem, "
-            f"unsigned src_size) {{\n"
-            f'  asm volatile("{cp_async_ptx(cache, l2)} [%0], [%1], {size}, %2;" :: "r"(smem), "l"(gmem), '
-            f'"r"(src_size) : "memory");\n}}')
+def _wrapper(cache: CpAsyncCache, size: int, l2: L2Prefetch | None, hint: bool = False) -> str:
+    policy, operand, constraint = (", unsigned long long policy", ", %3", ', "l"(policy)') if hint else ("", "", "")
+    return (f"__device__ __forceinline__ void {cp_async_helper(cache, size, l2, hint)}(unsigned smem, const void* gmem, "
+            f"unsigned src_size{policy}) {{\n"
+            f'  asm volatile("{cp_async_ptx(cache, l2, hint)} [%0], [%1], {size}, %2{operand};" :: "r"(smem), '
+            f'"l"(gmem), "r"(src_size){constraint} : "memory");\n}}')
 
 
 def cp_async_header() -> str:
     """The text of ``pycute/cp_async.cuh``."""
     caches: tuple[CpAsyncCache, ...] = ("ca", "cg")
     forms = [(c, s) for s in CP_ASYNC_SIZES for c in caches if c == "ca" or s == CG_SIZE]
-    functions = [_wrapper(c, s, l2) for c, s in forms for l2 in (None, *L2_PREFETCH_SIZES)]
+    functions = [_wrapper(c, s, l2, hint) for hint in (False, True) for c, s in forms
+                 for l2 in (None, *L2_PREFETCH_SIZES)]
     return render("header_cp_async.cuh", abi=ABI_VERSION, cp_async_functions="\n".join(functions),
                   commit=COMMIT_GROUP_PTX, wait=WAIT_GROUP_PTX, arrive=ARRIVE_NOINC_PTX)
 
@@ -83,7 +87,7 @@ def _iteration(plan: CpAsyncPlan, inst, helper: str) -> list[str]:
              f": {plan.vector}LL) : 0;",
              f"const long long g = origin + {q['gmem']};",
              f"{helper}(smem + {q['smem']}, base + (n ? g * {plan.elem_bytes}LL : 0LL), "
-             f"static_cast<unsigned>(n) * {plan.elem_bytes}u);"]
+             f"static_cast<unsigned>(n) * {plan.elem_bytes}u{', policy' if plan.cache_hint else ''});"]
     head = "  {" if inst.active == plan.threads else f"  if (thread < {inst.active}u) {{"
     return [head, *(f"    {b}" for b in body), "  }"]
 
@@ -95,7 +99,7 @@ def emit_cp_async_copy(plan: CpAsyncPlan, name: str = "pycute_cp_async_copy") ->
     modes = plan.array_modes
     tiles = ", ".join([f"int t{k}" for k in range(len(modes))] + [f"unsigned {s.name}" for s in plan.stages])
     mbar = ", unsigned mbar" if plan.completion == "arrive" else ""
-    helper = cp_async_helper(plan.atom.cache, plan.atom.size, plan.atom.l2_prefetch)
+    helper = cp_async_helper(plan.atom.cache, plan.atom.size, plan.atom.l2_prefetch, plan.cache_hint is not None)
     head = [f"// {plan.vectors} x {plan.atom.ptx} ({plan.atom.size} B) per tile over {plan.threads} threads, "
             f"pycute C ABI {ABI_VERSION}",
             f"// tile {plan.tile_shape} of {plan.gmem!r} into {plan.smem!r}",
@@ -107,6 +111,9 @@ def emit_cp_async_copy(plan: CpAsyncPlan, name: str = "pycute_cp_async_copy") ->
                 if plan.completion == "group" else
                 f"// Each thread arrives on `mbar` when its copies land: count {name}_arrivals in its mbarrier.init.")
     body = ["  const unsigned char* base = static_cast<const unsigned char*>(gmem);"]
+    if plan.cache_hint is not None:
+        head.append(f"// Every copy carries the L2 policy {plan.cache_hint} (createpolicy, .L2::cache_hint).")
+        body.append(createpolicy_statement(plan.cache_hint))
     body += [f"  const long long o{k} = (long long)t{k} * {n};" for k, n in enumerate(plan.tile_shape)]
     body.append("  const long long origin = " + " + ".join(f"o{k} * {d}LL" for k, (_, d) in enumerate(modes)) + ";")
     body += [f"  smem += {s.name} * {s.smem_step}u;" for s in plan.stages]

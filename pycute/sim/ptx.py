@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 
+from ..arch.sm80.cache import policy_of_ptx
 from ..codegen.probe import PROBE_SHARED_SYMBOL, probe_entry
 from ..errors import CompileError
 from .executors import bulk, cp_async, mma, tcgen05_cp, tcgen05_ldst, tma
@@ -39,7 +40,7 @@ __all__ = ["run_entry", "trace_entry", "probe_stream", "ldst_stream", "GENERIC_S
 #: Where this model places the shared window in the generic address space (cvta.shared adds it).
 GENERIC_SHARED_WINDOW = 0x7F00_0000_0000
 
-_MASK = {8: 0xFF, 16: 0xFFFF, 32: 0xFFFFFFFF, 64: 0xFFFFFFFFFFFFFFFF}
+_MASK = {1: 1, 8: 0xFF, 16: 0xFFFF, 32: 0xFFFFFFFF, 64: 0xFFFFFFFFFFFFFFFF}
 _ENTRY = re.compile(r"\.entry\s+(\w+)\s*(?:\((.*?)\))?([^{]*)\{(.*?)\n\}", re.S)
 # Entry directives between the parameter list and the body (PTX ISA "Performance-Tuning Directives", clusters).
 _ENTRY_DIRECTIVE = re.compile(r"\.(?:maxntid|reqntid|minnctapersm|maxnctapersm|reqnctapercluster|explicitcluster|"
@@ -62,6 +63,8 @@ _LABEL = re.compile(r"^([\w$]+):$")
 
 
 def _width(type_suffix: str) -> int:
+    if type_suffix == "pred":                 # predicates are one bit (not.pred, xor.pred, mov.pred)
+        return 1
     m = re.search(r"(\d+)$", type_suffix)
     return int(m.group(1)) if m else 32
 
@@ -136,7 +139,8 @@ _COMPARE = {"eq": lambda x, y: x == y, "ne": lambda x, y: x != y, "lt": lambda x
             "le": lambda x, y: x <= y, "gt": lambda x, y: x > y, "ge": lambda x, y: x >= y,
             "lo": lambda x, y: x < y, "ls": lambda x, y: x <= y, "hi": lambda x, y: x > y, "hs": lambda x, y: x >= y}
 
-_ALU_OPS = set(_BINARY) | {"mul", "div", "rem", "mov", "not", "neg", "mad", "cvt", "cvta", "setp", "selp", "bfi", "bfe"}
+_ALU_OPS = set(_BINARY) | {"mul", "div", "rem", "mov", "not", "neg", "mad", "cvt", "cvta", "setp", "selp", "bfi", "bfe",
+                           "popc"}
 
 
 class _Thread:
@@ -211,6 +215,10 @@ class _Thread:
             self.regs[args[0]] = 1                           # the phase has completed (no asynchrony here)
         elif (family := _family(op)) is not None:
             self._issue(family, op, args)
+        elif base == "createpolicy":                         # the policy's token (arch.sm80.cache)
+            f = args[1]
+            bits = int(f[2:], 16) if re.fullmatch(r"0[fF][0-9a-fA-F]{8}", f) else self.value(f, 32)
+            self.regs[args[0]] = policy_of_ptx(op, bits).token
         elif base == "mapa":                                 # this model's shared::cluster windows
             self.regs[args[0]] = (self.value(args[1], 32) + self.value(args[2], 32) * bulk.CLUSTER_WINDOW) & _MASK[bits]
         elif base == "shfl":
@@ -263,6 +271,8 @@ class _Thread:
             pos, length = a[1] & 0xFF, a[2] & 0xFF
             x = (a[0] >> pos) & ((1 << length) - 1) if length else 0
             return (_signed(x, length) if signed and length else x) & mask
+        if base == "popc":                               # population count (a multicast slice's rank in its mask)
+            return bin(a[0]).count("1")
         if base in ("mov", "not", "neg", "mad"):
             return {"mov": lambda: a[0], "not": lambda: ~a[0], "neg": lambda: -a[0],
                     "mad": lambda: a[0] * a[1] + a[2]}[base]() & mask

@@ -8,6 +8,7 @@ import attrs
 
 from ...arch.sm80.cp_async import CpAsyncCompletion
 from ...atoms.cp_async import CpAsyncAtom, CpAsyncIssue
+from ...arch.sm80.cache import CachePolicy
 from ...errors import PlanError
 from ...int_tuple import as_int, product
 from ...layout import Layout
@@ -64,6 +65,7 @@ class CpAsyncPlan(ArrayTilePlan):
     completion: CpAsyncCompletion = "group"
     stages: tuple[SmemStage, ...] = ()
     rejected: tuple[Rejection, ...] = attrs.field(default=(), eq=False)
+    cache_hint: CachePolicy | None = None        # the L2 policy every copy is issued with (.L2::cache_hint)
 
     direction: str = attrs.field(default="load", init=False)       # cp.async copies global -> shared only
 
@@ -120,7 +122,8 @@ class CpAsyncPlan(ArrayTilePlan):
             e = (thread + inst.iteration * self.threads) * self.vector
             src_size = self._src_size(origin, self.element(e))
             gmem = (sum(o * d for o, (_, d) in zip(origin, self.array_modes)) + self.gmem_terms(e)) * elem
-            out.append(CpAsyncIssue(inst.ptx, shift + self.smem_byte(e), gmem if src_size else 0, size, src_size))
+            out.append(CpAsyncIssue(inst.ptx, shift + self.smem_byte(e), gmem if src_size else 0, size, src_size,
+                                    self.cache_hint))
         return out
 
     def _src_size(self, origin: list[int], coord: tuple[int, ...]) -> int:
@@ -158,6 +161,8 @@ class CpAsyncPlan(ArrayTilePlan):
                                       if self.completion == "group" else
                                       f"cp.async.mbarrier.arrive.noinc: the mbarrier expects {self.arrivals} more "
                                       f"arrivals")]
+        if self.cache_hint is not None:
+            lines.append(f"  cache hint  .L2::cache_hint with createpolicy {self.cache_hint}")
         lines += [f"  straight    {q}: thread part + iteration part (computed once)" for q in sorted(self.linear)]
         if self.rejected:
             lines.append("  wider copies refused:")

@@ -18,8 +18,14 @@ from ...tensor.smem import SmemTensor
 from ...views import view
 from ..protocol import ArrayTilePlan, Rejection
 from ...tensor.stages import SmemStage, stage_offset
+from ...tensor.tile import mode_extents
+from ...int_tuple import flatten
+from ...arch.sm80.cache import CachePolicy
+from ...arch.sm90.tma import L2_PROMOTIONS
+from .multicast import Multicast, TmaMulticast
+from .view import TmaTileCoord
 
-__all__ = ["TensorMapParams", "TmaInstruction", "TmaMulticast", "TmaStage", "TmaTileCoord", "TmaPlan"]
+__all__ = ["TensorMapParams", "TmaInstruction", "TmaMulticast", "TmaStage", "TmaTileCoord", "TmaPlan", "Multicast"]
 
 
 @attrs.frozen
@@ -53,38 +59,16 @@ class TensorMapParams:
         return encode_tensor_map(self, as_int(global_address, "tensor_map: global_address"))
 
 
+_L2_NAMES = {v: k for k, v in L2_PROMOTIONS.items()}
+
+
 #: Bytes per element of the types a tensor map names.
 DTYPE_BYTES = {name: dtype(name).bits // 8 for name in DATA_TYPES}
-
-
-@attrs.frozen
-class TmaTileCoord:
-    """How tile index ``t`` of global mode ``mode`` becomes tensor-map coordinate ``dim``: ``t * scale``."""
-
-    mode: int
-    dim: int
-    scale: int
 
 
 #: A run-time index of the shared tile (``tile[:, :, dynamic("stage")]``): value ``v`` moves every box ``v *
 #: smem_step`` bytes; the generated function takes it as ``unsigned <name>`` (the record every variant shares).
 TmaStage = SmemStage
-
-
-@attrs.frozen
-class TmaMulticast:
-    """A load split over the ``ctas`` CTAs of a cluster (CuTe's multicast split): CTA ``r`` issues the plan's
-    boxes moved by ``r * coord_step`` on dimension ``dim`` and ``r * smem_step`` bytes, each written to and
-    signalled in every CTA of ``mask``; every CTA's mbarrier receives the whole tile."""
-
-    ctas: int
-    dim: int
-    coord_step: int
-    smem_step: int
-
-    @property
-    def mask(self) -> int:
-        return (1 << self.ctas) - 1
 
 
 @attrs.frozen
@@ -114,6 +98,8 @@ class TmaPlan(ArrayTilePlan):
     multicast: TmaMulticast | None = None
     stages: tuple[TmaStage, ...] = ()       # the shared tile's run-time indices; ``smem`` is their value 0
     element: str | None = None              # the tensors' own type when the map's element is wider (widen.py)
+    cache_hint: CachePolicy | None = None   # the L2 policy every box is issued with (.L2::cache_hint)
+    notes: tuple[str, ...] = attrs.field(default=(), eq=False)   # how the array became the map (view.py)
 
     VARIANT: ClassVar[str] = "tma"
 
@@ -131,15 +117,20 @@ class TmaPlan(ArrayTilePlan):
     @property
     def array_bytes(self) -> int:
         """Bytes from the array's base through its last element, in whole 16-byte units (TMA's store unit)."""
-        last = sum((n - 1) * d for n, d in self.array_modes)
+        last = sum((n - 1) * d for n, d in zip(flatten(self.gmem.layout.shape), flatten(self.gmem.layout.stride)))
         return -(-(last + 1) * self.elem_bytes // 16) * 16
+
+    @property
+    def array_extents(self) -> tuple[int, ...]:
+        """The array's extent in each mode (a hierarchical mode's whole size)."""
+        return mode_extents(self.gmem.layout)
 
     @property
     def expect_tx(self) -> int:
         """Bytes one tile delivers to each CTA's mbarrier (a load's ``arrive.expect_tx`` count): every box, with
         multicast every CTA's boxes, and for a pair load both CTAs' boxes on the even CTA's barrier."""
-        ctas = self.multicast.ctas if self.multicast else PAIR_CTAS if self.atom.pair else 1
-        return self.tensor_map.box_bytes * len(self.instructions) * ctas
+        ctas = self.multicast.ctas if self.multicast else 1
+        return self.tensor_map.box_bytes * len(self.instructions) * ctas * (PAIR_CTAS if self.atom.pair else 1)
 
     @property
     def targets(self) -> tuple[str, ...]:
@@ -154,25 +145,31 @@ class TmaPlan(ArrayTilePlan):
 
     def coords(self, tile: tuple[int, ...], cta: int = 0) -> list[tuple[int, ...]]:
         """Every instruction's tensor-map coordinates for tile index ``tile`` (one per global mode), as CTA ``cta``
-        of a multicast issues them."""
+        (its rank in the cluster) of a multicast issues them."""
         if len(tile) != len(self.tile_shape):
             raise PlanError(f"the tile index has {len(tile)} entries; the array has {len(self.tile_shape)} modes")
         origin = [0] * self.tensor_map.rank
+        for k, value in enumerate(tile):
+            if as_int(value, f"tile index of mode {k}") < 0:
+                raise PlanError(f"tile index {value} of mode {k} is negative")
         for t in self.tile:
-            value = as_int(tile[t.mode], f"tile index of mode {t.mode}")
-            if value < 0:
-                raise PlanError(f"tile index {value} of mode {t.mode} is negative")
-            origin[t.dim] += value * t.scale
+            origin[t.dim] += t.value(tile[t.mode])
         if self.multicast is not None:
-            origin[self.multicast.dim] += self._cta(cta) * self.multicast.coord_step
+            origin[self.multicast.dim] += self._slice(cta) * self.multicast.coord_step
         return [tuple(o + c for o, c in zip(origin, i.coords)) for i in self.instructions]
 
-    def _cta(self, cta: int) -> int:
-        ctas = self.multicast.ctas if self.multicast else 1
+    def _slice(self, cta: int) -> int:
+        """The slice of the tile CTA rank ``cta`` issues (0 without multicast)."""
         cta = as_int(cta, "cta")
-        if not 0 <= cta < ctas:
-            raise PlanError(f"CTA {cta}: the plan is issued by {ctas} CTA(s)")
-        return cta
+        if self.multicast is None:
+            if cta not in (0, 1) or (cta and not self.atom.pair):
+                raise PlanError(f"CTA {cta}: the plan is issued by 1 CTA")
+            return 0
+        spec = self.multicast.spec
+        if not 0 <= cta < spec.size or spec.mask_of(cta) is None:
+            raise PlanError(f"CTA {cta}: the multicast is issued by the CTAs {spec.participants()} of the "
+                            f"{spec.describe()}")
+        return spec.slice_of(cta)
 
     def stage_offset(self, **values: int) -> int:
         """Bytes the run-time indices' values move every box (each value in range, every index given)."""
@@ -187,11 +184,15 @@ class TmaPlan(ArrayTilePlan):
                                                for i in self.instructions))
 
     def stream(self, smem_base: int, *tile: int, cta: int = 0, **values: int) -> list[TmaIssue]:
-        """``TmaIssue(ptx, coords, smem)`` per instruction for the buffer at shared address ``smem_base``, tile
-        index ``tile`` and the values of the run-time indices, as CTA ``cta`` of a multicast issues them."""
+        """``TmaIssue(ptx, coords, smem, mask, policy)`` per instruction for the buffer at shared address
+        ``smem_base``, tile index ``tile`` and the values of the run-time indices, as CTA rank ``cta`` of a
+        multicast issues them."""
         smem_base = self.smem_base(smem_base)
-        shift = (self._cta(cta) * self.multicast.smem_step if self.multicast else 0) + self.stage_offset(**values)
-        return [TmaIssue(i.ptx, c, 0 if self.direction == "prefetch" else smem_base + shift + i.smem_offset)
+        mc = self.multicast
+        shift = (self._slice(cta) * mc.smem_step if mc else 0) + self.stage_offset(**values)
+        mask = mc.spec.mask_of(cta) if mc else None
+        return [TmaIssue(i.ptx, c, 0 if self.direction == "prefetch" else smem_base + shift + i.smem_offset, mask,
+                         self.cache_hint)
                 for i, c in zip(self.instructions, self.coords(tile, cta))]
 
     def prefetch(self) -> "TmaPlan":
@@ -199,7 +200,7 @@ class TmaPlan(ArrayTilePlan):
         to warm L2 with a tile a later load reads."""
         if self.direction != "load" or self.multicast is not None:
             raise PlanError("prefetch: a prefetch is made from a load plan without multicast")
-        atom = tma_atom("prefetch", self.atom.rank)
+        atom = tma_atom("prefetch", self.atom.rank, cache_hint=self.atom.cache_hint)
         return attrs.evolve(self, direction="prefetch", atom=atom,
                             instructions=tuple(attrs.evolve(i, ptx=atom.ptx) for i in self.instructions))
 
@@ -223,18 +224,25 @@ class TmaPlan(ArrayTilePlan):
                     f"per tensor-map element (same bytes, fewer elements per box)"] if self.element else []),
                  f"  instruction {self.atom.ptx}",
                  f"  tensor map  {m.dtype} (type {m.data_type}), dims {m.global_dims}, strides {m.global_strides} B, "
-                 f"box {m.box}, element strides {m.element_strides}, swizzle {m.swizzle.name}, L2 promotion 128B, "
-                 f"OOB fill {'NaN' if m.oob_fill else 'zeros'}",
+                 f"box {m.box}, element strides {m.element_strides}, swizzle {m.swizzle.name}, L2 promotion "
+                 f"{_L2_NAMES[m.l2_promotion]}, OOB fill {'NaN' if m.oob_fill else 'zeros'}",
+                 *([f"  row pitch   {m.swizzle.row_pitch(m.box[0] * self.elem_bytes)} B per box row of "
+                    f"{m.box[0] * self.elem_bytes} B (a narrow row under the {m.swizzle.name} swizzle keeps a whole "
+                    f"pattern row)"] if m.swizzle.row_pitch(m.box[0] * self.elem_bytes) != m.box[0] * self.elem_bytes
+                   else []),
+                 *([f"  cache hint  .L2::cache_hint with createpolicy {self.cache_hint}"] if self.cache_hint else []),
+                 *[f"  view        {n}" for n in self.notes],
                  f"  count       {n} box{'es' if n != 1 else ''} of {m.box_bytes} B per tile; lower bound "
-                 f"{self.lower_bound}",
-                 f"  expect_tx   {self.expect_tx} B per tile (full boxes, out-of-bounds parts included)"]
+                 f"{self.lower_bound}"]
+        if self.direction == "load":
+            lines.append(f"  expect_tx   {self.expect_tx} B per tile (full boxes, out-of-bounds parts included)")
         if self.atom.pair:
             lines.append(f"  pair        .cta_group::2 ({', '.join(self.targets[:2])}, ...): each CTA of the pair loads "
                          f"its own tile; both complete on the even CTA's mbarrier, which expects the {self.expect_tx} B")
         if self.multicast is not None:
             mc = self.multicast
-            lines.append(f"  multicast   {mc.ctas} CTAs (mask {mc.mask:#06x}): CTA r issues the boxes moved by r x "
-                         f"{mc.coord_step} on dim {mc.dim} and r x {mc.smem_step} B, written to every CTA")
+            lines.append(f"  multicast   {mc.spec.describe()}: the k-th CTA of a mask issues the boxes moved by k x "
+                         f"{mc.coord_step} on dim {mc.dim} and k x {mc.smem_step} B, written to every CTA of the mask")
         if self.rejected:
             lines.append("  larger boxes refused:")
             lines += [f"    {r.candidate:<22} {r.reason}" for r in self.rejected]
@@ -242,7 +250,7 @@ class TmaPlan(ArrayTilePlan):
             lines.append(f"  run-time    {s.name} in [0, {s.extent}): +{s.smem_step} B shared memory per unit (every "
                          f"value keeps the boxes aligned)")
         lines.append("  tile index -> coordinates: " + ", ".join(
-            f"t{t.mode} * {t.scale} on dim {t.dim}" for t in self.tile))
+            f"{t.formula()} on dim {t.dim}" for t in self.tile))
         lines.append("  boxes (coordinates from the tile's; shared-memory byte offset):")
         lines += [f"    {i.coords}  smem +{i.smem_offset}" for i in self.instructions[:16]]
         if n > 16:

@@ -10,13 +10,15 @@ need), each at most 256 long, at most five. The modes past the box repeat it as 
 from __future__ import annotations
 
 import itertools
+from typing import Any
 
 import attrs
 
-from ...arch.sm90.tma import (DATA_TYPES, DIM_LIMIT, GLOBAL_ALIGN, INNER_BOX_ALIGN, MAX_BOX, MAX_MULTICAST, MAX_RANK,
+from ...arch.sm80.cache import CachePolicy, cache_policy
+from ...arch.sm90.tma import (DATA_TYPES, DIM_LIMIT, GLOBAL_ALIGN, INNER_BOX_ALIGN, MAX_BOX, MAX_RANK,
                               NAN_FILL_TYPES, OOB_FILL_NAN, OOB_FILL_NONE, REDUCE_TYPES, SMEM_ALIGN, STRIDE_ALIGN,
-                              STRIDE_LIMIT, TMA_SWIZZLES, TX_LIMIT, OobFill, ReduceOp, TmaDirection, TmaSwizzle,
-                              tma_swizzle_of_bytes)
+                              STRIDE_LIMIT, TMA_SWIZZLES, TX_LIMIT, L2Promotion, OobFill, ReduceOp, TmaDirection,
+                              TmaSwizzle, l2_promotion_code, tma_swizzle_of_bytes)
 from ...atoms.tma import tma_atom
 from ...basis import ScaledBasis
 from ...composition import composition, right_inverse
@@ -27,12 +29,13 @@ from ...modes import make_identity_layout
 from ...swizzle import Swizzle
 from ...tensor.gmem import GlobalTensor
 from ...tensor.smem import SmemTensor
-from ...tensor.tile import whole_array_modes
+from ...tensor.tile import layout_modes
 from ..protocol import Reject, Rejection, load_or_store
 from ...tensor.stages import smem_stages
+from .multicast import Multicast, check_pair_multicast, multicast_spec, split_multicast
+from .view import array_view, check_box_rows, check_store_target, narrow_rows, tile_coords_of
 from .widen import WIDE_TYPES, widen
-from .plan import (DTYPE_BYTES, TensorMapParams, TmaInstruction, TmaMulticast, TmaPlan,
-                   TmaTileCoord)
+from .plan import DTYPE_BYTES, TensorMapParams, TmaInstruction, TmaPlan
 
 __all__ = ["make_tma_copy"]
 
@@ -41,12 +44,12 @@ def _where(gmem: GlobalTensor, smem: SmemTensor) -> str:
     return f"\n  global: {gmem!r}\n  shared: {smem!r}"
 
 
-def _array_modes(gmem: GlobalTensor, where: str) -> list[tuple[int, int]]:
-    """``[(extent, stride in elements)]`` per mode of the whole array; each mode one extent and one stride."""
-    modes = whole_array_modes(gmem, "make_tma_copy")
-    if len(modes) > MAX_RANK:
-        raise PlanError(f"make_tma_copy: the array has {len(modes)} modes; a tensor map has at most {MAX_RANK}{where}")
-    return modes
+def _array_modes(gmem: GlobalTensor, where: str) -> list[tuple[Any, Any]]:
+    """``[(shape, stride)]`` per mode of the whole array (a hierarchical mode keeps its sub-modes)."""
+    if gmem.offset != 0 or gmem.dynamic:
+        raise PlanError(f"make_tma_copy: give the whole array (offset 0, no run-time index); the tile index picks the "
+                        f"tile ({gmem!r})")
+    return layout_modes(gmem.layout)
 
 
 def _swizzle(smem: SmemTensor, elem: int, where: str) -> TmaSwizzle:
@@ -67,7 +70,8 @@ def _swizzle(smem: SmemTensor, elem: int, where: str) -> TmaSwizzle:
 
 
 def _check_array(modes: list, gmem: GlobalTensor, elem: int, where: str) -> int:
-    """The contiguous mode's index, after the encoder's rules on extents, strides and the base alignment."""
+    """The contiguous mode's index, after the encoder's rules on extents, strides and the base alignment (a stride
+    of 0 or overlapping strides are strides like any other to the driver; stores refuse them before)."""
     unit = [k for k, (n, d) in enumerate(modes) if d == 1]
     if not unit:
         raise PlanError(f"make_tma_copy: no array mode has stride 1; a tensor map's dimension 0 is contiguous{where}")
@@ -77,9 +81,10 @@ def _check_array(modes: list, gmem: GlobalTensor, elem: int, where: str) -> int:
     for k, (n, d) in enumerate(modes):
         if not 1 <= n <= DIM_LIMIT:
             raise PlanError(f"make_tma_copy: array mode {k} has extent {n}, outside [1, 2^32]{where}")
-        if k != unit[0] and n > 1 and ((d * elem) % STRIDE_ALIGN or not 0 < d * elem < STRIDE_LIMIT):
+        if k != unit[0] and n > 1 and ((d * elem) % STRIDE_ALIGN or not 0 <= d * elem < STRIDE_LIMIT):
             raise PlanError(f"make_tma_copy: array mode {k} has a stride of {d * elem} B; a tensor map stride is a "
-                            f"positive multiple of {STRIDE_ALIGN} B below 2^40 (cp.async takes such arrays){where}")
+                            f"multiple of {STRIDE_ALIGN} B below 2^40, 0 for a broadcast (cp.async takes such arrays)"
+                            f"{where}")
     return unit[0]
 
 
@@ -162,9 +167,9 @@ def _within_rank(box: list, rest: list, arrays: int, why: list) -> tuple[list, l
     return box, rest
 
 
-def _dims(box: list, arrays: list, tile: tuple, elem: int, where: str) -> tuple[list, list]:
-    """The tensor map's dimensions ``[(global dim, byte stride, box, axis, step)]`` (box dims first, then a
-    size-1 dimension per array mode no box dimension covers) and how tile indices become coordinates."""
+def _dims(box: list, arrays: list, elem: int, where: str) -> list:
+    """The tensor map's dimensions ``[(global dim, byte stride, box, axis, step)]``: box dims first, then a
+    size-1 dimension per array mode no box dimension covers."""
     dims = []
     for n, axis, step in box:
         extent, stride = arrays[axis]
@@ -187,16 +192,14 @@ def _dims(box: list, arrays: list, tile: tuple, elem: int, where: str) -> tuple[
     if len(dims) > MAX_RANK:
         raise PlanError(f"make_tma_copy: the tile needs {len(dims)} tensor-map dimensions (its box and every array "
                         f"mode it spans once); a tensor map has at most {MAX_RANK}{where}")
-    tile_coords = []
-    for axis, extent in enumerate(tile):
-        j = max((k for k, d in enumerate(dims) if d[3] == axis), key=lambda k: dims[k][4])
-        tile_coords.append(TmaTileCoord(axis, j, extent // dims[j][4]))
-    return dims, tile_coords
+    return dims
 
 
-def _instructions(rest: list, box_elems: int, dims: list, ptx: str, elem: int, start: int, where: str) -> list:
+def _instructions(rest: list, box_elems: int, dims: list, ptx: str, elem: int, start: int, padded,
+                  where: str) -> list:
     """One box per point of the modes left over: its coordinates (on the dimension of its array mode with the
-    largest step dividing its own) and its shared-memory offset."""
+    largest step dividing its own) and its shared-memory offset (``padded`` maps the tile's squeezed element
+    offsets to its own)."""
     stride, steps = box_elems, []
     for n, axis, step in rest:
         j = max((k for k, d in enumerate(dims) if d[3] == axis and step % d[4] == 0), key=lambda k: dims[k][4])
@@ -208,6 +211,7 @@ def _instructions(rest: list, box_elems: int, dims: list, ptx: str, elem: int, s
         for v, (_, j, unit, smem_step) in zip(point, steps):
             coords[j] += v * unit
             offset += v * smem_step
+        offset = padded(offset)
         if (offset * elem) % SMEM_ALIGN:
             raise PlanError(f"make_tma_copy: a box would start {offset * elem} B into the tile; TMA boxes start on "
                             f"{SMEM_ALIGN}-byte boundaries{where}")
@@ -215,40 +219,11 @@ def _instructions(rest: list, box_elems: int, dims: list, ptx: str, elem: int, s
     return out
 
 
-def _check_smem(smem: SmemTensor, mode: TmaSwizzle, box0_bytes: int, where: str) -> None:
-    if box0_bytes % INNER_BOX_ALIGN:
-        raise PlanError(f"make_tma_copy: the box's rows are {box0_bytes} B; TMA moves whole {INNER_BOX_ALIGN}-byte "
-                        f"units (boxDim[0] x element bytes a multiple of {INNER_BOX_ALIGN}){where}")
-    if mode.byte_swizzle is not None and box0_bytes != mode.span:
-        raise PlanError(f"make_tma_copy: the box's rows are {box0_bytes} B under the {mode.name} swizzle, whose rows "
-                        f"are {mode.span} B; pycute plans swizzled boxes whose rows fill the swizzle row (narrower "
-                        f"rows are not settled, docs/tma.md){where}")
-    need = max(SMEM_ALIGN, mode.repeat)
-    if smem.base_align % need or (smem.offset * smem.bits // 8) % need:
-        raise PlanError(f"make_tma_copy: the tile starts {smem.offset * smem.bits // 8} B into a buffer aligned to "
-                        f"{smem.base_align} B; a {mode.name}-swizzled box needs {need}-byte alignment{where}")
-
-
-def _check_multicast(multicast: object, direction: str, where: str) -> int:
-    ctas = as_int(multicast, "make_tma_copy: multicast")
+def _check_multicast(multicast: object, direction: str, where: str) -> Multicast:
+    spec = multicast_spec(multicast)
     if direction != "load":
         raise PlanError(f"make_tma_copy: only loads multicast (PTX ISA: .multicast::cluster){where}")
-    if not 2 <= ctas <= MAX_MULTICAST:
-        raise PlanError(f"make_tma_copy: multicast={ctas}: a multicast reaches 2 to {MAX_MULTICAST} CTAs (a one-CTA "
-                        f"mask is a plain load: leave multicast out){where}")
-    return ctas
-
-
-def _multicast(dims: list, box_elems: int, ctas: int, elem: int, where: str) -> tuple[list, TmaMulticast]:
-    """The box's outermost dimension split over ``ctas`` CTAs: each issues a contiguous slice of the tile."""
-    j = max((k for k, d in enumerate(dims) if d[2] > 1), default=0)
-    if j == 0 or dims[j][2] % ctas:
-        raise PlanError(f"make_tma_copy: multicast over {ctas} CTAs splits the box's outermost dimension, which is "
-                        f"{dims[j][2]} long{' (the contiguous one)' if j == 0 else ''}; it must be a multiple of "
-                        f"{ctas} (pycute splits only that dimension, so that each CTA's slice is contiguous){where}")
-    g, stride, n, axis, step = dims[j]
-    dims = dims[:j] + [(g, stride, n // ctas, axis, step)] + dims[j + 1:]
-    return dims, TmaMulticast(ctas, j, n // ctas, box_elems // ctas * elem)
+    return spec
 
 
 def _check_reduce(reduce: object, direction: str, dtype: str, where: str) -> ReduceOp:
@@ -282,19 +257,19 @@ def _operands(dst: object, src: object) -> tuple[TmaDirection, GlobalTensor, Sme
     return direction, gmem, smem
 
 
-def _check_cta_group(cta_group: object, direction: str, multicast: object) -> bool:
+def _check_cta_group(cta_group: object, direction: str) -> bool:
     """Whether the copy is a pair load (``cta_group=2``), after its rules."""
     group = as_int(cta_group, "make_tma_copy: cta_group")
     if group not in (1, 2):
         raise PlanError(f"make_tma_copy: cta_group={group}: a TMA load is issued for one CTA (1) or a pair (2)")
-    if group == 2 and (direction != "load" or multicast is not None):
-        raise PlanError("make_tma_copy: cta_group=2 is the pair form of a plain load (PTX: .cta_group is a load "
-                        "qualifier; pycute does not plan it with multicast)")
+    if group == 2 and direction != "load":
+        raise PlanError("make_tma_copy: cta_group=2 is the pair form of a plain load or a multicast (PTX: .cta_group is "
+                        "a load qualifier)")
     return group == 2
 
 
-def _plan(direction: TmaDirection, gmem: GlobalTensor, smem: SmemTensor, multicast: int | None,
-          reduce: ReduceOp | None, oob_fill: OobFill, pair: bool = False) -> TmaPlan:
+def _plan(direction: TmaDirection, gmem: GlobalTensor, smem: SmemTensor, multicast: Multicast | None,
+          reduce: ReduceOp | None, oob_fill: OobFill, pair: bool, l2: int, hint: CachePolicy | None) -> TmaPlan:
     """The plan of one element type (the tensors' own, or a wider one)."""
     where = _where(gmem, smem)
     if gmem.dtype.name not in DATA_TYPES:
@@ -303,38 +278,48 @@ def _plan(direction: TmaDirection, gmem: GlobalTensor, smem: SmemTensor, multica
     elem = DTYPE_BYTES[gmem.dtype.name]
     op = None if reduce is None else _check_reduce(reduce, direction, gmem.dtype.name, where)
     fill = _check_fill(oob_fill, direction, gmem.dtype.name, where)
-    arrays = _array_modes(gmem, where)
-    first = _check_array(arrays, gmem, elem, where)
+    modes = _array_modes(gmem, where)
+    if direction == "store":
+        check_store_target(gmem, where)
     mode = _swizzle(smem, elem, where)
     stages = smem_stages(smem, SMEM_ALIGN, "make_tma_copy")
     smem = smem.at(**{d.name: 0 for d in smem.dynamic}) if smem.dynamic else smem
-    modes, tile = _smem_modes(smem, len(arrays), where)
-    box, rest, why = _box(_split_256(modes), first, arrays)
+    view = array_view(modes, smem, where)
+    arrays = list(view.arrays)
+    first = _check_array(arrays, gmem, elem, where)
+    rows = narrow_rows(view.smem, mode, elem)
+    modes_l, tile = _smem_modes(rows.smem, len(arrays), where)
+    box, rest, why = _box(_split_256(rows.split(modes_l, where)), first, arrays)
     if not box:
         raise PlanError(f"make_tma_copy: no box fits: {why[0].reason}{where}")
     box, rest = _within_rank(box, rest, len(arrays), why)
-    _check_smem(smem, mode, box[0][0] * elem, where)
-    dims, tile_coords = _dims(box, arrays, tile, elem, where)
+    check_box_rows(smem, mode, box[0][0] * elem, None if rows.row is None else rows.row * elem, where)
+    padded = rows.padded
+    dims = _dims(box, arrays, elem, where)
+    tile_coords = tile_coords_of(view, dims, where)
     box_elems = 1
     for n, _, _ in box:
         box_elems *= n
     mc = None
     if multicast is not None:
-        ctas = _check_multicast(multicast, direction, where)
-        dims, mc = _multicast(dims, box_elems, ctas, elem, where)
-        box_elems //= ctas
+        if pair:
+            check_pair_multicast(multicast, where)
+        dims, mc = split_multicast(dims, box_elems, multicast, elem, padded, where)
+        box_elems //= mc.ctas
     params = TensorMapParams(gmem.dtype.name, DATA_TYPES[gmem.dtype.name], tuple(d[0] for d in dims),
                              tuple(d[1] for d in dims[1:]), tuple(d[2] for d in dims), (1,) * len(dims), mode,
-                             oob_fill=fill)
-    atom = tma_atom(direction, len(dims), mc is not None, op, pair)
-    insts = _instructions(rest, box_elems * (mc.ctas if mc else 1), dims, atom.ptx, elem, smem.offset * elem, where)
+                             l2_promotion=l2, oob_fill=fill)
+    atom = tma_atom(direction, len(dims), mc is not None, op, pair, hint is not None)
+    insts = _instructions(rest, box_elems * (mc.ctas if mc else 1), dims, atom.ptx, elem, smem.offset * elem, padded,
+                          where)
     if direction == "store" and (params.global_dims[0] * elem) % INNER_BOX_ALIGN:
         raise PlanError(f"make_tma_copy: the array's rows are {params.global_dims[0] * elem} B; a TMA store writes "
                         f"every {INNER_BOX_ALIGN}-byte unit it touches whole (a reduction is held to the same rule), "
                         f"so the bytes past each row's end up to "
                         f"the next {INNER_BOX_ALIGN}-byte boundary would be overwritten (measured on the H200, "
                         f"docs/tma.md){where}")
-    plan = TmaPlan(direction, atom, gmem, smem, params, tuple(tile_coords), tuple(insts), tuple(why), mc, stages)
+    plan = TmaPlan(direction, atom, gmem, smem, params, tuple(tile_coords), tuple(insts), tuple(why), mc, stages,
+                   cache_hint=hint, notes=view.notes)
     if direction == "load" and plan.expect_tx > TX_LIMIT:
         raise PlanError(f"make_tma_copy: one tile is {plan.expect_tx} B; an mbarrier phase counts at most {TX_LIMIT} "
                         f"transaction bytes (split the tile){where}")
@@ -342,28 +327,37 @@ def _plan(direction: TmaDirection, gmem: GlobalTensor, smem: SmemTensor, multica
 
 
 def make_tma_copy(dst: GlobalTensor | SmemTensor, src: GlobalTensor | SmemTensor,
-                  multicast: int | None = None, reduce: ReduceOp | None = None,
-                  oob_fill: OobFill = "zero", cta_group: int = 1) -> TmaPlan:
+                  multicast: int | Multicast | None = None, reduce: ReduceOp | None = None,
+                  oob_fill: OobFill = "zero", cta_group: int = 1, l2_promotion: L2Promotion = "128B",
+                  cache_hint: str | CachePolicy | None = None) -> TmaPlan:
     """Plan a TMA load (``src`` a whole global array, ``dst`` the shared tile) or store (the reverse) of one tile:
     mode ``i`` of the tile is a window of mode ``i`` of the array, and the generated code takes a tile index per
-    mode. ``multicast=n`` splits a load over the ``n`` CTAs of a cluster, each writing its slice into all of them
-    (``.multicast::cluster``); ``reduce`` makes a store a reduction into the array (``"add"``, ``"min"``, ...,
-    each for the element types PTX allows); ``oob_fill="nan"`` loads out-of-bounds float elements as NaN. The
-    fewest boxes (largest legal box; the tensor map's element widened where that gives fewer, or where the type
-    has no tensor-map type: 4-bit floats), the tensor map's parameters and ``expect_tx``; ``cta_group=2`` makes
-    a load the sm_100a pair form (``.cta_group::2``: both CTAs' bytes on the even CTA's barrier). PlanError names
-    the broken rule."""
+    mode. ``multicast=n`` splits a load over CTAs 0..n-1 of a cluster, ``multicast=Multicast(cluster, mask=...)``
+    over any CTAs of a cluster shape, ``Multicast(cluster, along="y")`` over every line of CTAs along an axis, each
+    CTA writing its slice into all of them (``.multicast::cluster``); ``reduce`` makes a store a reduction into the
+    array (``"add"``, ``"min"``, ..., each for the element types PTX allows); ``oob_fill="nan"`` loads out-of-bounds
+    float elements as NaN; ``l2_promotion`` is the map's L2 fill size (``"none"``, ``"64B"``, ``"128B"``,
+    ``"256B"``); ``cache_hint`` (``"evict_first"``, ``"evict_last"``, ... or a ``CachePolicy``) issues every box
+    with that L2 policy (``createpolicy`` + ``.L2::cache_hint``). The array may be hierarchical, have more than
+    five modes (contiguous ones are merged), stride-0 or overlapping modes (loads only). The fewest boxes (largest
+    legal box; the tensor map's element widened where that gives fewer, or where the type has no tensor-map type:
+    4-bit floats), the tensor map's parameters and ``expect_tx``; ``cta_group=2`` makes a load the sm_100a pair
+    form (``.cta_group::2``: both CTAs' bytes on the even CTA's barrier). PlanError names the broken rule."""
     direction, gmem, smem = _operands(dst, src)
-    pair = _check_cta_group(cta_group, direction, multicast)
+    pair = _check_cta_group(cta_group, direction)
+    where = _where(gmem, smem)
+    spec = None if multicast is None else _check_multicast(multicast, direction, where)
+    l2 = l2_promotion_code(l2_promotion, "make_tma_copy")
+    hint = cache_policy(cache_hint, "make_tma_copy")
     best, error, why = None, None, []
     try:
-        best = _plan(direction, gmem, smem, multicast, reduce, oob_fill, pair)
+        best = _plan(direction, gmem, smem, spec, reduce, oob_fill, pair, l2, hint)
     except PlanError as e:
         error = e
     if (best is None or len(best.instructions) > 1) and reduce is None and oob_fill == "zero":
         for nbytes in WIDE_TYPES:
             try:
-                plan = _plan(direction, *widen(gmem, smem, nbytes), multicast, reduce, oob_fill, pair)
+                plan = _plan(direction, *widen(gmem, smem, nbytes), spec, reduce, oob_fill, pair, l2, hint)
             except (Reject, PlanError) as e:
                 why.append(Rejection(f"as {WIDE_TYPES[nbytes]}", str(e).split("\n")[0]))
                 continue

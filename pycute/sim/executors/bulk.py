@@ -8,6 +8,7 @@ from typing import Callable
 
 import numpy as np
 
+from ...arch.sm80.cache import CACHE_HINT, policy_of_token
 from ...arch.sm90.bulk import BULK_ALIGN
 from ...atoms.bulk import BulkIssue
 from ...errors import EmulationError
@@ -73,14 +74,16 @@ class BulkExecutor(Machine):
 
 
 def decode(op: str, args: list, value: Callable[[str], int]) -> BulkIssue:
-    """A compiled flat ``cp.async.bulk`` as its issue record: ``[dst], [src], size{, [mbar]}``; a DSMEM copy's
-    shared::cluster destination split into the peer's rank and its CTA-local address."""
+    """A compiled flat ``cp.async.bulk`` as its issue record: ``[dst], [src], size{, [mbar]}{, policy}``; a DSMEM
+    copy's shared::cluster destination split into the peer's rank and its CTA-local address; a policy read back as
+    the ``CachePolicy`` createpolicy made in the interpretation."""
     if len(args) < 3:
         raise EmulationError(f"{op}: expected [dst], [src], size, got {args}")
     dst, src = (value(re.sub(r"[\[\]\s]", "", a)) for a in args[:2])
     size = value(args[2]) & 0xFFFFFFFF
+    policy = policy_of_token(value(args[-1])) if CACHE_HINT in op else None
     if ".shared::cluster.shared::cta" in op:
         return BulkIssue(op, dst % CLUSTER_WINDOW, src & 0xFFFFFFFF, size, dst // CLUSTER_WINDOW)
     if op.startswith("cp.async.bulk.global"):
-        return BulkIssue(op, dst, src & 0xFFFFFFFF, size)
-    return BulkIssue(op, dst & 0xFFFFFFFF, src, size)
+        return BulkIssue(op, dst, src & 0xFFFFFFFF, size, None, policy)
+    return BulkIssue(op, dst & 0xFFFFFFFF, src, size, None, policy)

@@ -1,6 +1,6 @@
 """The TMA executor: tile-mode ``cp.async.bulk.tensor`` loads and stores, bit for bit (PTX ISA #tensor-tiled-mode):
 the box is written to (read from) shared memory densely, dimension 0 fastest, through the mode's swizzle of the
-absolute byte address; out-of-bounds elements load as zeros and are not stored, except that a store writes a row's
+absolute byte address (a swizzled box whose rows are narrower than the swizzle's keeps one pattern row per box row); out-of-bounds elements load as zeros and are not stored, except that a store writes a row's
 16-byte units whole; a load delivers the whole box's bytes to its mbarrier, out-of-bounds parts included
 (docs/tma.md)."""
 from __future__ import annotations
@@ -10,8 +10,9 @@ from typing import Any, Callable
 
 import numpy as np
 
+from ...arch.sm80.cache import CACHE_HINT, policy_of_token
 from ...errors import EmulationError
-from ...arch.sm90.tma import NAN_FILL_UNIT, OOB_FILL_NAN
+from ...arch.sm90.tma import MAX_MULTICAST, NAN_FILL_UNIT, OOB_FILL_NAN
 from ...atoms.tma import TmaIssue
 from ...copy.tma.plan import DTYPE_BYTES
 from ...dtypes import BF16_SHIFT
@@ -39,7 +40,9 @@ def _box_addresses(params: Any, coords: tuple, smem: int, store: bool = False
     g = idx + np.array(coords, dtype=np.int64)[:, None]
     inside = np.all((g >= 0) & (g < np.array(dims, dtype=np.int64)[:, None]), axis=0)
     offset = (g * np.array(strides, dtype=np.int64)[:, None]).sum(axis=0)
-    linear = smem + np.arange(idx.shape[1], dtype=np.int64) * elem
+    flat = np.arange(idx.shape[1], dtype=np.int64)
+    pitch = params.swizzle.row_pitch(box[0] * elem)          # a narrow swizzled row still takes a pattern row
+    linear = smem + flat // box[0] * pitch + flat % box[0] * elem
     sw = params.swizzle.byte_swizzle
     return offset, inside, (sw(linear) if sw is not None else linear)
 
@@ -137,15 +140,22 @@ class TmaExecutor(Machine):
 
 def decode(op: str, args: list, value: Callable[[str], int]) -> TmaIssue:
     """A compiled tile-mode ``cp.async.bulk.tensor`` as the issue record a plan streams: a load's ``[smem],
-    [map, {c0, ...}], [mbar]`` or a store's ``[map, {c0, ...}], [smem]`` (``value`` reads an operand)."""
+    [map, {c0, ...}], [mbar]{, ctaMask}{, policy}``, a store's ``[map, {c0, ...}], [smem]{, policy}`` or a
+    prefetch's ``[map, {c0, ...}]{, policy}`` (``value`` reads an operand; a policy is read back as the
+    ``CachePolicy`` createpolicy made in the interpretation)."""
     if ".prefetch." in op:
-        tensor, smem = args[0], "0"
+        tensor, smem, rest = args[0], "0", args[1:]
     else:
         store = ".global.shared::cta" in op
         tensor, smem = (args[0], args[1]) if store else (args[1], args[0])
+        rest = args[2:] if store else args[3:]
     m = re.fullmatch(r"\[\s*[^,\s]+\s*,\s*\{([^}]*)\}\s*\]", tensor)
     if m is None:
         raise EmulationError(f"{op}: tensor operand {tensor!r} is not [map, {{coordinates}}]")
     coords = tuple((value(c.strip()) & 0xFFFFFFFF) - ((value(c.strip()) & 0x80000000) << 1)
                    for c in m.group(1).split(","))
-    return TmaIssue(op, coords, value(smem.strip("[] ")) & 0xFFFFFFFF)
+    mask = value(rest.pop(0)) % (1 << MAX_MULTICAST) if ".multicast::cluster" in op else None
+    policy = policy_of_token(value(rest.pop(0))) if CACHE_HINT in op else None
+    if rest:
+        raise EmulationError(f"{op}: operands {rest} past the ones the form takes")
+    return TmaIssue(op, coords, value(smem.strip("[] ")) & 0xFFFFFFFF, mask, policy)

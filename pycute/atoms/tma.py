@@ -17,13 +17,15 @@ __all__ = ["TmaAtom", "TmaIssue", "tma_atom"]
 
 class TmaIssue(NamedTuple):
     """One issued TMA instruction: its PTX, the tensor coordinates (element indices, dim 0 first), the
-    shared-memory byte address of the box, the CTA mask of a multicast and the L2 policy of a cache hint."""
+    shared-memory byte address of the box, the CTA mask of a multicast, the L2 policy of a cache hint and the
+    im2col offsets of an im2col load."""
 
     ptx: str
     coords: tuple[int, ...]
     smem: int
     mask: int | None = None
     policy: CachePolicy | None = None
+    im2col: tuple[int, ...] | None = None    # an im2col load's offsets (the W modes': wHalo, wOffset)
 
 
 @attrs.frozen

@@ -8,6 +8,7 @@ from ..arch.sm90.tma import MAX_RANK, REDUCE_TYPES, tma_ptx
 from ..copy.tma.plan import TmaPlan
 from ..views import provides
 from .cache import createpolicy_statement
+from .tma_modes import tma_mode_header_functions
 from .common import ABI_VERSION, check_function_name
 
 __all__ = ["emit_tma_copy", "tma_helper", "tma_header_functions"]
@@ -69,7 +70,7 @@ def tma_header_functions() -> str:
                                 "multicast", r, hint))
             out += [_wrapper(tma_helper("store", r, reduce=op, cache_hint=hint),
                              tma_ptx("store", r, reduce=op, cache_hint=hint), "store", r, hint) for op in REDUCE_TYPES]
-    return "\n".join(out)
+    return "\n".join(out) + "\n" + tma_mode_header_functions()
 
 
 def _coordinate(plan: TmaPlan, dim: int, offset: int) -> str:

@@ -3,3 +3,6 @@ legal box, the map's parameters, the instructions and the bytes each mbarrier ph
 from .plan import TensorMapParams, TmaInstruction, TmaPlan, TmaTileCoord
 from .multicast import Multicast
 from .planner import make_tma_copy
+from .conv import ConvProblem, im2col_reference
+from .im2col import Im2colMapParams, Im2colPlan, make_im2col_copy
+from .modes100 import Gather4Plan, Im2colWPlan, make_im2col_w_copy, make_tma_gather4

@@ -606,5 +606,61 @@ __device__ __forceinline__ void pycute_tma_reduce_xor_hint_5d(const void* map, u
   asm volatile("cp.reduce.async.bulk.tensor.5d.global.shared::cta.xor.tile.bulk_group.L2::cache_hint [%0, {%2, %3, %4, %5, %6}], [%1], %7;"
                :: "l"(map), "r"(smem), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(c4), "l"(policy) : "memory");
 }
+__device__ __forceinline__ void pycute_tma_load_im2col_3d(const void* map, unsigned smem, unsigned mbar, int c0, int c1, int c2, unsigned short o0) {
+  asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.im2col.mbarrier::complete_tx::bytes [%0], [%1, {%3, %4, %5}], [%2], {%6};"
+               :: "r"(smem), "l"(map), "r"(mbar), "r"(c0), "r"(c1), "r"(c2), "h"(o0) : "memory");
+}
+__device__ __forceinline__ void pycute_tma_load_im2col_4d(const void* map, unsigned smem, unsigned mbar, int c0, int c1, int c2, int c3, unsigned short o0, unsigned short o1) {
+  asm volatile("cp.async.bulk.tensor.4d.shared::cluster.global.im2col.mbarrier::complete_tx::bytes [%0], [%1, {%3, %4, %5, %6}], [%2], {%7, %8};"
+               :: "r"(smem), "l"(map), "r"(mbar), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "h"(o0), "h"(o1) : "memory");
+}
+__device__ __forceinline__ void pycute_tma_load_im2col_5d(const void* map, unsigned smem, unsigned mbar, int c0, int c1, int c2, int c3, int c4, unsigned short o0, unsigned short o1, unsigned short o2) {
+  asm volatile("cp.async.bulk.tensor.5d.shared::cluster.global.im2col.mbarrier::complete_tx::bytes [%0], [%1, {%3, %4, %5, %6, %7}], [%2], {%8, %9, %10};"
+               :: "r"(smem), "l"(map), "r"(mbar), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(c4), "h"(o0), "h"(o1), "h"(o2) : "memory");
+}
+__device__ __forceinline__ void pycute_tma_load_im2col_3d_hint(const void* map, unsigned smem, unsigned mbar, int c0, int c1, int c2, unsigned short o0, unsigned long long policy) {
+  asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.im2col.mbarrier::complete_tx::bytes.L2::cache_hint [%0], [%1, {%3, %4, %5}], [%2], {%6}, %7;"
+               :: "r"(smem), "l"(map), "r"(mbar), "r"(c0), "r"(c1), "r"(c2), "h"(o0), "l"(policy) : "memory");
+}
+__device__ __forceinline__ void pycute_tma_load_im2col_4d_hint(const void* map, unsigned smem, unsigned mbar, int c0, int c1, int c2, int c3, unsigned short o0, unsigned short o1, unsigned long long policy) {
+  asm volatile("cp.async.bulk.tensor.4d.shared::cluster.global.im2col.mbarrier::complete_tx::bytes.L2::cache_hint [%0], [%1, {%3, %4, %5, %6}], [%2], {%7, %8}, %9;"
+               :: "r"(smem), "l"(map), "r"(mbar), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "h"(o0), "h"(o1), "l"(policy) : "memory");
+}
+__device__ __forceinline__ void pycute_tma_load_im2col_5d_hint(const void* map, unsigned smem, unsigned mbar, int c0, int c1, int c2, int c3, int c4, unsigned short o0, unsigned short o1, unsigned short o2, unsigned long long policy) {
+  asm volatile("cp.async.bulk.tensor.5d.shared::cluster.global.im2col.mbarrier::complete_tx::bytes.L2::cache_hint [%0], [%1, {%3, %4, %5, %6, %7}], [%2], {%8, %9, %10}, %11;"
+               :: "r"(smem), "l"(map), "r"(mbar), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(c4), "h"(o0), "h"(o1), "h"(o2), "l"(policy) : "memory");
+}
+__device__ __forceinline__ void pycute_tma_load_w_3d(const void* map, unsigned smem, unsigned mbar, int c0, int c1, int c2, unsigned short o0, unsigned short o1) {
+  asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.im2col::w.mbarrier::complete_tx::bytes [%0], [%1, {%3, %4, %5}], [%2], {%6, %7};"
+               :: "r"(smem), "l"(map), "r"(mbar), "r"(c0), "r"(c1), "r"(c2), "h"(o0), "h"(o1) : "memory");
+}
+__device__ __forceinline__ void pycute_tma_load_w_4d(const void* map, unsigned smem, unsigned mbar, int c0, int c1, int c2, int c3, unsigned short o0, unsigned short o1) {
+  asm volatile("cp.async.bulk.tensor.4d.shared::cluster.global.im2col::w.mbarrier::complete_tx::bytes [%0], [%1, {%3, %4, %5, %6}], [%2], {%7, %8};"
+               :: "r"(smem), "l"(map), "r"(mbar), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "h"(o0), "h"(o1) : "memory");
+}
+__device__ __forceinline__ void pycute_tma_load_w_5d(const void* map, unsigned smem, unsigned mbar, int c0, int c1, int c2, int c3, int c4, unsigned short o0, unsigned short o1) {
+  asm volatile("cp.async.bulk.tensor.5d.shared::cluster.global.im2col::w.mbarrier::complete_tx::bytes [%0], [%1, {%3, %4, %5, %6, %7}], [%2], {%8, %9};"
+               :: "r"(smem), "l"(map), "r"(mbar), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(c4), "h"(o0), "h"(o1) : "memory");
+}
+__device__ __forceinline__ void pycute_tma_load_w128_3d(const void* map, unsigned smem, unsigned mbar, int c0, int c1, int c2, unsigned short o0, unsigned short o1) {
+  asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.im2col::w::128.mbarrier::complete_tx::bytes [%0], [%1, {%3, %4, %5}], [%2], {%6, %7};"
+               :: "r"(smem), "l"(map), "r"(mbar), "r"(c0), "r"(c1), "r"(c2), "h"(o0), "h"(o1) : "memory");
+}
+__device__ __forceinline__ void pycute_tma_load_w128_4d(const void* map, unsigned smem, unsigned mbar, int c0, int c1, int c2, int c3, unsigned short o0, unsigned short o1) {
+  asm volatile("cp.async.bulk.tensor.4d.shared::cluster.global.im2col::w::128.mbarrier::complete_tx::bytes [%0], [%1, {%3, %4, %5, %6}], [%2], {%7, %8};"
+               :: "r"(smem), "l"(map), "r"(mbar), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "h"(o0), "h"(o1) : "memory");
+}
+__device__ __forceinline__ void pycute_tma_load_w128_5d(const void* map, unsigned smem, unsigned mbar, int c0, int c1, int c2, int c3, int c4, unsigned short o0, unsigned short o1) {
+  asm volatile("cp.async.bulk.tensor.5d.shared::cluster.global.im2col::w::128.mbarrier::complete_tx::bytes [%0], [%1, {%3, %4, %5, %6, %7}], [%2], {%8, %9};"
+               :: "r"(smem), "l"(map), "r"(mbar), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(c4), "h"(o0), "h"(o1) : "memory");
+}
+__device__ __forceinline__ void pycute_tma_gather4(const void* map, unsigned smem, unsigned mbar, int col, int r0, int r1, int r2, int r3) {
+  asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.tile::gather4.mbarrier::complete_tx::bytes [%0], [%1, {%3, %4, %5, %6, %7}], [%2];"
+               :: "r"(smem), "l"(map), "r"(mbar), "r"(col), "r"(r0), "r"(r1), "r"(r2), "r"(r3) : "memory");
+}
+__device__ __forceinline__ void pycute_tma_scatter4(const void* map, unsigned smem, int col, int r0, int r1, int r2, int r3) {
+  asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.tile::scatter4.bulk_group [%0, {%2, %3, %4, %5, %6}], [%1];"
+               :: "l"(map), "r"(smem), "r"(col), "r"(r0), "r"(r1), "r"(r2), "r"(r3) : "memory");
+}
 
 #endif  // PYCUTE_TMA_CUH

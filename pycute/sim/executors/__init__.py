@@ -4,6 +4,7 @@ each module's ``decode`` reading its family's compiled statements back into issu
 from .tcgen05_cp import Tcgen05CpExecutor, expand_fp4, source_units
 from .tcgen05_ldst import Tcgen05LdStExecutor
 from .tma import TmaExecutor
+from .tma_modes import TmaModesExecutor
 from .cp_async import CpAsyncExecutor
 from .bulk import BulkExecutor
 from .mma import Tcgen05MmaExecutor

@@ -13,6 +13,7 @@ import numpy as np
 from ...arch.sm80.cache import CACHE_HINT, policy_of_token
 from ...errors import EmulationError
 from ...arch.sm90.tma import MAX_MULTICAST, NAN_FILL_UNIT, OOB_FILL_NAN
+from ...arch.sm90.tma_im2col import OFFSET_BITS
 from ...atoms.tma import TmaIssue
 from ...copy.tma.plan import DTYPE_BYTES
 from ...dtypes import BF16_SHIFT
@@ -139,8 +140,8 @@ class TmaExecutor(Machine):
 
 
 def decode(op: str, args: list, value: Callable[[str], int]) -> TmaIssue:
-    """A compiled tile-mode ``cp.async.bulk.tensor`` as the issue record a plan streams: a load's ``[smem],
-    [map, {c0, ...}], [mbar]{, ctaMask}{, policy}``, a store's ``[map, {c0, ...}], [smem]{, policy}`` or a
+    """A compiled ``cp.async.bulk.tensor`` as the issue record a plan streams: a load's ``[smem], [map, {c0, ...}],
+    [mbar]{, {im2col offsets}}{, ctaMask}{, policy}``, a store's ``[map, {c0, ...}], [smem]{, policy}`` or a
     prefetch's ``[map, {c0, ...}]{, policy}`` (``value`` reads an operand; a policy is read back as the
     ``CachePolicy`` createpolicy made in the interpretation)."""
     if ".prefetch." in op:
@@ -154,8 +155,11 @@ def decode(op: str, args: list, value: Callable[[str], int]) -> TmaIssue:
         raise EmulationError(f"{op}: tensor operand {tensor!r} is not [map, {{coordinates}}]")
     coords = tuple((value(c.strip()) & 0xFFFFFFFF) - ((value(c.strip()) & 0x80000000) << 1)
                    for c in m.group(1).split(","))
+    im2col = None
+    if ".im2col" in op:                           # {offsets} (the W modes: {wHalo, wOffset}), 16 bits each
+        im2col = tuple(value(x.strip()) % 2 ** OFFSET_BITS for x in rest.pop(0).strip("{} ").split(","))
     mask = value(rest.pop(0)) % (1 << MAX_MULTICAST) if ".multicast::cluster" in op else None
     policy = policy_of_token(value(rest.pop(0))) if CACHE_HINT in op else None
     if rest:
         raise EmulationError(f"{op}: operands {rest} past the ones the form takes")
-    return TmaIssue(op, coords, value(smem.strip("[] ")) & 0xFFFFFFFF, mask, policy)
+    return TmaIssue(op, coords, value(smem.strip("[] ")) & 0xFFFFFFFF, mask, policy, im2col)

@@ -200,13 +200,17 @@ def _header_digest(options: tuple) -> str:
 
 def compile_cuda(source: str, arch: str = "sm_100a", options: Sequence[str] = (), name: str = "pycute.cu",
                  cache: CompileCache | None | bool = True,
-                 include_dirs: Sequence[str | os.PathLike[str]] = ()) -> Compiled:
+                 include_dirs: Sequence[str | os.PathLike[str]] = (), checked: bool = False) -> Compiled:
     """Compile ``source`` to a cubin (and PTX) for ``arch``; raises CompileError with the log and offending lines.
 
     ``#include "pycute/sm100.cuh"`` resolves with no flags; ``include_dirs`` adds directories of the caller's own
     headers, ``options`` further NVRTC options (``-DNAME``, ``-lineinfo``, ...). ``cache``: True for the default
     on-disk cache, False for none, or a CompileCache (keyed by the source, options and every included header).
+    ``checked=True`` defines ``PYCUTE_CHECKED``: generated functions then trap, after a printf naming the rule,
+    on run-time values that break their preconditions (a TMA plan's coordinates, a retarget's fields).
     """
+    if not isinstance(checked, bool):
+        raise TypeError(f"compile_cuda: checked must be a bool, got {checked!r}")
     if not isinstance(source, str):
         raise TypeError(f"compile_cuda: source must be CUDA C++ text (str), got {type(source).__name__}")
     if not isinstance(name, str) or not isinstance(options, (tuple, list)) \
@@ -217,7 +221,8 @@ def compile_cuda(source: str, arch: str = "sm_100a", options: Sequence[str] = ()
         raise CompileError(f"unsupported arch {arch!r}; one of {', '.join(ARCHES)} (tcgen05 needs an sm_100a, "
                            f"sm_100f, sm_103a/f or sm_110a/f target; sm_90a runs Hopper-era copies and the soft build; sm_80 "
                            f"cp.async alone)")
-    options = tuple(_DEFAULT_OPTIONS) + tuple(options) + _include_options(include_dirs)
+    options = tuple(_DEFAULT_OPTIONS) + tuple(options) + (("-DPYCUTE_CHECKED",) if checked else ()) \
+        + _include_options(include_dirs)
     store = _store(cache)
     key = cache_key(source, arch, options) if store is not None else None
     if store is not None and key is not None:

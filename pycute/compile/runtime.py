@@ -272,7 +272,7 @@ def tensor_map_arg(params: Any, address: int) -> Any:
     from cuda.core.utils import StridedMemoryView
     from cuda.core._tensor_map import (TensorMapDataType, TensorMapL2Promotion, TensorMapOOBFill,
                                        TensorMapSwizzle)
-    elem = {0: 1, 1: 2, 2: 4, 3: 4, 4: 8, 5: 8, 6: 2, 7: 4, 8: 8, 9: 2, 11: 4}[params.data_type]
+    elem = {0: 1, 1: 2, 2: 4, 3: 4, 4: 8, 5: 8, 6: 2, 7: 4, 8: 8, 9: 2, 10: 4, 11: 4, 12: 4}[params.data_type]
     view = StridedMemoryView.from_cuda_array_interface(
         _ArrayView(int(address), tuple(reversed(params.global_dims)),
                    tuple(reversed((elem,) + tuple(params.global_strides))), elem), stream_ptr=-1)

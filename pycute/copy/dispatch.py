@@ -74,10 +74,12 @@ def _completes(name: str, has: str, asked: Completion | None) -> None:
 # The global <-> shared variants take ``threads`` (how many threads call: cp.async spreads over them; TMA and bulk
 # copies are issued by one elected thread of them) and ``completion`` (what the caller waits on).
 def _tma(dst, src, multicast: int | None = None, reduce: str | None = None, oob_fill: str = "zero",
-         cta_group: int = 1, threads: int | None = None, completion: Completion | None = None) -> Plan:
+         cta_group: int = 1, threads: int | None = None, completion: Completion | None = None,
+         origin: Any = "tile", ftz: bool = False) -> Plan:
     _completes("a TMA " + ("load" if isinstance(src, GlobalTensor) else "store"),
                "expect_tx" if isinstance(src, GlobalTensor) else "group", completion)
-    return make_tma_copy(dst, src, multicast, reduce, oob_fill, cta_group)  # type: ignore[arg-type]
+    return make_tma_copy(dst, src, multicast, reduce, oob_fill, cta_group,  # type: ignore[arg-type]
+                         origin=origin, ftz=ftz)
 
 
 def _bulk(dst, src, threads: int | None = None, completion: Completion | None = None) -> Plan:

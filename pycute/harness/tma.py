@@ -29,6 +29,9 @@ def _check_pair(load: TmaPlan, store: TmaPlan | None) -> None:
         raise CompileError("TmaRoundTrip: a load plan and a store plan of the same shared tile")
     if load.multicast is not None and store is not None:
         raise CompileError("TmaRoundTrip: a multicast load runs without a store")
+    if store is not None and store.coordinate_names != load.coordinate_names:
+        raise CompileError(f"TmaRoundTrip: the load takes coordinates {load.coordinate_names}, the store "
+                           f"{store.coordinate_names}; the kernel passes the same ones to both")
 
 
 @attrs.frozen
@@ -76,19 +79,19 @@ class TmaRoundTrip:
         return -(-(last + 1) * self.load.elem_bytes // 1024) * 1024
 
     def source(self) -> str:
-        modes = len(self.load.tile_shape)
-        tiles = ", ".join(f"int t{k}" for k in range(modes))
-        args = ", ".join(f"t{k}" for k in range(modes))
+        names = self.load.coordinate_names
+        tiles = "".join(f", int {n}" for n in names)
+        args = "".join(f", {n}" for n in names)
         store = "" if self.store is None else emit_tma_copy(self.store, "rt_store").replace(
             '#include "pycute/tma.cuh"\n', "")
         by_value = self.grid_constant
         maps = ("const __grid_constant__ pycute_tensor_map in_param, const __grid_constant__ pycute_tensor_map "
                 "out_param" if by_value else "const pycute_tensor_map* in_map, const pycute_tensor_map* out_map")
-        store_call = "" if self.store is None else f"rt_store(out_map, base, {args});"
+        store_call = "" if self.store is None else f"rt_store(out_map, base{args});"
         table = ", ".join(f"{b + self.extra_tx if b else 0}u" for b in self.received())
         return (emit_tma_copy(self.load, "rt_load") + store + f"""
 __device__ const unsigned rt_tx[{self.ctas}] = {{{table}}};   // bytes each CTA's mbarrier is armed with
-extern "C" __global__ void tma_roundtrip({maps}, unsigned char* dump, unsigned* status, {tiles}) {{
+extern "C" __global__ void tma_roundtrip({maps}, unsigned char* dump, unsigned* status{tiles}) {{
   {"const pycute_tensor_map* in_map = &in_param; const pycute_tensor_map* out_map = &out_param;" if by_value else ""}
 {BUFFER_AND_BARRIER}
   const unsigned rank = pycute_cluster_ctarank();
@@ -101,7 +104,7 @@ extern "C" __global__ void tma_roundtrip({maps}, unsigned char* dump, unsigned* 
   }}
   pycute_fence_proxy_async_shared();
   pycute_cluster_sync();           // every CTA's mbarrier is armed before any multicast signals it
-  if (threadIdx.x == 0) rt_load(in_map, base, m, {args});
+  if (threadIdx.x == 0) rt_load(in_map, base, m{args});
   unsigned spins = 0;
   while (tx && !pycute_mbarrier_try_wait_parity(m, 0) && ++spins < {self.spin}u) {{
   }}
@@ -116,8 +119,9 @@ extern "C" __global__ void tma_roundtrip({maps}, unsigned char* dump, unsigned* 
 }}
 """)
 
-    def compile(self, arch: str = "sm_90a") -> Compiled:
-        return compile_cuda(self.source(), arch=arch)
+    def compile(self, arch: str = "sm_90a", checked: bool = False) -> Compiled:
+        """The kernel, for ``arch``; ``checked``: the plans' preconditions trap on the device."""
+        return compile_cuda(self.source(), arch=arch, checked=checked)
 
     def arrays(self, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
         """Array A's and array B's initial bytes."""
@@ -129,9 +133,10 @@ extern "C" __global__ void tma_roundtrip({maps}, unsigned char* dump, unsigned* 
 
     def emulate(self, tile: tuple[int, ...], seed: int = 0, params: object = None, shift: int = 0
                 ) -> tuple[np.ndarray, np.ndarray]:
-        """``(every CTA's shared image, array B)`` the emulator says the kernel leaves (``params``: other tensor-map
-        parameters for the load, a candidate model; ``shift``: the boxes moved that many bytes and the image read
-        back from there, the phase a tile-relative swizzle would have)."""
+        """``(every CTA's shared image, array B)`` the emulator says the kernel leaves for the coordinates ``tile``
+        (tile indices, or the plans' run-time origins in order); ``params``: other tensor-map parameters for the
+        copies (a candidate model of the hardware), ``shift``: the boxes moved that many bytes and the image read
+        back from there (the phase a tile-relative swizzle would have)."""
         a, b = self.arrays(seed)
         emu = Sm90Emulator(smem_bytes=self.smem_bytes + shift, ctas=self.ctas)
         mc = self.load.multicast
@@ -148,10 +153,13 @@ extern "C" __global__ void tma_roundtrip({maps}, unsigned char* dump, unsigned* 
                               reduce=self.store.reduce)
         return image, b
 
-    def run(self, gpu: Gpu, tile: tuple[int, ...], seed: int = 0, arch: str = "sm_90a") -> dict:
-        """Run on ``gpu``; ``{"smem": (got, want), "array": (got, want), "spins": n}`` (the most polls any CTA
-        that receives made)."""
+    def launch(self, gpu: Gpu, tile: tuple[int, ...], seed: int = 0, arch: str = "sm_90a",
+               checked: bool = False) -> dict:
+        """Run on ``gpu`` at coordinates ``tile`` without emulating: ``{"smem": image, "array": B, "spins": n,
+        "a": A's bytes, "b": B's bytes before}`` (for cases outside what the plans promise, held to a model of
+        the caller's own)."""
         gpu = check_gpu(gpu)
+        kernel = gpu.kernel(self.compile(arch, checked), "tma_roundtrip")
         a, b = self.arrays(seed)
         d_a, d_b = gpu.upload(a), gpu.upload(b)
         pairs = ((self.load, d_a), (self.store or self.load, d_b))
@@ -162,10 +170,14 @@ extern "C" __global__ void tma_roundtrip({maps}, unsigned char* dump, unsigned* 
                                                     dtype=np.uint8)) for p, b in pairs)
         d_dump = gpu.upload(np.zeros(self.ctas * self.smem_bytes, dtype=np.uint8))
         d_status = gpu.upload(np.zeros(self.ctas, dtype=np.uint32))
-        kernel = gpu.kernel(self.compile(arch), "tma_roundtrip")
         gpu.launch(kernel, d_in, d_out, d_dump, d_status, *(np.int32(t) for t in tile), grid=self.cluster, block=128,
                    cluster=self.cluster, dynamic_smem=self.smem_bytes + 1024)
-        image, array = self.emulate(tile, seed)
-        return {"smem": (gpu.download(d_dump, np.uint8, self.ctas * self.smem_bytes), image),
-                "array": (gpu.download(d_b, np.uint8, b.size), array),
+        return {"smem": gpu.download(d_dump, np.uint8, self.ctas * self.smem_bytes),
+                "array": gpu.download(d_b, np.uint8, b.size), "a": a, "b": b,
                 "spins": int(gpu.download(d_status, np.uint32, self.ctas).max())}
+
+    def run(self, gpu: Gpu, tile: tuple[int, ...], seed: int = 0, arch: str = "sm_90a", checked: bool = False) -> dict:
+        """Run on ``gpu`` at coordinates ``tile``; ``{"smem": (got, want), "array": (got, want), "spins": n}``."""
+        got = self.launch(gpu, tile, seed, arch, checked)
+        image, array = self.emulate(tile, seed)
+        return {"smem": (got["smem"], image), "array": (got["array"], array), "spins": got["spins"]}

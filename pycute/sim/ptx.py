@@ -14,21 +14,23 @@ from __future__ import annotations
 
 import re
 
-from ..arch.sm80.cache import policy_of_ptx
 from ..codegen.probe import PROBE_SHARED_SYMBOL, probe_entry
 from ..errors import CompileError
-from .executors import bulk, cp_async, mma, tcgen05_cp, tcgen05_ldst, tma
+from .executors import REGISTER_VALUES, bulk, cp_async, mma, tcgen05_cp, tcgen05_ldst, tma
+from .printf import format_printf, string_symbols
 
 #: PTX opcode prefix -> the executor's decoder of its issued instructions (pycute.sim.executors).
 ISSUE_DECODERS = {"tcgen05.cp": tcgen05_cp.decode, "tcgen05.ld": tcgen05_ldst.decode, "tcgen05.st": tcgen05_ldst.decode,
                   "cp.async.bulk.tensor": tma.decode, "cp.async.bulk.prefetch.tensor": tma.decode,
                   "cp.async.ca": cp_async.decode, "cp.async.cg": cp_async.decode,
                   "cp.async.bulk.shared::cluster": bulk.decode, "cp.async.bulk.global": bulk.decode,
-                  "tcgen05.mma": mma.decode}
+                  "tcgen05.mma": mma.decode, "tensormap.replace": tma.decode_replace,
+                  "tensormap.cp_fenceproxy": tma.decode_publish}
 #: Which of a thread's lists each family's records go to.
 _RECORDS = {"tcgen05.cp": "issued", "tcgen05.ld": "ldst", "tcgen05.st": "ldst", "cp.async.bulk.tensor": "tma",
             "cp.async.bulk.prefetch.tensor": "tma", "cp.async.ca": "cp_async", "cp.async.cg": "cp_async",
-            "cp.async.bulk.shared::cluster": "bulk", "cp.async.bulk.global": "bulk", "tcgen05.mma": "mma"}
+            "cp.async.bulk.shared::cluster": "bulk", "cp.async.bulk.global": "bulk", "tcgen05.mma": "mma",
+            "tensormap.replace": "tensormap", "tensormap.cp_fenceproxy": "tensormap"}
 
 
 def _family(op: str) -> str | None:
@@ -40,7 +42,7 @@ __all__ = ["run_entry", "trace_entry", "probe_stream", "ldst_stream", "GENERIC_S
 #: Where this model places the shared window in the generic address space (cvta.shared adds it).
 GENERIC_SHARED_WINDOW = 0x7F00_0000_0000
 
-_MASK = {1: 1, 8: 0xFF, 16: 0xFFFF, 32: 0xFFFFFFFF, 64: 0xFFFFFFFFFFFFFFFF}
+_MASK = {8: 0xFF, 16: 0xFFFF, 32: 0xFFFFFFFF, 64: 0xFFFFFFFFFFFFFFFF}
 _ENTRY = re.compile(r"\.entry\s+(\w+)\s*(?:\((.*?)\))?([^{]*)\{(.*?)\n\}", re.S)
 # Entry directives between the parameter list and the body (PTX ISA "Performance-Tuning Directives", clusters).
 _ENTRY_DIRECTIVE = re.compile(r"\.(?:maxntid|reqntid|minnctapersm|maxnctapersm|reqnctapercluster|explicitcluster|"
@@ -58,13 +60,12 @@ SPECIAL_DEFAULTS = {"%ctaid.x": 0, "%ctaid.y": 0, "%ctaid.z": 0, "%nctaid.x": 1,
                     "%clusterid.z": 0, "%nclusterid.x": 1, "%nclusterid.y": 1, "%nclusterid.z": 1}
 _SYNC_BULK = ("cp.async.bulk.commit_group", "cp.async.bulk.wait_group", "cp.async.commit_group", "cp.async.wait_group",
               "cp.async.wait_all", "cp.async.mbarrier.arrive")
-_SKIP = re.compile(r"^(?:\.reg|\.local|\.shared|\.pragma|\.loc|\.maxntid|\.reqntid|\.minnctapersm|//|\{|\})")
+_SKIP = re.compile(r"^(?:\.reg|\.local|\.shared|\.param|\.pragma|\.loc|\.maxntid|\.reqntid|\.minnctapersm|//|\{|\})")
+
 _LABEL = re.compile(r"^([\w$]+):$")
 
 
 def _width(type_suffix: str) -> int:
-    if type_suffix == "pred":                 # predicates are one bit (not.pred, xor.pred, mov.pred)
-        return 1
     m = re.search(r"(\d+)$", type_suffix)
     return int(m.group(1)) if m else 32
 
@@ -92,16 +93,18 @@ def _parse_entry(ptx: str, name: str | None):
         raise CompileError(f"entry {name!r}: directives outside the interpreted subset: {directives!r}")
     program: list = []
     labels: dict[str, int] = {}
+    pending = ""                     # a statement NVRTC spread over several lines (a call's operand list)
     for raw in m.group(4).splitlines():
         line = raw.split("//")[0].strip()
-        if not line or _SKIP.match(line):
+        if not line or (not pending and _SKIP.match(line)):
             continue
-        for stmt in (s.strip() for s in line.split(";") if s.strip()):
-            label = _LABEL.match(stmt)
-            if label:
-                labels[label.group(1)] = len(program)
-            else:
-                program.append(stmt)
+        label = _LABEL.match(line)
+        if label and not pending:
+            labels[label.group(1)] = len(program)
+            continue
+        pending += " " + line
+        *done, pending = pending.split(";")
+        program += [d.strip() for d in done if d.strip()]
     params = [re.findall(r"\w+", decl)[-1] for decl in (m.group(2) or "").split(",") if decl.strip()]
     return params, program, labels
 
@@ -139,8 +142,7 @@ _COMPARE = {"eq": lambda x, y: x == y, "ne": lambda x, y: x != y, "lt": lambda x
             "le": lambda x, y: x <= y, "gt": lambda x, y: x > y, "ge": lambda x, y: x >= y,
             "lo": lambda x, y: x < y, "ls": lambda x, y: x <= y, "hi": lambda x, y: x > y, "hs": lambda x, y: x >= y}
 
-_ALU_OPS = set(_BINARY) | {"mul", "div", "rem", "mov", "not", "neg", "mad", "cvt", "cvta", "setp", "selp", "bfi", "bfe",
-                           "popc"}
+_ALU_OPS = set(_BINARY) | {"mul", "div", "rem", "mov", "not", "neg", "mad", "cvt", "cvta", "setp", "selp", "bfi", "bfe"}
 
 
 class _Thread:
@@ -161,7 +163,13 @@ class _Thread:
         self.cp_async: list = []
         self.bulk: list = []
         self.mma: list = []
+        self.tensormap: list = []
         self.trace: list = []
+        self.local: dict[int, int] = {}         # local memory by byte address (printf's argument buffer)
+        self.call_params: dict[str, int] = {}   # a call's .param operands
+        self.printed: list[str] = []            # what vprintf would print; trap: the last line, when it trapped
+        self.trap: str | None = None
+        self.symbols_text: dict[int, str] = {}  # printf format strings by address
 
     def value(self, tok: str, bits: int = 64) -> int:
         tok = tok.strip()
@@ -175,6 +183,8 @@ class _Thread:
             return self.regs[tok]
         if tok in self.symbols:
             return self.symbols[tok]
+        if tok.startswith("__local_depot"):   # the thread's local frame, at local address 0 in this model
+            return 0
         if tok.startswith("_Z"):           # a function's static __shared__ array: _ZZ<fn>E<len><name>
             for name, address in self.symbols.items():
                 if tok.endswith(f"E{len(name)}{name}"):
@@ -215,16 +225,18 @@ class _Thread:
             self.regs[args[0]] = 1                           # the phase has completed (no asynchrony here)
         elif (family := _family(op)) is not None:
             self._issue(family, op, args)
-        elif base == "createpolicy":                         # the policy's token (arch.sm80.cache)
-            f = args[1]
-            bits = int(f[2:], 16) if re.fullmatch(r"0[fF][0-9a-fA-F]{8}", f) else self.value(f, 32)
-            self.regs[args[0]] = policy_of_ptx(op, bits).token
-        elif base == "mapa":                                 # this model's shared::cluster windows
-            self.regs[args[0]] = (self.value(args[1], 32) + self.value(args[2], 32) * bulk.CLUSTER_WINDOW) & _MASK[bits]
+        elif base in REGISTER_VALUES:                        # mapa, createpolicy: this model's values of them
+            self.regs[args[0]] = REGISTER_VALUES[base](op, args, self.value)
         elif base == "shfl":
             # The one thread modelled stands for its warp: shfl.sync returns its own value, which is the source
             # lane's for warp-uniform operands (what pycute_warp_index() shuffles).
             self.regs[args[0].split("|")[0].strip()] = self.value(args[1], 32)
+        elif base == "st" and "param" in parts:            # a call's argument
+            self.call_params[args[0].strip("[]").split("+")[0].strip()] = self.value(args[1], bits)
+        elif base in ("ld", "st") and "local" in parts:
+            self._local(base, bits, args)
+        elif base == "call":
+            self._call(stmt)
         elif base in ("ld", "st") and "param" not in parts:
             if base == "ld":                                 # data from memory this model does not hold
                 for reg in args[0].strip("{}").split(","):
@@ -241,11 +253,38 @@ class _Thread:
                 self.regs[dest] = leader
         elif base == "ld" and "param" in parts:
             m = re.fullmatch(r"\[(\w+)(?:\+(\d+))?\]", args[1])
+            if m and m.group(1).startswith("retval"):        # a call's return value (vprintf's count)
+                self.regs[args[0]] = 0
+                return
             if not m or m.group(1) not in self.params:
                 raise CompileError(f"ld.param from {args[1]!r}: no value given for that parameter")
             self.regs[args[0]] = self.params[m.group(1)] & _MASK[bits]
         else:
             self.regs[args[0]] = self._alu(base, parts, bits, args, stmt)
+
+    def _local(self, base: str, bits: int, args: list) -> None:
+        """``st.local`` / ``ld.local`` on this thread's local bytes (the printf argument buffer)."""
+        m = re.fullmatch(r"\[\s*([^\]+\s]+)\s*(?:\+\s*(-?\d+))?\s*\]", (args[0] if base == "st" else args[1]).strip())
+        if m is None:
+            raise CompileError(f"{base}.local address {args!r} is not [reg] or [reg+imm]")
+        address = self.value(m.group(1)) + int(m.group(2) or 0)
+        if base == "ld":
+            self.regs[args[0]] = sum(self.local.get(address + k, 0) << (8 * k) for k in range(bits // 8))
+            return
+        value = self.value(args[1], bits)
+        self.local.update({address + k: value >> (8 * k) & 0xFF for k in range(bits // 8)})
+        self.trace.append(("st.local", [address, value]))
+
+    def _call(self, stmt: str) -> None:
+        """``call (retval), vprintf, (format, arguments)``: the line is recorded (other callees are refused)."""
+        m = re.fullmatch(r"call(?:\.uni)?\s*(?:\(\s*\w+\s*\)\s*,)?\s*(\w+)\s*,\s*\(([^)]*)\)", stmt)
+        if m is None or m.group(1) != "vprintf":
+            raise CompileError(f"PTX call outside the interpreted subset (vprintf only): {stmt!r}")
+        fmt_param, args_param = (a.strip() for a in m.group(2).split(","))
+        text = format_printf(self.symbols_text.get(self.call_params[fmt_param], ""), self.local,
+                             self.call_params[args_param])
+        self.printed.append(text)
+        self.trace.append(("vprintf", text))
 
     def _alu(self, base: str, parts: list, bits: int, args: list, stmt: str) -> int:
         if base not in _ALU_OPS:
@@ -271,8 +310,6 @@ class _Thread:
             pos, length = a[1] & 0xFF, a[2] & 0xFF
             x = (a[0] >> pos) & ((1 << length) - 1) if length else 0
             return (_signed(x, length) if signed and length else x) & mask
-        if base == "popc":                               # population count (a multicast slice's rank in its mask)
-            return bin(a[0]).count("1")
         if base in ("mov", "not", "neg", "mad"):
             return {"mov": lambda: a[0], "not": lambda: ~a[0], "neg": lambda: -a[0],
                     "mad": lambda: a[0] * a[1] + a[2]}[base]() & mask
@@ -301,14 +338,18 @@ def trace_entry(ptx: str, params: dict, symbols: dict, entry: str | None = None,
                 lane: int = 0, tid: int | None = None, specials: dict | None = None) -> _Thread:
     """As ``run_entry`` for thread ``tid`` (``%tid.x``; default ``lane``), returning the thread: ``.issued`` (the
     ``tcgen05.cp`` stream), ``.ldst`` (``(op, taddr, immHalfSplitoff, registers)`` per ``tcgen05.ld/st``), ``.tma``,
-    ``.cp_async``, ``.bulk``, ``.mma`` and ``.trace`` (every issue, commit, fence, barrier, alloc, mbarrier and
-    memory statement in program order). ``specials`` sets the grid's and cluster's special registers
+    ``.cp_async``, ``.bulk``, ``.mma``, ``.tensormap`` (``tensormap.replace`` edits and ``cp_fenceproxy``
+    publishes) and ``.trace`` (every issue, commit, fence, barrier, alloc, mbarrier and memory statement in
+    program order); ``.printed`` holds what ``vprintf`` would print and ``.trap`` the last printed line when the
+    thread executed ``trap`` (a checked build's failed precondition), where it stopped. ``specials`` sets the grid's and cluster's special registers
     (``{"%ctaid.y": 3, "%cluster_ctarank": 1}``; ``SPECIAL_DEFAULTS`` otherwise)."""
     if not isinstance(ptx, str):
         raise TypeError(f"run_entry: the PTX must be text, got {type(ptx).__name__}")
     names, program, labels = _parse_entry(ptx, entry)
     values = {n: params[k] if k in params else params[n] for k, n in enumerate(names) if k in params or n in params}
-    thread = _Thread(values, symbols, lane, lane if tid is None else tid, specials)
+    where, texts = string_symbols(ptx)
+    thread = _Thread(values, {**where, **symbols}, lane, lane if tid is None else tid, specials)
+    thread.symbols_text = texts
     pc = steps = 0
     while pc < len(program):
         steps += 1
@@ -324,6 +365,10 @@ def trace_entry(ptx: str, params: dict, symbols: dict, entry: str | None = None,
         if pred is not None and not thread.guard_passes(pred):
             continue
         if op in ("ret", "exit"):
+            break
+        if op == "trap":
+            thread.trap = thread.printed[-1].rstrip("\n") if thread.printed else "trap"
+            thread.trace.append(("trap", thread.trap))
             break
         if op.split(".")[0] == "bra":
             if args[0] not in labels:

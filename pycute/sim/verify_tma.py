@@ -1,6 +1,9 @@
-"""TMA plans in the emulator against the two layouts alone: a load puts array element ``origin + c`` (0 out of
-bounds) at the tile's element ``c`` in every receiving CTA; a store writes the in-bounds ones back and nothing else;
-the bytes each CTA's mbarrier receives equal the plan's ``expect_tx``."""
+"""TMA plans in the emulator against the two layouts alone: a load puts array element ``origin + c`` (0 or the NaN
+fill out of bounds; rounded to tf32 or flushed through a converting map) at the tile's element ``c`` in every
+receiving CTA; a store writes the in-bounds ones back and nothing else; the bytes each CTA's mbarrier receives
+equal the plan's ``expect_tx``. The origins tried: a tile-index plan's first, last and past-the-end tiles; an
+element-origin plan's run-time origins at zero, unaligned, negative, near and past the array's end (those its
+preconditions allow)."""
 from __future__ import annotations
 
 import struct
@@ -8,9 +11,9 @@ import struct
 import attrs
 import numpy as np
 
-from ..arch.sm90.tma import NAN_FILL_UNIT, OOB_FILL_NAN
+from ..arch.sm90.tma import FTZ_DATA_TYPE_CODES, NAN_FILL_UNIT, OOB_FILL_NAN, TF32_DATA_TYPES
 from ..atoms.tma import tma_atom
-from ..dtypes import BF16_SHIFT
+from ..dtypes import BF16_SHIFT, TF32_MASK
 
 from ..copy.tma.plan import TmaPlan
 from ..errors import EmulationError
@@ -25,6 +28,31 @@ def _tile_indices(plan: TmaPlan) -> list[tuple[int, ...]]:
     """The first tile, the last (partial where the array is not a multiple of the tile) and one past the end."""
     last = tuple(-(-n // t) - 1 for n, t in zip(plan.array_extents, plan.tile_shape))
     return [tuple(0 for _ in last), last, tuple(x + 1 for x in last)]
+
+
+def _origin_values(plan: TmaPlan) -> list[dict[str, int]]:
+    """Run-time origins to try, each allowed by the plan's preconditions: zero, unaligned (3 past a multiple),
+    negative (loads), the tile hanging over the array's end, and wholly past it."""
+    runtime = [o for o in plan.origin if o.name is not None]
+    if not runtime:
+        return [{}]
+    rules = {str(o.name): [p for p in plan.preconditions if p.name == o.name] for o in runtime}
+
+    def legal(name: str, v: int) -> int:
+        for p in rules[name]:
+            if p.kind == "multiple":
+                v -= v % p.bound
+            elif v < p.bound:
+                v = p.bound
+        return v
+
+    def pick(o, kind: str) -> int:
+        extent = plan.array_modes[o.mode][0] * o.unit
+        tile = plan.tile_shape[o.mode] * o.unit
+        return legal(o.name, {"zero": 0, "unaligned": 3 * o.unit, "negative": -(tile // 2) - 3 * o.unit,
+                              "end": extent - tile // 2, "past": extent + o.step}[kind])
+
+    return [{str(o.name): pick(o, kind) for o in runtime} for kind in ("zero", "unaligned", "negative", "end", "past")]
 
 
 def _ctas(plan: TmaPlan) -> int:
@@ -74,7 +102,7 @@ def _expected(plan: TmaPlan, coords: list, offsets: np.ndarray, gmem: np.ndarray
         g = [o + c[k] for k, o in enumerate(origin)]
         inside = all(0 <= x < n for x, n in zip(g, extents))
         goff = sum(int(m(x)) for m, x in zip(modes, g)) * elem if inside else 0
-        loaded[int(s)] = bytes(gmem[goff:goff + elem]) if inside else fill
+        loaded[int(s)] = _convert_one(bytes(gmem[goff:goff + elem]), plan.tensor_map.data_type) if inside else fill
         if inside and plan.reduce is None:
             stored[goff:goff + elem] = smem[s:s + elem]
         elif inside:
@@ -91,6 +119,24 @@ def element_bytes(rng: np.random.Generator, nbytes: int, dtype: str, finite: boo
     if dtype == "bf16":
         return (values.astype(np.float32).view(np.uint32) >> BF16_SHIFT).astype(np.uint16).view(np.uint8)
     return values.astype({"f32": np.float32, "f16": np.float16, "f64": np.float64}[dtype]).view(np.uint8)
+
+
+def _convert_one(value: bytes, data_type: int) -> bytes:
+    """One in-bounds element as a converting map loads it, from its bits as a Python integer: FTZ flushes a
+    subnormal to a zero of its sign; TF32 rounds to nearest even at the 13th bit, infinities and NaNs unchanged."""
+    if data_type not in FTZ_DATA_TYPE_CODES and data_type not in TF32_DATA_TYPES:
+        return value
+    bits = struct.unpack("<I", value)[0]
+    exponent, mantissa = bits >> 23 & 0xFF, bits & 0x7FFFFF
+    if data_type in FTZ_DATA_TYPE_CODES and exponent == 0 and mantissa:
+        bits &= 1 << 31
+    if data_type in TF32_DATA_TYPES and exponent != 0xFF:
+        shift = (0xFFFFFFFF ^ TF32_MASK).bit_length()
+        kept, dropped = bits >> shift, bits & ((1 << shift) - 1)
+        half = 1 << (shift - 1)
+        kept += dropped > half or (dropped == half and kept & 1)
+        bits = kept << shift
+    return struct.pack("<I", bits)
 
 
 def _reduce_one(plan: TmaPlan, old: np.ndarray, new: np.ndarray) -> np.ndarray:
@@ -119,13 +165,17 @@ def _reduce_one(plan: TmaPlan, old: np.ndarray, new: np.ndarray) -> np.ndarray:
 
 
 def verify_tma(plan: TmaPlan, seed: int = 0) -> None:
-    """Emulate a TMA plan for its first, last and past-the-end tiles (every CTA of a multicast; the first and last
-    value of each run-time index) and compare with the layouts alone; raises EmulationError at the first
-    difference."""
+    """Emulate a TMA plan for its first, last and past-the-end tiles, or its element origins (every CTA of a
+    multicast; the first and last value of each run-time index) and compare with the layouts alone; raises
+    EmulationError at the first difference."""
     if not isinstance(plan, TmaPlan):
         raise TypeError(f"verify_tma: expected a TmaPlan (make_tma_copy), got {type(plan).__name__}")
     if plan.stages:
         for values in ({s.name: 0 for s in plan.stages}, {s.name: s.extent - 1 for s in plan.stages}):
+            verify_tma(plan.at(**values), seed)
+        return
+    if any(o.name is not None for o in plan.origin):
+        for values in _origin_values(plan):
             verify_tma(plan.at(**values), seed)
         return
     if plan.direction == "prefetch":            # a prefetch names the boxes of the load it was made from
@@ -138,24 +188,24 @@ def verify_tma(plan: TmaPlan, seed: int = 0) -> None:
     offsets = np.array([plan.smem.element_offset(*c) for c in coords], dtype=np.int64) * elem
     smem_bytes = -(-(int(offsets.max()) + elem) // 1024) * 1024
     ctas = _ctas(plan)
-    for t in _tile_indices(plan):
+    for t in (_tile_indices(plan) if not plan.origin else [()]):
         emu = Sm90Emulator(smem_bytes=smem_bytes, ctas=ctas)
         finite = plan.reduce is not None
         gmem, smem = (element_bytes(rng, n, plan.gmem.dtype.name, finite) for n in (nbytes, smem_bytes))
         emu.write_smem(0, smem)
-        loaded, stored = _expected(plan, coords, offsets, gmem, smem, [a * n for a, n in zip(t, plan.tile_shape)],
-                                   elem)
+        loaded, stored = _expected(plan, coords, offsets, gmem, smem, list(plan.origin_elements(*t)), elem)
         received, written = _issue_all(plan, emu, gmem, t)
+        where = f"tile {t}" if not plan.origin else f"origin {tuple(o.value for o in plan.origin)}"
         if plan.direction == "store":
             if not np.array_equal(gmem, stored):
                 k = int(np.argwhere(gmem != stored)[0][0])
-                raise EmulationError(f"tile {t}: array byte {k} is {gmem[k]:#04x} after the store, the layouts "
+                raise EmulationError(f"{where}: array byte {k} is {gmem[k]:#04x} after the store, the layouts "
                                      f"say {stored[k]:#04x}")
             continue
         for cta in range(ctas):
             want_tx = plan.expect_tx if cta in written and _barrier(plan, cta) == cta else 0
             if received[cta] != want_tx:
-                raise EmulationError(f"tile {t}: CTA {cta}'s mbarrier receives {received[cta]} B, the plan expects "
+                raise EmulationError(f"{where}: CTA {cta}'s mbarrier receives {received[cta]} B, the plan expects "
                                      f"{want_tx} B")
             image = emu.ctas[cta].smem
             if cta not in written:
@@ -165,5 +215,5 @@ def verify_tma(plan: TmaPlan, seed: int = 0) -> None:
                 continue
             for s, want in loaded.items():
                 if bytes(image[s:s + elem]) != want:
-                    raise EmulationError(f"tile {t}: CTA {cta}'s shared byte {s} holds {bytes(image[s:s + elem]).hex()}, "
-                                         f"the array says {want.hex()}")
+                    raise EmulationError(f"{where}: CTA {cta}'s shared byte {s} holds "
+                                         f"{bytes(image[s:s + elem]).hex()}, the array says {want.hex()}")

@@ -10,7 +10,7 @@ import pytest
 
 from pycute.compile import runtime
 
-from tests.copy.tma.cases import CASES, MULTICAST, NAN_FILL, REDUCE
+from tests.copy.tma.cases import CASES, CONVERTING, ELEMENT, MULTICAST, NAN_FILL, REDUCE
 
 INFO = runtime.device_info()
 REASON = None if INFO is not None and INFO[1][0] >= 9 else "TMA needs a CUDA GPU of compute capability 9.0 or newer"
@@ -71,3 +71,46 @@ def test_tensor_maps_passed_as_grid_constant_parameters_load_and_store_the_same_
     assert verdict["grid_constant"]
     for t in verdict["tiles"]:
         assert t["smem"] is None and t["array"] is None, t
+
+
+def _probe(name: str) -> dict:
+    run = subprocess.run([sys.executable, "-m", "tests.gpu.tma_probe", name], capture_output=True, text=True,
+                         cwd=ROOT, timeout=180)
+    assert run.returncode == 0, run.stderr[-2000:]
+    return json.loads(run.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(REASON is not None, reason=REASON or "")
+@pytest.mark.parametrize("name", [c[0] for c in ELEMENT])
+def test_a_box_at_any_element_origin_loads_and_stores_as_the_emulator_says(name):
+    """Negative, unaligned (to the box and to 16 bytes), partly and wholly outside origins: the shared image and
+    the stored array equal the emulator bit for bit."""
+    for t in _probe(name)["tiles"]:
+        assert t["smem"] is None and t["array"] is None, t
+        assert t["spins"] < 1 << 26, f"origin {t['tile']}: the load's mbarrier never completed"
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(REASON is not None, reason=REASON or "")
+@pytest.mark.parametrize("name", [c[0] for c in CONVERTING])
+def test_a_converting_map_loads_as_the_emulators_rounding_and_flush_say(name):
+    for t in _probe(name)["tiles"]:
+        assert t["smem"] is None, t
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(REASON is not None, reason=REASON or "")
+def test_the_grouped_example_loads_both_ways_and_writes_nothing_outside_a_group():
+    """examples/grouped_tma.py on the device: groups at rows 0, 77, 300, 811; A's tiles through one map at element
+    rows and through each CTA's retargeted map, C stored through its group maps (checked build too)."""
+    script = ("import json; from examples.grouped_tma import GroupedTma; from pycute.compile import runtime; "
+              "g = runtime.Gpu(); import numpy as np; out = []\n"
+              "for checked in (False, True):\n"
+              "    r = GroupedTma().run(g, seed=1, checked=checked)\n"
+              "    out.append([bool(np.array_equal(*r['c']))] + [bool(np.array_equal(*x)) for x in r['one'] + r['group']])\n"
+              "print(json.dumps(out))")
+    run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=ROOT, timeout=300)
+    assert run.returncode == 0, run.stderr[-2000:]
+    for equal in json.loads(run.stdout.strip().splitlines()[-1]):
+        assert all(equal), equal

@@ -13,7 +13,7 @@ from pycute.errors import PlanError
 from pycute.copy.tma import make_tma_copy
 from pycute.harness.tma import TmaRoundTrip
 
-from tests.copy.tma.cases import CASES, MULTICAST, NAN_FILL, REDUCE
+from tests.copy.tma.cases import CASES, CONVERTING, ELEMENT, MULTICAST, NAN_FILL, REDUCE
 
 
 def first_difference(got, want):
@@ -57,7 +57,43 @@ def nan_fill(name: str) -> dict:
     return out
 
 
+def element(name: str) -> dict:
+    """Each origin loaded with the element-coordinate plan (and stored back where the store plan allows it)."""
+    import pycute as pc
+    _, g, s, origins = next(c for c in ELEMENT if c[0] == name)
+    at = (pc.dynamic("r"), pc.dynamic("c"))
+    load, store = make_tma_copy(s, g, origin=at), make_tma_copy(g, s, origin=at)
+    gpu = runtime.Gpu()
+    out = {"case": name, "tiles": []}
+    for origin in origins:
+        stores = all(p.holds(dict(zip(("r", "c"), origin))[p.name]) for p in store.preconditions)
+        r = TmaRoundTrip(load, store if stores else None).run(gpu, origin, seed=len(out["tiles"]))
+        out["tiles"].append({"tile": list(origin), "stored": stores, "spins": r["spins"],
+                             "smem": first_difference(*r["smem"]),
+                             "array": first_difference(*r["array"]) if stores else None})
+    return out
+
+
+def converting(name: str) -> dict:
+    """A load through an FTZ / TF32 map (partly out of bounds) against the emulator's rounding and flush."""
+    from pycute import Layout
+    import pycute as pc
+    _, d, ftz, fill = next(c for c in CONVERTING if c[0] == name)
+    g = pc.make_global_tensor(d, Layout((40, 64), (64, 1)))
+    load = make_tma_copy(pc.make_smem_tensor(d, Layout((64, 32), (32, 1))), g, oob_fill=fill, ftz=ftz)
+    rt, gpu = TmaRoundTrip(load, None), runtime.Gpu()
+    out = {"case": name, "data_type": load.tensor_map.data_type, "tiles": []}
+    for tile in ((0, 0), (0, 1)):
+        r = rt.run(gpu, tile, seed=len(out["tiles"]))
+        out["tiles"].append({"tile": list(tile), "spins": r["spins"], "smem": first_difference(*r["smem"])})
+    return out
+
+
 def main(name: str, grid_constant: bool = False) -> dict:
+    if any(c[0] == name for c in ELEMENT):
+        return element(name)
+    if any(c[0] == name for c in CONVERTING):
+        return converting(name)
     if any(c[0] == name for c in NAN_FILL):
         return nan_fill(name)
     if any(c[0] == name for c in MULTICAST):

@@ -17,8 +17,9 @@ __all__ = ["MAX_RANK", "MAX_BOX", "GLOBAL_ALIGN", "STRIDE_ALIGN", "STRIDE_LIMIT"
            "SMEM_ALIGN", "TX_LIMIT", "TmaSwizzle", "TMA_SWIZZLES", "tma_swizzle_of_bytes", "DATA_TYPES",
            "L2_PROMOTION_128B", "OOB_FILL_NONE", "INTERLEAVE_NONE", "TmaDirection", "tma_ptx", "TMA_SASS",
            "TMA_TARGETS", "MAX_MULTICAST", "ReduceOp", "REDUCE_TYPES", "OOB_FILL_NAN",
-           "NAN_FILL_UNIT", "NAN_FILL_TYPES", "OobFill", "L2Promotion", "L2_PROMOTIONS", "STORE_UNIT",
-           "l2_promotion_code"]
+           "NAN_FILL_UNIT", "NAN_FILL_TYPES", "OobFill", "COORD_MIN", "COORD_MAX", "FTZ_DATA_TYPES", "TF32_DATA_TYPES",
+           "FTZ_DATA_TYPE_CODES", "STORE_UNIT", "TENSOR_MAP_BYTES", "tensormap_replace_ptx", "TENSORMAP_PUBLISH_PTX",
+           "TENSORMAP_ACQUIRE_PTX", "L2Promotion", "L2_PROMOTIONS", "l2_promotion_code"]
 
 MAX_RANK = 5                  # tensorRank 1..5
 MAX_BOX = 256                 # boxDim[i] 1..256
@@ -31,6 +32,8 @@ SMEM_ALIGN = 128              # a box's shared-memory address (CUDA Programming 
 MAX_MULTICAST = 16           # ctaMask is 16 bits: one per CTA rank of the cluster
 TX_LIMIT = (1 << 20) - 1      # an mbarrier phase's transaction count (PTX #parallel-synchronization-and-
 #                               communication-instructions-mbarrier)
+COORD_MIN, COORD_MAX = -(1 << 31), (1 << 31) - 1   # tensorCoords are .s32 (PTX #tensor-tiled-mode)
+STORE_UNIT = 16               # a store writes global memory in 16-byte units (measured on the H200, docs/tma.md)
 
 #: The targets that have cp.async.bulk.tensor (sm_90 and later).
 TMA_TARGETS = ("sm_90a", "sm_100a", "sm_100f", "sm_103a", "sm_103f", "sm_110a", "sm_110f")
@@ -88,6 +91,13 @@ DATA_TYPES = {"u8": 0, "i8": 0, "f8e4m3": 0, "f8e5m2": 0, "ue8m0": 0, "ue4m3": 0
 L2Promotion = Literal["none", "64B", "128B", "256B"]
 #: CUtensorMapL2promotion: how much L2 fetches from DRAM around a miss (a hint; it changes no byte copied).
 L2_PROMOTIONS: dict[L2Promotion, int] = {"none": 0, "64B": 1, "128B": 2, "256B": 3}
+#: The map types that change a value on its way (CUDA driver API, CUtensorMapDataType): FLOAT32_FTZ (10) flushes
+#: subnormal f32 to zero, TFLOAT32 (11) rounds f32 to tf32 (dtypes.TF32_MASK: 10 mantissa bits kept) and
+#: TFLOAT32_FTZ (12) does both; ``ftz=True`` asks for the FTZ form of an f32 or tf32 map (docs/tma.md: the
+#: rounding and flush rules and which of them the H200 showed).
+FTZ_DATA_TYPES = {"f32": 10, "tf32": 12}
+FTZ_DATA_TYPE_CODES = (10, 12)
+TF32_DATA_TYPES = (11, 12)
 L2_PROMOTION_128B = 2         # CU_TENSOR_MAP_L2_PROMOTION_L2_128B, what CuTe uses
 
 
@@ -105,8 +115,6 @@ NAN_FILL_UNIT = bytes.fromhex("f77f")
 NAN_FILL_TYPES = ("f16", "bf16", "f32", "tf32", "f64")
 OobFill = Literal["zero", "nan"]
 INTERLEAVE_NONE = 0
-#: A TMA store writes every 16-byte unit of a row that holds an in-bounds element, whole (measured on the H200).
-STORE_UNIT = 16
 
 
 def tma_ptx(direction: TmaDirection, rank: int, multicast: bool = False, reduce: ReduceOp | None = None,
@@ -128,3 +136,20 @@ def tma_ptx(direction: TmaDirection, rank: int, multicast: bool = False, reduce:
 
 #: The SASS opcode each direction assembles to (ptxas 13, sm_90a and sm_100a).
 TMA_SASS = {"load": "UTMALDG", "store": "UTMASTG", "prefetch": "UTMAPF"}
+
+
+#: A tensor map's size (CUDA driver API, CUtensorMap: 16 quadwords), what tensormap.cp_fenceproxy copies.
+TENSOR_MAP_BYTES = 128
+#: Publishing a map edited in shared memory: copy it to global memory and release it to the tensormap proxy, by a
+#: whole warp (PTX ISA #tensormap-instructions-tensormap-cp-fenceproxy; sm_90).
+TENSORMAP_PUBLISH_PTX = ("tensormap.cp_fenceproxy.global.shared::cta.tensormap::generic.release.gpu.sync.aligned "
+                         f"[%0], [%1], {TENSOR_MAP_BYTES};")
+#: Before the first copy through a map another thread of the GPU published (PTX ISA, fence.proxy.tensormap).
+TENSORMAP_ACQUIRE_PTX = f"fence.proxy.tensormap::generic.acquire.gpu [%0], {TENSOR_MAP_BYTES};"
+
+
+def tensormap_replace_ptx(field: str) -> str:
+    """``tensormap.replace`` of one field of a tile-mode map held in shared memory (PTX ISA
+    #tensormap-instructions-tensormap-replace; sm_90a): the address is 64-bit, dims 32-bit, strides 64-bit bytes."""
+    width = "b64" if field in ("global_address", "global_stride") else "b32"
+    return f"tensormap.replace.tile.{field}.shared::cta.b1024.{width}"

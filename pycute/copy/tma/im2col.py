@@ -29,7 +29,8 @@ from ...views import view
 from ..protocol import ArrayTilePlan
 from .conv import ConvProblem
 from .plan import DTYPE_BYTES
-from .planner import _check_fill, _swizzle
+from .planner import _swizzle
+from .rules import check_fill
 
 __all__ = ["Im2colMapParams", "Im2colInstruction", "Im2colPlan", "make_im2col_copy", "tile_offsets"]
 
@@ -294,7 +295,7 @@ def make_im2col_copy(dst: SmemTensor, src: GlobalTensor, conv: ConvProblem, oob_
                         f"{bk} must divide them{where}")
     pixels, channels = _box(bm, bk, conv, mode, elem, where)
     lower, upper = _corners(conv, rank, where)
-    fill = _check_fill(oob_fill, "load", src.dtype.name, where)
+    fill = check_fill(oob_fill, "load", src.dtype.name, where)
     dims = tuple(n for n, _ in reversed(modes))
     strides = tuple(d * elem for _, d in reversed(modes[:-1]))
     params = Im2colMapParams(src.dtype.name, DATA_TYPES[src.dtype.name], dims, strides, lower, upper, channels, pixels,

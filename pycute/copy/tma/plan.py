@@ -2,21 +2,23 @@
 and shared-memory offsets, and the bytes each mbarrier phase must expect."""
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 import attrs
 
 from ...arch.sm100.tma_pair import PAIR_CTAS, TMA_PAIR_TARGETS
-from ...arch.sm90.tma import (DATA_TYPES, INTERLEAVE_NONE, L2_PROMOTION_128B, OOB_FILL_NONE, TMA_TARGETS, TmaDirection,
-                              TmaSwizzle)
+from ...arch.sm90.tma import COORD_MAX, COORD_MIN, TMA_TARGETS, TmaDirection
 from ...atoms.tma import TmaAtom, TmaIssue, tma_atom
 from ...errors import PlanError
 from ...dtypes import dtype
-from ...int_tuple import as_int, product
+from ...int_tuple import as_int
 from ...tensor.gmem import GlobalTensor
 from ...tensor.smem import SmemTensor
+from ...tensor.tile import contiguous_mode
 from ...views import view
 from ..protocol import ArrayTilePlan, Rejection
+from .origin import TmaOrigin, TmaPrecondition, origin_value, step_why, store_unit_why
+from .params import DTYPE_BYTES, TensorMapParams, smem_capacity
 from ...tensor.stages import SmemStage, stage_offset
 from ...tensor.tile import mode_extents
 from ...int_tuple import flatten
@@ -25,45 +27,10 @@ from ...arch.sm90.tma import L2_PROMOTIONS
 from .multicast import Multicast, TmaMulticast
 from .view import TmaTileCoord
 
-__all__ = ["TensorMapParams", "TmaInstruction", "TmaMulticast", "TmaStage", "TmaTileCoord", "TmaPlan", "Multicast"]
-
-
-@attrs.frozen
-class TensorMapParams:
-    """``cuTensorMapEncodeTiled``'s arguments but the address, dimension 0 (the contiguous one) first:
-    ``global_dims`` in elements, ``global_strides`` in bytes for dims 1.., ``box`` in elements."""
-
-    dtype: str
-    data_type: int
-    global_dims: tuple[int, ...]
-    global_strides: tuple[int, ...]
-    box: tuple[int, ...]
-    element_strides: tuple[int, ...]
-    swizzle: TmaSwizzle
-    interleave: int = INTERLEAVE_NONE
-    l2_promotion: int = L2_PROMOTION_128B
-    oob_fill: int = OOB_FILL_NONE
-
-    @property
-    def rank(self) -> int:
-        return len(self.global_dims)
-
-    @property
-    def box_bytes(self) -> int:
-        return DTYPE_BYTES[self.dtype] * product(self.box)
-
-    def encode(self, global_address: int) -> Any:
-        """The ``CUtensorMap`` for an array at ``global_address`` (a device pointer), through the CUDA driver's
-        ``cuTensorMapEncodeTiled``; a machine without a driver gets a CompileError."""
-        from ...compile.runtime import encode_tensor_map
-        return encode_tensor_map(self, as_int(global_address, "tensor_map: global_address"))
-
+__all__ = ["TensorMapParams", "DTYPE_BYTES", "TmaInstruction", "TmaMulticast", "TmaStage", "TmaTileCoord",
+           "TmaOrigin", "TmaPrecondition", "TmaPlan", "smem_capacity", "Multicast"]
 
 _L2_NAMES = {v: k for k, v in L2_PROMOTIONS.items()}
-
-
-#: Bytes per element of the types a tensor map names.
-DTYPE_BYTES = {name: dtype(name).bits // 8 for name in DATA_TYPES}
 
 
 #: A run-time index of the shared tile (``tile[:, :, dynamic("stage")]``): value ``v`` moves every box ``v *
@@ -84,7 +51,9 @@ class TmaInstruction:
 @attrs.frozen(repr=False)
 class TmaPlan(ArrayTilePlan):
     """A validated TMA copy of one tile between a global array and a shared-memory tile. ``instructions`` is
-    exactly what the generated code issues for tile index ``(t0, t1, ...)``; a load's mbarrier must expect
+    exactly what the generated code issues, their coordinates relative to the tile's origin: ``origin`` names it
+    in the array's elements per mode (static or run-time ``int``: make_tma_copy's ``origin=``), or, when empty,
+    the tile index ``(t0, t1, ...)`` does (origin ``t_i`` times the tile's extent). A load's mbarrier must expect
     ``expect_tx`` bytes (full boxes, out-of-bounds parts included)."""
 
     direction: TmaDirection
@@ -100,6 +69,8 @@ class TmaPlan(ArrayTilePlan):
     element: str | None = None              # the tensors' own type when the map's element is wider (widen.py)
     cache_hint: CachePolicy | None = None   # the L2 policy every box is issued with (.L2::cache_hint)
     notes: tuple[str, ...] = attrs.field(default=(), eq=False)   # how the array became the map (view.py)
+    origin: tuple[TmaOrigin, ...] = ()      # the box origin per array mode in elements; () = tile indices
+    views: tuple[tuple[int, int], ...] = () # per tensor-map dimension: (array mode or -1, step in map elements)
 
     VARIANT: ClassVar[str] = "tma"
 
@@ -112,7 +83,6 @@ class TmaPlan(ArrayTilePlan):
     def reduce(self) -> str | None:
         """The reduction a store applies (``add``, ``min``, ...), or None."""
         return self.atom.reduce
-
 
     @property
     def array_bytes(self) -> int:
@@ -143,20 +113,119 @@ class TmaPlan(ArrayTilePlan):
         a CTA's shared memory can)."""
         return 1
 
-    def coords(self, tile: tuple[int, ...], cta: int = 0) -> list[tuple[int, ...]]:
-        """Every instruction's tensor-map coordinates for tile index ``tile`` (one per global mode), as CTA ``cta``
-        (its rank in the cluster) of a multicast issues them."""
-        if len(tile) != len(self.tile_shape):
+    @property
+    def smem_reach(self) -> int:
+        """Bytes of shared memory from the buffer base through the last byte any box of the plan touches, for
+        every value of the run-time indices (and every CTA's slice of a multicast)."""
+        m = self.tensor_map
+        rows = m.box_bytes // (m.box[0] * self.elem_bytes)          # a narrow swizzled row takes a pattern row
+        footprint = rows * m.swizzle.row_pitch(m.box[0] * self.elem_bytes)
+        slices = self.multicast.ctas * self.multicast.smem_step if self.multicast else footprint
+        last = max(i.smem_offset for i in self.instructions) + slices
+        return last + sum((s.extent - 1) * s.smem_step for s in self.stages)
+
+    @property
+    def coordinates(self) -> Literal["tile", "element"]:
+        """How the generated function places the tile: by tile index per array mode, or by element origin."""
+        return "element" if self.origin else "tile"
+
+    @property
+    def coordinate_names(self) -> tuple[str, ...]:
+        """The generated function's ``int`` coordinate parameters, in order: ``t0, t1, ...`` (tile indices), or
+        the run-time element origins' names."""
+        if not self.origin:
+            return tuple(f"t{k}" for k in range(len(self.tile_shape)))
+        return tuple(o.name for o in self.origin if o.name is not None)
+
+    @property
+    def preconditions(self) -> tuple[TmaPrecondition, ...]:
+        """What the run-time coordinates must satisfy (stream and at check it; the generated code traps on it
+        under ``-DPYCUTE_CHECKED``): a store's start is never negative (PTX ISA
+        #data-movement-and-conversion-instructions-tensor-copy-restrictions) nor, along the contiguous mode, off
+        the 16-byte store unit (docs/tma.md: not yet settled on the H200, so held to it); an origin along a mode
+        the map views in parts is a multiple of the part."""
+        out = []
+        store = self.direction == "store"
+        if not self.origin:
+            return tuple(TmaPrecondition(f"t{k}", "at_least", 0, "a store's tile index is never negative "
+                                         "(a store's coordinates are non-negative, PTX ISA)")
+                         for k in range(len(self.tile_shape))) if store else ()
+        inner = contiguous_mode(self.array_modes)
+        for o in self.origin:
+            if o.name is None:
+                continue
+            if o.step > 1:
+                out.append(TmaPrecondition(o.name, "multiple", o.step, step_why(o)))
+            if store:
+                out.append(TmaPrecondition(o.name, "at_least", 0, "a store's coordinates are non-negative (PTX ISA "
+                                           "#data-movement-and-conversion-instructions-tensor-copy-restrictions)"))
+                unit = self._store_multiple(o)
+                if o.mode == inner and unit > o.step:
+                    out.append(TmaPrecondition(o.name, "multiple", unit, store_unit_why(unit)))
+        return tuple(out)
+
+    def _store_multiple(self, o: TmaOrigin) -> int:
+        """Elements of the tensors' type in one 16-byte store unit along the contiguous mode."""
+        return max(1, 16 * o.unit // self.elem_bytes)
+
+    def _split(self, args: tuple, values: dict, who: str) -> tuple[dict, dict]:
+        """``(coordinate values by name, stage values)`` from positional coordinates and keyword values."""
+        names = self.coordinate_names
+        if len(args) > len(names):
+            raise PlanError(f"{who}{len(args)} coordinates given; the plan takes {len(names)} "
+                            f"({', '.join(names) or 'none: its origin is static'})")
+        what = (lambda n: f"tile index of mode {n[1:]}") if not self.origin else (lambda n: f"coordinate {n}")
+        coords = {n: as_int(v, f"{who}{what(n)}") for n, v in zip(names, args)}
+        stage_names = {s.name for s in self.stages}
+        for k, v in values.items():
+            if k in names:
+                if k in coords:
+                    raise PlanError(f"{who}coordinate {k} given twice")
+                coords[k] = as_int(v, f"{who}{what(k)}")
+            elif k not in stage_names:
+                raise PlanError(f"{who}no coordinate or run-time index named {k!r} (coordinates: "
+                                f"{', '.join(names) or 'none'}; run-time indices: {', '.join(stage_names) or 'none'})")
+        missing = [n for n in names if n not in coords]
+        if missing:
+            raise PlanError(f"{who}the coordinate(s) {', '.join(missing)} need a value")
+        for n, v in coords.items():
+            if not COORD_MIN <= v <= COORD_MAX:
+                raise PlanError(f"{who}{n} = {v} is outside the signed 32-bit range of a TMA coordinate")
+        return coords, {k: v for k, v in values.items() if k in stage_names}
+
+    def coords(self, tile: tuple = (), cta: int = 0, **values: int) -> list[tuple[int, ...]]:
+        """Every instruction's tensor-map coordinates (dim 0 first), as CTA ``cta`` of a multicast issues them:
+        ``tile`` is the tile index (one per array mode) or, for an element-origin plan, the run-time origins in
+        order (or by name in ``values``)."""
+        if not isinstance(tile, tuple):
+            raise TypeError(f"coords: the tile index or run-time origins form a tuple, got {tile!r}")
+        if not self.origin and len(tile) != len(self.tile_shape):
             raise PlanError(f"the tile index has {len(tile)} entries; the array has {len(self.tile_shape)} modes")
-        origin = [0] * self.tensor_map.rank
-        for k, value in enumerate(tile):
-            if as_int(value, f"tile index of mode {k}") < 0:
-                raise PlanError(f"tile index {value} of mode {k} is negative")
-        for t in self.tile:
-            origin[t.dim] += t.value(tile[t.mode])
+        coords, _ = self._split(tile, {k: v for k, v in values.items() if k in self.coordinate_names}, "coords: ")
+        base = [0] * self.tensor_map.rank
+        if not self.origin:
+            for t in self.tile:
+                value = coords[f"t{t.mode}"]
+                if value < 0:
+                    raise PlanError(f"tile index {value} of mode {t.mode} is negative")
+                base[t.dim] += t.value(value)
+        else:
+            for p in self.preconditions:
+                p.check(coords[p.name], "coords: ")
+            for o in self.origin:
+                base[o.dim] += origin_value(o, coords) // o.step
         if self.multicast is not None:
-            origin[self.multicast.dim] += self._slice(cta) * self.multicast.coord_step
-        return [tuple(o + c for o, c in zip(origin, i.coords)) for i in self.instructions]
+            base[self.multicast.dim] += self._slice(cta) * self.multicast.coord_step
+        return [tuple(o + c for o, c in zip(base, i.coords)) for i in self.instructions]
+
+    def origin_elements(self, *args: int, **values: int) -> tuple[int, ...]:
+        """The box origin per array mode, in the map's elements, for these coordinates (tile indices or run-time
+        origins): what a reference reads the tile from."""
+        coords, _ = self._split(args, values, "origin_elements: ")
+        if not self.origin:
+            return tuple(coords[f"t{k}"] * n for k, n in enumerate(self.tile_shape))
+        return tuple(origin_value(o, coords) // o.unit for o in sorted(self.origin, key=lambda o: o.mode))
+
 
     def _slice(self, cta: int) -> int:
         """The slice of the tile CTA rank ``cta`` issues (0 without multicast)."""
@@ -176,24 +245,41 @@ class TmaPlan(ArrayTilePlan):
         return stage_offset(self.stages, values, "TMA plan: ")
 
     def at(self, **values: int) -> "TmaPlan":
-        """The static plan of one value of each run-time index: value 0's boxes moved by the indices' steps."""
-        shift = self.stage_offset(**values)
-        return attrs.evolve(self, smem=attrs.evolve(self.smem, offset=self.smem.offset + shift // self.elem_bytes),
-                            stages=(),
-                            instructions=tuple(attrs.evolve(i, smem_offset=i.smem_offset + shift)
-                                               for i in self.instructions))
+        """The static plan of given values: run-time origins fixed (each checked against ``preconditions``) and,
+        when the run-time indices are given, the boxes moved by their steps (every index needs a value then)."""
+        names = set(self.coordinate_names) if self.origin else set()
+        coords = {k: as_int(v, f"at: {k}") for k, v in values.items() if k in names}
+        stage_values = {k: v for k, v in values.items() if k not in names}
+        plan = self
+        if coords:
+            for k, v in coords.items():
+                if not COORD_MIN <= v <= COORD_MAX:
+                    raise PlanError(f"at: {k} = {v} is outside the signed 32-bit range of a TMA coordinate")
+            for p in self.preconditions:
+                if p.name in coords:
+                    p.check(coords[p.name], "at: ")
+            plan = attrs.evolve(self, origin=tuple(attrs.evolve(o, value=coords[o.name], name=None)
+                                                   if o.name in coords else o for o in self.origin))
+            if not stage_values:
+                return plan
+        shift = self.stage_offset(**stage_values)
+        return attrs.evolve(plan, smem=attrs.evolve(plan.smem, offset=plan.smem.offset + shift // self.elem_bytes),
+                            stages=(), instructions=tuple(attrs.evolve(i, smem_offset=i.smem_offset + shift)
+                                                          for i in plan.instructions))
 
     def stream(self, smem_base: int, *tile: int, cta: int = 0, **values: int) -> list[TmaIssue]:
         """``TmaIssue(ptx, coords, smem, mask, policy)`` per instruction for the buffer at shared address
-        ``smem_base``, tile index ``tile`` and the values of the run-time indices, as CTA rank ``cta`` of a
-        multicast issues them."""
+        ``smem_base``, the coordinates ``tile`` (tile indices, or the run-time origins in order; by name in
+        ``values`` too) and the values of the run-time indices, as CTA rank ``cta`` of a multicast issues them."""
         smem_base = self.smem_base(smem_base)
+        _, stage_values = self._split(tile, values, "stream: ")
         mc = self.multicast
-        shift = (self._slice(cta) * mc.smem_step if mc else 0) + self.stage_offset(**values)
+        shift = (self._slice(cta) * mc.smem_step if mc else 0) + self.stage_offset(**stage_values)
+        coords = self.coords(tuple(tile), cta, **{k: v for k, v in values.items() if k not in stage_values})
         mask = mc.spec.mask_of(cta) if mc else None
         return [TmaIssue(i.ptx, c, 0 if self.direction == "prefetch" else smem_base + shift + i.smem_offset, mask,
                          self.cache_hint)
-                for i, c in zip(self.instructions, self.coords(tile, cta))]
+                for i, c in zip(self.instructions, coords)]
 
     def prefetch(self) -> "TmaPlan":
         """The same boxes as an L2 prefetch (``cp.async.bulk.prefetch.tensor``: no shared memory, no completion),
@@ -204,28 +290,41 @@ class TmaPlan(ArrayTilePlan):
         return attrs.evolve(self, direction="prefetch", atom=atom,
                             instructions=tuple(attrs.evolve(i, ptx=atom.ptx) for i in self.instructions))
 
+    def retarget(self, group: GlobalTensor | None = None, *, extents: Any = None, strides: Any = None) -> Any:
+        """The device-side edit that points this plan's tensor map at another array of the same type and mode
+        order (a group of a grouped GEMM): ``copy.tma.retarget.TensorMapReplace``, its fields that differ (the
+        global address always; dims and strides from ``group``'s layout, or per mode from ``extents`` /
+        ``strides`` as ints or run-time ``pc.dynamic`` values) and the code that edits, publishes and acquires."""
+        return view("retarget", self, group, extents, strides)
+
     def cuda(self, name: str = "pycute_tma_copy") -> str:
         """A ``__device__`` function that issues the tile's boxes from the calling (elected) thread:
-        ``name(const void* map, unsigned smem, unsigned mbar, int t0, ...)`` for a load (the caller arms ``mbar``
-        with ``name_expect_tx`` bytes), ``name(const void* map, unsigned smem, int t0, ...)`` for a store (then
-        commit and wait the bulk group)."""
+        ``name(const void* map, unsigned smem, unsigned mbar, int ...)`` for a load (the caller arms ``mbar``
+        with ``name_expect_tx`` bytes), ``name(const void* map, unsigned smem, int ...)`` for a store, which
+        commits its boxes as one bulk group itself (the caller waits with ``pycute_bulk_wait_group_read<0>()``
+        before reusing the tile and ``pycute_bulk_wait_group<0>()`` before reading the array). The ``int``
+        parameters are ``coordinate_names`` (tile indices, or run-time element origins), then ``unsigned`` stage
+        indices. Compiled with ``-DPYCUTE_CHECKED`` (``compile_cuda(checked=True)``) it traps, after a printf
+        naming the rule, on coordinates that break ``preconditions``."""
         return view("cuda", self, name)
 
     def verify(self, seed: int = 0) -> None:
-        """Emulate the plan for several tiles (one partly out of bounds) and compare with the two layouts alone."""
+        """Emulate the plan for several tiles or origins (partly and wholly out of bounds, negative and unaligned
+        where the plan allows them) and compare with the two layouts alone."""
         view("verify", self, seed=seed)
 
     def explain(self) -> str:
         m = self.tensor_map
         n = len(self.instructions)
         kind = f"{self.reduce} reduction" if self.reduce else self.direction
+        fill = "NaN" if m.oob_fill else "zeros"
         lines = [f"TMA {kind} plan: {self.src!r} -> {self.dst!r}",
                  *([f"  element     {self.element} widened to {m.dtype}: {self.gmem.bits // dtype(self.element).bits} "
                     f"per tensor-map element (same bytes, fewer elements per box)"] if self.element else []),
                  f"  instruction {self.atom.ptx}",
                  f"  tensor map  {m.dtype} (type {m.data_type}), dims {m.global_dims}, strides {m.global_strides} B, "
                  f"box {m.box}, element strides {m.element_strides}, swizzle {m.swizzle.name}, L2 promotion "
-                 f"{_L2_NAMES[m.l2_promotion]}, OOB fill {'NaN' if m.oob_fill else 'zeros'}",
+                 f"{_L2_NAMES[m.l2_promotion]}, OOB fill {fill}",
                  *([f"  row pitch   {m.swizzle.row_pitch(m.box[0] * self.elem_bytes)} B per box row of "
                     f"{m.box[0] * self.elem_bytes} B (a narrow row under the {m.swizzle.name} swizzle keeps a whole "
                     f"pattern row)"] if m.swizzle.row_pitch(m.box[0] * self.elem_bytes) != m.box[0] * self.elem_bytes
@@ -233,7 +332,9 @@ class TmaPlan(ArrayTilePlan):
                  *([f"  cache hint  .L2::cache_hint with createpolicy {self.cache_hint}"] if self.cache_hint else []),
                  *[f"  view        {n}" for n in self.notes],
                  f"  count       {n} box{'es' if n != 1 else ''} of {m.box_bytes} B per tile; lower bound "
-                 f"{self.lower_bound}"]
+                 f"{self.lower_bound}",
+                 f"  shared      {self.smem_reach} B from the buffer base (of {smem_capacity(self.targets)[0]} B a "
+                 f"CTA may have)"]
         if self.direction == "load":
             lines.append(f"  expect_tx   {self.expect_tx} B per tile (full boxes, out-of-bounds parts included)")
         if self.atom.pair:
@@ -249,8 +350,20 @@ class TmaPlan(ArrayTilePlan):
         for s in self.stages:
             lines.append(f"  run-time    {s.name} in [0, {s.extent}): +{s.smem_step} B shared memory per unit (every "
                          f"value keeps the boxes aligned)")
-        lines.append("  tile index -> coordinates: " + ", ".join(
-            f"{t.formula()} on dim {t.dim}" for t in self.tile))
+        if self.origin:
+            lines.append("  origin (array elements) -> coordinates: " + ", ".join(
+                f"mode {o.mode} at {o.label()}" + (f" / {o.step}" if o.step > 1 else "") + f" on dim {o.dim}"
+                for o in self.origin))
+            lines.append(f"  any origin  loads the array's elements there; elements outside it load as {fill}"
+                         if self.direction != "store" else
+                         "  any origin  stores the elements inside the array; the rest are dropped")
+        else:
+            lines.append("  tile index -> coordinates: " + ", ".join(
+                f"{t.formula()} on dim {t.dim}" for t in self.tile))
+        if self.preconditions:
+            lines.append("  preconditions (checked by stream/at; the code traps on them under -DPYCUTE_CHECKED):")
+            lines += [f"    {p.rule:<22} {p.why}" for p in self.preconditions]
+
         lines.append("  boxes (coordinates from the tile's; shared-memory byte offset):")
         lines += [f"    {i.coords}  smem +{i.smem_offset}" for i in self.instructions[:16]]
         if n > 16:
@@ -260,5 +373,7 @@ class TmaPlan(ArrayTilePlan):
     def __repr__(self) -> str:
         m = self.tensor_map
         kind = f"reduce.{self.reduce}" if self.reduce else self.direction + (".pair" if self.atom.pair else "")
+        at = f", origin ({', '.join(o.label() for o in self.origin)})" if self.origin else ""
+        tx = f", expect_tx {self.expect_tx} B" if self.direction == "load" else ""
         return (f"TmaPlan({kind}, {len(self.instructions)} x {m.rank}d box {m.box}, swizzle "
-                f"{m.swizzle.name}, expect_tx {self.expect_tx} B)")
+                f"{m.swizzle.name}{at}{tx})")

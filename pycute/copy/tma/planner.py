@@ -15,15 +15,14 @@ from typing import Any
 import attrs
 
 from ...arch.sm80.cache import CachePolicy, cache_policy
-from ...arch.sm90.tma import (DATA_TYPES, DIM_LIMIT, GLOBAL_ALIGN, INNER_BOX_ALIGN, MAX_BOX, MAX_RANK,
-                              NAN_FILL_TYPES, OOB_FILL_NAN, OOB_FILL_NONE, REDUCE_TYPES, SMEM_ALIGN, STRIDE_ALIGN,
-                              STRIDE_LIMIT, TMA_SWIZZLES, TX_LIMIT, L2Promotion, OobFill, ReduceOp, TmaDirection,
-                              TmaSwizzle, l2_promotion_code, tma_swizzle_of_bytes)
+from ...arch.sm90.tma import (DATA_TYPES, INNER_BOX_ALIGN, L2_PROMOTION_128B, MAX_BOX, MAX_RANK, SMEM_ALIGN,
+                              TMA_SWIZZLES, TX_LIMIT, L2Promotion, OobFill, ReduceOp, TmaDirection, TmaSwizzle,
+                              l2_promotion_code, tma_swizzle_of_bytes)
 from ...atoms.tma import tma_atom
 from ...basis import ScaledBasis
 from ...composition import composition, right_inverse
 from ...errors import PlanError
-from ...int_tuple import as_int, flatten
+from ...int_tuple import flatten
 from ...layout import Layout, coalesce
 from ...modes import make_identity_layout
 from ...swizzle import Swizzle
@@ -32,13 +31,16 @@ from ...tensor.smem import SmemTensor
 from ...tensor.tile import layout_modes
 from ..protocol import Reject, Rejection, load_or_store
 from ...tensor.stages import smem_stages
-from .multicast import Multicast, check_pair_multicast, multicast_spec, split_multicast
-from .view import array_view, check_box_rows, check_store_target, narrow_rows, tile_coords_of
 from .widen import WIDE_TYPES, widen
-from .plan import DTYPE_BYTES, TensorMapParams, TmaInstruction, TmaPlan
+from .origin import Origin, check_static_origin, origin_spec, place_origins, widen_origin
+from .params import DTYPE_BYTES, TensorMapParams, smem_capacity
+from .plan import TmaInstruction, TmaPlan
+from .multicast import Multicast, check_pair_multicast, split_multicast
+from .rules import (capability, check_array, check_cta_group, check_fill, check_map, check_multicast, check_reduce,
+                    check_smem, data_type, size1_stride)
+from .view import NarrowRows, array_view, check_store_target, narrow_rows, tile_coords_of
 
-__all__ = ["make_tma_copy"]
-
+__all__ = ["make_tma_copy", "Origin"]
 
 def _where(gmem: GlobalTensor, smem: SmemTensor) -> str:
     return f"\n  global: {gmem!r}\n  shared: {smem!r}"
@@ -67,25 +69,6 @@ def _swizzle(smem: SmemTensor, elem: int, where: str) -> TmaSwizzle:
                         f"{sw.base + t},{sw.shift}> on bytes, which no TMA mode applies; in these elements TMA "
                         f"swizzles are {wanted}{where}")
     return mode
-
-
-def _check_array(modes: list, gmem: GlobalTensor, elem: int, where: str) -> int:
-    """The contiguous mode's index, after the encoder's rules on extents, strides and the base alignment (a stride
-    of 0 or overlapping strides are strides like any other to the driver; stores refuse them before)."""
-    unit = [k for k, (n, d) in enumerate(modes) if d == 1]
-    if not unit:
-        raise PlanError(f"make_tma_copy: no array mode has stride 1; a tensor map's dimension 0 is contiguous{where}")
-    if gmem.base_align % GLOBAL_ALIGN:
-        raise PlanError(f"make_tma_copy: the array's base is aligned to {gmem.base_align} B; a tensor map needs "
-                        f"{GLOBAL_ALIGN}{where}")
-    for k, (n, d) in enumerate(modes):
-        if not 1 <= n <= DIM_LIMIT:
-            raise PlanError(f"make_tma_copy: array mode {k} has extent {n}, outside [1, 2^32]{where}")
-        if k != unit[0] and n > 1 and ((d * elem) % STRIDE_ALIGN or not 0 <= d * elem < STRIDE_LIMIT):
-            raise PlanError(f"make_tma_copy: array mode {k} has a stride of {d * elem} B; a tensor map stride is a "
-                            f"multiple of {STRIDE_ALIGN} B below 2^40, 0 for a broadcast (cp.async takes such arrays)"
-                            f"{where}")
-    return unit[0]
 
 
 def _smem_modes(smem: SmemTensor, rank: int, where: str) -> tuple[list, tuple[int, ...]]:
@@ -125,8 +108,10 @@ def _split_256(modes: list) -> list:
     return out
 
 
-def _box(modes: list, first_axis: int, arrays: list) -> tuple[list, list, list]:
-    """``(box dims [(extent, axis, step)], the modes left to instructions, the reasons the box stopped)``."""
+def _box(modes: list, first_axis: int, arrays: list, whole: frozenset[int] = frozenset()
+         ) -> tuple[list, list, list]:
+    """``(box dims [(extent, axis, step)], the modes left to instructions, the reasons the box stopped)``; the box
+    views no axis of ``whole`` in parts (its origin there is not on a part boundary)."""
     covered = [1] * len(arrays)
     box: list = []
     why: list = []
@@ -137,6 +122,9 @@ def _box(modes: list, first_axis: int, arrays: list) -> tuple[list, list, list]:
         elif step != covered[axis]:
             reason = (f"mode {k} steps array mode {axis} by {step} elements; a box dimension continues it at "
                       f"{covered[axis]}")
+        elif step > 1 and axis in whole:
+            reason = (f"mode {k} would view array mode {axis} in {step}-element parts, and the box's origin on it is "
+                      f"not a multiple of {step}")
         elif step > 1 and arrays[axis][0] % step:
             reason = (f"mode {k} would view array mode {axis} ({arrays[axis][0]} elements) in {step}-element steps, "
                       f"which do not divide it (the view would read past the mode)")
@@ -188,17 +176,20 @@ def _dims(box: list, arrays: list, elem: int, where: str) -> list:
         if not any(a == axis for _, a, _ in box):
             dims.append((extent, stride * elem, 1, axis, 1))
     if len(dims) == 1:              # the driver refuses rank-1 maps (docs/tma.md): a size-1 second dimension
-        dims.append((1, -(-dims[0][0] * elem // STRIDE_ALIGN) * STRIDE_ALIGN, 1, -1, 1))
+        dims.append((1, 0, 1, -1, 1))
+    for k in range(1, len(dims)):
+        if dims[k][0] == 1:
+            dims[k] = (1, size1_stride(dims[:k], elem)) + dims[k][2:]
     if len(dims) > MAX_RANK:
         raise PlanError(f"make_tma_copy: the tile needs {len(dims)} tensor-map dimensions (its box and every array "
                         f"mode it spans once); a tensor map has at most {MAX_RANK}{where}")
     return dims
 
 
-def _instructions(rest: list, box_elems: int, dims: list, ptx: str, elem: int, start: int, padded,
+def _instructions(rest: list, box_elems: int, dims: list, ptx: str, elem: int, start: int, rows: NarrowRows,
                   where: str) -> list:
     """One box per point of the modes left over: its coordinates (on the dimension of its array mode with the
-    largest step dividing its own) and its shared-memory offset (``padded`` maps the tile's squeezed element
+    largest step dividing its own) and its shared-memory offset (``rows`` maps the tile's squeezed element
     offsets to its own)."""
     stride, steps = box_elems, []
     for n, axis, step in rest:
@@ -211,41 +202,12 @@ def _instructions(rest: list, box_elems: int, dims: list, ptx: str, elem: int, s
         for v, (_, j, unit, smem_step) in zip(point, steps):
             coords[j] += v * unit
             offset += v * smem_step
-        offset = padded(offset)
+        offset = rows.padded(offset)
         if (offset * elem) % SMEM_ALIGN:
             raise PlanError(f"make_tma_copy: a box would start {offset * elem} B into the tile; TMA boxes start on "
                             f"{SMEM_ALIGN}-byte boundaries{where}")
         out.append(TmaInstruction(ptx, tuple(coords), start + offset * elem))
     return out
-
-
-def _check_multicast(multicast: object, direction: str, where: str) -> Multicast:
-    spec = multicast_spec(multicast)
-    if direction != "load":
-        raise PlanError(f"make_tma_copy: only loads multicast (PTX ISA: .multicast::cluster){where}")
-    return spec
-
-
-def _check_reduce(reduce: object, direction: str, dtype: str, where: str) -> ReduceOp:
-    if not isinstance(reduce, str):
-        raise TypeError(f"make_tma_copy: reduce must be one of {', '.join(REDUCE_TYPES)} or None, got {reduce!r}")
-    if reduce not in REDUCE_TYPES:
-        raise PlanError(f"make_tma_copy: reduce={reduce!r}: TMA reduces with {', '.join(REDUCE_TYPES)}{where}")
-    if direction != "store":
-        raise PlanError(f"make_tma_copy: a reduction goes from shared to global memory (dst the array){where}")
-    if dtype not in REDUCE_TYPES[reduce]:
-        raise PlanError(f"make_tma_copy: .{reduce} reduces {', '.join(REDUCE_TYPES[reduce])} elements, not {dtype} "
-                        f"(PTX ISA, cp.reduce.async.bulk.tensor){where}")
-    return reduce
-
-
-def _check_fill(fill: object, direction: str, dtype: str, where: str) -> int:
-    if fill not in ("zero", "nan"):
-        raise PlanError(f"make_tma_copy: oob_fill={fill!r}: out-of-bounds elements load as 'zero' or 'nan'{where}")
-    if fill == "nan" and (direction != "load" or dtype not in NAN_FILL_TYPES):
-        raise PlanError(f"make_tma_copy: the NaN fill is for loads of {', '.join(NAN_FILL_TYPES)} elements, not a "
-                        f"{direction} of {dtype} (the driver refuses it for integers){where}")
-    return OOB_FILL_NAN if fill == "nan" else OOB_FILL_NONE
 
 
 def _operands(dst: object, src: object) -> tuple[TmaDirection, GlobalTensor, SmemTensor]:
@@ -257,46 +219,70 @@ def _operands(dst: object, src: object) -> tuple[TmaDirection, GlobalTensor, Sme
     return direction, gmem, smem
 
 
-def _check_cta_group(cta_group: object, direction: str) -> bool:
-    """Whether the copy is a pair load (``cta_group=2``), after its rules."""
-    group = as_int(cta_group, "make_tma_copy: cta_group")
-    if group not in (1, 2):
-        raise PlanError(f"make_tma_copy: cta_group={group}: a TMA load is issued for one CTA (1) or a pair (2)")
-    if group == 2 and direction != "load":
-        raise PlanError("make_tma_copy: cta_group=2 is the pair form of a plain load or a multicast (PTX: .cta_group is "
-                        "a load qualifier)")
-    return group == 2
+def _place(modes: list, first: int, arrays: list, tile: tuple, smem: SmemTensor, mode: TmaSwizzle, elem: int,
+           rows: NarrowRows, origin: tuple | None, unit: int, where: str) -> tuple:
+    """The box, the modes left to instructions, the reasons the box stopped, the map's dimensions and the
+    origins: a box that views no mode in parts where a static origin falls between them."""
+    whole: frozenset[int] = frozenset()
+    while True:
+        box, rest, why = _box(_split_256(rows.split(modes, where)), first, arrays, whole)
+        if not box:
+            raise PlanError(f"make_tma_copy: no box fits: {why[0].reason}{where}")
+        box, rest = _within_rank(box, rest, len(arrays), why)
+        check_smem(smem, mode, box[0][0] * elem, None if rows.row is None else rows.row * elem, where)
+        dims = _dims(box, arrays, elem, where)
+        origins = () if origin is None else place_origins(origin, dims, tile, unit, first)
+        unaligned = {o.mode for o in origins if o.value is not None and o.value % o.step and o.mode not in whole}
+        if not unaligned:
+            return box, rest, why, dims, origins
+        whole |= unaligned
+
+
+def _check_capacity(plan: TmaPlan, where: str) -> None:
+    """A load's tile within one mbarrier phase's count, and every plan's boxes within a CTA's shared memory."""
+    if plan.direction == "load" and plan.expect_tx > TX_LIMIT:
+        raise PlanError(f"make_tma_copy: one tile is {plan.expect_tx} B; an mbarrier phase counts at most {TX_LIMIT} "
+                        f"transaction bytes (split the tile){where}")
+    if plan.direction != "prefetch":
+        capacity, target = smem_capacity(plan.targets)
+        if plan.smem_reach > capacity:
+            raise PlanError(f"make_tma_copy: the tile's boxes reach {plan.smem_reach} B of shared memory from the "
+                            f"buffer base; a CTA has at most {capacity} B ({capacity // 1024} KiB) of dynamic shared "
+                            f"memory on {target} (CUDA C++ Programming Guide, compute capability "
+                            f"{capability(target)}): split the tile or use fewer stages{where}")
 
 
 def _plan(direction: TmaDirection, gmem: GlobalTensor, smem: SmemTensor, multicast: Multicast | None,
-          reduce: ReduceOp | None, oob_fill: OobFill, pair: bool, l2: int, hint: CachePolicy | None) -> TmaPlan:
-    """The plan of one element type (the tensors' own, or a wider one)."""
+          reduce: ReduceOp | None, oob_fill: OobFill, pair: bool = False, origin: tuple | None = None,
+          unit: int = 1, ftz: bool = False, l2: int = L2_PROMOTION_128B, hint: CachePolicy | None = None) -> TmaPlan:
+    """The plan of one element type (the tensors' own, or ``unit`` of them widened to one)."""
     where = _where(gmem, smem)
     if gmem.dtype.name not in DATA_TYPES:
         raise PlanError(f"make_tma_copy: a tensor map has no type for {gmem.dtype.name} (it names "
                         f"{', '.join(sorted(DATA_TYPES))}){where}")
     elem = DTYPE_BYTES[gmem.dtype.name]
-    op = None if reduce is None else _check_reduce(reduce, direction, gmem.dtype.name, where)
-    fill = _check_fill(oob_fill, direction, gmem.dtype.name, where)
-    modes = _array_modes(gmem, where)
+    op = None if reduce is None else check_reduce(reduce, direction, gmem.dtype.name, where)
+    fill = check_fill(oob_fill, direction, gmem.dtype.name, where)
+    map_type = data_type(gmem.dtype.name, ftz, where)
     if direction == "store":
         check_store_target(gmem, where)
     mode = _swizzle(smem, elem, where)
     stages = smem_stages(smem, SMEM_ALIGN, "make_tma_copy")
     smem = smem.at(**{d.name: 0 for d in smem.dynamic}) if smem.dynamic else smem
-    view = array_view(modes, smem, where)
+    view = array_view(_array_modes(gmem, where), smem, where)
+    if origin is not None and view.notes:
+        raise PlanError(f"make_tma_copy: element origins are planned on arrays whose modes are each one tensor-map "
+                        f"dimension; this one's are not ({'; '.join(view.notes)}): place its tiles by tile index"
+                        f"{where}")
     arrays = list(view.arrays)
-    first = _check_array(arrays, gmem, elem, where)
+    first = check_array(arrays, gmem, elem, where)
     rows = narrow_rows(view.smem, mode, elem)
-    modes_l, tile = _smem_modes(rows.smem, len(arrays), where)
-    box, rest, why = _box(_split_256(rows.split(modes_l, where)), first, arrays)
-    if not box:
-        raise PlanError(f"make_tma_copy: no box fits: {why[0].reason}{where}")
-    box, rest = _within_rank(box, rest, len(arrays), why)
-    check_box_rows(smem, mode, box[0][0] * elem, None if rows.row is None else rows.row * elem, where)
-    padded = rows.padded
-    dims = _dims(box, arrays, elem, where)
+    modes, tile = _smem_modes(rows.smem, len(arrays), where)
+    box, rest, why, dims, origins = _place(modes, first, arrays, tile, smem, mode, elem, rows, origin, unit, where)
     tile_coords = tile_coords_of(view, dims, where)
+    if any(o.value is not None and o.value % o.unit for o in origins):
+        raise Reject("a static origin is not a whole widened element")
+    check_static_origin(origins, direction, elem, first, where)
     box_elems = 1
     for n, _, _ in box:
         box_elems *= n
@@ -304,13 +290,14 @@ def _plan(direction: TmaDirection, gmem: GlobalTensor, smem: SmemTensor, multica
     if multicast is not None:
         if pair:
             check_pair_multicast(multicast, where)
-        dims, mc = split_multicast(dims, box_elems, multicast, elem, padded, where)
+        dims, mc = split_multicast(dims, box_elems, multicast, elem, rows.padded, where)
         box_elems //= mc.ctas
-    params = TensorMapParams(gmem.dtype.name, DATA_TYPES[gmem.dtype.name], tuple(d[0] for d in dims),
+    params = TensorMapParams(gmem.dtype.name, map_type, tuple(d[0] for d in dims),
                              tuple(d[1] for d in dims[1:]), tuple(d[2] for d in dims), (1,) * len(dims), mode,
                              l2_promotion=l2, oob_fill=fill)
+    check_map(params, where)
     atom = tma_atom(direction, len(dims), mc is not None, op, pair, hint is not None)
-    insts = _instructions(rest, box_elems * (mc.ctas if mc else 1), dims, atom.ptx, elem, smem.offset * elem, padded,
+    insts = _instructions(rest, box_elems * (mc.ctas if mc else 1), dims, atom.ptx, elem, smem.offset * elem, rows,
                           where)
     if direction == "store" and (params.global_dims[0] * elem) % INNER_BOX_ALIGN:
         raise PlanError(f"make_tma_copy: the array's rows are {params.global_dims[0] * elem} B; a TMA store writes "
@@ -319,50 +306,72 @@ def _plan(direction: TmaDirection, gmem: GlobalTensor, smem: SmemTensor, multica
                         f"the next {INNER_BOX_ALIGN}-byte boundary would be overwritten (measured on the H200, "
                         f"docs/tma.md){where}")
     plan = TmaPlan(direction, atom, gmem, smem, params, tuple(tile_coords), tuple(insts), tuple(why), mc, stages,
-                   cache_hint=hint, notes=view.notes)
-    if direction == "load" and plan.expect_tx > TX_LIMIT:
-        raise PlanError(f"make_tma_copy: one tile is {plan.expect_tx} B; an mbarrier phase counts at most {TX_LIMIT} "
-                        f"transaction bytes (split the tile){where}")
+                   origin=origins, views=tuple((d[3], d[4]) for d in dims), cache_hint=hint, notes=view.notes)
+    _check_capacity(plan, where)
     return plan
+
+
+#: Map types that change values on the way (TF32 rounding, FTZ): their elements must not be widened.
+_CONVERTING = ("tf32",)
 
 
 def make_tma_copy(dst: GlobalTensor | SmemTensor, src: GlobalTensor | SmemTensor,
                   multicast: int | Multicast | None = None, reduce: ReduceOp | None = None,
-                  oob_fill: OobFill = "zero", cta_group: int = 1, l2_promotion: L2Promotion = "128B",
+                  oob_fill: OobFill = "zero", cta_group: int = 1, *, origin: Origin = "tile",
+                  ftz: bool = False, l2_promotion: L2Promotion = "128B",
                   cache_hint: str | CachePolicy | None = None) -> TmaPlan:
     """Plan a TMA load (``src`` a whole global array, ``dst`` the shared tile) or store (the reverse) of one tile:
-    mode ``i`` of the tile is a window of mode ``i`` of the array, and the generated code takes a tile index per
-    mode. ``multicast=n`` splits a load over CTAs 0..n-1 of a cluster, ``multicast=Multicast(cluster, mask=...)``
-    over any CTAs of a cluster shape, ``Multicast(cluster, along="y")`` over every line of CTAs along an axis, each
-    CTA writing its slice into all of them (``.multicast::cluster``); ``reduce`` makes a store a reduction into the
-    array (``"add"``, ``"min"``, ..., each for the element types PTX allows); ``oob_fill="nan"`` loads out-of-bounds
-    float elements as NaN; ``l2_promotion`` is the map's L2 fill size (``"none"``, ``"64B"``, ``"128B"``,
-    ``"256B"``); ``cache_hint`` (``"evict_first"``, ``"evict_last"``, ... or a ``CachePolicy``) issues every box
-    with that L2 policy (``createpolicy`` + ``.L2::cache_hint``). The array may be hierarchical, have more than
-    five modes (contiguous ones are merged), stride-0 or overlapping modes (loads only). The fewest boxes (largest
-    legal box; the tensor map's element widened where that gives fewer, or where the type has no tensor-map type:
-    4-bit floats), the tensor map's parameters and ``expect_tx``; ``cta_group=2`` makes a load the sm_100a pair
-    form (``.cta_group::2``: both CTAs' bytes on the even CTA's barrier). PlanError names the broken rule."""
+    mode ``i`` of the tile is a window of mode ``i`` of the array. ``origin`` says where the window starts:
+    ``"tile"`` (the generated code takes a tile index per mode: the origin is index x tile extent), ``"element"``
+    (it takes a signed element coordinate per mode, ``int c0, c1, ...``), or per mode an ``int`` (static) or
+    ``pc.dynamic(name)`` (run-time ``int name``); any signed origin of a load reads the array there and fills
+    what lies outside, and ``plan.preconditions`` lists what a run-time origin must keep (a store's is
+    non-negative, for example). ``multicast=n`` splits a load over CTAs 0..n-1 of a cluster,
+    ``multicast=Multicast(cluster, mask=...)`` over any CTAs of a 1-3-D cluster shape, ``Multicast(cluster,
+    along="y")`` over every line of CTAs along an axis, each CTA writing its slice into all of them
+    (``.multicast::cluster``); ``reduce`` makes a store a reduction into the array
+    (``"add"``, ``"min"``, ..., each for the element types PTX allows); ``oob_fill="nan"`` loads out-of-bounds
+    float elements as NaN; ``ftz=True`` flushes subnormal f32 / tf32 values to zero (an FTZ map type); tf32
+    tensors travel through a TFLOAT32 map, which rounds each value to tf32. The fewest boxes (largest legal box;
+    the tensor map's element widened where that gives fewer, or where the type has no tensor-map type: 4-bit
+    floats), the tensor map's parameters and ``expect_tx``; ``cta_group=2`` makes a load the sm_100a pair form
+    (``.cta_group::2``: both CTAs' bytes on the even CTA's barrier). ``l2_promotion`` is the map's L2 fill size
+    (``"none"``, ``"64B"``, ``"128B"``, ``"256B"``) and ``cache_hint`` (``"evict_first"``, ... or a
+    ``CachePolicy``) issues every box with that L2 policy (createpolicy, ``.L2::cache_hint``). The array may be
+    hierarchical (a sub-mode a dimension), have more than five modes (contiguous ones merged) and, for loads,
+    stride-0 or overlapping modes; a swizzled tile may start at any 128-byte offset and have rows narrower than
+    the swizzle's. PlanError names the broken rule."""
     direction, gmem, smem = _operands(dst, src)
-    pair = _check_cta_group(cta_group, direction)
+    pair = check_cta_group(cta_group, direction)
     where = _where(gmem, smem)
-    spec = None if multicast is None else _check_multicast(multicast, direction, where)
+    cast = None if multicast is None else check_multicast(multicast, direction, where)
     l2 = l2_promotion_code(l2_promotion, "make_tma_copy")
     hint = cache_policy(cache_hint, "make_tma_copy")
+    spec = origin_spec(origin, len(layout_modes(gmem.layout)), smem.dynamic, where)
     best, error, why = None, None, []
     try:
-        best = _plan(direction, gmem, smem, spec, reduce, oob_fill, pair, l2, hint)
-    except PlanError as e:
+        best = _plan(direction, gmem, smem, cast, reduce, oob_fill, pair, spec, 1, ftz, l2, hint)
+    except (PlanError, Reject) as e:
         error = e
-    if (best is None or len(best.instructions) > 1) and reduce is None and oob_fill == "zero":
+    own = gmem.dtype.name in DATA_TYPES
+    if (best is None or len(best.instructions) > 1) and reduce is None and oob_fill == "zero" and not ftz \
+            and gmem.dtype.name not in _CONVERTING:
         for nbytes in WIDE_TYPES:
             try:
-                plan = _plan(direction, *widen(gmem, smem, nbytes), spec, reduce, oob_fill, pair, l2, hint)
+                wide_g, wide_s = widen(gmem, smem, nbytes)
+                n = wide_g.dtype.bits // gmem.dtype.bits
+                widen_origin(spec, gmem, n, own)
+                plan = _plan(direction, wide_g, wide_s, cast, reduce, oob_fill, pair, spec, n, False, l2, hint)
             except (Reject, PlanError) as e:
                 why.append(Rejection(f"as {WIDE_TYPES[nbytes]}", str(e).split("\n")[0]))
                 continue
             if best is None or len(plan.instructions) < len(best.instructions):
                 best = attrs.evolve(plan, element=gmem.dtype.name)
     if best is None:
-        raise PlanError(str(error) + "".join(f"\n  {r}" for r in why if gmem.dtype.name not in DATA_TYPES))
+        if own:
+            raise PlanError(str(error))
+        raise PlanError(f"make_tma_copy: a tensor map has no type for {gmem.dtype.name} and no wider element fits:"
+                        + "".join(f"\n  {r}" for r in why) + _where(gmem, smem))
     return best
+
+

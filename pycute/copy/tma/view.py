@@ -17,7 +17,7 @@ from typing import Any
 
 import attrs
 
-from ...arch.sm90.tma import INNER_BOX_ALIGN, MAX_RANK, SMEM_ALIGN, TmaSwizzle
+from ...arch.sm90.tma import MAX_RANK, TmaSwizzle
 from ...composition import composition
 from ...errors import PlanError
 from ...int_tuple import flatten
@@ -28,7 +28,7 @@ from ...tensor.tile import layout_modes, mode_extents
 
 
 __all__ = ["IndexTerm", "TmaTileCoord", "ArrayView", "array_view", "squeeze_rows", "NarrowRows", "narrow_rows",
-           "tile_coords_of", "check_store_target", "check_box_rows"]
+           "tile_coords_of", "check_store_target"]
 
 
 @attrs.frozen
@@ -285,29 +285,3 @@ def check_store_target(gmem: GlobalTensor, where: str) -> None:
                             f"{reach + 1} elements the smaller strides reach); a store would write some elements "
                             f"twice, in no defined order (loads of overlapping views are planned){where}")
         reach += (n - 1) * d
-
-
-def check_box_rows(smem: SmemTensor, mode: TmaSwizzle, box0_bytes: int, row_bytes: int | None, where: str) -> None:
-    """The box's rows against TMA's units and the tile's rows (``row_bytes``: the tile's row when it is narrower
-    than the swizzle's), and the tile's alignment: every box 128-byte aligned, and a swizzled buffer aligned to the
-    pattern's repeat so that the phase the hardware takes from the absolute address is the layout's."""
-    if box0_bytes % INNER_BOX_ALIGN:
-        raise PlanError(f"make_tma_copy: the box's rows are {box0_bytes} B; TMA moves whole {INNER_BOX_ALIGN}-byte "
-                        f"units (boxDim[0] x element bytes a multiple of {INNER_BOX_ALIGN}){where}")
-    pitch = mode.row_pitch(box0_bytes)
-    if row_bytes is not None and box0_bytes != row_bytes:
-        raise PlanError(f"make_tma_copy: the box's rows are {box0_bytes} B and the tile's rows {row_bytes} B at a "
-                        f"{pitch}-byte pitch; each box row takes a whole {mode.name} pattern row, so the box row must "
-                        f"be the tile's whole row{where}")
-    if row_bytes is None and pitch != box0_bytes:
-        raise PlanError(f"make_tma_copy: the box's rows are {box0_bytes} B under the {mode.name} swizzle, whose rows "
-                        f"are {mode.span} B: TMA puts each box row at a whole pattern row ({pitch} B apart, "
-                        f"docs/tma.md), and the tile packs them {box0_bytes} B apart; lay the tile's rows out "
-                        f"{pitch} B apart (kmajor_smem_buffer(...)[:, 0:k] is such a tile){where}")
-    if smem.base_align % max(SMEM_ALIGN, mode.repeat):
-        raise PlanError(f"make_tma_copy: the buffer is aligned to {smem.base_align} B; a {mode.name}-swizzled box "
-                        f"needs {max(SMEM_ALIGN, mode.repeat)}-byte alignment of the buffer (the hardware swizzles "
-                        f"absolute addresses, the layout offsets from the buffer){where}")
-    if (smem.offset * smem.bits // 8) % SMEM_ALIGN:
-        raise PlanError(f"make_tma_copy: the tile starts {smem.offset * smem.bits // 8} B into the buffer; TMA boxes "
-                        f"start on {SMEM_ALIGN}-byte boundaries{where}")

@@ -606,6 +606,40 @@ __device__ __forceinline__ void pycute_tma_reduce_xor_hint_5d(const void* map, u
   asm volatile("cp.reduce.async.bulk.tensor.5d.global.shared::cta.xor.tile.bulk_group.L2::cache_hint [%0, {%2, %3, %4, %5, %6}], [%1], %7;"
                :: "l"(map), "r"(smem), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(c4), "l"(policy) : "memory");
 }
+
+// Retargeting a tensor map on the device (sm_90a; PTX ISA tensormap.replace, tensormap.cp_fenceproxy): a warp
+// copies the map into 128 bytes of shared memory, one lane replaces fields, the warp publishes it to global
+// memory, and the thread that issues copies through it acquires it first (generated: plan.retarget(...).cuda()).
+__device__ __forceinline__ void pycute_tensormap_acquire_gpu(const void* map) {
+  asm volatile("fence.proxy.tensormap::generic.acquire.gpu [%0], 128;" :: "l"(map) : "memory");
+}
+// The calling warp (32 lanes, one word each) copies the map at generic address `map` to shared `smap`.
+__device__ __forceinline__ void pycute_tensormap_fetch(unsigned smap, const void* map) {
+  unsigned lane;
+  asm volatile("mov.u32 %0, %%laneid;" : "=r"(lane));
+  const unsigned word = static_cast<const unsigned*>(map)[lane];
+  asm volatile("st.shared.u32 [%0], %1;" :: "r"(smap + 4u * lane), "r"(word) : "memory");
+}
+__device__ __forceinline__ void pycute_tensormap_replace_global_address(unsigned smap, const void* address) {
+  asm volatile("tensormap.replace.tile.global_address.shared::cta.b1024.b64 [%0], %1;"
+               :: "r"(smap), "l"(reinterpret_cast<unsigned long long>(address)) : "memory");
+}
+// Dimension ORD's extent, in elements.
+template <int ORD>
+__device__ __forceinline__ void pycute_tensormap_replace_global_dim(unsigned smap, unsigned extent) {
+  asm volatile("tensormap.replace.tile.global_dim.shared::cta.b1024.b32 [%0], %1, %2;" :: "r"(smap), "n"(ORD), "r"(extent)
+               : "memory");
+}
+// Dimension ORD + 1's stride, in bytes (a multiple of 16).
+template <int ORD>
+__device__ __forceinline__ void pycute_tensormap_replace_global_stride(unsigned smap, unsigned long long bytes) {
+  asm volatile("tensormap.replace.tile.global_stride.shared::cta.b1024.b64 [%0], %1, %2;" :: "r"(smap), "n"(ORD), "l"(bytes)
+               : "memory");
+}
+// The whole warp: copy the map at shared `smap` to global `gmap` and release it to the tensormap proxy.
+__device__ __forceinline__ void pycute_tensormap_publish(void* gmap, unsigned smap) {
+  asm volatile("tensormap.cp_fenceproxy.global.shared::cta.tensormap::generic.release.gpu.sync.aligned [%0], [%1], 128;" :: "l"(gmap), "r"(smap) : "memory");
+}
 __device__ __forceinline__ void pycute_tma_load_im2col_3d(const void* map, unsigned smem, unsigned mbar, int c0, int c1, int c2, unsigned short o0) {
   asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.im2col.mbarrier::complete_tx::bytes [%0], [%1, {%3, %4, %5}], [%2], {%6};"
                :: "r"(smem), "l"(map), "r"(mbar), "r"(c0), "r"(c1), "r"(c2), "h"(o0) : "memory");

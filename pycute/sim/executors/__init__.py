@@ -8,3 +8,9 @@ from .tma_modes import TmaModesExecutor
 from .cp_async import CpAsyncExecutor
 from .bulk import BulkExecutor
 from .mma import Tcgen05MmaExecutor
+from .bulk import mapa_value
+from .tma import createpolicy_token
+
+#: Instructions that write a register with a value only this model knows, by opcode: ``mapa`` (this model's
+#: shared::cluster windows) and ``createpolicy`` (a token of the L2 policy the copies' decoders read back).
+REGISTER_VALUES = {"mapa": mapa_value, "createpolicy": createpolicy_token}

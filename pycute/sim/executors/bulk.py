@@ -14,7 +14,7 @@ from ...atoms.bulk import BulkIssue
 from ...errors import EmulationError
 from ..machine import Machine
 
-__all__ = ["BulkExecutor", "decode", "CLUSTER_WINDOW"]
+__all__ = ["BulkExecutor", "decode", "CLUSTER_WINDOW", "mapa_value"]
 
 #: Where this model places CTA ``r``'s window among shared::cluster addresses (``mapa`` of an address ``a`` to CTA
 #: ``r`` is ``r * CLUSTER_WINDOW + a``); only the PTX interpreter and its decoder use it.
@@ -87,3 +87,10 @@ def decode(op: str, args: list, value: Callable[[str], int]) -> BulkIssue:
     if op.startswith("cp.async.bulk.global"):
         return BulkIssue(op, dst, src & 0xFFFFFFFF, size, None, policy)
     return BulkIssue(op, dst & 0xFFFFFFFF, src, size, None, policy)
+
+
+def mapa_value(op: str, args: list, value: Callable[[str], int]) -> int:
+    """What ``mapa{.shared::cluster}.u32|u64 d, a, rank`` leaves in ``d`` in this model: address ``a`` in CTA
+    ``rank``'s window (``rank * CLUSTER_WINDOW + a``)."""
+    bits = 64 if op.endswith("64") else 32
+    return (value(args[1]) % 2 ** 32 + (value(args[2]) % 2 ** 32) * CLUSTER_WINDOW) % 2 ** bits

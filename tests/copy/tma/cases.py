@@ -85,3 +85,20 @@ REDUCE.append(("bf16-kmajor-128B-add", pc.make_global_tensor(pc.bf16, Layout((30
 NAN_FILL = [(f"{d.name}-nan-fill", pc.make_global_tensor(d, Layout((40, 64), (64, 1))),
              smem(d, Layout((64, 128 // (d.bits // 8)), (128 // (d.bits // 8), 1))), [(0, 0), (1, 0)])
             for d in (pc.f16, pc.bf16, pc.f32, pc.f64)]
+
+#: Element-coordinate copies: (name, array, tile, origins). Each origin is loaded, and stored back where the
+#: store's preconditions allow it (non-negative, on the 16-byte unit along the contiguous mode).
+ELEMENT = [
+    ("f32-element", pc.make_global_tensor(pc.f32, Layout((300, 96), (96, 1))), smem(pc.f32, Layout((64, 32), (32, 1))),
+     [(0, 0), (77, 3), (77, 8), (-5, -3), (290, 90), (-64, -32), (1 << 20, 0)]),
+    ("bf16-kmajor-128B-element", pc.make_global_tensor(pc.bf16, Layout((300, 256), (256, 1))),
+     pc.kmajor_smem_tensor(pc.bf16, 128, 64, "128B"), [(0, 0), (77, 8), (77, 3), (-7, -9), (250, 250)]),
+    ("bf16-kmajor-128B-split-element", pc.make_global_tensor(pc.bf16, Layout((300, 256), (256, 1))),
+     pc.kmajor_smem_tensor(pc.bf16, 128, 128, "128B"), [(77, 64), (-3, 128), (299, 192)]),
+    ("u8-element", pc.make_global_tensor(pc.u8, Layout((100, 48), (48, 1))), smem(pc.u8, Layout((64, 16), (16, 1))),
+     [(3, 5), (-1, -1), (99, 47), (16, 32)]),
+]
+
+#: Loads through converting maps: (name, dtype, ftz, fill); the arrays hold random bits (subnormals, NaNs, ties).
+CONVERTING = [(f"{d.name}{'-ftz' if ftz else ''}-{fill}", d, ftz, fill)
+              for d in (pc.f32, pc.tf32) for ftz in (False, True) for fill in ("zero", "nan")]

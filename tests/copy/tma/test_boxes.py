@@ -124,7 +124,8 @@ def test_a_load_of_any_broadcast_or_overlapping_view_equals_the_layouts(rows, un
     cols = 4 * units
     array = pc.make_global_tensor(pc.f32, Layout((rows, cols), (row_step, 1)))
     plan = make_tma_copy(pc.make_smem_tensor(pc.f32, Layout((tile_rows, cols), (cols, 1))), array)
-    assert plan.tensor_map.global_strides[0] == row_step * 4
+    if rows > 1:                    # an extent-1 mode gets a stride the driver takes (any reads the same bytes)
+        assert plan.tensor_map.global_strides[0] == row_step * 4
     verify_tma(plan, seed=t)
 
 

@@ -1,0 +1,224 @@
+"""TMA boxes at element coordinates: make_tma_copy(origin=...) places the tile's box at any signed element origin
+per array mode, static or run-time; the emulator loads exactly numpy's view of the array there (zeros or the NaN
+fill outside it); what a run-time origin must keep is stated (preconditions), checked by stream/at, and trapped on
+by the checked build; the tile-index form stays the short form."""
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+import pycute as pc
+from pycute import Layout
+from pycute.compile import compile_cuda
+from pycute.harness.tma import TmaRoundTrip
+from pycute.sim.emulator import Sm90Emulator
+from pycute.sim.ptx import trace_entry
+from pycute.tensor.values import smem_element_offsets
+
+from .cases import ELEMENT
+
+F32 = pc.make_global_tensor(pc.f32, Layout((40, 24), (24, 1)))
+F32_TILE = pc.make_smem_tensor(pc.f32, Layout((16, 8), (8, 1)))
+BF16 = pc.make_global_tensor(pc.bf16, Layout((300, 256), (256, 1)))
+KMAJOR = pc.kmajor_smem_tensor(pc.bf16, 128, 128, "128B")        # K split in two 64-element swizzle atoms
+GROUP_ROWS = (0, 77, 300, 811)
+
+
+def numpy_view(array: np.ndarray, origin: tuple, shape: tuple, fill: float) -> np.ndarray:
+    """``array[origin : origin + shape]`` with ``fill`` where the window leaves the array."""
+    out = np.full(shape, fill, dtype=array.dtype)
+    src = tuple(slice(max(o, 0), min(o + n, e)) for o, n, e in zip(origin, shape, array.shape))
+    dst = tuple(slice(s.start - o, s.stop - o) for s, o in zip(src, origin))
+    if all(s.stop > s.start for s in src):
+        out[dst] = array[src]
+    return out
+
+
+def loaded_tile(plan, array: np.ndarray) -> np.ndarray:
+    """The tile a load plan leaves in shared memory, emulated, read back through the tile's layout."""
+    tile = plan.tile_shape
+    emu = Sm90Emulator(smem_bytes=-(-int(np.prod(tile)) * array.itemsize // 1024) * 1024 + 1024)
+    for issue in plan.stream(0):
+        emu.tma_load(plan.tensor_map, array.view(np.uint8).reshape(-1), issue.coords, issue.smem)
+    offsets = smem_element_offsets(plan.smem)
+    values = emu.ctas[0].smem.view(array.dtype)[offsets]
+    return values.reshape(tile[::-1]).T if len(tile) == 2 else values
+
+
+@settings(max_examples=40, deadline=None)
+@given(row=st.integers(-60, 60), col=st.integers(-40, 40), nan=st.booleans())
+def test_a_load_at_any_signed_origin_equals_numpys_view_with_the_fill(row, col, nan):
+    a = np.arange(40 * 24, dtype=np.float32).reshape(40, 24) + 1
+    plan = pc.make_tma_copy(F32_TILE, F32, origin=(row, col), oob_fill="nan" if nan else "zero")
+    got = loaded_tile(plan, a)
+    want = numpy_view(a, (row, col), (16, 8), np.nan if nan else 0.0)
+    assert np.array_equal(got, want, equal_nan=True)
+
+
+@settings(max_examples=25, deadline=None)
+@given(row=st.integers(-140, 320), col=st.integers(-140, 270))
+def test_a_kmajor_swizzled_load_at_any_origin_emulates_as_the_layouts_say(row, col):
+    pc.make_tma_copy(KMAJOR, BF16, origin=(row, col)).verify(seed=row & 7)
+
+
+@pytest.mark.parametrize("origin,boxes", [((0, 0), 1), ((77, 64), 1), ((77, 3), 2), ((-5, -70), 2), ((290, 250), 2)])
+def test_an_origin_between_the_swizzle_atoms_is_planned_without_splitting_the_mode(origin, boxes):
+    """A static origin on a part boundary keeps the one 3-D box; between them the mode is not viewed in parts
+    (two boxes), so the box never wraps inside a part."""
+    plan = pc.make_tma_copy(KMAJOR, BF16, origin=origin)
+    assert len(plan.instructions) == boxes and plan.expect_tx == 128 * 128 * 2
+    plan.verify()
+
+
+def test_element_coordinates_are_parameters_of_the_generated_function_and_tile_indices_stay_the_short_form():
+    element = pc.make_tma_copy(KMAJOR, BF16, origin="element")
+    assert element.coordinate_names == ("c0", "c1") and "int c0, int c1)" in element.cuda("ld")
+    named = pc.make_tma_copy(KMAJOR, BF16, origin=(pc.dynamic("row"), 0))
+    assert named.coordinate_names == ("row",) and "unsigned mbar, int row)" in named.cuda("ld")
+    tile = pc.make_tma_copy(KMAJOR, BF16)
+    assert tile.coordinates == "tile" and "int t0, int t1)" in tile.cuda("ld")
+    assert tile.stream(0, 2, 1) == element.stream(0, 256, 128) == element.stream(0, c0=256, c1=128)
+
+
+def test_the_issues_grouped_load_is_one_map_and_an_element_row_per_group():
+    """Groups starting at rows 0, 77, 300 and 811 of one array: one plan, one map, one box per group tile."""
+    a = pc.make_global_tensor(pc.bf16, Layout((1024, 128), (128, 1)))
+    plan = pc.make_tma_copy(pc.kmajor_smem_tensor(pc.bf16, 128, 64, "128B"), a, origin=(pc.dynamic("row"), 0))
+    assert [plan.stream(0, r)[0].coords for r in GROUP_ROWS] == [(0, r) for r in GROUP_ROWS]
+    for r in GROUP_ROWS:
+        plan.at(row=r).verify()
+
+
+def test_a_run_time_origin_equals_the_static_plan_of_its_value():
+    dynamic = pc.make_tma_copy(KMAJOR, BF16, origin=(pc.dynamic("row"), pc.dynamic("k")))
+    for row, k in ((0, 0), (-77, 128), (299, 192)):
+        static = pc.make_tma_copy(KMAJOR, BF16, origin=(row, k))
+        assert dynamic.stream(0, row, k) == static.stream(0) == dynamic.at(row=row, k=k).stream(0)
+
+
+@pytest.mark.parametrize("direction,origin,values,match", [
+    ("load", (pc.dynamic("row"), pc.dynamic("k")), dict(row=0, k=65), r"k = 65 breaks k % 64 == 0"),
+    ("store", (pc.dynamic("row"), pc.dynamic("k")), dict(row=-1, k=0), r"row = -1 breaks row >= 0"),
+    ("store", (0, pc.dynamic("k")), dict(k=-64), r"k = -64 breaks k >= 0"),
+])
+def test_a_run_time_origin_that_breaks_a_precondition_is_refused_by_stream_and_at(direction, origin, values, match):
+    plan = pc.make_tma_copy(KMAJOR, BF16, origin=origin) if direction == "load" else \
+        pc.make_tma_copy(BF16, KMAJOR, origin=origin)
+    with pytest.raises(pc.PlanError, match=match):
+        plan.stream(0, **values)
+    with pytest.raises(pc.PlanError, match=match):
+        plan.at(**values)
+
+
+def test_a_store_holds_its_contiguous_origin_to_the_16_byte_unit():
+    store = pc.make_tma_copy(F32, F32_TILE, origin=(pc.dynamic("r"), pc.dynamic("c")))
+    assert [p.rule for p in store.preconditions] == ["r >= 0", "c >= 0", "c % 4 == 0"]
+    assert "not yet settled on the H200" in store.explain()
+    with pytest.raises(pc.PlanError, match=r"c = 6 breaks c % 4 == 0"):
+        store.stream(0, r=0, c=6)
+    store.at(r=3, c=8).verify()
+
+
+@pytest.mark.parametrize("origin,match", [
+    ((-1, 0), "a store's origin -1 on mode 0 is negative"),
+    ((0, 3), "not on a 16-byte store unit"),
+])
+def test_a_static_store_origin_ptx_leaves_undefined_or_not_yet_settled_is_refused(origin, match):
+    with pytest.raises(pc.PlanError, match=match):
+        pc.make_tma_copy(F32, F32_TILE, origin=origin)
+
+
+@pytest.mark.parametrize("origin,error,match", [
+    (5, TypeError, "origin must be 'tile', 'element' or a tuple"),
+    ((1.5, 0), TypeError, "origin of mode 0 must be an integer"),
+    ((0,), pc.PlanError, "origin has 1 entries; the array has 2 modes"),
+    ("elements", pc.PlanError, "origin='elements'"),
+    ((1 << 31, 0), pc.PlanError, "outside the signed 32-bit range"),
+    ((pc.dynamic("map"), 0), pc.PlanError, "clash with the generated function's own"),
+    ((pc.dynamic("r"), pc.dynamic("r")), pc.PlanError, "repeat"),
+])
+def test_a_bad_origin_is_refused_naming_the_value_and_the_rule(origin, error, match):
+    with pytest.raises(error, match=match):
+        pc.make_tma_copy(F32_TILE, F32, origin=origin)
+
+
+def test_explain_and_the_generated_comment_state_the_origin_and_its_preconditions():
+    plan = pc.make_tma_copy(KMAJOR, BF16, origin=(pc.dynamic("row"), pc.dynamic("k")))
+    text = plan.explain()
+    assert "mode 0 at row on dim 1, mode 1 at k / 64 on dim 2" in text and "k % 64 == 0" in text
+    assert "// Preconditions (a checked build, -DPYCUTE_CHECKED, traps on them): k % 64 == 0." in plan.cuda("ld")
+
+
+@pytest.mark.parametrize("kind", ["multicast", "prefetch", "stage"])
+def test_element_origins_compose_with_multicast_prefetch_and_run_time_stages(kind):
+    origin = (pc.dynamic("row"), pc.dynamic("k"))
+    tile = pc.kmajor_smem_tensor(pc.bf16, 128, 64, "128B")
+    if kind == "multicast":
+        plan = pc.make_tma_copy(tile, BF16, origin=origin, multicast=2)
+    elif kind == "prefetch":
+        plan = pc.make_tma_copy(tile, BF16, origin=origin).prefetch()
+    else:
+        ring = pc.make_smem_tensor(pc.bf16, pc.ComposedLayout(pc.Swizzle(3, 3, 3), 0, Layout((128, 64, 2),
+                                                                                             (64, 1, 8192))))
+        plan = pc.make_tma_copy(ring[:, :, pc.dynamic("stage")], BF16, origin=origin)
+        assert plan.stream(0, -3, 64, stage=1)[0].smem == 16384
+    plan.verify()
+
+
+@pytest.fixture(scope="module")
+def checked_load():
+    plan = pc.make_tma_copy(KMAJOR, BF16, origin=(pc.dynamic("row"), pc.dynamic("k")))
+    src = plan.cuda("ld") + ('extern "C" __global__ void k(const void* map, unsigned smem, unsigned mbar, int r, '
+                             'int c) { ld(map, smem, mbar, r, c); }')
+    return plan, compile_cuda(src, arch="sm_90a", checked=True), compile_cuda(src, arch="sm_90a")
+
+
+@pytest.mark.parametrize("row,k", [(0, 0), (-77, 64), (299, 128), (-(1 << 31), -128)])
+def test_the_compiled_code_issues_the_plans_boxes_at_any_origin(checked_load, row, k):
+    plan, checked, plain = checked_load
+    for compiled in (checked, plain):
+        thread = trace_entry(compiled.ptx, {0: 0x7000_0000, 1: 0x400, 2: 0x80, 3: row, 4: k}, {}, "k")
+        assert thread.trap is None and thread.tma == plan.stream(0x400, row, k)
+
+
+def test_the_checked_build_traps_naming_the_broken_precondition_and_the_plain_build_has_no_check(checked_load):
+    plan, checked, plain = checked_load
+    thread = trace_entry(checked.ptx, {0: 0x7000_0000, 1: 0x400, 2: 0x80, 3: 5, 4: 70}, {}, "k")
+    assert thread.tma == [] and thread.trap.startswith("pycute: ld: k = 70 breaks k % 64 == 0: the map views")
+    assert checked.histogram().get("BPT.TRAP") == 1 and "BPT.TRAP" not in plain.histogram()
+
+
+@pytest.mark.parametrize("name,g,s,origins", ELEMENT, ids=[c[0] for c in ELEMENT])
+def test_every_element_origin_the_gpu_runs_emulates_as_the_layouts_say(name, g, s, origins):
+    at = (pc.dynamic("r"), pc.dynamic("c"))
+    load, store = pc.make_tma_copy(s, g, origin=at), pc.make_tma_copy(g, s, origin=at)
+    for r, c in origins:
+        load.at(r=r, c=c).verify(seed=r & 7)
+        if all(p.holds({"r": r, "c": c}[p.name]) for p in store.preconditions):
+            store.at(r=r, c=c).verify(seed=c & 7)
+
+
+def test_the_element_round_trip_kernel_compiles_for_sm_90a():
+    _, g, s, origins = ELEMENT[0]
+    at = (pc.dynamic("r"), pc.dynamic("c"))
+    rt = TmaRoundTrip(pc.make_tma_copy(s, g, origin=at), pc.make_tma_copy(g, s, origin=at))
+    h = rt.compile("sm_90a").histogram()
+    assert h.get("UTMALDG.2D") == 1 and h.get("UTMASTG.2D") == 1
+    assert "int r, int c)" in rt.source()
+
+
+def test_copy_async_passes_the_origin_to_the_tma_planner():
+    assert pc.copy_async(F32_TILE, F32, origin=(pc.dynamic("r"), 0)) == \
+        pc.make_tma_copy(F32_TILE, F32, origin=(pc.dynamic("r"), 0))
+
+
+def test_a_4_bit_tile_takes_element_origins_on_whole_bytes():
+    """f4e2m1 travels as bytes: a run-time origin of the contiguous mode is a whole byte (even), a static odd one
+    is refused with each width's reason."""
+    g = pc.make_global_tensor("f4e2m1", Layout((300, 256), (256, 1)))
+    tile = pc.kmajor_smem_tensor("f4e2m1", 128, 256, "128B")
+    plan = pc.make_tma_copy(tile, g, origin=(pc.dynamic("r"), pc.dynamic("c")))
+    assert plan.element == "f4e2m1" and [p.rule for p in plan.preconditions] == ["c % 2 == 0"]
+    plan.verify()
+    with pytest.raises(pc.PlanError, match=r"no wider element fits:\n  as u8: the origin 7 of the contiguous mode is "
+                                           r"not a multiple of 2"):
+        pc.make_tma_copy(tile, g, origin=(5, 7))

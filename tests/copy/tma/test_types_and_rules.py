@@ -1,0 +1,158 @@
+"""The emulator's value conversions per map type (TF32 rounding, FTZ flush, the NaN fill replayed from the H200's
+records) and the planner's refusals of what the driver or the hardware refuses: every tensor-map stride (extent-1
+modes included), box dims, the CTA's shared-memory capacity; small mends of explain and the store's code."""
+import json
+import pathlib
+import struct
+
+import numpy as np
+import pytest
+
+import pycute as pc
+from pycute import Layout
+from pycute.arch.sm90.tma import INTERLEAVE_NONE, TMA_SWIZZLES
+from pycute.copy.tma.params import TensorMapParams
+from pycute.copy.tma.rules import check_map
+from pycute.harness.tma import TmaRoundTrip
+from pycute.sim.executors.tma import convert_loaded
+
+DOCS = pathlib.Path(__file__).resolve().parents[3] / "docs"
+
+
+def bits(x: int, data_type: int) -> int:
+    return struct.unpack("<I", convert_loaded(np.frombuffer(struct.pack("<I", x), np.uint8).reshape(1, 4),
+                                              data_type).tobytes())[0]
+
+
+# (input bits, TFLOAT32, FLOAT32_FTZ, TFLOAT32_FTZ): round to nearest even at mantissa bit 13; FTZ flushes a
+# subnormal input to a zero of its sign before rounding; infinities and NaNs pass unchanged.
+CONVERSIONS = [
+    (0x3F800FFF, 0x3F800000, 0x3F800FFF, 0x3F800000),      # below half an ulp: down
+    (0x3F801000, 0x3F800000, 0x3F801000, 0x3F800000),      # a tie, even kept: down
+    (0x3F803000, 0x3F804000, 0x3F803000, 0x3F804000),      # a tie, odd kept: up to even
+    (0x3F801001, 0x3F802000, 0x3F801001, 0x3F802000),      # above half: up
+    (0xBF803000, 0xBF804000, 0xBF803000, 0xBF804000),      # negative values round by magnitude
+    (0x3FFFF000, 0x40000000, 0x3FFFF000, 0x40000000),      # the carry reaches the exponent
+    (0x7F7FFFFF, 0x7F800000, 0x7F7FFFFF, 0x7F800000),      # the largest finite rounds to infinity
+    (0x7F800000, 0x7F800000, 0x7F800000, 0x7F800000),      # infinity
+    (0x7FC00FFF, 0x7FC00FFF, 0x7FC00FFF, 0x7FC00FFF),      # a NaN keeps its payload
+    (0x007FFFFF, 0x00800000, 0x00000000, 0x00000000),      # the largest subnormal
+    (0x80000FFF, 0x80000000, 0x80000000, 0x80000000),      # a small negative subnormal
+    (0x00001000, 0x00000000, 0x00000000, 0x00000000),      # a subnormal tie
+]
+
+
+@pytest.mark.parametrize("x,tf32,ftz,tf32_ftz", CONVERSIONS, ids=[f"{c[0]:08x}" for c in CONVERSIONS])
+def test_a_converting_map_rounds_and_flushes_each_value_as_the_rules_say(x, tf32, ftz, tf32_ftz):
+    assert (bits(x, 7), bits(x, 11), bits(x, 10), bits(x, 12)) == (x, tf32, ftz, tf32_ftz)
+
+
+@pytest.mark.parametrize("dtype,ftz,code", [(pc.f32, False, 7), (pc.tf32, False, 11), (pc.f32, True, 10),
+                                            (pc.tf32, True, 12)])
+@pytest.mark.parametrize("fill", ["zero", "nan"])
+def test_every_f32_map_type_loads_as_the_scalar_reference_says(dtype, ftz, code, fill):
+    g = pc.make_global_tensor(dtype, Layout((40, 64), (64, 1)))
+    plan = pc.make_tma_copy(pc.make_smem_tensor(dtype, Layout((64, 32), (32, 1))), g, oob_fill=fill, ftz=ftz)
+    assert plan.tensor_map.data_type == code
+    plan.verify(seed=code)
+
+
+def test_a_tf32_map_is_never_widened_so_its_rounding_is_kept():
+    g = pc.make_global_tensor(pc.tf32, Layout(1000, 1))
+    plan = pc.make_tma_copy(pc.make_smem_tensor(pc.tf32, Layout(512, 1)), g)
+    assert plan.element is None and plan.tensor_map.data_type == 11 and len(plan.instructions) == 2
+
+
+@pytest.mark.parametrize("dtype,ftz,error,match", [(pc.bf16, True, pc.PlanError, "FLOAT32_FTZ / TFLOAT32_FTZ"),
+                                                   (pc.f32, "yes", TypeError, "ftz must be a bool")])
+def test_ftz_is_for_f32_and_tf32_maps(dtype, ftz, error, match):
+    g = pc.make_global_tensor(dtype, Layout((64, 64), (64, 1)))
+    with pytest.raises(error, match=match):
+        pc.make_tma_copy(pc.make_smem_tensor(dtype, Layout((32, 64), (64, 1))), g, ftz=ftz)
+
+
+@pytest.mark.parametrize("record", [json.loads(x) for x in (DOCS / "tma-h200-nan-fill.jsonl").read_text().splitlines()],
+                         ids=lambda r: r["dtype"])
+def test_the_emulator_replays_the_nan_fill_the_h200_wrote(record):
+    """tools/tma_nan_probe.py's load (the map's fill forced to NaN) emulated: the out-of-bounds rows hold exactly
+    the byte patterns the H200 wrote (docs/tma-h200-nan-fill.jsonl)."""
+    import attrs
+    dtype = pc.dtype(record["dtype"])
+    g = pc.make_global_tensor(dtype, Layout((40, 64), (64, 1)))
+    load = pc.make_tma_copy(pc.make_smem_tensor(dtype, Layout((64, 32), (32, 1))), g)
+    load = attrs.evolve(load, tensor_map=attrs.evolve(load.tensor_map, oob_fill=1))
+    got, _ = TmaRoundTrip(load, None).emulate((0, 1))
+    elem = dtype.bits // 8
+    oob = got[: 64 * 32 * elem].reshape(64, 32 * elem)[40:]
+    assert sorted({bytes(oob[r, c:c + elem]).hex() for r in range(24) for c in range(0, 32 * elem, elem)}) == \
+        record["oob_patterns"]
+
+
+@pytest.mark.parametrize("array,tile", [
+    (Layout((64, 1), (1, 1)), Layout((64, 1), (1, 64))),
+    (Layout((1, 64), (1, 1)), Layout((1, 64), (64, 1))),
+    (Layout((64, 1, 32), (1, 3, 64)), Layout((64, 1, 8), (1, 0, 64))),
+    (Layout((64, 32, 1), (1, 64, 5)), Layout((64, 8, 1), (1, 64, 0))),
+    (Layout((64, 1, 32), (1, 0, 64)), Layout((64, 1, 8), (1, 0, 64))),
+], ids=["stride-1", "leading-extent-1", "stride-3", "stride-5", "stride-0"])
+def test_an_extent_1_modes_stride_is_one_the_driver_takes(array, tile):
+    """The array's own stride of an extent-1 mode never moves an element, but the driver refuses any that is not
+    a multiple of 16 B: the map's size-1 dimension gets the span of the dimensions before it instead."""
+    plan = pc.make_tma_copy(pc.make_smem_tensor(pc.f32, tile), pc.make_global_tensor(pc.f32, array))
+    assert all(s % 16 == 0 and 0 < s < 1 << 40 for s in plan.tensor_map.global_strides)
+    plan.verify()
+
+
+@pytest.mark.parametrize("change,match", [
+    (dict(box=(257, 1)), "box dimension 0 is 257; the driver takes 1 to 256"),
+    (dict(box=(4, 1)), "box's rows are 8 B; the driver takes a multiple of 16"),
+    (dict(global_strides=(24,)), "a stride of 24 B; the driver takes a multiple of 16 B below 2\\^40"),
+    (dict(global_strides=(1 << 40,)), "below 2\\^40"),
+    (dict(global_dims=(0, 4)), "extent 0, outside \\[1, 2\\^32\\]"),
+    (dict(swizzle=TMA_SWIZZLES[2], box=(64, 1)), "the box's rows are 128 B under the 64B swizzle"),
+])
+def test_the_final_map_is_held_to_every_encoder_rule(change, match):
+    import attrs
+    ok = TensorMapParams("u16", 1, (1000, 4), (2048,), (64, 1), (1, 1), TMA_SWIZZLES[0], INTERLEAVE_NONE)
+    check_map(ok, "")
+    with pytest.raises(pc.PlanError, match=match):
+        check_map(attrs.evolve(ok, **change), "")
+
+
+@pytest.mark.parametrize("tile,ok", [(Layout((256, 256), (256, 1)), False), (Layout((224, 256), (256, 1)), True)],
+                         ids=["256KiB", "224KiB"])
+def test_a_tile_past_the_ctas_shared_memory_is_refused_with_the_number(tile, ok):
+    g = pc.make_global_tensor(pc.f32, Layout((1024, 1024), (1024, 1)))
+    s = pc.make_smem_tensor(pc.f32, tile)
+    if ok:
+        assert pc.make_tma_copy(s, g).smem_reach == 224 * 1024
+        return
+    with pytest.raises(pc.PlanError, match=r"reach 262144 B .* at most 232448 B \(227 KiB\) .* on sm_90a"):
+        pc.make_tma_copy(s, g)
+
+
+def test_a_staged_ring_past_the_ctas_shared_memory_is_refused():
+    g = pc.make_global_tensor(pc.bf16, Layout((1024, 64), (64, 1)))
+    ring = lambda stages: pc.make_smem_tensor(pc.bf16, Layout((128, 64, stages), (64, 1, 8192)))   # noqa: E731
+    assert pc.make_tma_copy(ring(8)[:, :, pc.dynamic("stage")], g).smem_reach == 8 * 16384
+    with pytest.raises(pc.PlanError, match=r"reach 262144 B"):
+        pc.make_tma_copy(ring(16)[:, :, pc.dynamic("stage")], g)
+
+
+def test_a_window_view_of_one_dimension_is_refused_and_element_coordinates_offered():
+    """The overlapping-view workaround of the issue: (start row, row in tile, k) with start and row both one row
+    apart. TMA bounds each coordinate by its own mode, so a tile starting past the start mode's extent loaded
+    zeros although its rows exist."""
+    view = pc.make_global_tensor(pc.bf16, Layout((897, 128, 128), (128, 128, 1)))
+    with pytest.raises(pc.PlanError, match=r"array modes 0 and 1 both step 256 B.*origin=\(pc.dynamic\('row'\)"):
+        pc.make_tma_copy(pc.make_smem_tensor(pc.bf16, Layout((1, 128, 64), (0, 64, 1))), view)
+
+
+def test_only_a_load_explains_an_expect_tx_and_a_store_commits_its_group_once():
+    g = pc.make_global_tensor(pc.f32, Layout((64, 64), (64, 1)))
+    s = pc.make_smem_tensor(pc.f32, Layout((32, 64), (64, 1)))
+    load, store = pc.make_tma_copy(s, g), pc.make_tma_copy(g, s)
+    assert "expect_tx" in load.explain() and "expect_tx" not in store.explain()
+    assert "expect_tx" not in load.prefetch().explain()
+    assert store.cuda("st").count("pycute_bulk_commit_group();") == 1 and "committed here" in store.cuda("st")
+    assert "commits its boxes as one bulk group itself" in type(store).cuda.__doc__

@@ -16,7 +16,8 @@ import numpy as np
 
 from ...arch.sm80.cache import CachePolicy, cache_policy
 from ...arch.sm90.tma import (DATA_TYPES, GLOBAL_ALIGN, INNER_BOX_ALIGN, MAX_BOX, SMEM_ALIGN, STRIDE_ALIGN,
-                              STRIDE_LIMIT, TX_LIMIT, L2Promotion, OobFill, TmaSwizzle, l2_promotion_code)
+                              STRIDE_LIMIT, TMA_TARGETS, TX_LIMIT, L2Promotion, OobFill, TmaSwizzle,
+                              l2_promotion_code)
 from ...arch.sm90.tma_im2col import (CORNER_RANGE, MAX_CHANNELS, MAX_PIXELS, MAX_TRAVERSAL_STRIDE, OFFSET_LIMIT,
                                      im2col_ptx)
 from ...atoms.tma import TmaIssue
@@ -28,7 +29,7 @@ from ...tensor.tile import layout_modes
 from ...views import view
 from ..protocol import ArrayTilePlan
 from .conv import ConvProblem
-from .plan import DTYPE_BYTES
+from .params import DTYPE_BYTES, smem_capacity
 from .planner import _swizzle
 from .rules import check_fill
 
@@ -307,4 +308,9 @@ def make_im2col_copy(dst: SmemTensor, src: GlobalTensor, conv: ConvProblem, oob_
     if plan.expect_tx > TX_LIMIT:
         raise PlanError(f"make_im2col_copy: one tile is {plan.expect_tx} B; an mbarrier phase counts at most "
                         f"{TX_LIMIT}{where}")
+    reach = (int(tile_offsets(dst).max()) + 1) * elem
+    capacity, target = smem_capacity(TMA_TARGETS)
+    if reach > capacity:
+        raise PlanError(f"make_im2col_copy: the tile reaches {reach} B of shared memory from the buffer base; a CTA has "
+                        f"at most {capacity} B on {target}{where}")
     return plan

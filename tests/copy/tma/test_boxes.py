@@ -162,6 +162,13 @@ def test_a_tile_over_any_hierarchical_row_mode_equals_the_layouts(a, b, gap, til
     verify_tma(make_tma_copy(array, tile_l), seed=a * b)
 
 
+def test_element_origins_on_a_hierarchical_array_are_refused_naming_the_view():
+    _, g, s, _, _, _ = next(c for c in BOXES if c[0] == "f32-hierarchical-rows-whole-runs")
+    with pytest.raises(pc.PlanError, match="element origins are planned on arrays whose modes are each one tensor-map "
+                                           "dimension.*hierarchical array mode 0"):
+        make_tma_copy(s, g, origin="element")
+
+
 def test_six_modes_that_do_not_merge_are_refused_naming_the_rule():
     array = pc.make_global_tensor(pc.u8, Layout((2, 3, 4, 5, 6, 32), (23040, 7680, 1920, 384, 64, 1)))
     tile = pc.make_smem_tensor(pc.u8, Layout((1, 2, 2, 2, 2, 16), (0, 128, 64, 32, 16, 1)))

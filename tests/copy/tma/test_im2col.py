@@ -143,6 +143,13 @@ def test_a_tile_or_problem_im2col_cannot_load_is_refused(tile, conv, match):
         pc.make_im2col_copy(tile, BF16, conv)
 
 
+def test_a_tile_past_a_ctas_shared_memory_is_refused():
+    conv = pc.ConvProblem(1, (64, 64), 64, (1, 2))
+    tile = pc.make_smem_tensor(pc.bf16, Layout((1024, (64, 2)), (64, (1, 65536))))   # two 128 KiB column blocks
+    with pytest.raises(pc.PlanError, match="a CTA has at most 232448 B"):
+        pc.make_im2col_copy(tile, activations(pc.bf16, conv), conv)
+
+
 def test_corners_outside_the_maps_range_are_refused():
     conv = pc.ConvProblem(1, (40, 40, 40), 16, (3, 3, 3), padding=20)
     tile = pc.make_smem_tensor(pc.f32, Layout((64, 16), (16, 1)))

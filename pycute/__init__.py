@@ -41,6 +41,9 @@ from .copy import (BulkPlan, CopyPlan, CpAsyncPlan, DsmemPlan, Plan, Tcgen05CpPl
                    TmemCopyPlan, copy_async, expected_tmem, make_bulk_copy, make_cp_async_copy, make_dsmem_copy,
                    make_tiled_copy, make_tma_copy, make_tmem_copy)
 from .copy import EpiloguePlan, SmemCopyPlan, make_epilogue, make_smem_copy
+from .copy.tma import (ConvProblem, Gather4Plan, Im2colPlan, Im2colWPlan, Multicast, im2col_reference,
+                       make_im2col_copy, make_im2col_w_copy, make_tma_gather4)
+from .arch.sm80.cache import CachePolicy
 from .mma import MmaPlan, make_mma, mma_accumulator
 from .mma import GmmaDescriptor, WgmmaPlan, make_gmma_desc, wgmma_a_fragment, wgmma_accumulator
 from .pipeline import (ClcScheduler, Consumer, PipelinePlan, Producer, TileScheduler, make_clc_scheduler,
@@ -83,6 +86,8 @@ __all__ = [
     "make_global_tensor", "global_tensor_from", "make_smem_tensor", "make_tmem_tensor", "make_fragment",
     "GlobalTensor", "RegisterFragment",
     "kmajor_smem_tensor", "kmajor_smem_buffer", "make_stages", "atom_tmem_tensor", "copy_async", "verify", "make_tma_copy", "TmaPlan",
+    "Multicast", "CachePolicy", "ConvProblem", "make_im2col_copy", "Im2colPlan", "im2col_reference",
+    "make_im2col_w_copy", "Im2colWPlan", "make_tma_gather4", "Gather4Plan",
     "make_mma", "MmaPlan", "make_cp_async_copy", "CpAsyncPlan", "make_bulk_copy", "BulkPlan", "make_dsmem_copy", "DsmemPlan", "make_tiled_copy",
     "verify_plan", "expected_tmem", "dynamic", "TmemAllocation", "alloc_columns_for", "TmemTensor", "SmemTensor",
     "CopyAtom", "Tcgen05CpAtom", "TmemLoadAtom", "TmemStoreAtom",

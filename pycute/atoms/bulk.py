@@ -6,6 +6,7 @@ from typing import NamedTuple
 
 import attrs
 
+from ..arch.sm80.cache import CachePolicy
 from ..arch.sm90.bulk import BULK_SASS, BulkDirection, bulk_ptx
 from ..errors import PlanError
 
@@ -23,6 +24,7 @@ class BulkIssue(NamedTuple):
     src: int
     size: int
     peer: int | None = None
+    policy: CachePolicy | None = None        # the L2 policy of a .L2::cache_hint form
 
 
 @attrs.frozen
@@ -31,6 +33,7 @@ class BulkAtom:
     bulk group) or ``dsmem`` (shared -> a peer CTA's shared memory, the peer's mbarrier)."""
 
     direction: BulkDirection
+    cache_hint: bool = False            # .L2::cache_hint: a createpolicy operand last (loads and stores)
 
     def __attrs_post_init__(self) -> None:
         if self.direction not in ("load", "store", "dsmem"):
@@ -38,13 +41,13 @@ class BulkAtom:
 
     @property
     def ptx(self) -> str:
-        return bulk_ptx(self.direction)
+        return bulk_ptx(self.direction, self.cache_hint)
 
     @property
     def sass(self) -> str:
         return BULK_SASS[self.direction]
 
 
-def bulk_atom(direction: BulkDirection) -> BulkAtom:
-    """The atom of a bulk copy in ``direction``."""
-    return BulkAtom(direction)
+def bulk_atom(direction: BulkDirection, cache_hint: bool = False) -> BulkAtom:
+    """The atom of a bulk copy in ``direction`` (``cache_hint``: with an L2 policy)."""
+    return BulkAtom(direction, cache_hint)

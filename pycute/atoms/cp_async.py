@@ -6,6 +6,7 @@ from typing import NamedTuple
 
 import attrs
 
+from ..arch.sm80.cache import CachePolicy
 from ..arch.sm80.cp_async import CG_SIZE, CP_ASYNC_SIZES, L2_PREFETCH_SIZES, CpAsyncCache, L2Prefetch, cp_async_ptx
 from ..errors import PlanError
 
@@ -22,6 +23,7 @@ class CpAsyncIssue(NamedTuple):
     gmem: int
     size: int
     src_size: int
+    policy: CachePolicy | None = None        # the L2 policy of a .L2::cache_hint form
 
 
 class CpAsyncResidue(NamedTuple):
@@ -42,6 +44,7 @@ class CpAsyncAtom:
     size: int
     cache: CpAsyncCache
     l2_prefetch: L2Prefetch | None = None
+    cache_hint: bool = False            # .L2::cache_hint: a createpolicy operand last
 
     def __attrs_post_init__(self) -> None:
         if self.size not in CP_ASYNC_SIZES:
@@ -56,10 +59,11 @@ class CpAsyncAtom:
 
     @property
     def ptx(self) -> str:
-        return cp_async_ptx(self.cache, self.l2_prefetch)
+        return cp_async_ptx(self.cache, self.l2_prefetch, self.cache_hint)
 
 
-def cp_async_atom(size: int, cache: CpAsyncCache | None = None, l2_prefetch: L2Prefetch | None = None) -> CpAsyncAtom:
+def cp_async_atom(size: int, cache: CpAsyncCache | None = None, l2_prefetch: L2Prefetch | None = None,
+                  cache_hint: bool = False) -> CpAsyncAtom:
     """The atom of a ``size``-byte cp.async: ``.cg`` (bypassing L1) for 16 bytes unless ``cache`` says otherwise,
-    ``.ca`` for 4 and 8."""
-    return CpAsyncAtom(size, cache or ("cg" if size == CG_SIZE else "ca"), l2_prefetch)
+    ``.ca`` for 4 and 8 (``cache_hint``: with an L2 policy)."""
+    return CpAsyncAtom(size, cache or ("cg" if size == CG_SIZE else "ca"), l2_prefetch, cache_hint)

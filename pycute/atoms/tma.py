@@ -7,6 +7,7 @@ from typing import NamedTuple
 
 import attrs
 
+from ..arch.sm80.cache import CachePolicy
 from ..arch.sm100.tma_pair import tma_pair_ptx
 from ..arch.sm90.tma import MAX_RANK, TMA_SASS, ReduceOp, TmaDirection, tma_ptx
 from ..errors import PlanError
@@ -15,12 +16,16 @@ __all__ = ["TmaAtom", "TmaIssue", "tma_atom"]
 
 
 class TmaIssue(NamedTuple):
-    """One issued TMA instruction: its PTX, the tensor coordinates (element indices, dim 0 first) and the
-    shared-memory byte address of the box."""
+    """One issued TMA instruction: its PTX, the tensor coordinates (element indices, dim 0 first), the
+    shared-memory byte address of the box, the CTA mask of a multicast, the L2 policy of a cache hint and the
+    im2col offsets of an im2col load."""
 
     ptx: str
     coords: tuple[int, ...]
     smem: int
+    mask: int | None = None
+    policy: CachePolicy | None = None
+    im2col: tuple[int, ...] | None = None    # an im2col load's offsets (the W modes': wHalo, wOffset)
 
 
 @attrs.frozen
@@ -33,6 +38,7 @@ class TmaAtom:
     multicast: bool = False
     reduce: ReduceOp | None = None
     pair: bool = False                  # .cta_group::2 (sm_100a): the pair's bytes complete on one CTA's barrier
+    cache_hint: bool = False            # .L2::cache_hint: a createpolicy operand last
 
     def __attrs_post_init__(self) -> None:
         if self.direction not in ("load", "store", "prefetch"):
@@ -43,14 +49,14 @@ class TmaAtom:
             raise PlanError("only TMA loads multicast (PTX ISA: .multicast::cluster)")
         if self.reduce is not None and self.direction != "store":
             raise PlanError("a TMA reduction goes from shared to global memory (a store direction)")
-        if self.pair and (self.direction != "load" or self.multicast):
-            raise PlanError("pycute plans the .cta_group::2 form for plain loads (not stores, prefetches or "
-                            "multicasts)")
+        if self.pair and self.direction != "load":
+            raise PlanError("the .cta_group::2 form is a load's (PTX ISA: not stores or prefetches)")
 
     @property
     def ptx(self) -> str:
-        return tma_pair_ptx(self.rank) if self.pair else tma_ptx(self.direction, self.rank, self.multicast,
-                                                                 self.reduce)
+        if self.pair:
+            return tma_pair_ptx(self.rank, self.multicast, self.cache_hint)
+        return tma_ptx(self.direction, self.rank, self.multicast, self.reduce, self.cache_hint)
 
     @property
     def sass(self) -> str:
@@ -59,7 +65,7 @@ class TmaAtom:
 
 
 def tma_atom(direction: TmaDirection, rank: int, multicast: bool = False, reduce: ReduceOp | None = None,
-             pair: bool = False) -> TmaAtom:
+             pair: bool = False, cache_hint: bool = False) -> TmaAtom:
     """The atom of a ``rank``-dimensional tile-mode ``direction`` (``multicast``: to every CTA of a mask;
-    ``reduce``: a store that reduces; ``pair``: a cta_group::2 load)."""
-    return TmaAtom(direction, rank, multicast, reduce, pair)
+    ``reduce``: a store that reduces; ``pair``: a cta_group::2 load; ``cache_hint``: with an L2 policy)."""
+    return TmaAtom(direction, rank, multicast, reduce, pair, cache_hint)

@@ -5,6 +5,7 @@ from .common import ABI_VERSION, check_function_name
 from .tcgen05_cp import commit_asm, emit_device_function, emit_helpers, helper_name
 from .tcgen05_ldst import emit_tmem_copy, ldst_helper
 from .tma import emit_tma_copy, tma_helper
+from .tma_modes import emit_gather4, emit_im2col_copy, emit_im2col_w_copy, im2col_helper
 from .cp_async import cp_async_helper, emit_cp_async_copy
 from .bulk import emit_bulk_copy, emit_dsmem_copy
 from .smem_ldst import emit_smem_copy, matrix_helper, vector_helper

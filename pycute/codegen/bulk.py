@@ -7,6 +7,7 @@ from ..arch.sm90.bulk import BULK_ALIGN, bulk_ptx
 from ..copy.bulk.plan import BulkPlan
 from ..copy.dsmem.plan import DsmemPlan
 from ..views import provides
+from .cache import createpolicy_statement
 from .common import ABI_VERSION, check_function_name
 from .templates import render
 
@@ -16,7 +17,8 @@ __all__ = ["bulk_header", "emit_bulk_copy", "emit_dsmem_copy"]
 def bulk_header() -> str:
     """The text of ``pycute/bulk.cuh``."""
     return render("header_bulk.cuh", abi=ABI_VERSION, align=BULK_ALIGN, load=bulk_ptx("load"),
-                  store=bulk_ptx("store"), dsmem=bulk_ptx("dsmem"))
+                  store=bulk_ptx("store"), dsmem=bulk_ptx("dsmem"), load_hint=bulk_ptx("load", True),
+                  store_hint=bulk_ptx("store", True))
 
 
 def _stage_terms(stages) -> str:
@@ -45,13 +47,17 @@ def emit_bulk_copy(plan: BulkPlan, name: str = "pycute_bulk_copy") -> str:
                              "group (then wait_group.read / wait_group).")
     body = [f"  {'const ' if load else ''}unsigned char* tile = static_cast<{'const ' if load else ''}unsigned char*>"
             f"(gmem) + ({origin});"]
+    hint, policy = ("_hint", ", policy") if plan.cache_hint is not None else ("", "")
+    if plan.cache_hint is not None:
+        head.append(f"// Every chunk carries the L2 policy {plan.cache_hint} (createpolicy, .L2::cache_hint).")
+        body.append(createpolicy_statement(plan.cache_hint))
     if plan.stages:
         body.append(f"  smem = smem{_stage_terms(plan.stages)};")
     for c in plan.instructions:
         if load:
-            body.append(f"  pycute_bulk_load(smem + {c.dst}u, tile + {c.src}, {c.size}u, mbar);")
+            body.append(f"  pycute_bulk_load{hint}(smem + {c.dst}u, tile + {c.src}, {c.size}u, mbar{policy});")
         else:
-            body.append(f"  pycute_bulk_store(tile + {c.dst}, smem + {c.src}u, {c.size}u);")
+            body.append(f"  pycute_bulk_store{hint}(tile + {c.dst}, smem + {c.src}u, {c.size}u{policy});")
     if not load:
         body.append("  pycute_bulk_commit_group();")
     sig = f"const void* gmem, unsigned smem, unsigned mbar, {tiles}" if load else f"void* gmem, unsigned smem, {tiles}"

@@ -9,18 +9,21 @@ from ..arch.sm90.tma import (GLOBAL_ALIGN, MAX_RANK, REDUCE_TYPES, TENSOR_MAP_BY
 from ..copy.tma.plan import TmaPlan
 from ..copy.tma.retarget import TensorMapReplace
 from ..views import provides
+from .cache import createpolicy_statement
 from .common import ABI_VERSION, check_function_name
+from .tma_modes import tma_mode_header_functions
 
 __all__ = ["emit_tma_copy", "emit_tma_retarget", "tma_helper", "tma_header_functions", "retarget_header_functions"]
 
 
 def tma_helper(direction: str, rank: int, multicast: bool = False, reduce: str | None = None,
-               pair: bool = False) -> str:
+               pair: bool = False, cache_hint: bool = False) -> str:
     """The header's wrapper of a ``rank``-dimensional tile-mode load (``multicast``: to a CTA mask; ``pair``: the
-    cta_group::2 form), store (or ``reduce``) or prefetch."""
+    cta_group::2 form), store (or ``reduce``) or prefetch; ``cache_hint``: the form taking an L2 policy."""
+    hint = "_hint" if cache_hint else ""
     if reduce is not None:
-        return f"pycute_tma_reduce_{reduce}_{rank}d"
-    return f"pycute_tma_{direction}{'_multicast' if multicast else ''}{'_pair' if pair else ''}_{rank}d"
+        return f"pycute_tma_reduce_{reduce}{hint}_{rank}d"
+    return f"pycute_tma_{direction}{'_multicast' if multicast else ''}{'_pair' if pair else ''}{hint}_{rank}d"
 
 
 # Per wrapper form: its parameters before the coordinates, its operands ({c}: the coordinates' registers) and the
@@ -35,27 +38,41 @@ _FORMS = {
 }
 
 
-def _wrapper(name: str, ptx: str, form: str, rank: int) -> str:
-    """``name(<form's parameters>, int c0, ...)``: the one ``asm`` statement of ``ptx`` at those coordinates."""
+def _wrapper(name: str, ptx: str, form: str, rank: int, cache_hint: bool = False) -> str:
+    """``name(<form's parameters>, [policy,] int c0, ...)``: the one ``asm`` statement of ``ptx`` at those
+    coordinates (the policy operand last, as ``.L2::cache_hint`` takes it)."""
     params, operands, leading = _FORMS[form]
     first = leading.count("(")                                # the coordinates' first operand number
     coords = ", ".join(f"int c{k}" for k in range(rank))
     regs = ", ".join(f"%{first + k}" for k in range(rank))
     constraints = ", ".join(f'"r"(c{k})' for k in range(rank))
+    operands = operands.format(c="{" + regs + "}")
+    if cache_hint:
+        params += "unsigned long long policy, "
+        operands += f", %{first + rank}"
+        constraints += ', "l"(policy)'
     return (f"__device__ __forceinline__ void {name}({params}{coords}) {{\n"
-            f'  asm volatile("{ptx} {operands.format(c="{" + regs + "}")};"\n'
+            f'  asm volatile("{ptx} {operands};"\n'
             f'               :: {leading}, {constraints} : "memory");\n}}')
 
 
 def tma_header_functions() -> str:
-    """Every rank's load, store, prefetch, multicast load and reduction wrapper (the header's TMA part)."""
-    ranks = range(1, MAX_RANK + 1)
-    plain = [_wrapper(tma_helper(d, r), tma_ptx(d, r), d, r) for d in ("load", "store", "prefetch") for r in ranks]
-    multicast = [_wrapper(tma_helper("load", r, True), tma_ptx("load", r, True), "multicast", r) for r in ranks]
-    multicast += [_wrapper(tma_helper("load", r, pair=True), tma_pair_ptx(r), "load", r) for r in ranks]
-    reduce = [_wrapper(tma_helper("store", r, reduce=op), tma_ptx("store", r, reduce=op), "store", r)
-              for op in REDUCE_TYPES for r in ranks]
-    return "\n".join(plain + multicast + reduce) + "\n\n" + retarget_header_functions()
+    """Every rank's load, store, prefetch, multicast, pair and reduction wrapper, each with and without an L2
+    cache policy (the header's TMA part)."""
+    out = []
+    for hint in (False, True):
+        for r in range(1, MAX_RANK + 1):
+            out += [_wrapper(tma_helper(d, r, cache_hint=hint), tma_ptx(d, r, cache_hint=hint), d, r, hint)
+                    for d in ("load", "store", "prefetch")]
+            out.append(_wrapper(tma_helper("load", r, True, cache_hint=hint), tma_ptx("load", r, True, cache_hint=hint),
+                                "multicast", r, hint))
+            out.append(_wrapper(tma_helper("load", r, pair=True, cache_hint=hint), tma_pair_ptx(r, False, hint),
+                                "load", r, hint))
+            out.append(_wrapper(tma_helper("load", r, True, pair=True, cache_hint=hint), tma_pair_ptx(r, True, hint),
+                                "multicast", r, hint))
+            out += [_wrapper(tma_helper("store", r, reduce=op, cache_hint=hint),
+                             tma_ptx("store", r, reduce=op, cache_hint=hint), "store", r, hint) for op in REDUCE_TYPES]
+    return "\n".join(out) + "\n\n" + retarget_header_functions() + "\n" + tma_mode_header_functions()
 
 
 def retarget_header_functions() -> str:
@@ -110,12 +127,38 @@ def _coordinate(plan: TmaPlan, dim: int, offset: int) -> str:
             else:
                 terms.append(o.name if o.step == 1 else f"{o.name} / {o.step}")
     else:
-        terms = [f"t{t.mode} * {t.scale}" if t.scale != 1 else f"t{t.mode}" for t in plan.tile if t.dim == dim]
+        terms = [t.formula() for t in plan.tile if t.dim == dim]
     if plan.multicast is not None and plan.multicast.dim == dim:
-        terms.append(f"rank * {plan.multicast.coord_step}")
+        terms.append(f"slice * {plan.multicast.coord_step}")
     if offset or not terms:
         terms.append(str(offset))
     return " + ".join(terms)
+
+
+def _multicast_lines(plan: TmaPlan, name: str) -> tuple[list[str], list[str]]:
+    """The comment and the statements that give the calling CTA its ``slice`` of the tile and its ``mask``."""
+    mc = plan.multicast
+    assert mc is not None
+    spec = mc.spec
+    head = [f"// Multicast over the {spec.describe()}: each CTA of a mask loads its slice of the tile into all",
+            "// of them, and each CTA's mbarrier receives the whole tile (arm it in every CTA of the mask, then a",
+            "// cluster barrier, first)."]
+    body = ["  const unsigned rank = pycute_cluster_ctarank();"]
+    if spec.mask is not None:
+        if spec.mask != (1 << spec.size) - 1:
+            head.append(f"// Call it from the CTAs of mask {spec.mask:#06x} (any other CTA returns at once).")
+            body.append(f"  if (({spec.mask:#x}u & (1u << rank)) == 0u) return;")
+        table = sum(spec.slice_of(r) << (4 * r) for r in spec.participants())      # each rank's slice, 4 bits
+        body += ["  const unsigned short mask = " + f"{spec.mask:#x};",
+                 "  const unsigned slice = " + ("rank;" if spec.mask == (1 << spec.ctas) - 1 else
+                                               f"(unsigned)({table:#x}ull >> (4u * rank)) & 0xFu;")]
+    else:
+        step = spec.axis_stride
+        head.append(f"// Every CTA of the cluster calls it; the line of CTAs along {spec.along} through it shares "
+                    f"the tile.")
+        body += [f"  const unsigned slice = (rank / {step}u) % {spec.ctas}u;   // the CTA's {spec.along} in the cluster",
+                 f"  const unsigned short mask = (unsigned short)({spec.line_mask:#x}u << (rank - slice * {step}u));"]
+    return head, body
 
 
 def _checks(plan: TmaPlan, name: str) -> list[str]:
@@ -166,6 +209,8 @@ def _head(plan: TmaPlan, name: str) -> tuple[list[str], str]:
                  "// stores form one bulk group, committed here: pycute_bulk_wait_group_read<0>() before reusing",
                  "// `smem`, pycute_bulk_wait_group<0>() before the global writes are visible."]
         sig = f"const void* map, unsigned smem, {tiles}"
+    if plan.cache_hint is not None:
+        head.append(f"// Every box carries the L2 policy {plan.cache_hint} (createpolicy, .L2::cache_hint).")
     return head, sig.rstrip(", ")
 
 
@@ -176,29 +221,32 @@ def emit_tma_copy(plan: TmaPlan, name: str = "pycute_tma_copy") -> str:
     head, sig = _head(plan, name)
     load, prefetch, mc = plan.direction == "load", plan.direction == "prefetch", plan.multicast
     body = _checks(plan, name)
-    if plan.atom.pair:
-        head += ["// Pair load (.cta_group::2, sm_100a): each CTA of the pair calls it with its own tile and `mbar` the",
-                 f"// CTA-local address of the barrier; the even CTA's barrier receives both ({name}_expect_tx bytes).",
-                 "// Only the even CTA arms it."]
-        body.append("  mbar = pycute_mapa(mbar, pycute_cluster_ctarank() & ~1u);   // the even CTA's barrier")
+    if plan.cache_hint is not None:
+        body.append(createpolicy_statement(plan.cache_hint))
     if mc is not None:
-        head += [f"// Multicast: every CTA of a {mc.ctas}-CTA cluster calls it; CTA r loads slice r into all of",
-                 "// them, and each CTA's mbarrier receives the whole tile (arm it in every CTA, then a cluster",
-                 "// barrier, first)."]
-        body.append(f"  const unsigned rank = pycute_cluster_ctarank();   // 0..{mc.ctas - 1}")
+        more, lines = _multicast_lines(plan, name)
+        head += more
+        body += lines
+    if plan.atom.pair:
+        head += ["// Pair load (.cta_group::2, sm_100a): each CTA of the pair calls it with `mbar` the CTA-local address",
+                 f"// of its barrier; the even CTA's barrier receives the pair's bytes ({name}_expect_tx). Only the even",
+                 "// CTA arms it."]
+        body.append("  mbar = pycute_mapa(mbar, pycute_cluster_ctarank() & ~1u);   // the even CTA's barrier")
+    policy = ", policy" if plan.cache_hint is not None else ""
+    helper = tma_helper(plan.direction, plan.tensor_map.rank, mc is not None, plan.reduce, plan.atom.pair,
+                        plan.cache_hint is not None)
     for inst in plan.instructions:
         coords = ", ".join(_coordinate(plan, d, c) for d, c in enumerate(inst.coords))
         smem = f"smem + {inst.smem_offset}u" if inst.smem_offset else "smem"
         smem += "".join(f" + {s.name} * {s.smem_step}u" for s in plan.stages)
         if mc is not None:
-            smem += f" + rank * {mc.smem_step}u"
-            args = f"map, {smem}, mbar, {mc.mask:#x}, {coords}"
+            smem += f" + slice * {mc.smem_step}u"
+            args = f"map, {smem}, mbar, mask{policy}, {coords}"
         elif prefetch:
-            args = f"map, {coords}"
+            args = f"map{policy}, {coords}"
         else:
-            args = f"map, {smem}, mbar, {coords}" if load else f"map, {smem}, {coords}"
-        body.append(f"  {tma_helper(plan.direction, plan.tensor_map.rank, mc is not None, plan.reduce, plan.atom.pair)}"
-                    f"({args});")
+            args = f"map, {smem}, mbar{policy}, {coords}" if load else f"map, {smem}{policy}, {coords}"
+        body.append(f"  {helper}({args});")
     if plan.direction == "store":
         body.append("  pycute_bulk_commit_group();")
     lines = ['#include "pycute/tma.cuh"', "", *head]

@@ -16,7 +16,7 @@ import numpy as np
 
 from ..errors import CompileError
 
-__all__ = ["driver_available", "device_info", "skip_reason", "Gpu", "check_gpu", "encode_tensor_map", "tensor_map_arg",
+__all__ = ["driver_available", "device_info", "skip_reason", "Gpu", "check_gpu", "encode_tensor_map", "encode_im2col_map", "tensor_map_arg",
            "tensor_map_bytes"]
 
 
@@ -225,6 +225,32 @@ def encode_tensor_map(params: Any, address: int) -> Any:
         cu.CUtensorMapL2promotion(params.l2_promotion), cu.CUtensorMapFloatOOBfill(params.oob_fill))
     if int(err) != 0:
         raise CompileError(f"cuTensorMapEncodeTiled refused the map ({err}): {params!r} at {address:#x}")
+    return tmap
+
+
+def encode_im2col_map(params: Any, address: int) -> Any:
+    """``cuTensorMapEncodeIm2col`` of an im2col plan's map parameters (``copy.tma.im2col.Im2colMapParams``; its W
+    modes through ``cuTensorMapEncodeIm2colWide``, compute capability 10.0) for activations at ``address``. Needs
+    a CUDA driver (CompileError elsewhere); a refusal is a CompileError naming every field."""
+    if not driver_available():
+        raise CompileError(f"encoding a tensor map needs the CUDA driver: {skip_reason()}")
+    from cuda.bindings import driver as cu
+    dims = [cu.cuuint64_t(int(d)) for d in params.global_dims]
+    strides = [cu.cuuint64_t(int(s)) for s in params.global_strides]
+    elem = [cu.cuuint32_t(int(e)) for e in params.element_strides]
+    common = (cu.CUtensorMapDataType(params.data_type), params.rank, int(address), dims, strides)
+    tail = (cu.CUtensorMapSwizzle(params.swizzle.code), cu.CUtensorMapL2promotion(params.l2_promotion),
+            cu.CUtensorMapFloatOOBfill(params.oob_fill))
+    none = cu.CUtensorMapInterleave(0)
+    if params.mode == "im2col":
+        err, tmap = cu.cuTensorMapEncodeIm2col(*common, list(params.lower), list(params.upper), params.channels,
+                                               params.pixels, elem, none, *tail)
+    else:
+        wide = getattr(cu.CUtensorMapIm2ColWideMode, "CU_TENSOR_MAP_IM2COL_WIDE_MODE_" + params.mode.upper())
+        err, tmap = cu.cuTensorMapEncodeIm2colWide(*common, params.lower[0], params.upper[0], params.channels,
+                                                   params.pixels, elem, none, wide, *tail)
+    if int(err) != 0:
+        raise CompileError(f"cuTensorMapEncodeIm2col refused the map ({err}): {params!r} at {address:#x}")
     return tmap
 
 

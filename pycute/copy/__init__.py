@@ -7,7 +7,7 @@ memory spaces."""
 from .protocol import Plan, Reject, Rejection
 from .tcgen05_cp import CopyPlan, CpInstruction, DynamicCoord, Smem, Tcgen05CpPlan, expected_tmem, make_tiled_copy
 from .tcgen05_ldst import (TmemCopyPlan, TmemLdStInstruction, Tcgen05LdStPlan, WarpInstruction, make_tmem_copy)
-from .tma import TensorMapParams, TmaPlan, make_tma_copy
+from .tma import Multicast, TensorMapParams, TmaPlan, make_tma_copy
 from .cp_async import CpAsyncPlan, make_cp_async_copy
 from .bulk import BulkPlan, make_bulk_copy
 from .dsmem import DsmemPlan, make_dsmem_copy

@@ -36,19 +36,40 @@ def _check_pair(load: TmaPlan, store: TmaPlan | None) -> None:
 
 @attrs.frozen
 class TmaRoundTrip:
-    """Load ``load``'s tile of array A, dump shared memory, store it with ``store`` (if any) into array B."""
+    """Load ``load``'s tile of array A, dump shared memory, store it with ``store`` (if any) into array B. With a
+    multicast every CTA of the cluster runs the kernel: those of a mask issue their slices, those that receive arm
+    their mbarrier with what the plan says reaches them (``extra_tx`` more: a count the copy must not meet, so that
+    the barrier is seen not to complete within ``spin`` polls), and every CTA dumps its shared memory."""
 
     load: TmaPlan
     store: TmaPlan | None
     grid_constant: bool = False         # the maps as __grid_constant__ kernel parameters, not in global memory
+    extra_tx: int = 0
+    spin: int = _SPIN
 
     def __attrs_post_init__(self) -> None:
         _check_pair(self.load, self.store)
+        if self.load.atom.pair:
+            raise CompileError("TmaRoundTrip: the pair form is sm_100a's (no round trip on this harness)")
+
+    @property
+    def cluster(self) -> tuple[int, int, int]:
+        """The cluster's shape (the multicast's, else one CTA)."""
+        return self.load.multicast.spec.cluster if self.load.multicast else (1, 1, 1)
 
     @property
     def ctas(self) -> int:
-        """CTAs of the cluster (the multicast's, else 1)."""
-        return self.load.multicast.ctas if self.load.multicast else 1
+        """CTAs of the cluster."""
+        return self.cluster[0] * self.cluster[1] * self.cluster[2]
+
+    def received(self) -> list[int]:
+        """Bytes each CTA's mbarrier receives (0: it takes no part)."""
+        if self.load.multicast is None:
+            return [self.load.expect_tx]
+        spec = self.load.multicast.spec
+        masks = [spec.mask_of(r) for r in spec.participants()]
+        return [self.load.expect_tx if any(m is not None and m >> r & 1 for m in masks) else 0
+                for r in range(self.ctas)]
 
     @property
     def smem_bytes(self) -> int:
@@ -67,23 +88,26 @@ class TmaRoundTrip:
         maps = ("const __grid_constant__ pycute_tensor_map in_param, const __grid_constant__ pycute_tensor_map "
                 "out_param" if by_value else "const pycute_tensor_map* in_map, const pycute_tensor_map* out_map")
         store_call = "" if self.store is None else f"rt_store(out_map, base{args});"
+        table = ", ".join(f"{b + self.extra_tx if b else 0}u" for b in self.received())
         return (emit_tma_copy(self.load, "rt_load") + store + f"""
+__device__ const unsigned rt_tx[{self.ctas}] = {{{table}}};   // bytes each CTA's mbarrier is armed with
 extern "C" __global__ void tma_roundtrip({maps}, unsigned char* dump, unsigned* status{tiles}) {{
   {"const pycute_tensor_map* in_map = &in_param; const pycute_tensor_map* out_map = &out_param;" if by_value else ""}
 {BUFFER_AND_BARRIER}
+  const unsigned rank = pycute_cluster_ctarank();
+  const unsigned tx = rt_tx[rank];
   for (unsigned i = threadIdx.x; i < {self.smem_bytes}u; i += blockDim.x) buf[i] = {_MARKER};
   if (threadIdx.x == 0) {{
     {"" if by_value else "pycute_tensormap_acquire(in_map); pycute_tensormap_acquire(out_map);"}
     pycute_mbarrier_init(m, 1);
-    pycute_mbarrier_arrive_expect_tx(m, rt_load_expect_tx);
+    if (tx) pycute_mbarrier_arrive_expect_tx(m, tx);
   }}
   pycute_fence_proxy_async_shared();
   pycute_cluster_sync();           // every CTA's mbarrier is armed before any multicast signals it
   if (threadIdx.x == 0) rt_load(in_map, base, m{args});
   unsigned spins = 0;
-  while (!pycute_mbarrier_try_wait_parity(m, 0) && ++spins < {_SPIN}u) {{
+  while (tx && !pycute_mbarrier_try_wait_parity(m, 0) && ++spins < {self.spin}u) {{
   }}
-  const unsigned rank = pycute_cluster_ctarank();
   if (threadIdx.x == 0) status[rank] = spins;
   for (unsigned i = threadIdx.x; i < {self.smem_bytes}u; i += blockDim.x) dump[rank * {self.smem_bytes}u + i] = buf[i];
   __syncthreads();
@@ -107,21 +131,26 @@ extern "C" __global__ void tma_roundtrip({maps}, unsigned char* dump, unsigned* 
         dtype = self.load.gmem.dtype.name
         return element_bytes(rng, nbytes, dtype, finite), element_bytes(rng, nbytes, dtype, finite)
 
-    def emulate(self, tile: tuple[int, ...], seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    def emulate(self, tile: tuple[int, ...], seed: int = 0, params: object = None, shift: int = 0
+                ) -> tuple[np.ndarray, np.ndarray]:
         """``(every CTA's shared image, array B)`` the emulator says the kernel leaves for the coordinates ``tile``
-        (tile indices, or the plans' run-time origins in order)."""
+        (tile indices, or the plans' run-time origins in order); ``params``: other tensor-map parameters for the
+        copies (a candidate model of the hardware), ``shift``: the boxes moved that many bytes and the image read
+        back from there (the phase a tile-relative swizzle would have)."""
         a, b = self.arrays(seed)
-        emu = Sm90Emulator(smem_bytes=self.smem_bytes, ctas=self.ctas)
-        mask = self.load.multicast.mask if self.load.multicast else None
+        emu = Sm90Emulator(smem_bytes=self.smem_bytes + shift, ctas=self.ctas)
+        mc = self.load.multicast
         for cta in range(self.ctas):
-            emu.write_smem(0, np.full(self.smem_bytes, _MARKER, dtype=np.uint8), cta=cta)
-        for cta in range(self.ctas):
-            for issue in self.load.stream(0, *tile, cta=cta):
-                emu.tma_load(self.load.tensor_map, a, issue.coords, issue.smem, cta=cta, mask=mask)
-        image = np.concatenate([emu.ctas[c].smem for c in range(self.ctas)])
+            emu.write_smem(0, np.full(self.smem_bytes + shift, _MARKER, dtype=np.uint8), cta=cta)
+        for rank in (mc.spec.participants() if mc else [0]):
+            for issue in self.load.stream(0, *tile, cta=rank):
+                emu.tma_load(params or self.load.tensor_map, a, issue.coords, issue.smem + shift, cta=rank,
+                             mask=issue.mask)
+        image = np.concatenate([emu.ctas[c].smem[shift:] for c in range(self.ctas)])
         if self.store is not None:
             for issue in self.store.stream(0, *tile):
-                emu.tma_store(self.store.tensor_map, b, issue.coords, issue.smem, reduce=self.store.reduce)
+                emu.tma_store(params or self.store.tensor_map, b, issue.coords, issue.smem + shift,
+                              reduce=self.store.reduce)
         return image, b
 
     def launch(self, gpu: Gpu, tile: tuple[int, ...], seed: int = 0, arch: str = "sm_90a",
@@ -141,8 +170,8 @@ extern "C" __global__ void tma_roundtrip({maps}, unsigned char* dump, unsigned* 
                                                     dtype=np.uint8)) for p, b in pairs)
         d_dump = gpu.upload(np.zeros(self.ctas * self.smem_bytes, dtype=np.uint8))
         d_status = gpu.upload(np.zeros(self.ctas, dtype=np.uint32))
-        gpu.launch(kernel, d_in, d_out, d_dump, d_status, *(np.int32(t) for t in tile), grid=self.ctas, block=128,
-                   cluster=self.ctas, dynamic_smem=self.smem_bytes + 1024)
+        gpu.launch(kernel, d_in, d_out, d_dump, d_status, *(np.int32(t) for t in tile), grid=self.cluster, block=128,
+                   cluster=self.cluster, dynamic_smem=self.smem_bytes + 1024)
         return {"smem": gpu.download(d_dump, np.uint8, self.ctas * self.smem_bytes),
                 "array": gpu.download(d_b, np.uint8, b.size), "a": a, "b": b,
                 "spins": int(gpu.download(d_status, np.uint32, self.ctas).max())}

@@ -10,13 +10,13 @@ Written from the PTX ISA (facts and their tags in docs/ptx-tcgen05.md and docs/t
 from __future__ import annotations
 
 from .executors import (BulkExecutor, CpAsyncExecutor, SmemLdStExecutor, Tcgen05CpExecutor, Tcgen05LdStExecutor,
-                        Tcgen05MmaExecutor, TmaExecutor, WgmmaExecutor)
+                        Tcgen05MmaExecutor, TmaExecutor, TmaModesExecutor, WgmmaExecutor)
 from .machine import CtaState
 
 __all__ = ["Sm90Emulator", "Sm100Emulator", "CtaState"]
 
 
-class Sm90Emulator(TmaExecutor, BulkExecutor, CpAsyncExecutor, SmemLdStExecutor, WgmmaExecutor):
+class Sm90Emulator(TmaExecutor, TmaModesExecutor, BulkExecutor, CpAsyncExecutor, SmemLdStExecutor, WgmmaExecutor):
     """The CTAs of a cluster with shared memory at ``smem_base``: TMA loads (multicast too) and stores, flat bulk
     copies and DSMEM copies between the CTAs, cp.async with its groups, against a global byte array; a warp's
     register <-> shared moves (stmatrix / ldmatrix, ld/st.shared) with the packing conversions; and
@@ -26,8 +26,8 @@ class Sm90Emulator(TmaExecutor, BulkExecutor, CpAsyncExecutor, SmemLdStExecutor,
     CTAS_WHY = "a cluster of up to 16 CTAs, the non-portable maximum on the H100/H200"
 
 
-class Sm100Emulator(Tcgen05CpExecutor, Tcgen05LdStExecutor, Tcgen05MmaExecutor, TmaExecutor, BulkExecutor,
-                    CpAsyncExecutor, SmemLdStExecutor):
+class Sm100Emulator(Tcgen05CpExecutor, Tcgen05LdStExecutor, Tcgen05MmaExecutor, TmaExecutor, TmaModesExecutor,
+                    BulkExecutor, CpAsyncExecutor, SmemLdStExecutor):
     """CTAs with shared memory at ``smem_base`` and TMEM; issue ``cp``, ``commit``, then read back with ``ld`` (or
     ``st`` then ``ld``).
 

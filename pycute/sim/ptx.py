@@ -21,7 +21,7 @@ import numpy as np
 from ..codegen.probe import PROBE_SHARED_SYMBOL, probe_entry
 from ..errors import CompileError
 from .convert import pack_pair
-from .executors import bulk, clc, cp_async, mma, smem_ldst, tcgen05_cp, tcgen05_ldst, tma, wgmma
+from .executors import REGISTER_VALUES, bulk, clc, cp_async, mma, smem_ldst, tcgen05_cp, tcgen05_ldst, tma, wgmma
 from .printf import format_printf, string_symbols
 
 #: PTX opcode prefix -> the executor's decoder of its issued instructions (pycute.sim.executors).
@@ -245,8 +245,8 @@ class _Thread:
             self._issue(family, op, args)
         elif op.startswith("clusterlaunchcontrol.query_cancel"):
             self.regs.update(clc.query(op, args, self.value))
-        elif base == "mapa":                                 # this model's shared::cluster windows
-            self.regs[args[0]] = (self.value(args[1], 32) + self.value(args[2], 32) * bulk.CLUSTER_WINDOW) & _MASK[bits]
+        elif base in REGISTER_VALUES:                        # mapa, createpolicy: this model's values of them
+            self.regs[args[0]] = REGISTER_VALUES[base](op, args, self.value)
         elif base == "shfl":
             # The one thread modelled stands for its warp: shfl.sync returns its own value, which is the source
             # lane's for warp-uniform operands (what pycute_warp_index() shuffles).

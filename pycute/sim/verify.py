@@ -19,6 +19,9 @@ from ..copy.protocol import Plan
 from .emulator import Sm100Emulator
 from ..copy.tma.plan import TmaPlan
 from .verify_tma import verify_tma
+from .verify_tma_modes import verify_gather4, verify_im2col, verify_im2col_w
+from ..copy.tma.im2col import Im2colPlan
+from ..copy.tma.modes100 import Gather4Plan, Im2colWPlan
 from .verify_flat import verify_bulk, verify_cp_async, verify_dsmem
 from .verify_mma import verify_mma
 from .verify_wgmma import verify_wgmma
@@ -144,7 +147,8 @@ VERIFIERS: dict[str, Callable[..., None]] = {Tcgen05CpPlan.VARIANT: verify_plan,
                                              BulkPlan.VARIANT: verify_bulk, DsmemPlan.VARIANT: verify_dsmem,
                                              MmaPlan.VARIANT: verify_mma, WgmmaPlan.VARIANT: verify_wgmma,
                                              SmemCopyPlan.VARIANT: verify_smem_copy,
-                                             EpiloguePlan.VARIANT: verify_epilogue}
+                                             EpiloguePlan.VARIANT: verify_epilogue, Im2colPlan.VARIANT: verify_im2col,
+                                             Im2colWPlan.VARIANT: verify_im2col_w, Gather4Plan.VARIANT: verify_gather4}
 
 
 def verify(plan: Plan, seed: int = 0, **values: int) -> None:
@@ -160,6 +164,9 @@ def verify(plan: Plan, seed: int = 0, **values: int) -> None:
 provides("verify", Tcgen05CpPlan)(verify_plan)
 provides("verify", Tcgen05LdStPlan)(verify_tmem_copy)
 provides("verify", TmaPlan)(verify_tma)
+provides("verify", Im2colPlan)(verify_im2col)
+provides("verify", Im2colWPlan)(verify_im2col_w)
+provides("verify", Gather4Plan)(verify_gather4)
 provides("verify", CpAsyncPlan)(verify_cp_async)
 provides("verify", BulkPlan)(verify_bulk)
 provides("verify", DsmemPlan)(verify_dsmem)

@@ -18,6 +18,7 @@ from ..dtypes import BF16_SHIFT, TF32_MASK
 from ..copy.tma.plan import TmaPlan
 from ..errors import EmulationError
 from ..int_tuple import idx2crd, product
+from ..layout import Layout
 from .emulator import Sm90Emulator
 
 __all__ = ["verify_tma", "element_bytes"]
@@ -25,7 +26,7 @@ __all__ = ["verify_tma", "element_bytes"]
 
 def _tile_indices(plan: TmaPlan) -> list[tuple[int, ...]]:
     """The first tile, the last (partial where the array is not a multiple of the tile) and one past the end."""
-    last = tuple(-(-n // t) - 1 for (n, _), t in zip(plan.array_modes, plan.tile_shape))
+    last = tuple(-(-n // t) - 1 for n, t in zip(plan.array_extents, plan.tile_shape))
     return [tuple(0 for _ in last), last, tuple(x + 1 for x in last)]
 
 
@@ -55,36 +56,52 @@ def _origin_values(plan: TmaPlan) -> list[dict[str, int]]:
 
 
 def _ctas(plan: TmaPlan) -> int:
-    return plan.multicast.ctas if plan.multicast else 2 if plan.atom.pair else 1
+    """CTAs of the cluster the plan is emulated in."""
+    return plan.multicast.spec.size if plan.multicast else 2 if plan.atom.pair else 1
 
 
-def _issue_all(plan: TmaPlan, emu: Sm90Emulator, gmem: np.ndarray, tile: tuple) -> list[int]:
-    """Every CTA's boxes of tile ``tile`` (a pair: both CTAs load it, their bytes on CTA 0's barrier); the bytes
-    each CTA's mbarrier received."""
-    ctas = _ctas(plan)
-    mask = plan.multicast.mask if plan.multicast else None
-    received = [0] * ctas
-    for cta in range(ctas):
-        for issue in plan.stream(0, *tile, cta=cta if plan.multicast else 0):
+def _barrier(plan: TmaPlan, cta: int) -> int:
+    """The CTA whose mbarrier counts the bytes landing in ``cta`` (a pair's even CTA, PTX ISA .cta_group::2)."""
+    return cta & ~1 if plan.atom.pair else cta
+
+
+def _issuers(plan: TmaPlan) -> list[tuple[int, int]]:
+    """``(rank the stream is issued as, CTA that issues it)``: every CTA of a multicast's masks, both CTAs of a
+    pair (each its own tile), or CTA 0."""
+    if plan.multicast is not None:
+        return [(r, r) for r in plan.multicast.spec.participants()]
+    return [(0, c) for c in range(_ctas(plan))]
+
+
+def _issue_all(plan: TmaPlan, emu: Sm90Emulator, gmem: np.ndarray, tile: tuple) -> tuple[list[int], set[int]]:
+    """Every CTA's boxes of tile ``tile``; the bytes each CTA's mbarrier received and the CTAs written to."""
+    received = [0] * _ctas(plan)
+    written: set[int] = set()
+    for rank, cta in _issuers(plan):
+        for issue in plan.stream(0, *tile, cta=rank):
             if plan.direction == "store":
                 emu.tma_store(plan.tensor_map, gmem, issue.coords, issue.smem, reduce=plan.reduce)
                 continue
-            n = emu.tma_load(plan.tensor_map, gmem, issue.coords, issue.smem, cta=cta, mask=mask)
-            for r in (range(ctas) if mask is not None else [0] if plan.atom.pair else [cta]):
-                received[r] += n
-    return received
+            n = emu.tma_load(plan.tensor_map, gmem, issue.coords, issue.smem, cta=cta, mask=issue.mask)
+            targets = [cta] if issue.mask is None else [c for c in range(16) if issue.mask >> c & 1]
+            for t in targets:
+                received[_barrier(plan, t)] += n
+            written.update(targets)
+    return received, written
 
 
 def _expected(plan: TmaPlan, coords: list, offsets: np.ndarray, gmem: np.ndarray, smem: np.ndarray,
               origin: list, elem: int) -> tuple[dict, np.ndarray]:
-    """What the layouts say: the shared bytes per tile element after a load, the array after a store."""
-    modes = plan.array_modes
+    """What the layouts say: the shared bytes per tile element after a load, the array after a store (an array
+    mode is read at its 1-D coordinate, so that a hierarchical mode is its own layout)."""
+    modes = [Layout(shape, stride) for shape, stride in plan.array_modes]
+    extents = plan.array_extents
     loaded, stored = {}, gmem.copy()
     fill = NAN_FILL_UNIT * (elem // 2) if plan.tensor_map.oob_fill == OOB_FILL_NAN else bytes(elem)
     for c, s in zip(coords, offsets):
         g = [o + c[k] for k, o in enumerate(origin)]
-        inside = all(0 <= x < n for x, (n, _) in zip(g, modes))
-        goff = sum(x * d for x, (_, d) in zip(g, modes)) * elem
+        inside = all(0 <= x < n for x, n in zip(g, extents))
+        goff = sum(int(m(x)) for m, x in zip(modes, g)) * elem if inside else 0
         loaded[int(s)] = _convert_one(bytes(gmem[goff:goff + elem]), plan.tensor_map.data_type) if inside else fill
         if inside and plan.reduce is None:
             stored[goff:goff + elem] = smem[s:s + elem]
@@ -177,7 +194,7 @@ def verify_tma(plan: TmaPlan, seed: int = 0) -> None:
         gmem, smem = (element_bytes(rng, n, plan.gmem.dtype.name, finite) for n in (nbytes, smem_bytes))
         emu.write_smem(0, smem)
         loaded, stored = _expected(plan, coords, offsets, gmem, smem, list(plan.origin_elements(*t)), elem)
-        received = _issue_all(plan, emu, gmem, t)
+        received, written = _issue_all(plan, emu, gmem, t)
         where = f"tile {t}" if not plan.origin else f"origin {tuple(o.value for o in plan.origin)}"
         if plan.direction == "store":
             if not np.array_equal(gmem, stored):
@@ -186,10 +203,16 @@ def verify_tma(plan: TmaPlan, seed: int = 0) -> None:
                                      f"say {stored[k]:#04x}")
             continue
         for cta in range(ctas):
-            if received[cta] != plan.expect_tx and not (plan.atom.pair and cta == 1 and received[cta] == 0):
+            want_tx = plan.expect_tx if cta in written and _barrier(plan, cta) == cta else 0
+            if received[cta] != want_tx:
                 raise EmulationError(f"{where}: CTA {cta}'s mbarrier receives {received[cta]} B, the plan expects "
-                                     f"{plan.expect_tx} B")
+                                     f"{want_tx} B")
             image = emu.ctas[cta].smem
+            if cta not in written:
+                before = smem if cta == 0 else np.zeros_like(smem)
+                if not np.array_equal(image, before):
+                    raise EmulationError(f"tile {t}: CTA {cta} takes no part, yet its shared memory changed")
+                continue
             for s, want in loaded.items():
                 if bytes(image[s:s + elem]) != want:
                     raise EmulationError(f"{where}: CTA {cta}'s shared byte {s} holds "

@@ -4,6 +4,7 @@ shared memory, and the complete-tx goes to an mbarrier in either CTA of the pair
 CTA's, as CUTLASS's 2-SM loads use) counts both CTAs' bytes."""
 from __future__ import annotations
 
+from ..sm80.cache import CACHE_HINT
 from ..sm90.tma import tma_ptx
 from .targets import TCGEN05_TARGETS
 
@@ -15,6 +16,9 @@ PAIR_CTAS = 2
 TMA_PAIR_TARGETS = TCGEN05_TARGETS
 
 
-def tma_pair_ptx(rank: int) -> str:
-    """The tile-mode pair load of a ``rank``-dimensional box."""
-    return tma_ptx("load", rank) + PAIR_SUFFIX
+def tma_pair_ptx(rank: int, multicast: bool = False, cache_hint: bool = False) -> str:
+    """The tile-mode pair load of a ``rank``-dimensional box (``multicast``: to a CTA mask, each destination's
+    bytes signalled on the barrier of the pair CTA whose parity is the barrier holder's; ``cache_hint``: with an
+    L2 policy operand last)."""
+    base = tma_ptx("load", rank, multicast)
+    return base + PAIR_SUFFIX + (CACHE_HINT if cache_hint else "")

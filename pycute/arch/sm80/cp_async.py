@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Literal
 
+from .cache import CACHE_HINT
+
 __all__ = ["CP_ASYNC_SIZES", "CG_SIZE", "L2_PREFETCH_SIZES", "CP_ASYNC_TARGETS", "CpAsyncCache", "CpAsyncCompletion",
            "L2Prefetch", "cp_async_ptx", "COMMIT_GROUP_PTX", "WAIT_GROUP_PTX", "ARRIVE_NOINC_PTX", "ARRIVE_PTX",
            "MBARRIER_ARRIVE_PTX", "MIN_SOURCE_WINDOW", "CP_ASYNC_SASS"]
@@ -43,10 +45,13 @@ MBARRIER_ARRIVE_PTX = "mbarrier.arrive.shared::cta.b64"
 MIN_SOURCE_WINDOW = min(CP_ASYNC_SIZES)
 
 
-def cp_async_ptx(cache: CpAsyncCache, l2_prefetch: L2Prefetch | None = None) -> str:
-    """The opcode of a cp.async with ``cache`` (``ca``: L1 and L2, ``cg``: L2 only) and an optional L2 prefetch
-    size; its operands are ``[dst], [src], cp-size, src-size`` (the zero-filling form)."""
-    return f"cp.async.{cache}.shared.global" + (f".L2::{l2_prefetch}B" if l2_prefetch else "")
+def cp_async_ptx(cache: CpAsyncCache, l2_prefetch: L2Prefetch | None = None, cache_hint: bool = False) -> str:
+    """The opcode of a cp.async with ``cache`` (``ca``: L1 and L2, ``cg``: L2 only), an optional L2 prefetch size
+    and an optional L2 policy; its operands are ``[dst], [src], cp-size, src-size{, policy}`` (the zero-filling
+    form; ``.L2::cache_hint`` comes before the prefetch size, PTX ISA #data-movement-and-conversion-instructions-
+    cp-async)."""
+    return (f"cp.async.{cache}.shared.global" + (CACHE_HINT if cache_hint else "")
+            + (f".L2::{l2_prefetch}B" if l2_prefetch else ""))
 
 
 #: SASS opcode prefix every cp.async assembles to (LDGSTS.E, .64, .128, with .BYPASS for .cg and .ZFILL).

@@ -8,7 +8,9 @@ from typing import Literal
 
 import attrs
 
+from ...errors import PlanError
 from ...swizzle import Swizzle
+from ..sm80.cache import CACHE_HINT
 from .swizzle import SWIZZLE_32B, SWIZZLE_64B, SWIZZLE_128B
 
 __all__ = ["MAX_RANK", "MAX_BOX", "GLOBAL_ALIGN", "STRIDE_ALIGN", "STRIDE_LIMIT", "DIM_LIMIT", "INNER_BOX_ALIGN",
@@ -17,7 +19,7 @@ __all__ = ["MAX_RANK", "MAX_BOX", "GLOBAL_ALIGN", "STRIDE_ALIGN", "STRIDE_LIMIT"
            "TMA_TARGETS", "MAX_MULTICAST", "ReduceOp", "REDUCE_TYPES", "OOB_FILL_NAN",
            "NAN_FILL_UNIT", "NAN_FILL_TYPES", "OobFill", "COORD_MIN", "COORD_MAX", "FTZ_DATA_TYPES", "TF32_DATA_TYPES",
            "FTZ_DATA_TYPE_CODES", "STORE_UNIT", "TENSOR_MAP_BYTES", "tensormap_replace_ptx", "TENSORMAP_PUBLISH_PTX",
-           "TENSORMAP_ACQUIRE_PTX"]
+           "TENSORMAP_ACQUIRE_PTX", "L2Promotion", "L2_PROMOTIONS", "l2_promotion_code"]
 
 MAX_RANK = 5                  # tensorRank 1..5
 MAX_BOX = 256                 # boxDim[i] 1..256
@@ -58,6 +60,14 @@ class TmaSwizzle:
     span: int                 # the most bytes boxDim[0] * element bytes may have (a row of the pattern)
     repeat: int               # bytes after which the pattern repeats (a buffer aligned to it has base offset 0)
 
+    def row_pitch(self, row_bytes: int) -> int:
+        """Bytes from one box row (``boxDim[0]`` elements) to the next in shared memory: the row itself unswizzled;
+        under a swizzle a whole row of the pattern, also when the box's row is narrower (the CUDA Programming
+        Guide: shared memory must then hold the full swizzle width per row) [inferred, docs/tma.md]. The pattern
+        then XORs the absolute address (PTX ISA #tensor-swizzling-modes: the base offset is (dstMem / 128) %
+        the rows of the pattern)."""
+        return row_bytes if self.byte_swizzle is None else self.span
+
 
 TMA_SWIZZLES = (
     TmaSwizzle("none", 0, None, 1 << 30, 16),
@@ -78,6 +88,9 @@ def tma_swizzle_of_bytes(sw: Swizzle | None) -> TmaSwizzle | None:
 #: CUtensorMapDataType by element type (the driver's enum; fp8 and the scale types travel as UINT8).
 DATA_TYPES = {"u8": 0, "i8": 0, "f8e4m3": 0, "f8e5m2": 0, "ue8m0": 0, "ue4m3": 0, "u16": 1, "i16": 1, "u32": 2,
               "i32": 3, "u64": 4, "i64": 5, "f16": 6, "f32": 7, "f64": 8, "bf16": 9, "tf32": 11}
+L2Promotion = Literal["none", "64B", "128B", "256B"]
+#: CUtensorMapL2promotion: how much L2 fetches from DRAM around a miss (a hint; it changes no byte copied).
+L2_PROMOTIONS: dict[L2Promotion, int] = {"none": 0, "64B": 1, "128B": 2, "256B": 3}
 #: The map types that change a value on its way (CUDA driver API, CUtensorMapDataType): FLOAT32_FTZ (10) flushes
 #: subnormal f32 to zero, TFLOAT32 (11) rounds f32 to tf32 (dtypes.TF32_MASK: 10 mantissa bits kept) and
 #: TFLOAT32_FTZ (12) does both; ``ftz=True`` asks for the FTZ form of an f32 or tf32 map (docs/tma.md: the
@@ -86,6 +99,14 @@ FTZ_DATA_TYPES = {"f32": 10, "tf32": 12}
 FTZ_DATA_TYPE_CODES = (10, 12)
 TF32_DATA_TYPES = (11, 12)
 L2_PROMOTION_128B = 2         # CU_TENSOR_MAP_L2_PROMOTION_L2_128B, what CuTe uses
+
+
+def l2_promotion_code(value: object, who: str) -> int:
+    """The ``CUtensorMapL2promotion`` of a plan's ``l2_promotion`` option, or a PlanError naming the choices."""
+    if value not in L2_PROMOTIONS:
+        raise PlanError(f"{who}: l2_promotion={value!r}: a tensor map promotes L2 fills by "
+                        f"{', '.join(map(repr, L2_PROMOTIONS))} (CUtensorMapL2promotion)")
+    return L2_PROMOTIONS[value]
 OOB_FILL_NONE = 0             # CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE: out-of-bounds elements load as zeros
 OOB_FILL_NAN = 1              # ..._NAN_REQUEST_ZERO_FMA: floating-point types only
 #: What the NaN fill writes: this 16-bit NaN in every 2-byte unit of an out-of-bounds element, whatever its type
@@ -96,17 +117,21 @@ OobFill = Literal["zero", "nan"]
 INTERLEAVE_NONE = 0
 
 
-def tma_ptx(direction: TmaDirection, rank: int, multicast: bool = False, reduce: ReduceOp | None = None) -> str:
-    """The tile-mode instruction: a load completing on an mbarrier (with ``multicast``, written to and signalled in
-    every CTA of a mask), a store (with ``reduce``, a reduction into global memory) completing in a bulk group."""
+def tma_ptx(direction: TmaDirection, rank: int, multicast: bool = False, reduce: ReduceOp | None = None,
+            cache_hint: bool = False, mode: str = "tile") -> str:
+    """The instruction in load mode ``mode`` (``tile``; ``im2col`` and the sm_100a modes in their own modules): a
+    load completing on an mbarrier (with ``multicast``, written to and signalled in every CTA of a mask), a store
+    (with ``reduce``, a reduction into global memory) completing in a bulk group, a prefetch; ``cache_hint`` adds
+    ``.L2::cache_hint`` (a createpolicy operand last, PTX ISA #data-movement-and-conversion-instructions-createpolicy)."""
+    hint = CACHE_HINT if cache_hint else ""
     if reduce is not None:
-        return f"cp.reduce.async.bulk.tensor.{rank}d.global.shared::cta.{reduce}.tile.bulk_group"
+        return f"cp.reduce.async.bulk.tensor.{rank}d.global.shared::cta.{reduce}.{mode}.bulk_group{hint}"
     if direction == "load":
-        return (f"cp.async.bulk.tensor.{rank}d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
-                + (".multicast::cluster" if multicast else ""))
+        return (f"cp.async.bulk.tensor.{rank}d.shared::cluster.global.{mode}.mbarrier::complete_tx::bytes"
+                + (".multicast::cluster" if multicast else "") + hint)
     if direction == "prefetch":
-        return f"cp.async.bulk.prefetch.tensor.{rank}d.L2.global.tile"
-    return f"cp.async.bulk.tensor.{rank}d.global.shared::cta.tile.bulk_group"
+        return f"cp.async.bulk.prefetch.tensor.{rank}d.L2.global.{mode}{hint}"
+    return f"cp.async.bulk.tensor.{rank}d.global.shared::cta.{mode}.bulk_group{hint}"
 
 
 #: The SASS opcode each direction assembles to (ptxas 13, sm_90a and sm_100a).

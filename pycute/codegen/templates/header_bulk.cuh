@@ -22,6 +22,17 @@ __device__ __forceinline__ void pycute_bulk_store(void* gmem, unsigned smem, uns
   asm volatile("${store} [%0], [%1], %2;" :: "l"(gmem), "r"(smem), "r"(bytes) : "memory");
 }
 
+// The same two with an L2 policy from createpolicy (.L2::cache_hint; a hint: the bytes copied are the same).
+__device__ __forceinline__ void pycute_bulk_load_hint(unsigned smem, const void* gmem, unsigned bytes, unsigned mbar,
+                                                      unsigned long long policy) {
+  asm volatile("${load_hint} [%0], [%1], %2, [%3], %4;" :: "r"(smem), "l"(gmem), "r"(bytes), "r"(mbar), "l"(policy)
+               : "memory");
+}
+__device__ __forceinline__ void pycute_bulk_store_hint(void* gmem, unsigned smem, unsigned bytes,
+                                                       unsigned long long policy) {
+  asm volatile("${store_hint} [%0], [%1], %2, %3;" :: "l"(gmem), "r"(smem), "r"(bytes), "l"(policy) : "memory");
+}
+
 // `bytes` from this CTA's shared `smem` to shared::cluster address `remote` (another CTA's, from pycute_mapa),
 // completing on the mbarrier at shared::cluster address `remote_mbar` (the receiver's).
 __device__ __forceinline__ void pycute_dsmem_copy(unsigned remote, unsigned smem, unsigned bytes,

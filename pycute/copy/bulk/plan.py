@@ -7,6 +7,7 @@ from typing import ClassVar
 import attrs
 
 from ...arch.convention import Convention
+from ...arch.sm80.cache import CachePolicy
 from ...arch.sm90.bulk import BulkDirection
 from ...atoms.bulk import BulkAtom, BulkIssue
 from ...errors import PlanError
@@ -47,6 +48,7 @@ class BulkPlan(ArrayTilePlan):
     instructions: tuple[BulkChunk, ...]
     stages: tuple[SmemStage, ...] = ()
     rejected: tuple[Rejection, ...] = attrs.field(default=(), eq=False)
+    cache_hint: CachePolicy | None = None    # the L2 policy every chunk is issued with (.L2::cache_hint)
 
     VARIANT: ClassVar[str] = "bulk"
 
@@ -90,7 +92,8 @@ class BulkPlan(ArrayTilePlan):
         smem_base = self.smem_base(smem_base)
         g, s = self.origin(tile), smem_base + stage_offset(self.stages, values, "bulk plan: ")
         return [BulkIssue(self.atom.ptx, (s if self.direction == "load" else g) + c.dst,
-                          (g if self.direction == "load" else s) + c.src, c.size) for c in self.instructions]
+                          (g if self.direction == "load" else s) + c.src, c.size, None, self.cache_hint)
+                for c in self.instructions]
 
     @property
     def convention(self) -> Convention:
@@ -116,6 +119,8 @@ class BulkPlan(ArrayTilePlan):
                  "  completion  " + (f"the mbarrier expects {self.expect_tx} B per tile" if self.direction == "load"
                                       else "one bulk group (commit, then wait_group.read / wait_group)"),
                  f"  tiles       {self.tiles} per mode (no bounds check: the array is whole tiles)"]
+        if self.cache_hint is not None:
+            lines.append(f"  cache hint  .L2::cache_hint with createpolicy {self.cache_hint}")
         lines += [f"  run-time    {s.name} in [0, {s.extent}): +{s.smem_step} B shared memory" for s in self.stages]
         return "\n".join(lines + ["  chunks:"] + chunk_lines(self.instructions, *sides))
 

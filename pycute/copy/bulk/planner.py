@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...arch.sm80.cache import CachePolicy, cache_policy
 from ...arch.sm90.bulk import BULK_ALIGN, BulkDirection
 from ...arch.sm90.tma import TX_LIMIT
 from ...atoms.bulk import bulk_atom
@@ -52,11 +53,14 @@ def _check_array(modes: list, tile: tuple, gmem: GlobalTensor, elem: int, where:
                         f"{BULK_ALIGN}{where}")
 
 
-def make_bulk_copy(dst: GlobalTensor | SmemTensor, src: GlobalTensor | SmemTensor) -> BulkPlan:
+def make_bulk_copy(dst: GlobalTensor | SmemTensor, src: GlobalTensor | SmemTensor,
+                   cache_hint: str | CachePolicy | None = None) -> BulkPlan:
     """Plan a bulk load (``src`` a whole global array, ``dst`` the shared tile) or store (the reverse) of one tile
     as the fewest flat copies: mode ``i`` of the tile is a window of mode ``i`` of the array, the array is whole
-    tiles, and the generated code takes a tile index per mode. PlanError names the broken rule."""
+    tiles, and the generated code takes a tile index per mode; ``cache_hint`` (``"evict_first"``, ... or a
+    ``CachePolicy``) issues every chunk with that L2 policy. PlanError names the broken rule."""
     direction, gmem, smem = _operands(dst, src)
+    hint = cache_policy(cache_hint, "make_bulk_copy")
     where = f"\n  global: {gmem!r}\n  shared: {smem!r}"
     elem = gmem.dtype.bits // 8
     modes = whole_array_modes(gmem, "make_bulk_copy")
@@ -77,7 +81,8 @@ def make_bulk_copy(dst: GlobalTensor | SmemTensor, src: GlobalTensor | SmemTenso
     else:
         chunks = [BulkChunk(d, s, n) for d, s, n in byte_runs(gmem_bytes, smem_bytes, elem)]
         check_chunks(chunks, "make_bulk_copy", ("shared", "global"), where)
-    plan = BulkPlan(direction, bulk_atom(direction), gmem, smem, tuple(chunks), stages)
+    plan = BulkPlan(direction, bulk_atom(direction, hint is not None), gmem, smem, tuple(chunks), stages,
+                    cache_hint=hint)
     if plan.expect_tx > TX_LIMIT:
         raise PlanError(f"make_bulk_copy: one tile is {plan.expect_tx} B; an mbarrier phase counts at most {TX_LIMIT} "
                         f"transaction bytes (split the tile){where}")

@@ -16,6 +16,7 @@ from __future__ import annotations
 import attrs
 import numpy as np
 
+from ...arch.sm80.cache import CachePolicy, cache_policy
 from ...arch.sm80.cp_async import CP_ASYNC_SIZES, MIN_SOURCE_WINDOW, CpAsyncCache, CpAsyncCompletion, L2Prefetch
 from ...atoms.cp_async import cp_async_atom
 from ...errors import PlanError
@@ -170,15 +171,17 @@ def _linear(quantities: dict, threads: int, iterations: int, vector: int, nvec: 
 
 
 def make_cp_async_copy(dst: SmemTensor, src: GlobalTensor, threads: int = 128, cache: CpAsyncCache | None = None,
-                       l2_prefetch: L2Prefetch | None = None, completion: CpAsyncCompletion = "group"
-                       ) -> CpAsyncPlan:
+                       l2_prefetch: L2Prefetch | None = None, completion: CpAsyncCompletion = "group",
+                       cache_hint: str | CachePolicy | None = None) -> CpAsyncPlan:
     """Plan a cp.async copy of one tile of the whole global array ``src`` into the shared tile ``dst`` by
     ``threads`` threads (mode ``i`` of the tile is a window of mode ``i`` of the array; the generated code takes a
     tile index per mode, and zero-fills elements outside the array). ``cache`` forces ``.ca`` / ``.cg`` (16-byte
     copies bypass L1 by default), ``l2_prefetch`` adds an ``.L2::<n>B`` hint, ``completion`` is ``"group"``
-    (commit_group; the caller waits) or ``"arrive"`` (each thread arrives on an mbarrier, ``.noinc``). PlanError names the rule
+    (commit_group; the caller waits) or ``"arrive"`` (each thread arrives on an mbarrier, ``.noinc``); ``cache_hint``
+    (``"evict_first"``, ... or a ``CachePolicy``) issues every copy with that L2 policy. PlanError names the rule
     a copy breaks."""
     gmem, smem = _operands(dst, src)
+    hint = cache_policy(cache_hint, "make_cp_async_copy")
     threads = as_int(threads, "make_cp_async_copy: threads")
     if not 1 <= threads <= MAX_THREADS:
         raise PlanError(f"make_cp_async_copy: threads={threads}: a CTA has 1 to {MAX_THREADS} threads")
@@ -195,13 +198,14 @@ def make_cp_async_copy(dst: SmemTensor, src: GlobalTensor, threads: int = 128, c
     order = _order(modes, tile, smem)
     _, smem_bytes = tile_elements(smem, order)
     size, rejected = _width(elem, modes, order, tile, gmem, smem, smem_bytes, stages)
-    atom = cp_async_atom(size, cache, l2_prefetch)
+    atom = cp_async_atom(size, cache, l2_prefetch, hint is not None)
     vector, nvec = size // elem, product(tile) * elem // size
     iterations = -(-nvec // threads)
     insts = tuple(CpAsyncInstruction(i, atom.ptx, min(threads, nvec - i * threads)) for i in range(iterations))
     coords, g, s = _terms(smem, modes, order, tile)
     plan = CpAsyncPlan(gmem, smem, atom, threads, vector, order, insts, coords, g, s, frozenset(), completion,
-                       stages, _tail(modes, order, tile, coords, elem, size, threads, nvec), tuple(rejected))
+                       stages, _tail(modes, order, tile, coords, elem, size, threads, nvec), tuple(rejected),
+                       cache_hint=hint)
     linear = _linear({"smem": plan.smem_byte, "gmem": g, **{f"coord{k}": c for k, c in enumerate(coords)}},
                      threads, iterations, vector, nvec)
     return attrs.evolve(plan, linear=linear)

@@ -81,7 +81,7 @@ def store_unit_why(unit: int) -> str:
 #: coordinates ``c0, c1, ...`` per array mode), or per array mode an ``int`` (static) or ``pc.dynamic(name)``.
 Origin = Union[Literal["tile", "element"], Sequence[Union[int, Dynamic]]]
 #: Names the generated function already uses (its other parameters and locals).
-_TAKEN = frozenset({"map", "smem", "mbar", "rank", "mask"})
+_TAKEN = frozenset({"map", "smem", "mbar", "rank", "mask", "slice", "policy"})
 
 
 

@@ -21,39 +21,22 @@ from ..protocol import ArrayTilePlan, Rejection
 from .origin import TmaOrigin, TmaPrecondition, origin_value, step_why, store_unit_why
 from .params import DTYPE_BYTES, TensorMapParams, smem_capacity
 from ...tensor.stages import SmemStage, stage_offset
+from ...tensor.tile import mode_extents
+from ...int_tuple import flatten
+from ...arch.sm80.cache import CachePolicy
+from ...arch.sm90.tma import L2_PROMOTIONS
+from .multicast import Multicast, TmaMulticast
+from .view import TmaTileCoord
 
 __all__ = ["TensorMapParams", "DTYPE_BYTES", "TmaInstruction", "TmaMulticast", "TmaStage", "TmaTileCoord",
-           "TmaOrigin", "TmaPrecondition", "TmaPlan", "smem_capacity"]
+           "TmaOrigin", "TmaPrecondition", "TmaPlan", "smem_capacity", "Multicast"]
 
-
-@attrs.frozen
-class TmaTileCoord:
-    """How tile index ``t`` of global mode ``mode`` becomes tensor-map coordinate ``dim``: ``t * scale``."""
-
-    mode: int
-    dim: int
-    scale: int
+_L2_NAMES = {v: k for k, v in L2_PROMOTIONS.items()}
 
 
 #: A run-time index of the shared tile (``tile[:, :, dynamic("stage")]``): value ``v`` moves every box ``v *
 #: smem_step`` bytes; the generated function takes it as ``unsigned <name>`` (the record every variant shares).
 TmaStage = SmemStage
-
-
-@attrs.frozen
-class TmaMulticast:
-    """A load split over the ``ctas`` CTAs of a cluster (CuTe's multicast split): CTA ``r`` issues the plan's
-    boxes moved by ``r * coord_step`` on dimension ``dim`` and ``r * smem_step`` bytes, each written to and
-    signalled in every CTA of ``mask``; every CTA's mbarrier receives the whole tile."""
-
-    ctas: int
-    dim: int
-    coord_step: int
-    smem_step: int
-
-    @property
-    def mask(self) -> int:
-        return (1 << self.ctas) - 1
 
 
 @attrs.frozen
@@ -85,6 +68,8 @@ class TmaPlan(ArrayTilePlan):
     multicast: TmaMulticast | None = None
     stages: tuple[TmaStage, ...] = ()       # the shared tile's run-time indices; ``smem`` is their value 0
     element: str | None = None              # the tensors' own type when the map's element is wider (widen.py)
+    cache_hint: CachePolicy | None = None   # the L2 policy every box is issued with (.L2::cache_hint)
+    notes: tuple[str, ...] = attrs.field(default=(), eq=False)   # how the array became the map (view.py)
     origin: tuple[TmaOrigin, ...] = ()      # the box origin per array mode in elements; () = tile indices
     views: tuple[tuple[int, int], ...] = () # per tensor-map dimension: (array mode or -1, step in map elements)
 
@@ -103,15 +88,20 @@ class TmaPlan(ArrayTilePlan):
     @property
     def array_bytes(self) -> int:
         """Bytes from the array's base through its last element, in whole 16-byte units (TMA's store unit)."""
-        last = sum((n - 1) * d for n, d in self.array_modes)
+        last = sum((n - 1) * d for n, d in zip(flatten(self.gmem.layout.shape), flatten(self.gmem.layout.stride)))
         return -(-(last + 1) * self.elem_bytes // 16) * 16
+
+    @property
+    def array_extents(self) -> tuple[int, ...]:
+        """The array's extent in each mode (a hierarchical mode's whole size)."""
+        return mode_extents(self.gmem.layout)
 
     @property
     def expect_tx(self) -> int:
         """Bytes one tile delivers to each CTA's mbarrier (a load's ``arrive.expect_tx`` count): every box, with
         multicast every CTA's boxes, and for a pair load both CTAs' boxes on the even CTA's barrier."""
-        ctas = self.multicast.ctas if self.multicast else PAIR_CTAS if self.atom.pair else 1
-        return self.tensor_map.box_bytes * len(self.instructions) * ctas
+        ctas = self.multicast.ctas if self.multicast else 1
+        return self.tensor_map.box_bytes * len(self.instructions) * ctas * (PAIR_CTAS if self.atom.pair else 1)
 
     @property
     def targets(self) -> tuple[str, ...]:
@@ -128,7 +118,10 @@ class TmaPlan(ArrayTilePlan):
     def smem_reach(self) -> int:
         """Bytes of shared memory from the buffer base through the last byte any box of the plan touches, for
         every value of the run-time indices (and every CTA's slice of a multicast)."""
-        slices = self.multicast.ctas * self.multicast.smem_step if self.multicast else self.tensor_map.box_bytes
+        m = self.tensor_map
+        rows = m.box_bytes // (m.box[0] * self.elem_bytes)          # a narrow swizzled row takes a pattern row
+        footprint = rows * m.swizzle.row_pitch(m.box[0] * self.elem_bytes)
+        slices = self.multicast.ctas * self.multicast.smem_step if self.multicast else footprint
         last = max(i.smem_offset for i in self.instructions) + slices
         return last + sum((s.extent - 1) * s.smem_step for s in self.stages)
 
@@ -142,7 +135,7 @@ class TmaPlan(ArrayTilePlan):
         """The generated function's ``int`` coordinate parameters, in order: ``t0, t1, ...`` (tile indices), or
         the run-time element origins' names."""
         if not self.origin:
-            return tuple(f"t{t.mode}" for t in self.tile)
+            return tuple(f"t{k}" for k in range(len(self.tile_shape)))
         return tuple(o.name for o in self.origin if o.name is not None)
 
     @property
@@ -155,9 +148,9 @@ class TmaPlan(ArrayTilePlan):
         out = []
         store = self.direction == "store"
         if not self.origin:
-            return tuple(TmaPrecondition(f"t{t.mode}", "at_least", 0, "a store's tile index is never negative "
+            return tuple(TmaPrecondition(f"t{k}", "at_least", 0, "a store's tile index is never negative "
                                          "(a store's coordinates are non-negative, PTX ISA)")
-                         for t in self.tile) if store else ()
+                         for k in range(len(self.tile_shape))) if store else ()
         inner = contiguous_mode(self.array_modes)
         for o in self.origin:
             if o.name is None:
@@ -216,14 +209,14 @@ class TmaPlan(ArrayTilePlan):
                 value = coords[f"t{t.mode}"]
                 if value < 0:
                     raise PlanError(f"tile index {value} of mode {t.mode} is negative")
-                base[t.dim] += value * t.scale
+                base[t.dim] += t.value(value)
         else:
             for p in self.preconditions:
                 p.check(coords[p.name], "coords: ")
             for o in self.origin:
                 base[o.dim] += origin_value(o, coords) // o.step
         if self.multicast is not None:
-            base[self.multicast.dim] += self._cta(cta) * self.multicast.coord_step
+            base[self.multicast.dim] += self._slice(cta) * self.multicast.coord_step
         return [tuple(o + c for o, c in zip(base, i.coords)) for i in self.instructions]
 
     def origin_elements(self, *args: int, **values: int) -> tuple[int, ...]:
@@ -234,12 +227,19 @@ class TmaPlan(ArrayTilePlan):
             return tuple(coords[f"t{k}"] * n for k, n in enumerate(self.tile_shape))
         return tuple(origin_value(o, coords) // o.unit for o in sorted(self.origin, key=lambda o: o.mode))
 
-    def _cta(self, cta: int) -> int:
-        ctas = self.multicast.ctas if self.multicast else 1
+
+    def _slice(self, cta: int) -> int:
+        """The slice of the tile CTA rank ``cta`` issues (0 without multicast)."""
         cta = as_int(cta, "cta")
-        if not 0 <= cta < ctas:
-            raise PlanError(f"CTA {cta}: the plan is issued by {ctas} CTA(s)")
-        return cta
+        if self.multicast is None:
+            if cta not in (0, 1) or (cta and not self.atom.pair):
+                raise PlanError(f"CTA {cta}: the plan is issued by 1 CTA")
+            return 0
+        spec = self.multicast.spec
+        if not 0 <= cta < spec.size or spec.mask_of(cta) is None:
+            raise PlanError(f"CTA {cta}: the multicast is issued by the CTAs {spec.participants()} of the "
+                            f"{spec.describe()}")
+        return spec.slice_of(cta)
 
     def stage_offset(self, **values: int) -> int:
         """Bytes the run-time indices' values move every box (each value in range, every index given)."""
@@ -269,15 +269,17 @@ class TmaPlan(ArrayTilePlan):
                                                           for i in plan.instructions))
 
     def stream(self, smem_base: int, *tile: int, cta: int = 0, **values: int) -> list[TmaIssue]:
-        """``TmaIssue(ptx, coords, smem)`` per instruction for the buffer at shared address ``smem_base``, the
-        coordinates ``tile`` (tile indices, or the run-time origins in order; by name in ``values`` too) and the
-        values of the run-time indices, as CTA ``cta`` of a multicast issues them."""
+        """``TmaIssue(ptx, coords, smem, mask, policy)`` per instruction for the buffer at shared address
+        ``smem_base``, the coordinates ``tile`` (tile indices, or the run-time origins in order; by name in
+        ``values`` too) and the values of the run-time indices, as CTA rank ``cta`` of a multicast issues them."""
         smem_base = self.smem_base(smem_base)
         _, stage_values = self._split(tile, values, "stream: ")
-        shift = (self._cta(cta) * self.multicast.smem_step if self.multicast else 0) + \
-            self.stage_offset(**stage_values)
+        mc = self.multicast
+        shift = (self._slice(cta) * mc.smem_step if mc else 0) + self.stage_offset(**stage_values)
         coords = self.coords(tuple(tile), cta, **{k: v for k, v in values.items() if k not in stage_values})
-        return [TmaIssue(i.ptx, c, 0 if self.direction == "prefetch" else smem_base + shift + i.smem_offset)
+        mask = mc.spec.mask_of(cta) if mc else None
+        return [TmaIssue(i.ptx, c, 0 if self.direction == "prefetch" else smem_base + shift + i.smem_offset, mask,
+                         self.cache_hint)
                 for i, c in zip(self.instructions, coords)]
 
     def prefetch(self) -> "TmaPlan":
@@ -285,7 +287,7 @@ class TmaPlan(ArrayTilePlan):
         to warm L2 with a tile a later load reads."""
         if self.direction != "load" or self.multicast is not None:
             raise PlanError("prefetch: a prefetch is made from a load plan without multicast")
-        atom = tma_atom("prefetch", self.atom.rank)
+        atom = tma_atom("prefetch", self.atom.rank, cache_hint=self.atom.cache_hint)
         return attrs.evolve(self, direction="prefetch", atom=atom,
                             instructions=tuple(attrs.evolve(i, ptx=atom.ptx) for i in self.instructions))
 
@@ -327,8 +329,14 @@ class TmaPlan(ArrayTilePlan):
                     f"per tensor-map element (same bytes, fewer elements per box)"] if self.element else []),
                  f"  instruction {self.atom.ptx}",
                  f"  tensor map  {m.dtype} (type {m.data_type}), dims {m.global_dims}, strides {m.global_strides} B, "
-                 f"box {m.box}, element strides {m.element_strides}, swizzle {m.swizzle.name}, L2 promotion 128B, "
-                 f"OOB fill {fill}",
+                 f"box {m.box}, element strides {m.element_strides}, swizzle {m.swizzle.name}, L2 promotion "
+                 f"{_L2_NAMES[m.l2_promotion]}, OOB fill {fill}",
+                 *([f"  row pitch   {m.swizzle.row_pitch(m.box[0] * self.elem_bytes)} B per box row of "
+                    f"{m.box[0] * self.elem_bytes} B (a narrow row under the {m.swizzle.name} swizzle keeps a whole "
+                    f"pattern row)"] if m.swizzle.row_pitch(m.box[0] * self.elem_bytes) != m.box[0] * self.elem_bytes
+                   else []),
+                 *([f"  cache hint  .L2::cache_hint with createpolicy {self.cache_hint}"] if self.cache_hint else []),
+                 *[f"  view        {n}" for n in self.notes],
                  f"  count       {n} box{'es' if n != 1 else ''} of {m.box_bytes} B per tile; lower bound "
                  f"{self.lower_bound}",
                  f"  shared      {self.smem_reach} B from the buffer base (of {smem_capacity(self.targets)[0]} B a "
@@ -340,8 +348,8 @@ class TmaPlan(ArrayTilePlan):
                          f"its own tile; both complete on the even CTA's mbarrier, which expects the {self.expect_tx} B")
         if self.multicast is not None:
             mc = self.multicast
-            lines.append(f"  multicast   {mc.ctas} CTAs (mask {mc.mask:#06x}): CTA r issues the boxes moved by r x "
-                         f"{mc.coord_step} on dim {mc.dim} and r x {mc.smem_step} B, written to every CTA")
+            lines.append(f"  multicast   {mc.spec.describe()}: the k-th CTA of a mask issues the boxes moved by k x "
+                         f"{mc.coord_step} on dim {mc.dim} and k x {mc.smem_step} B, written to every CTA of the mask")
         if self.rejected:
             lines.append("  larger boxes refused:")
             lines += [f"    {r.candidate:<22} {r.reason}" for r in self.rejected]
@@ -357,10 +365,11 @@ class TmaPlan(ArrayTilePlan):
                          "  any origin  stores the elements inside the array; the rest are dropped")
         else:
             lines.append("  tile index -> coordinates: " + ", ".join(
-                f"t{t.mode} * {t.scale} on dim {t.dim}" for t in self.tile))
+                f"{t.formula()} on dim {t.dim}" for t in self.tile))
         if self.preconditions:
             lines.append("  preconditions (checked by stream/at; the code traps on them under -DPYCUTE_CHECKED):")
             lines += [f"    {p.rule:<22} {p.why}" for p in self.preconditions]
+
         lines.append("  boxes (coordinates from the tile's; shared-memory byte offset):")
         lines += [f"    {i.coords}  smem +{i.smem_offset}" for i in self.instructions[:16]]
         if n > 16:

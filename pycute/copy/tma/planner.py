@@ -10,11 +10,14 @@ need), each at most 256 long, at most five. The modes past the box repeat it as 
 from __future__ import annotations
 
 import itertools
+from typing import Any
 
 import attrs
 
-from ...arch.sm90.tma import (DATA_TYPES, INNER_BOX_ALIGN, MAX_BOX, MAX_RANK, SMEM_ALIGN, TMA_SWIZZLES, TX_LIMIT,
-                              OobFill, ReduceOp, TmaDirection, TmaSwizzle, tma_swizzle_of_bytes)
+from ...arch.sm80.cache import CachePolicy, cache_policy
+from ...arch.sm90.tma import (DATA_TYPES, INNER_BOX_ALIGN, L2_PROMOTION_128B, MAX_BOX, MAX_RANK, SMEM_ALIGN,
+                              TMA_SWIZZLES, TX_LIMIT, L2Promotion, OobFill, ReduceOp, TmaDirection, TmaSwizzle,
+                              l2_promotion_code, tma_swizzle_of_bytes)
 from ...atoms.tma import tma_atom
 from ...basis import ScaledBasis
 from ...composition import composition, right_inverse
@@ -25,15 +28,17 @@ from ...modes import make_identity_layout
 from ...swizzle import Swizzle
 from ...tensor.gmem import GlobalTensor
 from ...tensor.smem import SmemTensor
-from ...tensor.tile import whole_array_modes
+from ...tensor.tile import layout_modes
 from ..protocol import Reject, Rejection, load_or_store
 from ...tensor.stages import smem_stages
 from .widen import WIDE_TYPES, widen
 from .origin import Origin, check_static_origin, origin_spec, place_origins, widen_origin
 from .params import DTYPE_BYTES, TensorMapParams, smem_capacity
-from .plan import TmaInstruction, TmaMulticast, TmaPlan, TmaTileCoord
+from .plan import TmaInstruction, TmaPlan
+from .multicast import Multicast, check_pair_multicast, split_multicast
 from .rules import (capability, check_array, check_cta_group, check_fill, check_map, check_multicast, check_reduce,
                     check_smem, data_type, size1_stride)
+from .view import NarrowRows, array_view, check_store_target, narrow_rows, tile_coords_of
 
 __all__ = ["make_tma_copy", "Origin"]
 
@@ -41,12 +46,12 @@ def _where(gmem: GlobalTensor, smem: SmemTensor) -> str:
     return f"\n  global: {gmem!r}\n  shared: {smem!r}"
 
 
-def _array_modes(gmem: GlobalTensor, where: str) -> list[tuple[int, int]]:
-    """``[(extent, stride in elements)]`` per mode of the whole array; each mode one extent and one stride."""
-    modes = whole_array_modes(gmem, "make_tma_copy")
-    if len(modes) > MAX_RANK:
-        raise PlanError(f"make_tma_copy: the array has {len(modes)} modes; a tensor map has at most {MAX_RANK}{where}")
-    return modes
+def _array_modes(gmem: GlobalTensor, where: str) -> list[tuple[Any, Any]]:
+    """``[(shape, stride)]`` per mode of the whole array (a hierarchical mode keeps its sub-modes)."""
+    if gmem.offset != 0 or gmem.dynamic:
+        raise PlanError(f"make_tma_copy: give the whole array (offset 0, no run-time index); the tile index picks the "
+                        f"tile ({gmem!r})")
+    return layout_modes(gmem.layout)
 
 
 def _swizzle(smem: SmemTensor, elem: int, where: str) -> TmaSwizzle:
@@ -150,9 +155,9 @@ def _within_rank(box: list, rest: list, arrays: int, why: list) -> tuple[list, l
     return box, rest
 
 
-def _dims(box: list, arrays: list, tile: tuple, elem: int, where: str) -> tuple[list, list]:
-    """The tensor map's dimensions ``[(global dim, byte stride, box, axis, step)]`` (box dims first, then a
-    size-1 dimension per array mode no box dimension covers) and how tile indices become coordinates."""
+def _dims(box: list, arrays: list, elem: int, where: str) -> list:
+    """The tensor map's dimensions ``[(global dim, byte stride, box, axis, step)]``: box dims first, then a
+    size-1 dimension per array mode no box dimension covers."""
     dims = []
     for n, axis, step in box:
         extent, stride = arrays[axis]
@@ -178,16 +183,14 @@ def _dims(box: list, arrays: list, tile: tuple, elem: int, where: str) -> tuple[
     if len(dims) > MAX_RANK:
         raise PlanError(f"make_tma_copy: the tile needs {len(dims)} tensor-map dimensions (its box and every array "
                         f"mode it spans once); a tensor map has at most {MAX_RANK}{where}")
-    tile_coords = []
-    for axis, extent in enumerate(tile):
-        j = max((k for k, d in enumerate(dims) if d[3] == axis), key=lambda k: dims[k][4])
-        tile_coords.append(TmaTileCoord(axis, j, extent // dims[j][4]))
-    return dims, tile_coords
+    return dims
 
 
-def _instructions(rest: list, box_elems: int, dims: list, ptx: str, elem: int, start: int, where: str) -> list:
+def _instructions(rest: list, box_elems: int, dims: list, ptx: str, elem: int, start: int, rows: NarrowRows,
+                  where: str) -> list:
     """One box per point of the modes left over: its coordinates (on the dimension of its array mode with the
-    largest step dividing its own) and its shared-memory offset."""
+    largest step dividing its own) and its shared-memory offset (``rows`` maps the tile's squeezed element
+    offsets to its own)."""
     stride, steps = box_elems, []
     for n, axis, step in rest:
         j = max((k for k, d in enumerate(dims) if d[3] == axis and step % d[4] == 0), key=lambda k: dims[k][4])
@@ -199,23 +202,12 @@ def _instructions(rest: list, box_elems: int, dims: list, ptx: str, elem: int, s
         for v, (_, j, unit, smem_step) in zip(point, steps):
             coords[j] += v * unit
             offset += v * smem_step
+        offset = rows.padded(offset)
         if (offset * elem) % SMEM_ALIGN:
             raise PlanError(f"make_tma_copy: a box would start {offset * elem} B into the tile; TMA boxes start on "
                             f"{SMEM_ALIGN}-byte boundaries{where}")
         out.append(TmaInstruction(ptx, tuple(coords), start + offset * elem))
     return out
-
-
-def _multicast(dims: list, box_elems: int, ctas: int, elem: int, where: str) -> tuple[list, TmaMulticast]:
-    """The box's outermost dimension split over ``ctas`` CTAs: each issues a contiguous slice of the tile."""
-    j = max((k for k, d in enumerate(dims) if d[2] > 1), default=0)
-    if j == 0 or dims[j][2] % ctas:
-        raise PlanError(f"make_tma_copy: multicast over {ctas} CTAs splits the box's outermost dimension, which is "
-                        f"{dims[j][2]} long{' (the contiguous one)' if j == 0 else ''}; it must be a multiple of "
-                        f"{ctas} (pycute splits only that dimension, so that each CTA's slice is contiguous){where}")
-    g, stride, n, axis, step = dims[j]
-    dims = dims[:j] + [(g, stride, n // ctas, axis, step)] + dims[j + 1:]
-    return dims, TmaMulticast(ctas, j, n // ctas, box_elems // ctas * elem)
 
 
 def _operands(dst: object, src: object) -> tuple[TmaDirection, GlobalTensor, SmemTensor]:
@@ -228,27 +220,41 @@ def _operands(dst: object, src: object) -> tuple[TmaDirection, GlobalTensor, Sme
 
 
 def _place(modes: list, first: int, arrays: list, tile: tuple, smem: SmemTensor, mode: TmaSwizzle, elem: int,
-           origin: tuple | None, unit: int, where: str) -> tuple:
-    """The box, the modes left to instructions, the reasons the box stopped, the map's dimensions, the tile-index
-    coordinates and the origins: a box that views no mode in parts where a static origin falls between them."""
+           rows: NarrowRows, origin: tuple | None, unit: int, where: str) -> tuple:
+    """The box, the modes left to instructions, the reasons the box stopped, the map's dimensions and the
+    origins: a box that views no mode in parts where a static origin falls between them."""
     whole: frozenset[int] = frozenset()
     while True:
-        box, rest, why = _box(_split_256(modes), first, arrays, whole)
+        box, rest, why = _box(_split_256(rows.split(modes, where)), first, arrays, whole)
         if not box:
             raise PlanError(f"make_tma_copy: no box fits: {why[0].reason}{where}")
         box, rest = _within_rank(box, rest, len(arrays), why)
-        check_smem(smem, mode, box[0][0] * elem, where)
-        dims, tile_coords = _dims(box, arrays, tile, elem, where)
+        check_smem(smem, mode, box[0][0] * elem, None if rows.row is None else rows.row * elem, where)
+        dims = _dims(box, arrays, elem, where)
         origins = () if origin is None else place_origins(origin, dims, tile, unit, first)
         unaligned = {o.mode for o in origins if o.value is not None and o.value % o.step and o.mode not in whole}
         if not unaligned:
-            return box, rest, why, dims, tile_coords, origins
+            return box, rest, why, dims, origins
         whole |= unaligned
 
 
-def _plan(direction: TmaDirection, gmem: GlobalTensor, smem: SmemTensor, multicast: int | None,
+def _check_capacity(plan: TmaPlan, where: str) -> None:
+    """A load's tile within one mbarrier phase's count, and every plan's boxes within a CTA's shared memory."""
+    if plan.direction == "load" and plan.expect_tx > TX_LIMIT:
+        raise PlanError(f"make_tma_copy: one tile is {plan.expect_tx} B; an mbarrier phase counts at most {TX_LIMIT} "
+                        f"transaction bytes (split the tile){where}")
+    if plan.direction != "prefetch":
+        capacity, target = smem_capacity(plan.targets)
+        if plan.smem_reach > capacity:
+            raise PlanError(f"make_tma_copy: the tile's boxes reach {plan.smem_reach} B of shared memory from the "
+                            f"buffer base; a CTA has at most {capacity} B ({capacity // 1024} KiB) of dynamic shared "
+                            f"memory on {target} (CUDA C++ Programming Guide, compute capability "
+                            f"{capability(target)}): split the tile or use fewer stages{where}")
+
+
+def _plan(direction: TmaDirection, gmem: GlobalTensor, smem: SmemTensor, multicast: Multicast | None,
           reduce: ReduceOp | None, oob_fill: OobFill, pair: bool = False, origin: tuple | None = None,
-          unit: int = 1, ftz: bool = False) -> TmaPlan:
+          unit: int = 1, ftz: bool = False, l2: int = L2_PROMOTION_128B, hint: CachePolicy | None = None) -> TmaPlan:
     """The plan of one element type (the tensors' own, or ``unit`` of them widened to one)."""
     where = _where(gmem, smem)
     if gmem.dtype.name not in DATA_TYPES:
@@ -258,14 +264,22 @@ def _plan(direction: TmaDirection, gmem: GlobalTensor, smem: SmemTensor, multica
     op = None if reduce is None else check_reduce(reduce, direction, gmem.dtype.name, where)
     fill = check_fill(oob_fill, direction, gmem.dtype.name, where)
     map_type = data_type(gmem.dtype.name, ftz, where)
-    arrays = _array_modes(gmem, where)
-    first = check_array(arrays, gmem, elem, where)
+    if direction == "store":
+        check_store_target(gmem, where)
     mode = _swizzle(smem, elem, where)
     stages = smem_stages(smem, SMEM_ALIGN, "make_tma_copy")
     smem = smem.at(**{d.name: 0 for d in smem.dynamic}) if smem.dynamic else smem
-    modes, tile = _smem_modes(smem, len(arrays), where)
-    box, rest, why, dims, tile_coords, origins = _place(modes, first, arrays, tile, smem, mode, elem, origin, unit,
-                                                        where)
+    view = array_view(_array_modes(gmem, where), smem, where)
+    if origin is not None and view.notes:
+        raise PlanError(f"make_tma_copy: element origins are planned on arrays whose modes are each one tensor-map "
+                        f"dimension; this one's are not ({'; '.join(view.notes)}): place its tiles by tile index"
+                        f"{where}")
+    arrays = list(view.arrays)
+    first = check_array(arrays, gmem, elem, where)
+    rows = narrow_rows(view.smem, mode, elem)
+    modes, tile = _smem_modes(rows.smem, len(arrays), where)
+    box, rest, why, dims, origins = _place(modes, first, arrays, tile, smem, mode, elem, rows, origin, unit, where)
+    tile_coords = tile_coords_of(view, dims, where)
     if any(o.value is not None and o.value % o.unit for o in origins):
         raise Reject("a static origin is not a whole widened element")
     check_static_origin(origins, direction, elem, first, where)
@@ -274,15 +288,17 @@ def _plan(direction: TmaDirection, gmem: GlobalTensor, smem: SmemTensor, multica
         box_elems *= n
     mc = None
     if multicast is not None:
-        ctas = check_multicast(multicast, direction, where)
-        dims, mc = _multicast(dims, box_elems, ctas, elem, where)
-        box_elems //= ctas
+        if pair:
+            check_pair_multicast(multicast, where)
+        dims, mc = split_multicast(dims, box_elems, multicast, elem, rows.padded, where)
+        box_elems //= mc.ctas
     params = TensorMapParams(gmem.dtype.name, map_type, tuple(d[0] for d in dims),
                              tuple(d[1] for d in dims[1:]), tuple(d[2] for d in dims), (1,) * len(dims), mode,
-                             oob_fill=fill)
+                             l2_promotion=l2, oob_fill=fill)
     check_map(params, where)
-    atom = tma_atom(direction, len(dims), mc is not None, op, pair)
-    insts = _instructions(rest, box_elems * (mc.ctas if mc else 1), dims, atom.ptx, elem, smem.offset * elem, where)
+    atom = tma_atom(direction, len(dims), mc is not None, op, pair, hint is not None)
+    insts = _instructions(rest, box_elems * (mc.ctas if mc else 1), dims, atom.ptx, elem, smem.offset * elem, rows,
+                          where)
     if direction == "store" and (params.global_dims[0] * elem) % INNER_BOX_ALIGN:
         raise PlanError(f"make_tma_copy: the array's rows are {params.global_dims[0] * elem} B; a TMA store writes "
                         f"every {INNER_BOX_ALIGN}-byte unit it touches whole (a reduction is held to the same rule), "
@@ -290,17 +306,8 @@ def _plan(direction: TmaDirection, gmem: GlobalTensor, smem: SmemTensor, multica
                         f"the next {INNER_BOX_ALIGN}-byte boundary would be overwritten (measured on the H200, "
                         f"docs/tma.md){where}")
     plan = TmaPlan(direction, atom, gmem, smem, params, tuple(tile_coords), tuple(insts), tuple(why), mc, stages,
-                   origin=origins, views=tuple((d[3], d[4]) for d in dims))
-    if direction == "load" and plan.expect_tx > TX_LIMIT:
-        raise PlanError(f"make_tma_copy: one tile is {plan.expect_tx} B; an mbarrier phase counts at most {TX_LIMIT} "
-                        f"transaction bytes (split the tile){where}")
-    if direction != "prefetch":
-        capacity, target = smem_capacity(plan.targets)
-        if plan.smem_reach > capacity:
-            raise PlanError(f"make_tma_copy: the tile's boxes reach {plan.smem_reach} B of shared memory from the "
-                            f"buffer base; a CTA has at most {capacity} B ({capacity // 1024} KiB) of dynamic shared "
-                            f"memory on {target} (CUDA C++ Programming Guide, compute capability "
-                            f"{capability(target)}): split the tile or use fewer stages{where}")
+                   origin=origins, views=tuple((d[3], d[4]) for d in dims), cache_hint=hint, notes=view.notes)
+    _check_capacity(plan, where)
     return plan
 
 
@@ -309,30 +316,41 @@ _CONVERTING = ("tf32",)
 
 
 def make_tma_copy(dst: GlobalTensor | SmemTensor, src: GlobalTensor | SmemTensor,
-                  multicast: int | None = None, reduce: ReduceOp | None = None,
+                  multicast: int | Multicast | None = None, reduce: ReduceOp | None = None,
                   oob_fill: OobFill = "zero", cta_group: int = 1, *, origin: Origin = "tile",
-                  ftz: bool = False) -> TmaPlan:
+                  ftz: bool = False, l2_promotion: L2Promotion = "128B",
+                  cache_hint: str | CachePolicy | None = None) -> TmaPlan:
     """Plan a TMA load (``src`` a whole global array, ``dst`` the shared tile) or store (the reverse) of one tile:
     mode ``i`` of the tile is a window of mode ``i`` of the array. ``origin`` says where the window starts:
     ``"tile"`` (the generated code takes a tile index per mode: the origin is index x tile extent), ``"element"``
     (it takes a signed element coordinate per mode, ``int c0, c1, ...``), or per mode an ``int`` (static) or
     ``pc.dynamic(name)`` (run-time ``int name``); any signed origin of a load reads the array there and fills
     what lies outside, and ``plan.preconditions`` lists what a run-time origin must keep (a store's is
-    non-negative, for example). ``multicast=n`` splits a load over the ``n`` CTAs of a cluster, each writing its
-    slice into all of them (``.multicast::cluster``); ``reduce`` makes a store a reduction into the array
+    non-negative, for example). ``multicast=n`` splits a load over CTAs 0..n-1 of a cluster,
+    ``multicast=Multicast(cluster, mask=...)`` over any CTAs of a 1-3-D cluster shape, ``Multicast(cluster,
+    along="y")`` over every line of CTAs along an axis, each CTA writing its slice into all of them
+    (``.multicast::cluster``); ``reduce`` makes a store a reduction into the array
     (``"add"``, ``"min"``, ..., each for the element types PTX allows); ``oob_fill="nan"`` loads out-of-bounds
     float elements as NaN; ``ftz=True`` flushes subnormal f32 / tf32 values to zero (an FTZ map type); tf32
     tensors travel through a TFLOAT32 map, which rounds each value to tf32. The fewest boxes (largest legal box;
     the tensor map's element widened where that gives fewer, or where the type has no tensor-map type: 4-bit
     floats), the tensor map's parameters and ``expect_tx``; ``cta_group=2`` makes a load the sm_100a pair form
-    (``.cta_group::2``: both CTAs' bytes on the even CTA's barrier). PlanError names the broken rule."""
+    (``.cta_group::2``: both CTAs' bytes on the even CTA's barrier). ``l2_promotion`` is the map's L2 fill size
+    (``"none"``, ``"64B"``, ``"128B"``, ``"256B"``) and ``cache_hint`` (``"evict_first"``, ... or a
+    ``CachePolicy``) issues every box with that L2 policy (createpolicy, ``.L2::cache_hint``). The array may be
+    hierarchical (a sub-mode a dimension), have more than five modes (contiguous ones merged) and, for loads,
+    stride-0 or overlapping modes; a swizzled tile may start at any 128-byte offset and have rows narrower than
+    the swizzle's. PlanError names the broken rule."""
     direction, gmem, smem = _operands(dst, src)
-    pair = check_cta_group(cta_group, direction, multicast)
+    pair = check_cta_group(cta_group, direction)
     where = _where(gmem, smem)
-    spec = origin_spec(origin, len(whole_array_modes(gmem, "make_tma_copy")), smem.dynamic, where)
+    cast = None if multicast is None else check_multicast(multicast, direction, where)
+    l2 = l2_promotion_code(l2_promotion, "make_tma_copy")
+    hint = cache_policy(cache_hint, "make_tma_copy")
+    spec = origin_spec(origin, len(layout_modes(gmem.layout)), smem.dynamic, where)
     best, error, why = None, None, []
     try:
-        best = _plan(direction, gmem, smem, multicast, reduce, oob_fill, pair, spec, 1, ftz)
+        best = _plan(direction, gmem, smem, cast, reduce, oob_fill, pair, spec, 1, ftz, l2, hint)
     except (PlanError, Reject) as e:
         error = e
     own = gmem.dtype.name in DATA_TYPES
@@ -343,7 +361,7 @@ def make_tma_copy(dst: GlobalTensor | SmemTensor, src: GlobalTensor | SmemTensor
                 wide_g, wide_s = widen(gmem, smem, nbytes)
                 n = wide_g.dtype.bits // gmem.dtype.bits
                 widen_origin(spec, gmem, n, own)
-                plan = _plan(direction, wide_g, wide_s, multicast, reduce, oob_fill, pair, spec, n)
+                plan = _plan(direction, wide_g, wide_s, cast, reduce, oob_fill, pair, spec, n, False, l2, hint)
             except (Reject, PlanError) as e:
                 why.append(Rejection(f"as {WIDE_TYPES[nbytes]}", str(e).split("\n")[0]))
                 continue

@@ -9,6 +9,7 @@ from ...errors import PlanError
 from ...int_tuple import as_int
 from ...tensor.gmem import GlobalTensor
 from ...tensor.smem import SmemTensor
+from .multicast import Multicast, multicast_spec
 from .params import DTYPE_BYTES, TensorMapParams
 
 __all__ = ["check_array", "check_window", "size1_stride", "check_map", "check_smem", "check_multicast",
@@ -27,9 +28,10 @@ def check_array(modes: list, gmem: GlobalTensor, elem: int, where: str) -> int:
     for k, (n, d) in enumerate(modes):
         if not 1 <= n <= DIM_LIMIT:
             raise PlanError(f"make_tma_copy: array mode {k} has extent {n}, outside [1, 2^32]{where}")
-        if k != unit[0] and n > 1 and ((d * elem) % STRIDE_ALIGN or not 0 < d * elem < STRIDE_LIMIT):
+        if k != unit[0] and n > 1 and ((d * elem) % STRIDE_ALIGN or not 0 <= d * elem < STRIDE_LIMIT):
             raise PlanError(f"make_tma_copy: array mode {k} has a stride of {d * elem} B; a tensor map stride is a "
-                            f"positive multiple of {STRIDE_ALIGN} B below 2^40 (cp.async takes such arrays){where}")
+                            f"multiple of {STRIDE_ALIGN} B below 2^40, 0 for a broadcast (cp.async takes such arrays)"
+                            f"{where}")
     return unit[0]
 
 
@@ -84,28 +86,38 @@ def check_map(params: TensorMapParams, where: str) -> None:
                         f"swizzle; the driver takes at most {params.swizzle.span} B{where}")
 
 
-def check_smem(smem: SmemTensor, mode: TmaSwizzle, box0_bytes: int, where: str) -> None:
+def check_smem(smem: SmemTensor, mode: TmaSwizzle, box0_bytes: int, row_bytes: int | None, where: str) -> None:
+    """The box's rows against TMA's units and the tile's rows (``row_bytes``: the tile's row when it is narrower
+    than the swizzle's), and the tile's alignment: every box 128-byte aligned, and a swizzled buffer aligned to the
+    pattern's repeat so that the phase the hardware takes from the absolute address is the layout's."""
     if box0_bytes % INNER_BOX_ALIGN:
         raise PlanError(f"make_tma_copy: the box's rows are {box0_bytes} B; TMA moves whole {INNER_BOX_ALIGN}-byte "
                         f"units (boxDim[0] x element bytes a multiple of {INNER_BOX_ALIGN}){where}")
-    if mode.byte_swizzle is not None and box0_bytes != mode.span:
+    pitch = mode.row_pitch(box0_bytes)
+    if row_bytes is not None and box0_bytes != row_bytes:
+        raise PlanError(f"make_tma_copy: the box's rows are {box0_bytes} B and the tile's rows {row_bytes} B at a "
+                        f"{pitch}-byte pitch; each box row takes a whole {mode.name} pattern row, so the box row must "
+                        f"be the tile's whole row{where}")
+    if row_bytes is None and pitch != box0_bytes:
         raise PlanError(f"make_tma_copy: the box's rows are {box0_bytes} B under the {mode.name} swizzle, whose rows "
-                        f"are {mode.span} B; pycute plans swizzled boxes whose rows fill the swizzle row (narrower "
-                        f"rows are not settled, docs/tma.md){where}")
-    need = max(SMEM_ALIGN, mode.repeat)
-    if smem.base_align % need or (smem.offset * smem.bits // 8) % need:
-        raise PlanError(f"make_tma_copy: the tile starts {smem.offset * smem.bits // 8} B into a buffer aligned to "
-                        f"{smem.base_align} B; a {mode.name}-swizzled box needs {need}-byte alignment{where}")
+                        f"are {mode.span} B: TMA puts each box row at a whole pattern row ({pitch} B apart, "
+                        f"docs/tma.md), and the tile packs them {box0_bytes} B apart; lay the tile's rows out "
+                        f"{pitch} B apart (kmajor_smem_buffer(...)[:, 0:k] is such a tile){where}")
+    if smem.base_align % max(SMEM_ALIGN, mode.repeat):
+        raise PlanError(f"make_tma_copy: the buffer is aligned to {smem.base_align} B; a {mode.name}-swizzled box "
+                        f"needs {max(SMEM_ALIGN, mode.repeat)}-byte alignment of the buffer (the hardware swizzles "
+                        f"absolute addresses, the layout offsets from the buffer){where}")
+    if (smem.offset * smem.bits // 8) % SMEM_ALIGN:
+        raise PlanError(f"make_tma_copy: the tile starts {smem.offset * smem.bits // 8} B into the buffer; TMA boxes "
+                        f"start on {SMEM_ALIGN}-byte boundaries{where}")
 
 
-def check_multicast(multicast: object, direction: str, where: str) -> int:
-    ctas = as_int(multicast, "make_tma_copy: multicast")
+def check_multicast(multicast: object, direction: str, where: str) -> Multicast:
+    """The CTAs that share a load (``n``: CTAs 0..n-1, or a ``Multicast``); only loads multicast."""
+    spec = multicast_spec(multicast)
     if direction != "load":
         raise PlanError(f"make_tma_copy: only loads multicast (PTX ISA: .multicast::cluster){where}")
-    if not 2 <= ctas <= MAX_MULTICAST:
-        raise PlanError(f"make_tma_copy: multicast={ctas}: a multicast reaches 2 to {MAX_MULTICAST} CTAs (a one-CTA "
-                        f"mask is a plain load: leave multicast out){where}")
-    return ctas
+    return spec
 
 
 def check_reduce(reduce: object, direction: str, dtype: str, where: str) -> ReduceOp:
@@ -130,14 +142,14 @@ def check_fill(fill: object, direction: str, dtype: str, where: str) -> int:
     return OOB_FILL_NAN if fill == "nan" else OOB_FILL_NONE
 
 
-def check_cta_group(cta_group: object, direction: str, multicast: object) -> bool:
+def check_cta_group(cta_group: object, direction: str) -> bool:
     """Whether the copy is a pair load (``cta_group=2``), after its rules."""
     group = as_int(cta_group, "make_tma_copy: cta_group")
     if group not in (1, 2):
         raise PlanError(f"make_tma_copy: cta_group={group}: a TMA load is issued for one CTA (1) or a pair (2)")
-    if group == 2 and (direction != "load" or multicast is not None):
-        raise PlanError("make_tma_copy: cta_group=2 is the pair form of a plain load (PTX: .cta_group is a load "
-                        "qualifier; pycute does not plan it with multicast)")
+    if group == 2 and direction != "load":
+        raise PlanError("make_tma_copy: cta_group=2 is the pair form of a plain load or a multicast (PTX: .cta_group "
+                        "is a load qualifier)")
     return group == 2
 
 

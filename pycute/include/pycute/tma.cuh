@@ -50,261 +50,561 @@ __device__ __forceinline__ void pycute_tma_load_1d(const void* map, unsigned sme
   asm volatile("cp.async.bulk.tensor.1d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%3}], [%2];"
                :: "r"(smem), "l"(map), "r"(mbar), "r"(c0) : "memory");
 }
-__device__ __forceinline__ void pycute_tma_load_2d(const void* map, unsigned smem, unsigned mbar, int c0, int c1) {
-  asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%3, %4}], [%2];"
-               :: "r"(smem), "l"(map), "r"(mbar), "r"(c0), "r"(c1) : "memory");
-}
-__device__ __forceinline__ void pycute_tma_load_3d(const void* map, unsigned smem, unsigned mbar, int c0, int c1, int c2) {
-  asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%3, %4, %5}], [%2];"
-               :: "r"(smem), "l"(map), "r"(mbar), "r"(c0), "r"(c1), "r"(c2) : "memory");
-}
-__device__ __forceinline__ void pycute_tma_load_4d(const void* map, unsigned smem, unsigned mbar, int c0, int c1, int c2, int c3) {
-  asm volatile("cp.async.bulk.tensor.4d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%3, %4, %5, %6}], [%2];"
-               :: "r"(smem), "l"(map), "r"(mbar), "r"(c0), "r"(c1), "r"(c2), "r"(c3) : "memory");
-}
-__device__ __forceinline__ void pycute_tma_load_5d(const void* map, unsigned smem, unsigned mbar, int c0, int c1, int c2, int c3, int c4) {
-  asm volatile("cp.async.bulk.tensor.5d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%3, %4, %5, %6, %7}], [%2];"
-               :: "r"(smem), "l"(map), "r"(mbar), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(c4) : "memory");
-}
 __device__ __forceinline__ void pycute_tma_store_1d(const void* map, unsigned smem, int c0) {
   asm volatile("cp.async.bulk.tensor.1d.global.shared::cta.tile.bulk_group [%0, {%2}], [%1];"
                :: "l"(map), "r"(smem), "r"(c0) : "memory");
-}
-__device__ __forceinline__ void pycute_tma_store_2d(const void* map, unsigned smem, int c0, int c1) {
-  asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group [%0, {%2, %3}], [%1];"
-               :: "l"(map), "r"(smem), "r"(c0), "r"(c1) : "memory");
-}
-__device__ __forceinline__ void pycute_tma_store_3d(const void* map, unsigned smem, int c0, int c1, int c2) {
-  asm volatile("cp.async.bulk.tensor.3d.global.shared::cta.tile.bulk_group [%0, {%2, %3, %4}], [%1];"
-               :: "l"(map), "r"(smem), "r"(c0), "r"(c1), "r"(c2) : "memory");
-}
-__device__ __forceinline__ void pycute_tma_store_4d(const void* map, unsigned smem, int c0, int c1, int c2, int c3) {
-  asm volatile("cp.async.bulk.tensor.4d.global.shared::cta.tile.bulk_group [%0, {%2, %3, %4, %5}], [%1];"
-               :: "l"(map), "r"(smem), "r"(c0), "r"(c1), "r"(c2), "r"(c3) : "memory");
-}
-__device__ __forceinline__ void pycute_tma_store_5d(const void* map, unsigned smem, int c0, int c1, int c2, int c3, int c4) {
-  asm volatile("cp.async.bulk.tensor.5d.global.shared::cta.tile.bulk_group [%0, {%2, %3, %4, %5, %6}], [%1];"
-               :: "l"(map), "r"(smem), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(c4) : "memory");
 }
 __device__ __forceinline__ void pycute_tma_prefetch_1d(const void* map, int c0) {
   asm volatile("cp.async.bulk.prefetch.tensor.1d.L2.global.tile [%0, {%1}];"
                :: "l"(map), "r"(c0) : "memory");
 }
-__device__ __forceinline__ void pycute_tma_prefetch_2d(const void* map, int c0, int c1) {
-  asm volatile("cp.async.bulk.prefetch.tensor.2d.L2.global.tile [%0, {%1, %2}];"
-               :: "l"(map), "r"(c0), "r"(c1) : "memory");
-}
-__device__ __forceinline__ void pycute_tma_prefetch_3d(const void* map, int c0, int c1, int c2) {
-  asm volatile("cp.async.bulk.prefetch.tensor.3d.L2.global.tile [%0, {%1, %2, %3}];"
-               :: "l"(map), "r"(c0), "r"(c1), "r"(c2) : "memory");
-}
-__device__ __forceinline__ void pycute_tma_prefetch_4d(const void* map, int c0, int c1, int c2, int c3) {
-  asm volatile("cp.async.bulk.prefetch.tensor.4d.L2.global.tile [%0, {%1, %2, %3, %4}];"
-               :: "l"(map), "r"(c0), "r"(c1), "r"(c2), "r"(c3) : "memory");
-}
-__device__ __forceinline__ void pycute_tma_prefetch_5d(const void* map, int c0, int c1, int c2, int c3, int c4) {
-  asm volatile("cp.async.bulk.prefetch.tensor.5d.L2.global.tile [%0, {%1, %2, %3, %4, %5}];"
-               :: "l"(map), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(c4) : "memory");
-}
 __device__ __forceinline__ void pycute_tma_load_multicast_1d(const void* map, unsigned smem, unsigned mbar, unsigned short mask, int c0) {
   asm volatile("cp.async.bulk.tensor.1d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster [%0], [%1, {%4}], [%2], %3;"
                :: "r"(smem), "l"(map), "r"(mbar), "h"(mask), "r"(c0) : "memory");
-}
-__device__ __forceinline__ void pycute_tma_load_multicast_2d(const void* map, unsigned smem, unsigned mbar, unsigned short mask, int c0, int c1) {
-  asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster [%0], [%1, {%4, %5}], [%2], %3;"
-               :: "r"(smem), "l"(map), "r"(mbar), "h"(mask), "r"(c0), "r"(c1) : "memory");
-}
-__device__ __forceinline__ void pycute_tma_load_multicast_3d(const void* map, unsigned smem, unsigned mbar, unsigned short mask, int c0, int c1, int c2) {
-  asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster [%0], [%1, {%4, %5, %6}], [%2], %3;"
-               :: "r"(smem), "l"(map), "r"(mbar), "h"(mask), "r"(c0), "r"(c1), "r"(c2) : "memory");
-}
-__device__ __forceinline__ void pycute_tma_load_multicast_4d(const void* map, unsigned smem, unsigned mbar, unsigned short mask, int c0, int c1, int c2, int c3) {
-  asm volatile("cp.async.bulk.tensor.4d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster [%0], [%1, {%4, %5, %6, %7}], [%2], %3;"
-               :: "r"(smem), "l"(map), "r"(mbar), "h"(mask), "r"(c0), "r"(c1), "r"(c2), "r"(c3) : "memory");
-}
-__device__ __forceinline__ void pycute_tma_load_multicast_5d(const void* map, unsigned smem, unsigned mbar, unsigned short mask, int c0, int c1, int c2, int c3, int c4) {
-  asm volatile("cp.async.bulk.tensor.5d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster [%0], [%1, {%4, %5, %6, %7, %8}], [%2], %3;"
-               :: "r"(smem), "l"(map), "r"(mbar), "h"(mask), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(c4) : "memory");
 }
 __device__ __forceinline__ void pycute_tma_load_pair_1d(const void* map, unsigned smem, unsigned mbar, int c0) {
   asm volatile("cp.async.bulk.tensor.1d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.cta_group::2 [%0], [%1, {%3}], [%2];"
                :: "r"(smem), "l"(map), "r"(mbar), "r"(c0) : "memory");
 }
-__device__ __forceinline__ void pycute_tma_load_pair_2d(const void* map, unsigned smem, unsigned mbar, int c0, int c1) {
-  asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.cta_group::2 [%0], [%1, {%3, %4}], [%2];"
-               :: "r"(smem), "l"(map), "r"(mbar), "r"(c0), "r"(c1) : "memory");
-}
-__device__ __forceinline__ void pycute_tma_load_pair_3d(const void* map, unsigned smem, unsigned mbar, int c0, int c1, int c2) {
-  asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.cta_group::2 [%0], [%1, {%3, %4, %5}], [%2];"
-               :: "r"(smem), "l"(map), "r"(mbar), "r"(c0), "r"(c1), "r"(c2) : "memory");
-}
-__device__ __forceinline__ void pycute_tma_load_pair_4d(const void* map, unsigned smem, unsigned mbar, int c0, int c1, int c2, int c3) {
-  asm volatile("cp.async.bulk.tensor.4d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.cta_group::2 [%0], [%1, {%3, %4, %5, %6}], [%2];"
-               :: "r"(smem), "l"(map), "r"(mbar), "r"(c0), "r"(c1), "r"(c2), "r"(c3) : "memory");
-}
-__device__ __forceinline__ void pycute_tma_load_pair_5d(const void* map, unsigned smem, unsigned mbar, int c0, int c1, int c2, int c3, int c4) {
-  asm volatile("cp.async.bulk.tensor.5d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.cta_group::2 [%0], [%1, {%3, %4, %5, %6, %7}], [%2];"
-               :: "r"(smem), "l"(map), "r"(mbar), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(c4) : "memory");
+__device__ __forceinline__ void pycute_tma_load_multicast_pair_1d(const void* map, unsigned smem, unsigned mbar, unsigned short mask, int c0) {
+  asm volatile("cp.async.bulk.tensor.1d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster.cta_group::2 [%0], [%1, {%4}], [%2], %3;"
+               :: "r"(smem), "l"(map), "r"(mbar), "h"(mask), "r"(c0) : "memory");
 }
 __device__ __forceinline__ void pycute_tma_reduce_add_1d(const void* map, unsigned smem, int c0) {
   asm volatile("cp.reduce.async.bulk.tensor.1d.global.shared::cta.add.tile.bulk_group [%0, {%2}], [%1];"
                :: "l"(map), "r"(smem), "r"(c0) : "memory");
 }
-__device__ __forceinline__ void pycute_tma_reduce_add_2d(const void* map, unsigned smem, int c0, int c1) {
-  asm volatile("cp.reduce.async.bulk.tensor.2d.global.shared::cta.add.tile.bulk_group [%0, {%2, %3}], [%1];"
-               :: "l"(map), "r"(smem), "r"(c0), "r"(c1) : "memory");
-}
-__device__ __forceinline__ void pycute_tma_reduce_add_3d(const void* map, unsigned smem, int c0, int c1, int c2) {
-  asm volatile("cp.reduce.async.bulk.tensor.3d.global.shared::cta.add.tile.bulk_group [%0, {%2, %3, %4}], [%1];"
-               :: "l"(map), "r"(smem), "r"(c0), "r"(c1), "r"(c2) : "memory");
-}
-__device__ __forceinline__ void pycute_tma_reduce_add_4d(const void* map, unsigned smem, int c0, int c1, int c2, int c3) {
-  asm volatile("cp.reduce.async.bulk.tensor.4d.global.shared::cta.add.tile.bulk_group [%0, {%2, %3, %4, %5}], [%1];"
-               :: "l"(map), "r"(smem), "r"(c0), "r"(c1), "r"(c2), "r"(c3) : "memory");
-}
-__device__ __forceinline__ void pycute_tma_reduce_add_5d(const void* map, unsigned smem, int c0, int c1, int c2, int c3, int c4) {
-  asm volatile("cp.reduce.async.bulk.tensor.5d.global.shared::cta.add.tile.bulk_group [%0, {%2, %3, %4, %5, %6}], [%1];"
-               :: "l"(map), "r"(smem), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(c4) : "memory");
-}
 __device__ __forceinline__ void pycute_tma_reduce_min_1d(const void* map, unsigned smem, int c0) {
   asm volatile("cp.reduce.async.bulk.tensor.1d.global.shared::cta.min.tile.bulk_group [%0, {%2}], [%1];"
                :: "l"(map), "r"(smem), "r"(c0) : "memory");
-}
-__device__ __forceinline__ void pycute_tma_reduce_min_2d(const void* map, unsigned smem, int c0, int c1) {
-  asm volatile("cp.reduce.async.bulk.tensor.2d.global.shared::cta.min.tile.bulk_group [%0, {%2, %3}], [%1];"
-               :: "l"(map), "r"(smem), "r"(c0), "r"(c1) : "memory");
-}
-__device__ __forceinline__ void pycute_tma_reduce_min_3d(const void* map, unsigned smem, int c0, int c1, int c2) {
-  asm volatile("cp.reduce.async.bulk.tensor.3d.global.shared::cta.min.tile.bulk_group [%0, {%2, %3, %4}], [%1];"
-               :: "l"(map), "r"(smem), "r"(c0), "r"(c1), "r"(c2) : "memory");
-}
-__device__ __forceinline__ void pycute_tma_reduce_min_4d(const void* map, unsigned smem, int c0, int c1, int c2, int c3) {
-  asm volatile("cp.reduce.async.bulk.tensor.4d.global.shared::cta.min.tile.bulk_group [%0, {%2, %3, %4, %5}], [%1];"
-               :: "l"(map), "r"(smem), "r"(c0), "r"(c1), "r"(c2), "r"(c3) : "memory");
-}
-__device__ __forceinline__ void pycute_tma_reduce_min_5d(const void* map, unsigned smem, int c0, int c1, int c2, int c3, int c4) {
-  asm volatile("cp.reduce.async.bulk.tensor.5d.global.shared::cta.min.tile.bulk_group [%0, {%2, %3, %4, %5, %6}], [%1];"
-               :: "l"(map), "r"(smem), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(c4) : "memory");
 }
 __device__ __forceinline__ void pycute_tma_reduce_max_1d(const void* map, unsigned smem, int c0) {
   asm volatile("cp.reduce.async.bulk.tensor.1d.global.shared::cta.max.tile.bulk_group [%0, {%2}], [%1];"
                :: "l"(map), "r"(smem), "r"(c0) : "memory");
 }
-__device__ __forceinline__ void pycute_tma_reduce_max_2d(const void* map, unsigned smem, int c0, int c1) {
-  asm volatile("cp.reduce.async.bulk.tensor.2d.global.shared::cta.max.tile.bulk_group [%0, {%2, %3}], [%1];"
-               :: "l"(map), "r"(smem), "r"(c0), "r"(c1) : "memory");
-}
-__device__ __forceinline__ void pycute_tma_reduce_max_3d(const void* map, unsigned smem, int c0, int c1, int c2) {
-  asm volatile("cp.reduce.async.bulk.tensor.3d.global.shared::cta.max.tile.bulk_group [%0, {%2, %3, %4}], [%1];"
-               :: "l"(map), "r"(smem), "r"(c0), "r"(c1), "r"(c2) : "memory");
-}
-__device__ __forceinline__ void pycute_tma_reduce_max_4d(const void* map, unsigned smem, int c0, int c1, int c2, int c3) {
-  asm volatile("cp.reduce.async.bulk.tensor.4d.global.shared::cta.max.tile.bulk_group [%0, {%2, %3, %4, %5}], [%1];"
-               :: "l"(map), "r"(smem), "r"(c0), "r"(c1), "r"(c2), "r"(c3) : "memory");
-}
-__device__ __forceinline__ void pycute_tma_reduce_max_5d(const void* map, unsigned smem, int c0, int c1, int c2, int c3, int c4) {
-  asm volatile("cp.reduce.async.bulk.tensor.5d.global.shared::cta.max.tile.bulk_group [%0, {%2, %3, %4, %5, %6}], [%1];"
-               :: "l"(map), "r"(smem), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(c4) : "memory");
-}
 __device__ __forceinline__ void pycute_tma_reduce_inc_1d(const void* map, unsigned smem, int c0) {
   asm volatile("cp.reduce.async.bulk.tensor.1d.global.shared::cta.inc.tile.bulk_group [%0, {%2}], [%1];"
                :: "l"(map), "r"(smem), "r"(c0) : "memory");
-}
-__device__ __forceinline__ void pycute_tma_reduce_inc_2d(const void* map, unsigned smem, int c0, int c1) {
-  asm volatile("cp.reduce.async.bulk.tensor.2d.global.shared::cta.inc.tile.bulk_group [%0, {%2, %3}], [%1];"
-               :: "l"(map), "r"(smem), "r"(c0), "r"(c1) : "memory");
-}
-__device__ __forceinline__ void pycute_tma_reduce_inc_3d(const void* map, unsigned smem, int c0, int c1, int c2) {
-  asm volatile("cp.reduce.async.bulk.tensor.3d.global.shared::cta.inc.tile.bulk_group [%0, {%2, %3, %4}], [%1];"
-               :: "l"(map), "r"(smem), "r"(c0), "r"(c1), "r"(c2) : "memory");
-}
-__device__ __forceinline__ void pycute_tma_reduce_inc_4d(const void* map, unsigned smem, int c0, int c1, int c2, int c3) {
-  asm volatile("cp.reduce.async.bulk.tensor.4d.global.shared::cta.inc.tile.bulk_group [%0, {%2, %3, %4, %5}], [%1];"
-               :: "l"(map), "r"(smem), "r"(c0), "r"(c1), "r"(c2), "r"(c3) : "memory");
-}
-__device__ __forceinline__ void pycute_tma_reduce_inc_5d(const void* map, unsigned smem, int c0, int c1, int c2, int c3, int c4) {
-  asm volatile("cp.reduce.async.bulk.tensor.5d.global.shared::cta.inc.tile.bulk_group [%0, {%2, %3, %4, %5, %6}], [%1];"
-               :: "l"(map), "r"(smem), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(c4) : "memory");
 }
 __device__ __forceinline__ void pycute_tma_reduce_dec_1d(const void* map, unsigned smem, int c0) {
   asm volatile("cp.reduce.async.bulk.tensor.1d.global.shared::cta.dec.tile.bulk_group [%0, {%2}], [%1];"
                :: "l"(map), "r"(smem), "r"(c0) : "memory");
 }
-__device__ __forceinline__ void pycute_tma_reduce_dec_2d(const void* map, unsigned smem, int c0, int c1) {
-  asm volatile("cp.reduce.async.bulk.tensor.2d.global.shared::cta.dec.tile.bulk_group [%0, {%2, %3}], [%1];"
-               :: "l"(map), "r"(smem), "r"(c0), "r"(c1) : "memory");
-}
-__device__ __forceinline__ void pycute_tma_reduce_dec_3d(const void* map, unsigned smem, int c0, int c1, int c2) {
-  asm volatile("cp.reduce.async.bulk.tensor.3d.global.shared::cta.dec.tile.bulk_group [%0, {%2, %3, %4}], [%1];"
-               :: "l"(map), "r"(smem), "r"(c0), "r"(c1), "r"(c2) : "memory");
-}
-__device__ __forceinline__ void pycute_tma_reduce_dec_4d(const void* map, unsigned smem, int c0, int c1, int c2, int c3) {
-  asm volatile("cp.reduce.async.bulk.tensor.4d.global.shared::cta.dec.tile.bulk_group [%0, {%2, %3, %4, %5}], [%1];"
-               :: "l"(map), "r"(smem), "r"(c0), "r"(c1), "r"(c2), "r"(c3) : "memory");
-}
-__device__ __forceinline__ void pycute_tma_reduce_dec_5d(const void* map, unsigned smem, int c0, int c1, int c2, int c3, int c4) {
-  asm volatile("cp.reduce.async.bulk.tensor.5d.global.shared::cta.dec.tile.bulk_group [%0, {%2, %3, %4, %5, %6}], [%1];"
-               :: "l"(map), "r"(smem), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(c4) : "memory");
-}
 __device__ __forceinline__ void pycute_tma_reduce_and_1d(const void* map, unsigned smem, int c0) {
   asm volatile("cp.reduce.async.bulk.tensor.1d.global.shared::cta.and.tile.bulk_group [%0, {%2}], [%1];"
                :: "l"(map), "r"(smem), "r"(c0) : "memory");
-}
-__device__ __forceinline__ void pycute_tma_reduce_and_2d(const void* map, unsigned smem, int c0, int c1) {
-  asm volatile("cp.reduce.async.bulk.tensor.2d.global.shared::cta.and.tile.bulk_group [%0, {%2, %3}], [%1];"
-               :: "l"(map), "r"(smem), "r"(c0), "r"(c1) : "memory");
-}
-__device__ __forceinline__ void pycute_tma_reduce_and_3d(const void* map, unsigned smem, int c0, int c1, int c2) {
-  asm volatile("cp.reduce.async.bulk.tensor.3d.global.shared::cta.and.tile.bulk_group [%0, {%2, %3, %4}], [%1];"
-               :: "l"(map), "r"(smem), "r"(c0), "r"(c1), "r"(c2) : "memory");
-}
-__device__ __forceinline__ void pycute_tma_reduce_and_4d(const void* map, unsigned smem, int c0, int c1, int c2, int c3) {
-  asm volatile("cp.reduce.async.bulk.tensor.4d.global.shared::cta.and.tile.bulk_group [%0, {%2, %3, %4, %5}], [%1];"
-               :: "l"(map), "r"(smem), "r"(c0), "r"(c1), "r"(c2), "r"(c3) : "memory");
-}
-__device__ __forceinline__ void pycute_tma_reduce_and_5d(const void* map, unsigned smem, int c0, int c1, int c2, int c3, int c4) {
-  asm volatile("cp.reduce.async.bulk.tensor.5d.global.shared::cta.and.tile.bulk_group [%0, {%2, %3, %4, %5, %6}], [%1];"
-               :: "l"(map), "r"(smem), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(c4) : "memory");
 }
 __device__ __forceinline__ void pycute_tma_reduce_or_1d(const void* map, unsigned smem, int c0) {
   asm volatile("cp.reduce.async.bulk.tensor.1d.global.shared::cta.or.tile.bulk_group [%0, {%2}], [%1];"
                :: "l"(map), "r"(smem), "r"(c0) : "memory");
 }
-__device__ __forceinline__ void pycute_tma_reduce_or_2d(const void* map, unsigned smem, int c0, int c1) {
-  asm volatile("cp.reduce.async.bulk.tensor.2d.global.shared::cta.or.tile.bulk_group [%0, {%2, %3}], [%1];"
-               :: "l"(map), "r"(smem), "r"(c0), "r"(c1) : "memory");
-}
-__device__ __forceinline__ void pycute_tma_reduce_or_3d(const void* map, unsigned smem, int c0, int c1, int c2) {
-  asm volatile("cp.reduce.async.bulk.tensor.3d.global.shared::cta.or.tile.bulk_group [%0, {%2, %3, %4}], [%1];"
-               :: "l"(map), "r"(smem), "r"(c0), "r"(c1), "r"(c2) : "memory");
-}
-__device__ __forceinline__ void pycute_tma_reduce_or_4d(const void* map, unsigned smem, int c0, int c1, int c2, int c3) {
-  asm volatile("cp.reduce.async.bulk.tensor.4d.global.shared::cta.or.tile.bulk_group [%0, {%2, %3, %4, %5}], [%1];"
-               :: "l"(map), "r"(smem), "r"(c0), "r"(c1), "r"(c2), "r"(c3) : "memory");
-}
-__device__ __forceinline__ void pycute_tma_reduce_or_5d(const void* map, unsigned smem, int c0, int c1, int c2, int c3, int c4) {
-  asm volatile("cp.reduce.async.bulk.tensor.5d.global.shared::cta.or.tile.bulk_group [%0, {%2, %3, %4, %5, %6}], [%1];"
-               :: "l"(map), "r"(smem), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(c4) : "memory");
-}
 __device__ __forceinline__ void pycute_tma_reduce_xor_1d(const void* map, unsigned smem, int c0) {
   asm volatile("cp.reduce.async.bulk.tensor.1d.global.shared::cta.xor.tile.bulk_group [%0, {%2}], [%1];"
                :: "l"(map), "r"(smem), "r"(c0) : "memory");
+}
+__device__ __forceinline__ void pycute_tma_load_2d(const void* map, unsigned smem, unsigned mbar, int c0, int c1) {
+  asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%3, %4}], [%2];"
+               :: "r"(smem), "l"(map), "r"(mbar), "r"(c0), "r"(c1) : "memory");
+}
+__device__ __forceinline__ void pycute_tma_store_2d(const void* map, unsigned smem, int c0, int c1) {
+  asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group [%0, {%2, %3}], [%1];"
+               :: "l"(map), "r"(smem), "r"(c0), "r"(c1) : "memory");
+}
+__device__ __forceinline__ void pycute_tma_prefetch_2d(const void* map, int c0, int c1) {
+  asm volatile("cp.async.bulk.prefetch.tensor.2d.L2.global.tile [%0, {%1, %2}];"
+               :: "l"(map), "r"(c0), "r"(c1) : "memory");
+}
+__device__ __forceinline__ void pycute_tma_load_multicast_2d(const void* map, unsigned smem, unsigned mbar, unsigned short mask, int c0, int c1) {
+  asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster [%0], [%1, {%4, %5}], [%2], %3;"
+               :: "r"(smem), "l"(map), "r"(mbar), "h"(mask), "r"(c0), "r"(c1) : "memory");
+}
+__device__ __forceinline__ void pycute_tma_load_pair_2d(const void* map, unsigned smem, unsigned mbar, int c0, int c1) {
+  asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.cta_group::2 [%0], [%1, {%3, %4}], [%2];"
+               :: "r"(smem), "l"(map), "r"(mbar), "r"(c0), "r"(c1) : "memory");
+}
+__device__ __forceinline__ void pycute_tma_load_multicast_pair_2d(const void* map, unsigned smem, unsigned mbar, unsigned short mask, int c0, int c1) {
+  asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster.cta_group::2 [%0], [%1, {%4, %5}], [%2], %3;"
+               :: "r"(smem), "l"(map), "r"(mbar), "h"(mask), "r"(c0), "r"(c1) : "memory");
+}
+__device__ __forceinline__ void pycute_tma_reduce_add_2d(const void* map, unsigned smem, int c0, int c1) {
+  asm volatile("cp.reduce.async.bulk.tensor.2d.global.shared::cta.add.tile.bulk_group [%0, {%2, %3}], [%1];"
+               :: "l"(map), "r"(smem), "r"(c0), "r"(c1) : "memory");
+}
+__device__ __forceinline__ void pycute_tma_reduce_min_2d(const void* map, unsigned smem, int c0, int c1) {
+  asm volatile("cp.reduce.async.bulk.tensor.2d.global.shared::cta.min.tile.bulk_group [%0, {%2, %3}], [%1];"
+               :: "l"(map), "r"(smem), "r"(c0), "r"(c1) : "memory");
+}
+__device__ __forceinline__ void pycute_tma_reduce_max_2d(const void* map, unsigned smem, int c0, int c1) {
+  asm volatile("cp.reduce.async.bulk.tensor.2d.global.shared::cta.max.tile.bulk_group [%0, {%2, %3}], [%1];"
+               :: "l"(map), "r"(smem), "r"(c0), "r"(c1) : "memory");
+}
+__device__ __forceinline__ void pycute_tma_reduce_inc_2d(const void* map, unsigned smem, int c0, int c1) {
+  asm volatile("cp.reduce.async.bulk.tensor.2d.global.shared::cta.inc.tile.bulk_group [%0, {%2, %3}], [%1];"
+               :: "l"(map), "r"(smem), "r"(c0), "r"(c1) : "memory");
+}
+__device__ __forceinline__ void pycute_tma_reduce_dec_2d(const void* map, unsigned smem, int c0, int c1) {
+  asm volatile("cp.reduce.async.bulk.tensor.2d.global.shared::cta.dec.tile.bulk_group [%0, {%2, %3}], [%1];"
+               :: "l"(map), "r"(smem), "r"(c0), "r"(c1) : "memory");
+}
+__device__ __forceinline__ void pycute_tma_reduce_and_2d(const void* map, unsigned smem, int c0, int c1) {
+  asm volatile("cp.reduce.async.bulk.tensor.2d.global.shared::cta.and.tile.bulk_group [%0, {%2, %3}], [%1];"
+               :: "l"(map), "r"(smem), "r"(c0), "r"(c1) : "memory");
+}
+__device__ __forceinline__ void pycute_tma_reduce_or_2d(const void* map, unsigned smem, int c0, int c1) {
+  asm volatile("cp.reduce.async.bulk.tensor.2d.global.shared::cta.or.tile.bulk_group [%0, {%2, %3}], [%1];"
+               :: "l"(map), "r"(smem), "r"(c0), "r"(c1) : "memory");
 }
 __device__ __forceinline__ void pycute_tma_reduce_xor_2d(const void* map, unsigned smem, int c0, int c1) {
   asm volatile("cp.reduce.async.bulk.tensor.2d.global.shared::cta.xor.tile.bulk_group [%0, {%2, %3}], [%1];"
                :: "l"(map), "r"(smem), "r"(c0), "r"(c1) : "memory");
 }
+__device__ __forceinline__ void pycute_tma_load_3d(const void* map, unsigned smem, unsigned mbar, int c0, int c1, int c2) {
+  asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%3, %4, %5}], [%2];"
+               :: "r"(smem), "l"(map), "r"(mbar), "r"(c0), "r"(c1), "r"(c2) : "memory");
+}
+__device__ __forceinline__ void pycute_tma_store_3d(const void* map, unsigned smem, int c0, int c1, int c2) {
+  asm volatile("cp.async.bulk.tensor.3d.global.shared::cta.tile.bulk_group [%0, {%2, %3, %4}], [%1];"
+               :: "l"(map), "r"(smem), "r"(c0), "r"(c1), "r"(c2) : "memory");
+}
+__device__ __forceinline__ void pycute_tma_prefetch_3d(const void* map, int c0, int c1, int c2) {
+  asm volatile("cp.async.bulk.prefetch.tensor.3d.L2.global.tile [%0, {%1, %2, %3}];"
+               :: "l"(map), "r"(c0), "r"(c1), "r"(c2) : "memory");
+}
+__device__ __forceinline__ void pycute_tma_load_multicast_3d(const void* map, unsigned smem, unsigned mbar, unsigned short mask, int c0, int c1, int c2) {
+  asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster [%0], [%1, {%4, %5, %6}], [%2], %3;"
+               :: "r"(smem), "l"(map), "r"(mbar), "h"(mask), "r"(c0), "r"(c1), "r"(c2) : "memory");
+}
+__device__ __forceinline__ void pycute_tma_load_pair_3d(const void* map, unsigned smem, unsigned mbar, int c0, int c1, int c2) {
+  asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.cta_group::2 [%0], [%1, {%3, %4, %5}], [%2];"
+               :: "r"(smem), "l"(map), "r"(mbar), "r"(c0), "r"(c1), "r"(c2) : "memory");
+}
+__device__ __forceinline__ void pycute_tma_load_multicast_pair_3d(const void* map, unsigned smem, unsigned mbar, unsigned short mask, int c0, int c1, int c2) {
+  asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster.cta_group::2 [%0], [%1, {%4, %5, %6}], [%2], %3;"
+               :: "r"(smem), "l"(map), "r"(mbar), "h"(mask), "r"(c0), "r"(c1), "r"(c2) : "memory");
+}
+__device__ __forceinline__ void pycute_tma_reduce_add_3d(const void* map, unsigned smem, int c0, int c1, int c2) {
+  asm volatile("cp.reduce.async.bulk.tensor.3d.global.shared::cta.add.tile.bulk_group [%0, {%2, %3, %4}], [%1];"
+               :: "l"(map), "r"(smem), "r"(c0), "r"(c1), "r"(c2) : "memory");
+}
+__device__ __forceinline__ void pycute_tma_reduce_min_3d(const void* map, unsigned smem, int c0, int c1, int c2) {
+  asm volatile("cp.reduce.async.bulk.tensor.3d.global.shared::cta.min.tile.bulk_group [%0, {%2, %3, %4}], [%1];"
+               :: "l"(map), "r"(smem), "r"(c0), "r"(c1), "r"(c2) : "memory");
+}
+__device__ __forceinline__ void pycute_tma_reduce_max_3d(const void* map, unsigned smem, int c0, int c1, int c2) {
+  asm volatile("cp.reduce.async.bulk.tensor.3d.global.shared::cta.max.tile.bulk_group [%0, {%2, %3, %4}], [%1];"
+               :: "l"(map), "r"(smem), "r"(c0), "r"(c1), "r"(c2) : "memory");
+}
+__device__ __forceinline__ void pycute_tma_reduce_inc_3d(const void* map, unsigned smem, int c0, int c1, int c2) {
+  asm volatile("cp.reduce.async.bulk.tensor.3d.global.shared::cta.inc.tile.bulk_group [%0, {%2, %3, %4}], [%1];"
+               :: "l"(map), "r"(smem), "r"(c0), "r"(c1), "r"(c2) : "memory");
+}
+__device__ __forceinline__ void pycute_tma_reduce_dec_3d(const void* map, unsigned smem, int c0, int c1, int c2) {
+  asm volatile("cp.reduce.async.bulk.tensor.3d.global.shared::cta.dec.tile.bulk_group [%0, {%2, %3, %4}], [%1];"
+               :: "l"(map), "r"(smem), "r"(c0), "r"(c1), "r"(c2) : "memory");
+}
+__device__ __forceinline__ void pycute_tma_reduce_and_3d(const void* map, unsigned smem, int c0, int c1, int c2) {
+  asm volatile("cp.reduce.async.bulk.tensor.3d.global.shared::cta.and.tile.bulk_group [%0, {%2, %3, %4}], [%1];"
+               :: "l"(map), "r"(smem), "r"(c0), "r"(c1), "r"(c2) : "memory");
+}
+__device__ __forceinline__ void pycute_tma_reduce_or_3d(const void* map, unsigned smem, int c0, int c1, int c2) {
+  asm volatile("cp.reduce.async.bulk.tensor.3d.global.shared::cta.or.tile.bulk_group [%0, {%2, %3, %4}], [%1];"
+               :: "l"(map), "r"(smem), "r"(c0), "r"(c1), "r"(c2) : "memory");
+}
 __device__ __forceinline__ void pycute_tma_reduce_xor_3d(const void* map, unsigned smem, int c0, int c1, int c2) {
   asm volatile("cp.reduce.async.bulk.tensor.3d.global.shared::cta.xor.tile.bulk_group [%0, {%2, %3, %4}], [%1];"
                :: "l"(map), "r"(smem), "r"(c0), "r"(c1), "r"(c2) : "memory");
+}
+__device__ __forceinline__ void pycute_tma_load_4d(const void* map, unsigned smem, unsigned mbar, int c0, int c1, int c2, int c3) {
+  asm volatile("cp.async.bulk.tensor.4d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%3, %4, %5, %6}], [%2];"
+               :: "r"(smem), "l"(map), "r"(mbar), "r"(c0), "r"(c1), "r"(c2), "r"(c3) : "memory");
+}
+__device__ __forceinline__ void pycute_tma_store_4d(const void* map, unsigned smem, int c0, int c1, int c2, int c3) {
+  asm volatile("cp.async.bulk.tensor.4d.global.shared::cta.tile.bulk_group [%0, {%2, %3, %4, %5}], [%1];"
+               :: "l"(map), "r"(smem), "r"(c0), "r"(c1), "r"(c2), "r"(c3) : "memory");
+}
+__device__ __forceinline__ void pycute_tma_prefetch_4d(const void* map, int c0, int c1, int c2, int c3) {
+  asm volatile("cp.async.bulk.prefetch.tensor.4d.L2.global.tile [%0, {%1, %2, %3, %4}];"
+               :: "l"(map), "r"(c0), "r"(c1), "r"(c2), "r"(c3) : "memory");
+}
+__device__ __forceinline__ void pycute_tma_load_multicast_4d(const void* map, unsigned smem, unsigned mbar, unsigned short mask, int c0, int c1, int c2, int c3) {
+  asm volatile("cp.async.bulk.tensor.4d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster [%0], [%1, {%4, %5, %6, %7}], [%2], %3;"
+               :: "r"(smem), "l"(map), "r"(mbar), "h"(mask), "r"(c0), "r"(c1), "r"(c2), "r"(c3) : "memory");
+}
+__device__ __forceinline__ void pycute_tma_load_pair_4d(const void* map, unsigned smem, unsigned mbar, int c0, int c1, int c2, int c3) {
+  asm volatile("cp.async.bulk.tensor.4d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.cta_group::2 [%0], [%1, {%3, %4, %5, %6}], [%2];"
+               :: "r"(smem), "l"(map), "r"(mbar), "r"(c0), "r"(c1), "r"(c2), "r"(c3) : "memory");
+}
+__device__ __forceinline__ void pycute_tma_load_multicast_pair_4d(const void* map, unsigned smem, unsigned mbar, unsigned short mask, int c0, int c1, int c2, int c3) {
+  asm volatile("cp.async.bulk.tensor.4d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster.cta_group::2 [%0], [%1, {%4, %5, %6, %7}], [%2], %3;"
+               :: "r"(smem), "l"(map), "r"(mbar), "h"(mask), "r"(c0), "r"(c1), "r"(c2), "r"(c3) : "memory");
+}
+__device__ __forceinline__ void pycute_tma_reduce_add_4d(const void* map, unsigned smem, int c0, int c1, int c2, int c3) {
+  asm volatile("cp.reduce.async.bulk.tensor.4d.global.shared::cta.add.tile.bulk_group [%0, {%2, %3, %4, %5}], [%1];"
+               :: "l"(map), "r"(smem), "r"(c0), "r"(c1), "r"(c2), "r"(c3) : "memory");
+}
+__device__ __forceinline__ void pycute_tma_reduce_min_4d(const void* map, unsigned smem, int c0, int c1, int c2, int c3) {
+  asm volatile("cp.reduce.async.bulk.tensor.4d.global.shared::cta.min.tile.bulk_group [%0, {%2, %3, %4, %5}], [%1];"
+               :: "l"(map), "r"(smem), "r"(c0), "r"(c1), "r"(c2), "r"(c3) : "memory");
+}
+__device__ __forceinline__ void pycute_tma_reduce_max_4d(const void* map, unsigned smem, int c0, int c1, int c2, int c3) {
+  asm volatile("cp.reduce.async.bulk.tensor.4d.global.shared::cta.max.tile.bulk_group [%0, {%2, %3, %4, %5}], [%1];"
+               :: "l"(map), "r"(smem), "r"(c0), "r"(c1), "r"(c2), "r"(c3) : "memory");
+}
+__device__ __forceinline__ void pycute_tma_reduce_inc_4d(const void* map, unsigned smem, int c0, int c1, int c2, int c3) {
+  asm volatile("cp.reduce.async.bulk.tensor.4d.global.shared::cta.inc.tile.bulk_group [%0, {%2, %3, %4, %5}], [%1];"
+               :: "l"(map), "r"(smem), "r"(c0), "r"(c1), "r"(c2), "r"(c3) : "memory");
+}
+__device__ __forceinline__ void pycute_tma_reduce_dec_4d(const void* map, unsigned smem, int c0, int c1, int c2, int c3) {
+  asm volatile("cp.reduce.async.bulk.tensor.4d.global.shared::cta.dec.tile.bulk_group [%0, {%2, %3, %4, %5}], [%1];"
+               :: "l"(map), "r"(smem), "r"(c0), "r"(c1), "r"(c2), "r"(c3) : "memory");
+}
+__device__ __forceinline__ void pycute_tma_reduce_and_4d(const void* map, unsigned smem, int c0, int c1, int c2, int c3) {
+  asm volatile("cp.reduce.async.bulk.tensor.4d.global.shared::cta.and.tile.bulk_group [%0, {%2, %3, %4, %5}], [%1];"
+               :: "l"(map), "r"(smem), "r"(c0), "r"(c1), "r"(c2), "r"(c3) : "memory");
+}
+__device__ __forceinline__ void pycute_tma_reduce_or_4d(const void* map, unsigned smem, int c0, int c1, int c2, int c3) {
+  asm volatile("cp.reduce.async.bulk.tensor.4d.global.shared::cta.or.tile.bulk_group [%0, {%2, %3, %4, %5}], [%1];"
+               :: "l"(map), "r"(smem), "r"(c0), "r"(c1), "r"(c2), "r"(c3) : "memory");
 }
 __device__ __forceinline__ void pycute_tma_reduce_xor_4d(const void* map, unsigned smem, int c0, int c1, int c2, int c3) {
   asm volatile("cp.reduce.async.bulk.tensor.4d.global.shared::cta.xor.tile.bulk_group [%0, {%2, %3, %4, %5}], [%1];"
                :: "l"(map), "r"(smem), "r"(c0), "r"(c1), "r"(c2), "r"(c3) : "memory");
 }
+__device__ __forceinline__ void pycute_tma_load_5d(const void* map, unsigned smem, unsigned mbar, int c0, int c1, int c2, int c3, int c4) {
+  asm volatile("cp.async.bulk.tensor.5d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%3, %4, %5, %6, %7}], [%2];"
+               :: "r"(smem), "l"(map), "r"(mbar), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(c4) : "memory");
+}
+__device__ __forceinline__ void pycute_tma_store_5d(const void* map, unsigned smem, int c0, int c1, int c2, int c3, int c4) {
+  asm volatile("cp.async.bulk.tensor.5d.global.shared::cta.tile.bulk_group [%0, {%2, %3, %4, %5, %6}], [%1];"
+               :: "l"(map), "r"(smem), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(c4) : "memory");
+}
+__device__ __forceinline__ void pycute_tma_prefetch_5d(const void* map, int c0, int c1, int c2, int c3, int c4) {
+  asm volatile("cp.async.bulk.prefetch.tensor.5d.L2.global.tile [%0, {%1, %2, %3, %4, %5}];"
+               :: "l"(map), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(c4) : "memory");
+}
+__device__ __forceinline__ void pycute_tma_load_multicast_5d(const void* map, unsigned smem, unsigned mbar, unsigned short mask, int c0, int c1, int c2, int c3, int c4) {
+  asm volatile("cp.async.bulk.tensor.5d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster [%0], [%1, {%4, %5, %6, %7, %8}], [%2], %3;"
+               :: "r"(smem), "l"(map), "r"(mbar), "h"(mask), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(c4) : "memory");
+}
+__device__ __forceinline__ void pycute_tma_load_pair_5d(const void* map, unsigned smem, unsigned mbar, int c0, int c1, int c2, int c3, int c4) {
+  asm volatile("cp.async.bulk.tensor.5d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.cta_group::2 [%0], [%1, {%3, %4, %5, %6, %7}], [%2];"
+               :: "r"(smem), "l"(map), "r"(mbar), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(c4) : "memory");
+}
+__device__ __forceinline__ void pycute_tma_load_multicast_pair_5d(const void* map, unsigned smem, unsigned mbar, unsigned short mask, int c0, int c1, int c2, int c3, int c4) {
+  asm volatile("cp.async.bulk.tensor.5d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster.cta_group::2 [%0], [%1, {%4, %5, %6, %7, %8}], [%2], %3;"
+               :: "r"(smem), "l"(map), "r"(mbar), "h"(mask), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(c4) : "memory");
+}
+__device__ __forceinline__ void pycute_tma_reduce_add_5d(const void* map, unsigned smem, int c0, int c1, int c2, int c3, int c4) {
+  asm volatile("cp.reduce.async.bulk.tensor.5d.global.shared::cta.add.tile.bulk_group [%0, {%2, %3, %4, %5, %6}], [%1];"
+               :: "l"(map), "r"(smem), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(c4) : "memory");
+}
+__device__ __forceinline__ void pycute_tma_reduce_min_5d(const void* map, unsigned smem, int c0, int c1, int c2, int c3, int c4) {
+  asm volatile("cp.reduce.async.bulk.tensor.5d.global.shared::cta.min.tile.bulk_group [%0, {%2, %3, %4, %5, %6}], [%1];"
+               :: "l"(map), "r"(smem), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(c4) : "memory");
+}
+__device__ __forceinline__ void pycute_tma_reduce_max_5d(const void* map, unsigned smem, int c0, int c1, int c2, int c3, int c4) {
+  asm volatile("cp.reduce.async.bulk.tensor.5d.global.shared::cta.max.tile.bulk_group [%0, {%2, %3, %4, %5, %6}], [%1];"
+               :: "l"(map), "r"(smem), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(c4) : "memory");
+}
+__device__ __forceinline__ void pycute_tma_reduce_inc_5d(const void* map, unsigned smem, int c0, int c1, int c2, int c3, int c4) {
+  asm volatile("cp.reduce.async.bulk.tensor.5d.global.shared::cta.inc.tile.bulk_group [%0, {%2, %3, %4, %5, %6}], [%1];"
+               :: "l"(map), "r"(smem), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(c4) : "memory");
+}
+__device__ __forceinline__ void pycute_tma_reduce_dec_5d(const void* map, unsigned smem, int c0, int c1, int c2, int c3, int c4) {
+  asm volatile("cp.reduce.async.bulk.tensor.5d.global.shared::cta.dec.tile.bulk_group [%0, {%2, %3, %4, %5, %6}], [%1];"
+               :: "l"(map), "r"(smem), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(c4) : "memory");
+}
+__device__ __forceinline__ void pycute_tma_reduce_and_5d(const void* map, unsigned smem, int c0, int c1, int c2, int c3, int c4) {
+  asm volatile("cp.reduce.async.bulk.tensor.5d.global.shared::cta.and.tile.bulk_group [%0, {%2, %3, %4, %5, %6}], [%1];"
+               :: "l"(map), "r"(smem), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(c4) : "memory");
+}
+__device__ __forceinline__ void pycute_tma_reduce_or_5d(const void* map, unsigned smem, int c0, int c1, int c2, int c3, int c4) {
+  asm volatile("cp.reduce.async.bulk.tensor.5d.global.shared::cta.or.tile.bulk_group [%0, {%2, %3, %4, %5, %6}], [%1];"
+               :: "l"(map), "r"(smem), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(c4) : "memory");
+}
 __device__ __forceinline__ void pycute_tma_reduce_xor_5d(const void* map, unsigned smem, int c0, int c1, int c2, int c3, int c4) {
   asm volatile("cp.reduce.async.bulk.tensor.5d.global.shared::cta.xor.tile.bulk_group [%0, {%2, %3, %4, %5, %6}], [%1];"
                :: "l"(map), "r"(smem), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(c4) : "memory");
+}
+__device__ __forceinline__ void pycute_tma_load_hint_1d(const void* map, unsigned smem, unsigned mbar, unsigned long long policy, int c0) {
+  asm volatile("cp.async.bulk.tensor.1d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.L2::cache_hint [%0], [%1, {%3}], [%2], %4;"
+               :: "r"(smem), "l"(map), "r"(mbar), "r"(c0), "l"(policy) : "memory");
+}
+__device__ __forceinline__ void pycute_tma_store_hint_1d(const void* map, unsigned smem, unsigned long long policy, int c0) {
+  asm volatile("cp.async.bulk.tensor.1d.global.shared::cta.tile.bulk_group.L2::cache_hint [%0, {%2}], [%1], %3;"
+               :: "l"(map), "r"(smem), "r"(c0), "l"(policy) : "memory");
+}
+__device__ __forceinline__ void pycute_tma_prefetch_hint_1d(const void* map, unsigned long long policy, int c0) {
+  asm volatile("cp.async.bulk.prefetch.tensor.1d.L2.global.tile.L2::cache_hint [%0, {%1}], %2;"
+               :: "l"(map), "r"(c0), "l"(policy) : "memory");
+}
+__device__ __forceinline__ void pycute_tma_load_multicast_hint_1d(const void* map, unsigned smem, unsigned mbar, unsigned short mask, unsigned long long policy, int c0) {
+  asm volatile("cp.async.bulk.tensor.1d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster.L2::cache_hint [%0], [%1, {%4}], [%2], %3, %5;"
+               :: "r"(smem), "l"(map), "r"(mbar), "h"(mask), "r"(c0), "l"(policy) : "memory");
+}
+__device__ __forceinline__ void pycute_tma_load_pair_hint_1d(const void* map, unsigned smem, unsigned mbar, unsigned long long policy, int c0) {
+  asm volatile("cp.async.bulk.tensor.1d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.cta_group::2.L2::cache_hint [%0], [%1, {%3}], [%2], %4;"
+               :: "r"(smem), "l"(map), "r"(mbar), "r"(c0), "l"(policy) : "memory");
+}
+__device__ __forceinline__ void pycute_tma_load_multicast_pair_hint_1d(const void* map, unsigned smem, unsigned mbar, unsigned short mask, unsigned long long policy, int c0) {
+  asm volatile("cp.async.bulk.tensor.1d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster.cta_group::2.L2::cache_hint [%0], [%1, {%4}], [%2], %3, %5;"
+               :: "r"(smem), "l"(map), "r"(mbar), "h"(mask), "r"(c0), "l"(policy) : "memory");
+}
+__device__ __forceinline__ void pycute_tma_reduce_add_hint_1d(const void* map, unsigned smem, unsigned long long policy, int c0) {
+  asm volatile("cp.reduce.async.bulk.tensor.1d.global.shared::cta.add.tile.bulk_group.L2::cache_hint [%0, {%2}], [%1], %3;"
+               :: "l"(map), "r"(smem), "r"(c0), "l"(policy) : "memory");
+}
+__device__ __forceinline__ void pycute_tma_reduce_min_hint_1d(const void* map, unsigned smem, unsigned long long policy, int c0) {
+  asm volatile("cp.reduce.async.bulk.tensor.1d.global.shared::cta.min.tile.bulk_group.L2::cache_hint [%0, {%2}], [%1], %3;"
+               :: "l"(map), "r"(smem), "r"(c0), "l"(policy) : "memory");
+}
+__device__ __forceinline__ void pycute_tma_reduce_max_hint_1d(const void* map, unsigned smem, unsigned long long policy, int c0) {
+  asm volatile("cp.reduce.async.bulk.tensor.1d.global.shared::cta.max.tile.bulk_group.L2::cache_hint [%0, {%2}], [%1], %3;"
+               :: "l"(map), "r"(smem), "r"(c0), "l"(policy) : "memory");
+}
+__device__ __forceinline__ void pycute_tma_reduce_inc_hint_1d(const void* map, unsigned smem, unsigned long long policy, int c0) {
+  asm volatile("cp.reduce.async.bulk.tensor.1d.global.shared::cta.inc.tile.bulk_group.L2::cache_hint [%0, {%2}], [%1], %3;"
+               :: "l"(map), "r"(smem), "r"(c0), "l"(policy) : "memory");
+}
+__device__ __forceinline__ void pycute_tma_reduce_dec_hint_1d(const void* map, unsigned smem, unsigned long long policy, int c0) {
+  asm volatile("cp.reduce.async.bulk.tensor.1d.global.shared::cta.dec.tile.bulk_group.L2::cache_hint [%0, {%2}], [%1], %3;"
+               :: "l"(map), "r"(smem), "r"(c0), "l"(policy) : "memory");
+}
+__device__ __forceinline__ void pycute_tma_reduce_and_hint_1d(const void* map, unsigned smem, unsigned long long policy, int c0) {
+  asm volatile("cp.reduce.async.bulk.tensor.1d.global.shared::cta.and.tile.bulk_group.L2::cache_hint [%0, {%2}], [%1], %3;"
+               :: "l"(map), "r"(smem), "r"(c0), "l"(policy) : "memory");
+}
+__device__ __forceinline__ void pycute_tma_reduce_or_hint_1d(const void* map, unsigned smem, unsigned long long policy, int c0) {
+  asm volatile("cp.reduce.async.bulk.tensor.1d.global.shared::cta.or.tile.bulk_group.L2::cache_hint [%0, {%2}], [%1], %3;"
+               :: "l"(map), "r"(smem), "r"(c0), "l"(policy) : "memory");
+}
+__device__ __forceinline__ void pycute_tma_reduce_xor_hint_1d(const void* map, unsigned smem, unsigned long long policy, int c0) {
+  asm volatile("cp.reduce.async.bulk.tensor.1d.global.shared::cta.xor.tile.bulk_group.L2::cache_hint [%0, {%2}], [%1], %3;"
+               :: "l"(map), "r"(smem), "r"(c0), "l"(policy) : "memory");
+}
+__device__ __forceinline__ void pycute_tma_load_hint_2d(const void* map, unsigned smem, unsigned mbar, unsigned long long policy, int c0, int c1) {
+  asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.L2::cache_hint [%0], [%1, {%3, %4}], [%2], %5;"
+               :: "r"(smem), "l"(map), "r"(mbar), "r"(c0), "r"(c1), "l"(policy) : "memory");
+}
+__device__ __forceinline__ void pycute_tma_store_hint_2d(const void* map, unsigned smem, unsigned long long policy, int c0, int c1) {
+  asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group.L2::cache_hint [%0, {%2, %3}], [%1], %4;"
+               :: "l"(map), "r"(smem), "r"(c0), "r"(c1), "l"(policy) : "memory");
+}
+__device__ __forceinline__ void pycute_tma_prefetch_hint_2d(const void* map, unsigned long long policy, int c0, int c1) {
+  asm volatile("cp.async.bulk.prefetch.tensor.2d.L2.global.tile.L2::cache_hint [%0, {%1, %2}], %3;"
+               :: "l"(map), "r"(c0), "r"(c1), "l"(policy) : "memory");
+}
+__device__ __forceinline__ void pycute_tma_load_multicast_hint_2d(const void* map, unsigned smem, unsigned mbar, unsigned short mask, unsigned long long policy, int c0, int c1) {
+  asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster.L2::cache_hint [%0], [%1, {%4, %5}], [%2], %3, %6;"
+               :: "r"(smem), "l"(map), "r"(mbar), "h"(mask), "r"(c0), "r"(c1), "l"(policy) : "memory");
+}
+__device__ __forceinline__ void pycute_tma_load_pair_hint_2d(const void* map, unsigned smem, unsigned mbar, unsigned long long policy, int c0, int c1) {
+  asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.cta_group::2.L2::cache_hint [%0], [%1, {%3, %4}], [%2], %5;"
+               :: "r"(smem), "l"(map), "r"(mbar), "r"(c0), "r"(c1), "l"(policy) : "memory");
+}
+__device__ __forceinline__ void pycute_tma_load_multicast_pair_hint_2d(const void* map, unsigned smem, unsigned mbar, unsigned short mask, unsigned long long policy, int c0, int c1) {
+  asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster.cta_group::2.L2::cache_hint [%0], [%1, {%4, %5}], [%2], %3, %6;"
+               :: "r"(smem), "l"(map), "r"(mbar), "h"(mask), "r"(c0), "r"(c1), "l"(policy) : "memory");
+}
+__device__ __forceinline__ void pycute_tma_reduce_add_hint_2d(const void* map, unsigned smem, unsigned long long policy, int c0, int c1) {
+  asm volatile("cp.reduce.async.bulk.tensor.2d.global.shared::cta.add.tile.bulk_group.L2::cache_hint [%0, {%2, %3}], [%1], %4;"
+               :: "l"(map), "r"(smem), "r"(c0), "r"(c1), "l"(policy) : "memory");
+}
+__device__ __forceinline__ void pycute_tma_reduce_min_hint_2d(const void* map, unsigned smem, unsigned long long policy, int c0, int c1) {
+  asm volatile("cp.reduce.async.bulk.tensor.2d.global.shared::cta.min.tile.bulk_group.L2::cache_hint [%0, {%2, %3}], [%1], %4;"
+               :: "l"(map), "r"(smem), "r"(c0), "r"(c1), "l"(policy) : "memory");
+}
+__device__ __forceinline__ void pycute_tma_reduce_max_hint_2d(const void* map, unsigned smem, unsigned long long policy, int c0, int c1) {
+  asm volatile("cp.reduce.async.bulk.tensor.2d.global.shared::cta.max.tile.bulk_group.L2::cache_hint [%0, {%2, %3}], [%1], %4;"
+               :: "l"(map), "r"(smem), "r"(c0), "r"(c1), "l"(policy) : "memory");
+}
+__device__ __forceinline__ void pycute_tma_reduce_inc_hint_2d(const void* map, unsigned smem, unsigned long long policy, int c0, int c1) {
+  asm volatile("cp.reduce.async.bulk.tensor.2d.global.shared::cta.inc.tile.bulk_group.L2::cache_hint [%0, {%2, %3}], [%1], %4;"
+               :: "l"(map), "r"(smem), "r"(c0), "r"(c1), "l"(policy) : "memory");
+}
+__device__ __forceinline__ void pycute_tma_reduce_dec_hint_2d(const void* map, unsigned smem, unsigned long long policy, int c0, int c1) {
+  asm volatile("cp.reduce.async.bulk.tensor.2d.global.shared::cta.dec.tile.bulk_group.L2::cache_hint [%0, {%2, %3}], [%1], %4;"
+               :: "l"(map), "r"(smem), "r"(c0), "r"(c1), "l"(policy) : "memory");
+}
+__device__ __forceinline__ void pycute_tma_reduce_and_hint_2d(const void* map, unsigned smem, unsigned long long policy, int c0, int c1) {
+  asm volatile("cp.reduce.async.bulk.tensor.2d.global.shared::cta.and.tile.bulk_group.L2::cache_hint [%0, {%2, %3}], [%1], %4;"
+               :: "l"(map), "r"(smem), "r"(c0), "r"(c1), "l"(policy) : "memory");
+}
+__device__ __forceinline__ void pycute_tma_reduce_or_hint_2d(const void* map, unsigned smem, unsigned long long policy, int c0, int c1) {
+  asm volatile("cp.reduce.async.bulk.tensor.2d.global.shared::cta.or.tile.bulk_group.L2::cache_hint [%0, {%2, %3}], [%1], %4;"
+               :: "l"(map), "r"(smem), "r"(c0), "r"(c1), "l"(policy) : "memory");
+}
+__device__ __forceinline__ void pycute_tma_reduce_xor_hint_2d(const void* map, unsigned smem, unsigned long long policy, int c0, int c1) {
+  asm volatile("cp.reduce.async.bulk.tensor.2d.global.shared::cta.xor.tile.bulk_group.L2::cache_hint [%0, {%2, %3}], [%1], %4;"
+               :: "l"(map), "r"(smem), "r"(c0), "r"(c1), "l"(policy) : "memory");
+}
+__device__ __forceinline__ void pycute_tma_load_hint_3d(const void* map, unsigned smem, unsigned mbar, unsigned long long policy, int c0, int c1, int c2) {
+  asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.L2::cache_hint [%0], [%1, {%3, %4, %5}], [%2], %6;"
+               :: "r"(smem), "l"(map), "r"(mbar), "r"(c0), "r"(c1), "r"(c2), "l"(policy) : "memory");
+}
+__device__ __forceinline__ void pycute_tma_store_hint_3d(const void* map, unsigned smem, unsigned long long policy, int c0, int c1, int c2) {
+  asm volatile("cp.async.bulk.tensor.3d.global.shared::cta.tile.bulk_group.L2::cache_hint [%0, {%2, %3, %4}], [%1], %5;"
+               :: "l"(map), "r"(smem), "r"(c0), "r"(c1), "r"(c2), "l"(policy) : "memory");
+}
+__device__ __forceinline__ void pycute_tma_prefetch_hint_3d(const void* map, unsigned long long policy, int c0, int c1, int c2) {
+  asm volatile("cp.async.bulk.prefetch.tensor.3d.L2.global.tile.L2::cache_hint [%0, {%1, %2, %3}], %4;"
+               :: "l"(map), "r"(c0), "r"(c1), "r"(c2), "l"(policy) : "memory");
+}
+__device__ __forceinline__ void pycute_tma_load_multicast_hint_3d(const void* map, unsigned smem, unsigned mbar, unsigned short mask, unsigned long long policy, int c0, int c1, int c2) {
+  asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster.L2::cache_hint [%0], [%1, {%4, %5, %6}], [%2], %3, %7;"
+               :: "r"(smem), "l"(map), "r"(mbar), "h"(mask), "r"(c0), "r"(c1), "r"(c2), "l"(policy) : "memory");
+}
+__device__ __forceinline__ void pycute_tma_load_pair_hint_3d(const void* map, unsigned smem, unsigned mbar, unsigned long long policy, int c0, int c1, int c2) {
+  asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.cta_group::2.L2::cache_hint [%0], [%1, {%3, %4, %5}], [%2], %6;"
+               :: "r"(smem), "l"(map), "r"(mbar), "r"(c0), "r"(c1), "r"(c2), "l"(policy) : "memory");
+}
+__device__ __forceinline__ void pycute_tma_load_multicast_pair_hint_3d(const void* map, unsigned smem, unsigned mbar, unsigned short mask, unsigned long long policy, int c0, int c1, int c2) {
+  asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster.cta_group::2.L2::cache_hint [%0], [%1, {%4, %5, %6}], [%2], %3, %7;"
+               :: "r"(smem), "l"(map), "r"(mbar), "h"(mask), "r"(c0), "r"(c1), "r"(c2), "l"(policy) : "memory");
+}
+__device__ __forceinline__ void pycute_tma_reduce_add_hint_3d(const void* map, unsigned smem, unsigned long long policy, int c0, int c1, int c2) {
+  asm volatile("cp.reduce.async.bulk.tensor.3d.global.shared::cta.add.tile.bulk_group.L2::cache_hint [%0, {%2, %3, %4}], [%1], %5;"
+               :: "l"(map), "r"(smem), "r"(c0), "r"(c1), "r"(c2), "l"(policy) : "memory");
+}
+__device__ __forceinline__ void pycute_tma_reduce_min_hint_3d(const void* map, unsigned smem, unsigned long long policy, int c0, int c1, int c2) {
+  asm volatile("cp.reduce.async.bulk.tensor.3d.global.shared::cta.min.tile.bulk_group.L2::cache_hint [%0, {%2, %3, %4}], [%1], %5;"
+               :: "l"(map), "r"(smem), "r"(c0), "r"(c1), "r"(c2), "l"(policy) : "memory");
+}
+__device__ __forceinline__ void pycute_tma_reduce_max_hint_3d(const void* map, unsigned smem, unsigned long long policy, int c0, int c1, int c2) {
+  asm volatile("cp.reduce.async.bulk.tensor.3d.global.shared::cta.max.tile.bulk_group.L2::cache_hint [%0, {%2, %3, %4}], [%1], %5;"
+               :: "l"(map), "r"(smem), "r"(c0), "r"(c1), "r"(c2), "l"(policy) : "memory");
+}
+__device__ __forceinline__ void pycute_tma_reduce_inc_hint_3d(const void* map, unsigned smem, unsigned long long policy, int c0, int c1, int c2) {
+  asm volatile("cp.reduce.async.bulk.tensor.3d.global.shared::cta.inc.tile.bulk_group.L2::cache_hint [%0, {%2, %3, %4}], [%1], %5;"
+               :: "l"(map), "r"(smem), "r"(c0), "r"(c1), "r"(c2), "l"(policy) : "memory");
+}
+__device__ __forceinline__ void pycute_tma_reduce_dec_hint_3d(const void* map, unsigned smem, unsigned long long policy, int c0, int c1, int c2) {
+  asm volatile("cp.reduce.async.bulk.tensor.3d.global.shared::cta.dec.tile.bulk_group.L2::cache_hint [%0, {%2, %3, %4}], [%1], %5;"
+               :: "l"(map), "r"(smem), "r"(c0), "r"(c1), "r"(c2), "l"(policy) : "memory");
+}
+__device__ __forceinline__ void pycute_tma_reduce_and_hint_3d(const void* map, unsigned smem, unsigned long long policy, int c0, int c1, int c2) {
+  asm volatile("cp.reduce.async.bulk.tensor.3d.global.shared::cta.and.tile.bulk_group.L2::cache_hint [%0, {%2, %3, %4}], [%1], %5;"
+               :: "l"(map), "r"(smem), "r"(c0), "r"(c1), "r"(c2), "l"(policy) : "memory");
+}
+__device__ __forceinline__ void pycute_tma_reduce_or_hint_3d(const void* map, unsigned smem, unsigned long long policy, int c0, int c1, int c2) {
+  asm volatile("cp.reduce.async.bulk.tensor.3d.global.shared::cta.or.tile.bulk_group.L2::cache_hint [%0, {%2, %3, %4}], [%1], %5;"
+               :: "l"(map), "r"(smem), "r"(c0), "r"(c1), "r"(c2), "l"(policy) : "memory");
+}
+__device__ __forceinline__ void pycute_tma_reduce_xor_hint_3d(const void* map, unsigned smem, unsigned long long policy, int c0, int c1, int c2) {
+  asm volatile("cp.reduce.async.bulk.tensor.3d.global.shared::cta.xor.tile.bulk_group.L2::cache_hint [%0, {%2, %3, %4}], [%1], %5;"
+               :: "l"(map), "r"(smem), "r"(c0), "r"(c1), "r"(c2), "l"(policy) : "memory");
+}
+__device__ __forceinline__ void pycute_tma_load_hint_4d(const void* map, unsigned smem, unsigned mbar, unsigned long long policy, int c0, int c1, int c2, int c3) {
+  asm volatile("cp.async.bulk.tensor.4d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.L2::cache_hint [%0], [%1, {%3, %4, %5, %6}], [%2], %7;"
+               :: "r"(smem), "l"(map), "r"(mbar), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "l"(policy) : "memory");
+}
+__device__ __forceinline__ void pycute_tma_store_hint_4d(const void* map, unsigned smem, unsigned long long policy, int c0, int c1, int c2, int c3) {
+  asm volatile("cp.async.bulk.tensor.4d.global.shared::cta.tile.bulk_group.L2::cache_hint [%0, {%2, %3, %4, %5}], [%1], %6;"
+               :: "l"(map), "r"(smem), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "l"(policy) : "memory");
+}
+__device__ __forceinline__ void pycute_tma_prefetch_hint_4d(const void* map, unsigned long long policy, int c0, int c1, int c2, int c3) {
+  asm volatile("cp.async.bulk.prefetch.tensor.4d.L2.global.tile.L2::cache_hint [%0, {%1, %2, %3, %4}], %5;"
+               :: "l"(map), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "l"(policy) : "memory");
+}
+__device__ __forceinline__ void pycute_tma_load_multicast_hint_4d(const void* map, unsigned smem, unsigned mbar, unsigned short mask, unsigned long long policy, int c0, int c1, int c2, int c3) {
+  asm volatile("cp.async.bulk.tensor.4d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster.L2::cache_hint [%0], [%1, {%4, %5, %6, %7}], [%2], %3, %8;"
+               :: "r"(smem), "l"(map), "r"(mbar), "h"(mask), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "l"(policy) : "memory");
+}
+__device__ __forceinline__ void pycute_tma_load_pair_hint_4d(const void* map, unsigned smem, unsigned mbar, unsigned long long policy, int c0, int c1, int c2, int c3) {
+  asm volatile("cp.async.bulk.tensor.4d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.cta_group::2.L2::cache_hint [%0], [%1, {%3, %4, %5, %6}], [%2], %7;"
+               :: "r"(smem), "l"(map), "r"(mbar), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "l"(policy) : "memory");
+}
+__device__ __forceinline__ void pycute_tma_load_multicast_pair_hint_4d(const void* map, unsigned smem, unsigned mbar, unsigned short mask, unsigned long long policy, int c0, int c1, int c2, int c3) {
+  asm volatile("cp.async.bulk.tensor.4d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster.cta_group::2.L2::cache_hint [%0], [%1, {%4, %5, %6, %7}], [%2], %3, %8;"
+               :: "r"(smem), "l"(map), "r"(mbar), "h"(mask), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "l"(policy) : "memory");
+}
+__device__ __forceinline__ void pycute_tma_reduce_add_hint_4d(const void* map, unsigned smem, unsigned long long policy, int c0, int c1, int c2, int c3) {
+  asm volatile("cp.reduce.async.bulk.tensor.4d.global.shared::cta.add.tile.bulk_group.L2::cache_hint [%0, {%2, %3, %4, %5}], [%1], %6;"
+               :: "l"(map), "r"(smem), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "l"(policy) : "memory");
+}
+__device__ __forceinline__ void pycute_tma_reduce_min_hint_4d(const void* map, unsigned smem, unsigned long long policy, int c0, int c1, int c2, int c3) {
+  asm volatile("cp.reduce.async.bulk.tensor.4d.global.shared::cta.min.tile.bulk_group.L2::cache_hint [%0, {%2, %3, %4, %5}], [%1], %6;"
+               :: "l"(map), "r"(smem), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "l"(policy) : "memory");
+}
+__device__ __forceinline__ void pycute_tma_reduce_max_hint_4d(const void* map, unsigned smem, unsigned long long policy, int c0, int c1, int c2, int c3) {
+  asm volatile("cp.reduce.async.bulk.tensor.4d.global.shared::cta.max.tile.bulk_group.L2::cache_hint [%0, {%2, %3, %4, %5}], [%1], %6;"
+               :: "l"(map), "r"(smem), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "l"(policy) : "memory");
+}
+__device__ __forceinline__ void pycute_tma_reduce_inc_hint_4d(const void* map, unsigned smem, unsigned long long policy, int c0, int c1, int c2, int c3) {
+  asm volatile("cp.reduce.async.bulk.tensor.4d.global.shared::cta.inc.tile.bulk_group.L2::cache_hint [%0, {%2, %3, %4, %5}], [%1], %6;"
+               :: "l"(map), "r"(smem), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "l"(policy) : "memory");
+}
+__device__ __forceinline__ void pycute_tma_reduce_dec_hint_4d(const void* map, unsigned smem, unsigned long long policy, int c0, int c1, int c2, int c3) {
+  asm volatile("cp.reduce.async.bulk.tensor.4d.global.shared::cta.dec.tile.bulk_group.L2::cache_hint [%0, {%2, %3, %4, %5}], [%1], %6;"
+               :: "l"(map), "r"(smem), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "l"(policy) : "memory");
+}
+__device__ __forceinline__ void pycute_tma_reduce_and_hint_4d(const void* map, unsigned smem, unsigned long long policy, int c0, int c1, int c2, int c3) {
+  asm volatile("cp.reduce.async.bulk.tensor.4d.global.shared::cta.and.tile.bulk_group.L2::cache_hint [%0, {%2, %3, %4, %5}], [%1], %6;"
+               :: "l"(map), "r"(smem), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "l"(policy) : "memory");
+}
+__device__ __forceinline__ void pycute_tma_reduce_or_hint_4d(const void* map, unsigned smem, unsigned long long policy, int c0, int c1, int c2, int c3) {
+  asm volatile("cp.reduce.async.bulk.tensor.4d.global.shared::cta.or.tile.bulk_group.L2::cache_hint [%0, {%2, %3, %4, %5}], [%1], %6;"
+               :: "l"(map), "r"(smem), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "l"(policy) : "memory");
+}
+__device__ __forceinline__ void pycute_tma_reduce_xor_hint_4d(const void* map, unsigned smem, unsigned long long policy, int c0, int c1, int c2, int c3) {
+  asm volatile("cp.reduce.async.bulk.tensor.4d.global.shared::cta.xor.tile.bulk_group.L2::cache_hint [%0, {%2, %3, %4, %5}], [%1], %6;"
+               :: "l"(map), "r"(smem), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "l"(policy) : "memory");
+}
+__device__ __forceinline__ void pycute_tma_load_hint_5d(const void* map, unsigned smem, unsigned mbar, unsigned long long policy, int c0, int c1, int c2, int c3, int c4) {
+  asm volatile("cp.async.bulk.tensor.5d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.L2::cache_hint [%0], [%1, {%3, %4, %5, %6, %7}], [%2], %8;"
+               :: "r"(smem), "l"(map), "r"(mbar), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(c4), "l"(policy) : "memory");
+}
+__device__ __forceinline__ void pycute_tma_store_hint_5d(const void* map, unsigned smem, unsigned long long policy, int c0, int c1, int c2, int c3, int c4) {
+  asm volatile("cp.async.bulk.tensor.5d.global.shared::cta.tile.bulk_group.L2::cache_hint [%0, {%2, %3, %4, %5, %6}], [%1], %7;"
+               :: "l"(map), "r"(smem), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(c4), "l"(policy) : "memory");
+}
+__device__ __forceinline__ void pycute_tma_prefetch_hint_5d(const void* map, unsigned long long policy, int c0, int c1, int c2, int c3, int c4) {
+  asm volatile("cp.async.bulk.prefetch.tensor.5d.L2.global.tile.L2::cache_hint [%0, {%1, %2, %3, %4, %5}], %6;"
+               :: "l"(map), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(c4), "l"(policy) : "memory");
+}
+__device__ __forceinline__ void pycute_tma_load_multicast_hint_5d(const void* map, unsigned smem, unsigned mbar, unsigned short mask, unsigned long long policy, int c0, int c1, int c2, int c3, int c4) {
+  asm volatile("cp.async.bulk.tensor.5d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster.L2::cache_hint [%0], [%1, {%4, %5, %6, %7, %8}], [%2], %3, %9;"
+               :: "r"(smem), "l"(map), "r"(mbar), "h"(mask), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(c4), "l"(policy) : "memory");
+}
+__device__ __forceinline__ void pycute_tma_load_pair_hint_5d(const void* map, unsigned smem, unsigned mbar, unsigned long long policy, int c0, int c1, int c2, int c3, int c4) {
+  asm volatile("cp.async.bulk.tensor.5d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.cta_group::2.L2::cache_hint [%0], [%1, {%3, %4, %5, %6, %7}], [%2], %8;"
+               :: "r"(smem), "l"(map), "r"(mbar), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(c4), "l"(policy) : "memory");
+}
+__device__ __forceinline__ void pycute_tma_load_multicast_pair_hint_5d(const void* map, unsigned smem, unsigned mbar, unsigned short mask, unsigned long long policy, int c0, int c1, int c2, int c3, int c4) {
+  asm volatile("cp.async.bulk.tensor.5d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster.cta_group::2.L2::cache_hint [%0], [%1, {%4, %5, %6, %7, %8}], [%2], %3, %9;"
+               :: "r"(smem), "l"(map), "r"(mbar), "h"(mask), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(c4), "l"(policy) : "memory");
+}
+__device__ __forceinline__ void pycute_tma_reduce_add_hint_5d(const void* map, unsigned smem, unsigned long long policy, int c0, int c1, int c2, int c3, int c4) {
+  asm volatile("cp.reduce.async.bulk.tensor.5d.global.shared::cta.add.tile.bulk_group.L2::cache_hint [%0, {%2, %3, %4, %5, %6}], [%1], %7;"
+               :: "l"(map), "r"(smem), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(c4), "l"(policy) : "memory");
+}
+__device__ __forceinline__ void pycute_tma_reduce_min_hint_5d(const void* map, unsigned smem, unsigned long long policy, int c0, int c1, int c2, int c3, int c4) {
+  asm volatile("cp.reduce.async.bulk.tensor.5d.global.shared::cta.min.tile.bulk_group.L2::cache_hint [%0, {%2, %3, %4, %5, %6}], [%1], %7;"
+               :: "l"(map), "r"(smem), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(c4), "l"(policy) : "memory");
+}
+__device__ __forceinline__ void pycute_tma_reduce_max_hint_5d(const void* map, unsigned smem, unsigned long long policy, int c0, int c1, int c2, int c3, int c4) {
+  asm volatile("cp.reduce.async.bulk.tensor.5d.global.shared::cta.max.tile.bulk_group.L2::cache_hint [%0, {%2, %3, %4, %5, %6}], [%1], %7;"
+               :: "l"(map), "r"(smem), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(c4), "l"(policy) : "memory");
+}
+__device__ __forceinline__ void pycute_tma_reduce_inc_hint_5d(const void* map, unsigned smem, unsigned long long policy, int c0, int c1, int c2, int c3, int c4) {
+  asm volatile("cp.reduce.async.bulk.tensor.5d.global.shared::cta.inc.tile.bulk_group.L2::cache_hint [%0, {%2, %3, %4, %5, %6}], [%1], %7;"
+               :: "l"(map), "r"(smem), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(c4), "l"(policy) : "memory");
+}
+__device__ __forceinline__ void pycute_tma_reduce_dec_hint_5d(const void* map, unsigned smem, unsigned long long policy, int c0, int c1, int c2, int c3, int c4) {
+  asm volatile("cp.reduce.async.bulk.tensor.5d.global.shared::cta.dec.tile.bulk_group.L2::cache_hint [%0, {%2, %3, %4, %5, %6}], [%1], %7;"
+               :: "l"(map), "r"(smem), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(c4), "l"(policy) : "memory");
+}
+__device__ __forceinline__ void pycute_tma_reduce_and_hint_5d(const void* map, unsigned smem, unsigned long long policy, int c0, int c1, int c2, int c3, int c4) {
+  asm volatile("cp.reduce.async.bulk.tensor.5d.global.shared::cta.and.tile.bulk_group.L2::cache_hint [%0, {%2, %3, %4, %5, %6}], [%1], %7;"
+               :: "l"(map), "r"(smem), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(c4), "l"(policy) : "memory");
+}
+__device__ __forceinline__ void pycute_tma_reduce_or_hint_5d(const void* map, unsigned smem, unsigned long long policy, int c0, int c1, int c2, int c3, int c4) {
+  asm volatile("cp.reduce.async.bulk.tensor.5d.global.shared::cta.or.tile.bulk_group.L2::cache_hint [%0, {%2, %3, %4, %5, %6}], [%1], %7;"
+               :: "l"(map), "r"(smem), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(c4), "l"(policy) : "memory");
+}
+__device__ __forceinline__ void pycute_tma_reduce_xor_hint_5d(const void* map, unsigned smem, unsigned long long policy, int c0, int c1, int c2, int c3, int c4) {
+  asm volatile("cp.reduce.async.bulk.tensor.5d.global.shared::cta.xor.tile.bulk_group.L2::cache_hint [%0, {%2, %3, %4, %5, %6}], [%1], %7;"
+               :: "l"(map), "r"(smem), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(c4), "l"(policy) : "memory");
 }
 
 // Retargeting a tensor map on the device (sm_90a; PTX ISA tensormap.replace, tensormap.cp_fenceproxy): a warp
@@ -339,6 +639,62 @@ __device__ __forceinline__ void pycute_tensormap_replace_global_stride(unsigned 
 // The whole warp: copy the map at shared `smap` to global `gmap` and release it to the tensormap proxy.
 __device__ __forceinline__ void pycute_tensormap_publish(void* gmap, unsigned smap) {
   asm volatile("tensormap.cp_fenceproxy.global.shared::cta.tensormap::generic.release.gpu.sync.aligned [%0], [%1], 128;" :: "l"(gmap), "r"(smap) : "memory");
+}
+__device__ __forceinline__ void pycute_tma_load_im2col_3d(const void* map, unsigned smem, unsigned mbar, int c0, int c1, int c2, unsigned short o0) {
+  asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.im2col.mbarrier::complete_tx::bytes [%0], [%1, {%3, %4, %5}], [%2], {%6};"
+               :: "r"(smem), "l"(map), "r"(mbar), "r"(c0), "r"(c1), "r"(c2), "h"(o0) : "memory");
+}
+__device__ __forceinline__ void pycute_tma_load_im2col_4d(const void* map, unsigned smem, unsigned mbar, int c0, int c1, int c2, int c3, unsigned short o0, unsigned short o1) {
+  asm volatile("cp.async.bulk.tensor.4d.shared::cluster.global.im2col.mbarrier::complete_tx::bytes [%0], [%1, {%3, %4, %5, %6}], [%2], {%7, %8};"
+               :: "r"(smem), "l"(map), "r"(mbar), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "h"(o0), "h"(o1) : "memory");
+}
+__device__ __forceinline__ void pycute_tma_load_im2col_5d(const void* map, unsigned smem, unsigned mbar, int c0, int c1, int c2, int c3, int c4, unsigned short o0, unsigned short o1, unsigned short o2) {
+  asm volatile("cp.async.bulk.tensor.5d.shared::cluster.global.im2col.mbarrier::complete_tx::bytes [%0], [%1, {%3, %4, %5, %6, %7}], [%2], {%8, %9, %10};"
+               :: "r"(smem), "l"(map), "r"(mbar), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(c4), "h"(o0), "h"(o1), "h"(o2) : "memory");
+}
+__device__ __forceinline__ void pycute_tma_load_im2col_3d_hint(const void* map, unsigned smem, unsigned mbar, int c0, int c1, int c2, unsigned short o0, unsigned long long policy) {
+  asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.im2col.mbarrier::complete_tx::bytes.L2::cache_hint [%0], [%1, {%3, %4, %5}], [%2], {%6}, %7;"
+               :: "r"(smem), "l"(map), "r"(mbar), "r"(c0), "r"(c1), "r"(c2), "h"(o0), "l"(policy) : "memory");
+}
+__device__ __forceinline__ void pycute_tma_load_im2col_4d_hint(const void* map, unsigned smem, unsigned mbar, int c0, int c1, int c2, int c3, unsigned short o0, unsigned short o1, unsigned long long policy) {
+  asm volatile("cp.async.bulk.tensor.4d.shared::cluster.global.im2col.mbarrier::complete_tx::bytes.L2::cache_hint [%0], [%1, {%3, %4, %5, %6}], [%2], {%7, %8}, %9;"
+               :: "r"(smem), "l"(map), "r"(mbar), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "h"(o0), "h"(o1), "l"(policy) : "memory");
+}
+__device__ __forceinline__ void pycute_tma_load_im2col_5d_hint(const void* map, unsigned smem, unsigned mbar, int c0, int c1, int c2, int c3, int c4, unsigned short o0, unsigned short o1, unsigned short o2, unsigned long long policy) {
+  asm volatile("cp.async.bulk.tensor.5d.shared::cluster.global.im2col.mbarrier::complete_tx::bytes.L2::cache_hint [%0], [%1, {%3, %4, %5, %6, %7}], [%2], {%8, %9, %10}, %11;"
+               :: "r"(smem), "l"(map), "r"(mbar), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(c4), "h"(o0), "h"(o1), "h"(o2), "l"(policy) : "memory");
+}
+__device__ __forceinline__ void pycute_tma_load_w_3d(const void* map, unsigned smem, unsigned mbar, int c0, int c1, int c2, unsigned short o0, unsigned short o1) {
+  asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.im2col::w.mbarrier::complete_tx::bytes [%0], [%1, {%3, %4, %5}], [%2], {%6, %7};"
+               :: "r"(smem), "l"(map), "r"(mbar), "r"(c0), "r"(c1), "r"(c2), "h"(o0), "h"(o1) : "memory");
+}
+__device__ __forceinline__ void pycute_tma_load_w_4d(const void* map, unsigned smem, unsigned mbar, int c0, int c1, int c2, int c3, unsigned short o0, unsigned short o1) {
+  asm volatile("cp.async.bulk.tensor.4d.shared::cluster.global.im2col::w.mbarrier::complete_tx::bytes [%0], [%1, {%3, %4, %5, %6}], [%2], {%7, %8};"
+               :: "r"(smem), "l"(map), "r"(mbar), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "h"(o0), "h"(o1) : "memory");
+}
+__device__ __forceinline__ void pycute_tma_load_w_5d(const void* map, unsigned smem, unsigned mbar, int c0, int c1, int c2, int c3, int c4, unsigned short o0, unsigned short o1) {
+  asm volatile("cp.async.bulk.tensor.5d.shared::cluster.global.im2col::w.mbarrier::complete_tx::bytes [%0], [%1, {%3, %4, %5, %6, %7}], [%2], {%8, %9};"
+               :: "r"(smem), "l"(map), "r"(mbar), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(c4), "h"(o0), "h"(o1) : "memory");
+}
+__device__ __forceinline__ void pycute_tma_load_w128_3d(const void* map, unsigned smem, unsigned mbar, int c0, int c1, int c2, unsigned short o0, unsigned short o1) {
+  asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.im2col::w::128.mbarrier::complete_tx::bytes [%0], [%1, {%3, %4, %5}], [%2], {%6, %7};"
+               :: "r"(smem), "l"(map), "r"(mbar), "r"(c0), "r"(c1), "r"(c2), "h"(o0), "h"(o1) : "memory");
+}
+__device__ __forceinline__ void pycute_tma_load_w128_4d(const void* map, unsigned smem, unsigned mbar, int c0, int c1, int c2, int c3, unsigned short o0, unsigned short o1) {
+  asm volatile("cp.async.bulk.tensor.4d.shared::cluster.global.im2col::w::128.mbarrier::complete_tx::bytes [%0], [%1, {%3, %4, %5, %6}], [%2], {%7, %8};"
+               :: "r"(smem), "l"(map), "r"(mbar), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "h"(o0), "h"(o1) : "memory");
+}
+__device__ __forceinline__ void pycute_tma_load_w128_5d(const void* map, unsigned smem, unsigned mbar, int c0, int c1, int c2, int c3, int c4, unsigned short o0, unsigned short o1) {
+  asm volatile("cp.async.bulk.tensor.5d.shared::cluster.global.im2col::w::128.mbarrier::complete_tx::bytes [%0], [%1, {%3, %4, %5, %6, %7}], [%2], {%8, %9};"
+               :: "r"(smem), "l"(map), "r"(mbar), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(c4), "h"(o0), "h"(o1) : "memory");
+}
+__device__ __forceinline__ void pycute_tma_gather4(const void* map, unsigned smem, unsigned mbar, int col, int r0, int r1, int r2, int r3) {
+  asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.tile::gather4.mbarrier::complete_tx::bytes [%0], [%1, {%3, %4, %5, %6, %7}], [%2];"
+               :: "r"(smem), "l"(map), "r"(mbar), "r"(col), "r"(r0), "r"(r1), "r"(r2), "r"(r3) : "memory");
+}
+__device__ __forceinline__ void pycute_tma_scatter4(const void* map, unsigned smem, int col, int r0, int r1, int r2, int r3) {
+  asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.tile::scatter4.bulk_group [%0, {%2, %3, %4, %5, %6}], [%1];"
+               :: "l"(map), "r"(smem), "r"(col), "r"(r0), "r"(r1), "r"(r2), "r"(r3) : "memory");
 }
 
 #endif  // PYCUTE_TMA_CUH

@@ -8,12 +8,13 @@ from typing import Callable
 
 import numpy as np
 
+from ...arch.sm80.cache import CACHE_HINT, policy_of_token
 from ...arch.sm90.bulk import BULK_ALIGN
 from ...atoms.bulk import BulkIssue
 from ...errors import EmulationError
 from ..machine import Machine
 
-__all__ = ["BulkExecutor", "decode", "CLUSTER_WINDOW"]
+__all__ = ["BulkExecutor", "decode", "CLUSTER_WINDOW", "mapa_value"]
 
 #: Where this model places CTA ``r``'s window among shared::cluster addresses (``mapa`` of an address ``a`` to CTA
 #: ``r`` is ``r * CLUSTER_WINDOW + a``); only the PTX interpreter and its decoder use it.
@@ -73,14 +74,23 @@ class BulkExecutor(Machine):
 
 
 def decode(op: str, args: list, value: Callable[[str], int]) -> BulkIssue:
-    """A compiled flat ``cp.async.bulk`` as its issue record: ``[dst], [src], size{, [mbar]}``; a DSMEM copy's
-    shared::cluster destination split into the peer's rank and its CTA-local address."""
+    """A compiled flat ``cp.async.bulk`` as its issue record: ``[dst], [src], size{, [mbar]}{, policy}``; a DSMEM
+    copy's shared::cluster destination split into the peer's rank and its CTA-local address; a policy read back as
+    the ``CachePolicy`` createpolicy made in the interpretation."""
     if len(args) < 3:
         raise EmulationError(f"{op}: expected [dst], [src], size, got {args}")
     dst, src = (value(re.sub(r"[\[\]\s]", "", a)) for a in args[:2])
     size = value(args[2]) & 0xFFFFFFFF
+    policy = policy_of_token(value(args[-1])) if CACHE_HINT in op else None
     if ".shared::cluster.shared::cta" in op:
         return BulkIssue(op, dst % CLUSTER_WINDOW, src & 0xFFFFFFFF, size, dst // CLUSTER_WINDOW)
     if op.startswith("cp.async.bulk.global"):
-        return BulkIssue(op, dst, src & 0xFFFFFFFF, size)
-    return BulkIssue(op, dst & 0xFFFFFFFF, src, size)
+        return BulkIssue(op, dst, src & 0xFFFFFFFF, size, None, policy)
+    return BulkIssue(op, dst & 0xFFFFFFFF, src, size, None, policy)
+
+
+def mapa_value(op: str, args: list, value: Callable[[str], int]) -> int:
+    """What ``mapa{.shared::cluster}.u32|u64 d, a, rank`` leaves in ``d`` in this model: address ``a`` in CTA
+    ``rank``'s window (``rank * CLUSTER_WINDOW + a``)."""
+    bits = 64 if op.endswith("64") else 32
+    return (value(args[1]) % 2 ** 32 + (value(args[2]) % 2 ** 32) * CLUSTER_WINDOW) % 2 ** bits

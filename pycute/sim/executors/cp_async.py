@@ -11,6 +11,7 @@ from typing import Callable
 
 import numpy as np
 
+from ...arch.sm80.cache import CACHE_HINT, policy_of_token
 from ...arch.sm80.cp_async import CP_ASYNC_SIZES, MIN_SOURCE_WINDOW
 from ...atoms.cp_async import CpAsyncIssue, CpAsyncResidue
 from ...errors import EmulationError
@@ -92,11 +93,12 @@ class CpAsyncExecutor(Machine):
 
 
 def decode(op: str, args: list, value: Callable[[str], int]) -> CpAsyncIssue:
-    """A compiled ``cp.async.{ca,cg}.shared.global [smem], [gmem], cp-size{, src-size}`` as its issue record (the
-    global address absolute)."""
+    """A compiled ``cp.async.{ca,cg}.shared.global [smem], [gmem], cp-size{, src-size}{, policy}`` as its issue
+    record (the global address absolute; a policy read back as the ``CachePolicy`` createpolicy made)."""
     if len(args) < 3:
         raise EmulationError(f"{op}: expected [dst], [src], cp-size{{, src-size}}, got {args}")
+    policy = policy_of_token(value(args.pop())) if CACHE_HINT in op else None
     smem, gmem = (value(re.sub(r"[\[\]\s]", "", a)) for a in args[:2])
     size = value(args[2])
     src_size = value(args[3]) & 0xFFFFFFFF if len(args) > 3 else size
-    return CpAsyncIssue(op, smem & 0xFFFFFFFF, gmem, size, src_size)
+    return CpAsyncIssue(op, smem & 0xFFFFFFFF, gmem, size, src_size, policy)

@@ -1,8 +1,9 @@
 """The TMA executor: tile-mode ``cp.async.bulk.tensor`` loads and stores, bit for bit (PTX ISA #tensor-tiled-mode):
 the box is written to (read from) shared memory densely, dimension 0 fastest, through the mode's swizzle of the
-absolute byte address; out-of-bounds elements load as zeros (or the NaN fill) and are not stored, except that a
-store writes a row's 16-byte units whole; a load delivers the whole box's bytes to its mbarrier, out-of-bounds parts
-included; a TFLOAT32 map rounds each loaded f32 to tf32 and an FTZ map flushes subnormals (docs/tma.md).
+absolute byte address (a swizzled box whose rows are narrower than the swizzle's keeps one pattern row per box
+row); out-of-bounds elements load as zeros (or the NaN fill) and are not stored, except that a store writes a row's
+16-byte units whole; a load delivers the whole box's bytes to its mbarrier, out-of-bounds parts included; a TFLOAT32
+map rounds each loaded f32 to tf32 and an FTZ map flushes subnormals (docs/tma.md).
 
 A tensor map is modelled as its fields (``TensorMap``: the encoded parameters and the global address), which
 ``tensormap.replace`` edits one at a time (PTX ISA #tensormap-instructions-tensormap-replace)."""
@@ -14,15 +15,17 @@ from typing import Any, Callable, NamedTuple
 import attrs
 import numpy as np
 
+from ...arch.sm80.cache import CACHE_HINT, policy_of_ptx, policy_of_token
 from ...errors import EmulationError
-from ...arch.sm90.tma import (DIM_LIMIT, FTZ_DATA_TYPE_CODES, GLOBAL_ALIGN, MAX_BOX, NAN_FILL_UNIT, OOB_FILL_NAN,
-                              STORE_UNIT, STRIDE_ALIGN, STRIDE_LIMIT, TF32_DATA_TYPES)
+from ...arch.sm90.tma import (DIM_LIMIT, FTZ_DATA_TYPE_CODES, GLOBAL_ALIGN, MAX_BOX, MAX_MULTICAST, NAN_FILL_UNIT,
+                              OOB_FILL_NAN, STORE_UNIT, STRIDE_ALIGN, STRIDE_LIMIT, TF32_DATA_TYPES)
+from ...arch.sm90.tma_im2col import OFFSET_BITS
 from ...atoms.tma import TmaIssue
 from ...copy.tma.plan import DTYPE_BYTES, TensorMapParams
 from ...dtypes import BF16_SHIFT, TF32_MASK
 from ..machine import Machine
 
-__all__ = ["TmaExecutor", "decode", "decode_replace", "decode_publish", "TensorMap", "TensorMapEdit",
+__all__ = ["createpolicy_token", "TmaExecutor", "decode", "decode_replace", "decode_publish", "TensorMap", "TensorMapEdit",
            "TensorMapPublish", "replace_field", "convert_loaded"]
 
 
@@ -128,7 +131,9 @@ def _box_addresses(params: Any, coords: tuple, smem: int, store: bool = False, a
     g = idx + np.array(coords, dtype=np.int64)[:, None]
     inside = np.all((g >= 0) & (g < np.array(dims, dtype=np.int64)[:, None]), axis=0)
     offset = address + (g * np.array(strides, dtype=np.int64)[:, None]).sum(axis=0)
-    linear = smem + np.arange(idx.shape[1], dtype=np.int64) * elem
+    flat = np.arange(idx.shape[1], dtype=np.int64)
+    pitch = params.swizzle.row_pitch(box[0] * elem)          # a narrow swizzled row still takes a pattern row
+    linear = smem + flat // box[0] * pitch + flat % box[0] * elem
     sw = params.swizzle.byte_swizzle
     return offset, inside, (sw(linear) if sw is not None else linear)
 
@@ -230,19 +235,29 @@ class TmaExecutor(Machine):
 
 
 def decode(op: str, args: list, value: Callable[[str], int]) -> TmaIssue:
-    """A compiled tile-mode ``cp.async.bulk.tensor`` as the issue record a plan streams: a load's ``[smem],
-    [map, {c0, ...}], [mbar]`` or a store's ``[map, {c0, ...}], [smem]`` (``value`` reads an operand)."""
+    """A compiled ``cp.async.bulk.tensor`` as the issue record a plan streams: a load's ``[smem], [map, {c0, ...}],
+    [mbar]{, {im2col offsets}}{, ctaMask}{, policy}``, a store's ``[map, {c0, ...}], [smem]{, policy}`` or a
+    prefetch's ``[map, {c0, ...}]{, policy}`` (``value`` reads an operand; a policy is read back as the
+    ``CachePolicy`` createpolicy made in the interpretation)."""
     if ".prefetch." in op:
-        tensor, smem = args[0], "0"
+        tensor, smem, rest = args[0], "0", args[1:]
     else:
         store = ".global.shared::cta" in op
         tensor, smem = (args[0], args[1]) if store else (args[1], args[0])
+        rest = args[2:] if store else args[3:]
     m = re.fullmatch(r"\[\s*[^,\s]+\s*,\s*\{([^}]*)\}\s*\]", tensor)
     if m is None:
         raise EmulationError(f"{op}: tensor operand {tensor!r} is not [map, {{coordinates}}]")
     coords = tuple((value(c.strip()) & 0xFFFFFFFF) - ((value(c.strip()) & 0x80000000) << 1)
                    for c in m.group(1).split(","))
-    return TmaIssue(op, coords, value(smem.strip("[] ")) & 0xFFFFFFFF)
+    im2col = None
+    if ".im2col" in op:                           # {offsets} (the W modes: {wHalo, wOffset}), 16 bits each
+        im2col = tuple(value(x.strip()) % 2 ** OFFSET_BITS for x in rest.pop(0).strip("{} ").split(","))
+    mask = value(rest.pop(0)) % (1 << MAX_MULTICAST) if ".multicast::cluster" in op else None
+    policy = policy_of_token(value(rest.pop(0))) if CACHE_HINT in op else None
+    if rest:
+        raise EmulationError(f"{op}: operands {rest} past the ones the form takes")
+    return TmaIssue(op, coords, value(smem.strip("[] ")) & 0xFFFFFFFF, mask, policy, im2col)
 
 
 def _map_operand(operand: str, value: Callable[[str], int]) -> int:
@@ -269,3 +284,12 @@ def decode_publish(op: str, args: list, value: Callable[[str], int]) -> TensorMa
     [smem], 128`` as its record."""
     return TensorMapPublish(_map_operand(args[0], value), _map_operand(args[1], value) & 0xFFFFFFFF,
                             value(args[2].strip()))
+
+
+def createpolicy_token(op: str, args: list, value: Callable[[str], int]) -> int:
+    """What ``createpolicy.fractional... dst, fraction`` leaves in ``dst`` in the PTX interpreter: the token of the
+    policy (``CachePolicy.token``), read back by the decoders of the copies that take it. The fraction is a PTX
+    float literal (``0f3F800000``) or a register holding its bits."""
+    f = args[1].strip()
+    bits = int(f[2:], 16) if re.fullmatch(r"0[fF][0-9a-fA-F]{8}", f) else value(f)
+    return policy_of_ptx(op, bits).token

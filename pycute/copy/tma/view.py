@@ -1,0 +1,287 @@
+"""The array as a tensor map sees it: one mode per tensor-map dimension the box can use, and the tile reshaped to
+match, before the box is chosen.
+
+* A hierarchical array mode (a mode of shape ``(a, b, ...)`` and as many strides) is its sub-modes, each a
+  dimension of its own; the tile's window along the mode becomes a box over them when it lies inside one run of
+  the inner sub-modes or covers whole runs, and a tile index moves each sub-mode by a quotient and a remainder.
+* An array of more than five modes has contiguous modes merged first (CuTe's coalescing: mode ``j`` continues mode
+  ``i`` when its stride is ``i``'s extent times ``i``'s stride), where the tile covers the inner mode wholly or
+  spans the outer mode once without crossing into the next run, so that the merged window is the tile's.
+* A swizzled tile whose rows are narrower than the swizzle's row holds one pattern row per box row in shared
+  memory (``TmaSwizzle.row_pitch``); the tile's layout is read with those rows squeezed together, as the dense run
+  the box fills.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import attrs
+
+from ...arch.sm90.tma import MAX_RANK, TmaSwizzle
+from ...composition import composition
+from ...errors import PlanError
+from ...int_tuple import flatten
+from ...layout import Layout, make_layout
+from ...tensor.gmem import GlobalTensor
+from ...tensor.smem import SmemTensor
+from ...tensor.tile import layout_modes, mode_extents
+
+
+__all__ = ["IndexTerm", "TmaTileCoord", "ArrayView", "array_view", "squeeze_rows", "NarrowRows", "narrow_rows",
+           "tile_coords_of", "check_store_target"]
+
+
+@attrs.frozen
+class IndexTerm:
+    """How a tile index ``t`` of one array mode moves the origin of view mode ``axis``, in its elements:
+    ``(t * scale) // divisor``, then ``% modulus`` when ``modulus`` is not 0."""
+
+    axis: int
+    scale: int
+    divisor: int = 1
+    modulus: int = 0
+
+    def origin(self, t: int) -> int:
+        v = t * self.scale // self.divisor
+        return v % self.modulus if self.modulus else v
+
+    @property
+    def linear(self) -> bool:
+        return self.divisor == 1 and self.modulus == 0
+
+
+@attrs.frozen
+class TmaTileCoord:
+    """How tile index ``t`` of global mode ``mode`` moves tensor-map coordinate ``dim``: by ``t * scale``, or for a
+    sub-mode of a hierarchical array mode by ``(t * scale) // divisor``, then ``% modulus`` when it is not 0."""
+
+    mode: int
+    dim: int
+    scale: int
+    divisor: int = 1
+    modulus: int = 0
+
+    def value(self, t: int) -> int:
+        v = t * self.scale // self.divisor
+        return v % self.modulus if self.modulus else v
+
+    def formula(self) -> str:
+        """The term as C (and explain()) write it, of the tile index ``t<mode>``."""
+        x = f"t{self.mode} * {self.scale}" if self.scale != 1 else f"t{self.mode}"
+        if self.divisor != 1:
+            x = f"({x}) / {self.divisor}"
+        return f"({x}) % {self.modulus}" if self.modulus else x
+
+
+@attrs.frozen
+class ArrayView:
+    """The view's modes ``arrays`` (``(extent, stride)`` in elements), the tile with one mode per view mode, how
+    each array mode's tile index moves the view's origins, and what was done (for ``explain()``)."""
+
+    arrays: tuple[tuple[int, int], ...]
+    smem: SmemTensor
+    terms: tuple[tuple[IndexTerm, ...], ...]
+    notes: tuple[str, ...] = ()
+
+
+def _colex(shape: tuple[int, ...]) -> Layout:
+    strides, p = [], 1
+    for n in shape:
+        strides.append(p)
+        p *= n
+    return Layout(shape, tuple(strides))
+
+
+def _split_hierarchical(k: int, leaves: list[tuple[int, int]], t: int, tile_mode: Layout,
+                        where: str) -> tuple[list[tuple[int, int]], list[Layout], list[tuple[int, int, int, int]]]:
+    """Array mode ``k``'s sub-modes, the tile's window over each (its layout), and the index terms ``(sub-mode,
+    scale, divisor, modulus)`` of the mode's tile index (the window is ``[t * idx, t * idx + t)``)."""
+    leaves = [(n, d) for n, d in leaves if n > 1] or [leaves[0]]
+    prefix = [1]
+    for n, _ in leaves:
+        prefix.append(prefix[-1] * n)
+    last = len(leaves) - 1
+    inner = next((j for j in range(last, -1, -1) if t % prefix[j] == 0 and
+                  (j == last or leaves[j][0] % (t // prefix[j]) == 0)), None)
+    if inner is None:
+        raise PlanError(f"make_tma_copy: array mode {k} is hierarchical {tuple(n for n, _ in leaves)}; the tile's "
+                        f"{t} elements along it neither lie inside one run of its inner sub-modes nor cover whole "
+                        f"runs, so no box over its sub-modes is the tile's window{where}")
+    extents = [n for n, _ in leaves[:inner]] + [t // prefix[inner]] + [1] * (last - inner)
+    window = composition(tile_mode, _colex(tuple(extents)))
+    layouts = [Layout(s, d) for s, d in layout_modes(window)] if len(extents) > 1 else [window]
+    terms = [(j, t, prefix[j], leaves[j][0] if j < last else 0) for j in range(inner, last + 1)]
+    return leaves, layouts, terms
+
+
+def _mergeable(arrays: list, tiles: list, terms: list, i: int, j: int) -> bool:
+    """Whether view mode ``j`` continues mode ``i`` and the tile's window over both is one window of the merge."""
+    (ni, di), (nj, dj) = arrays[i], arrays[j]
+    contiguous = dj == ni * di or nj == 1
+    window = tiles[i] == ni or (tiles[j] == 1 and (ni % tiles[i] == 0 or nj == 1))
+    linear = all(term.linear for ts in terms for term in ts if term.axis in (i, j))
+    return i != j and contiguous and window and linear
+
+
+def _merge(arrays: list, smem_modes: list, terms: list, notes: list, where: str) -> None:
+    """Merge contiguous view modes (in place) until at most five remain, or PlanError."""
+    while len(arrays) > MAX_RANK:
+        tiles = [int(m.size()) for m in smem_modes]
+        pair = next(((i, j) for i in range(len(arrays)) for j in range(len(arrays))
+                     if _mergeable(arrays, tiles, terms, i, j)), None)
+        if pair is None:
+            raise PlanError(f"make_tma_copy: the array has {len(arrays)} modes and a tensor map at most {MAX_RANK}; "
+                            f"no two of them merge (a mode continues another when its stride is the other's extent "
+                            f"times its stride, and the tile covers the inner one wholly or spans the outer one "
+                            f"once){where}")
+        i, j = pair
+        ni, di = arrays[i]
+        notes.append(f"array modes of extents {ni} and {arrays[j][0]} (strides {di}, {arrays[j][1]}) merged into one "
+                     f"tensor-map dimension of {ni * arrays[j][0]}: a tile index along the inner one stays below "
+                     f"{-(-ni // tiles[i])} (past it the box reads the outer one's next run)")
+        arrays[i] = (ni * arrays[j][0], di)
+        smem_modes[i] = make_layout(smem_modes[i], smem_modes[j]) if tiles[j] > 1 else smem_modes[i]
+        del arrays[j], smem_modes[j]
+        for ts in terms:
+            ts[:] = [IndexTerm(i, x.scale * ni) if x.axis == j else x for x in ts]
+            ts[:] = [IndexTerm(x.axis - (x.axis > j), x.scale, x.divisor, x.modulus) for x in ts]
+
+
+def array_view(modes: list[tuple[Any, Any]], smem: SmemTensor, where: str) -> ArrayView:
+    """The view of an array whose modes are ``modes`` (``(shape, stride)``, hierarchical or not) for the tile
+    ``smem`` (one mode per array mode, offsets already checked)."""
+    tile_modes = [Layout(s, d) for s, d in layout_modes(smem.layout)]
+    if len(tile_modes) != len(modes):
+        raise PlanError(f"make_tma_copy: the tile has {len(tile_modes)} modes and the array {len(modes)}; mode i of "
+                        f"the tile is a window of mode i of the array{where}")
+    arrays: list[tuple[int, int]] = []
+    smem_modes: list[Layout] = []
+    terms: list[list[IndexTerm]] = []
+    notes: list[str] = []
+    tiles = mode_extents(smem.layout)
+    for k, ((shape, stride), t) in enumerate(zip(modes, tiles)):
+        leaves = list(zip(flatten(shape), flatten(stride)))
+        if len(leaves) == 1:
+            terms.append([IndexTerm(len(arrays), t)])
+            arrays.append((int(leaves[0][0]), int(leaves[0][1])))
+            smem_modes.append(tile_modes[k])
+            continue
+        subs, layouts, split = _split_hierarchical(k, [(int(n), int(d)) for n, d in leaves], t, tile_modes[k], where)
+        base = len(arrays)
+        terms.append([IndexTerm(base + j, s, dv, m) for j, s, dv, m in split])
+        arrays += subs
+        smem_modes += layouts
+        notes.append(f"hierarchical array mode {k} {tuple(n for n, _ in subs)} : {tuple(d for _, d in subs)} is "
+                     f"{len(subs)} tensor-map dimensions")
+    _merge(arrays, smem_modes, terms, notes, where)
+    layout = make_layout(*smem_modes) if len(smem_modes) > 1 else Layout((smem_modes[0].shape,),
+                                                                          (smem_modes[0].stride,))
+    view = attrs.evolve(smem, layout=layout)
+    return ArrayView(tuple(arrays), view, tuple(tuple(ts) for ts in terms), tuple(notes))
+
+
+def squeeze_rows(layout: Layout, pitch: int) -> tuple[Layout, int] | None:
+    """``(the layout with its rows squeezed together, the row's width)`` when ``layout`` (in elements) holds rows
+    narrower than ``pitch`` elements at multiples of ``pitch``: every stride below the row's width, or a multiple
+    of ``pitch`` (then scaled to the width). None when the rows are not narrower (nothing to squeeze)."""
+    shapes, strides = flatten(layout.shape), flatten(layout.stride)
+    inner = [(int(n), int(d)) for n, d in zip(shapes, strides) if 0 < int(d) < pitch and int(n) > 1]
+    width = 1 + sum((n - 1) * d for n, d in inner)
+    if not inner or width >= pitch:
+        return None
+    squeezed = []
+    for n, d in zip(shapes, strides):
+        n, d = int(n), int(d)
+        if n == 1 or 0 < d < width:
+            squeezed.append(d if n > 1 else 0)
+        elif d % pitch == 0:
+            squeezed.append(d // pitch * width)
+        else:
+            return None
+    return Layout(layout.shape, _unflatten(layout.stride, squeezed)), width
+
+
+def _unflatten(like: Any, values: list[int]) -> Any:
+    it = iter(values)
+
+    def build(x: Any) -> Any:
+        return tuple(build(y) for y in x) if isinstance(x, tuple) else next(it)
+    return build(like)
+
+
+def tile_coords_of(view: ArrayView, dims: list, where: str) -> list[TmaTileCoord]:
+    """How each array mode's tile index moves the map's coordinates: each of its view terms on the dimension of
+    the view mode with the largest step (the box's outermost part of that mode), in that dimension's units."""
+    out = []
+    for mode, terms in enumerate(view.terms):
+        for term in terms:
+            j = max((k for k, d in enumerate(dims) if d[3] == term.axis), key=lambda k: dims[k][4])
+            out.append(_on_dim(mode, j, dims[j][4], term, where))
+    return out
+
+
+def _on_dim(mode: int, dim: int, step: int, term: IndexTerm, where: str) -> TmaTileCoord:
+    if step == 1:
+        return TmaTileCoord(mode, dim, term.scale, term.divisor, term.modulus)
+    if term.scale % term.divisor == 0:
+        scale = term.scale // term.divisor
+        if scale % step == 0 and term.modulus % step == 0:
+            return TmaTileCoord(mode, dim, scale // step, 1, term.modulus // step)
+    raise PlanError(f"make_tma_copy: a tile index of array mode {mode} moves the map's dimension {dim} by "
+                    f"((t * {term.scale}) // {term.divisor}) % {term.modulus or 'none'} elements, not whole steps of "
+                    f"{step}{where}")
+
+
+@attrs.frozen
+class NarrowRows:
+    """A tile whose rows are narrower than its swizzle's (``row`` elements each, ``pitch`` apart in shared memory),
+    read with its rows squeezed together (``smem``), or the tile itself (``row`` None)."""
+
+    smem: SmemTensor
+    row: int | None
+    pitch: int
+
+    def padded(self, offset: int) -> int:
+        """A squeezed element offset as the tile's own (rows ``pitch`` apart)."""
+        return offset if self.row is None else offset // self.row * self.pitch + offset % self.row
+
+    def split(self, modes: list, where: str) -> list:
+        """The first mode of ``L`` cut at the tile's row (the box's rows are the tile's rows)."""
+        if self.row is None:
+            return modes
+        n, axis, step = modes[0]
+        if n == self.row:
+            return modes
+        if n % self.row:
+            raise PlanError(f"make_tma_copy: the tile's rows are {self.row} elements ({self.pitch} apart) but its "
+                            f"first run along one array mode is {n}; each box row takes a whole pattern row, so the "
+                            f"box row must be the tile's whole row{where}")
+        return [(self.row, axis, step), (n // self.row, axis, step * self.row)] + modes[1:]
+
+
+def narrow_rows(smem: SmemTensor, mode: TmaSwizzle, elem: int) -> NarrowRows:
+    """The tile as the box fills it: rows narrower than the swizzle's squeezed together (each keeps a whole
+    pattern row in shared memory, ``TmaSwizzle.row_pitch``)."""
+    pitch = mode.span // elem if mode.byte_swizzle is not None else 0
+    squeezed = squeeze_rows(smem.layout, pitch) if pitch else None
+    if squeezed is None or mode.row_pitch(squeezed[1] * elem) == squeezed[1] * elem:
+        return NarrowRows(smem, None, pitch)
+    return NarrowRows(attrs.evolve(smem, layout=squeezed[0]), squeezed[1], pitch)
+
+
+def check_store_target(gmem: GlobalTensor, where: str) -> None:
+    """A store's array names every element once: a stride-0 mode or overlapping modes would have two box
+    elements write one address, in an order TMA does not define (a race)."""
+    shapes, strides = [int(n) for n in flatten(gmem.layout.shape)], [int(d) for d in flatten(gmem.layout.stride)]
+    modes = sorted((d, n) for n, d in zip(shapes, strides) if n > 1)
+    if any(d == 0 for d, _ in modes):
+        raise PlanError(f"make_tma_copy: the array has a stride-0 mode (a broadcast view); a store would write each "
+                        f"element from several tile elements, in no defined order (loads of such views are "
+                        f"planned){where}")
+    reach = 0
+    for d, n in modes:
+        if d <= reach:
+            raise PlanError(f"make_tma_copy: the array's modes overlap (stride {d} elements lies inside the "
+                            f"{reach + 1} elements the smaller strides reach); a store would write some elements "
+                            f"twice, in no defined order (loads of overlapping views are planned){where}")
+        reach += (n - 1) * d

@@ -5,36 +5,26 @@ inconsistent pipeline is a PlanError that names the values."""
 from __future__ import annotations
 
 import re
-from typing import Any, Mapping, Sequence
+from typing import Any, Mapping
 
 import attrs
 
 from ..arch.sm100.smem import SMEM_MAX_BYTES as SM100_SMEM
 from ..arch.sm100.targets import TCGEN05_TARGETS
 from ..arch.sm90.bulk import MAX_CLUSTER
-from ..arch.sm90.mbarrier import MAX_ARRIVALS, MBARRIER_BYTES, TX_LIMIT
+from ..arch.sm90.mbarrier import MAX_ARRIVALS, TX_LIMIT
 from ..arch.sm90.smem import SMEM_MAX_BYTES as SM90_SMEM
-from ..arch.sm90.tma import OOB_FILL_NAN
 from ..copy.bulk.plan import BulkPlan
-from ..copy.bulk.planner import make_bulk_copy
 from ..copy.cp_async.plan import CpAsyncPlan
-from ..copy.cp_async.planner import make_cp_async_copy
 from ..copy.dsmem.plan import DsmemPlan
 from ..copy.tma.plan import TmaPlan
-from ..copy.tma.planner import make_tma_copy
-from ..arch.sm90.tma import FTZ_DATA_TYPE_CODES
 from ..errors import PlanError
-from ..int_tuple import as_int, product
-from ..tensor.region import dynamic
-from ..tensor.smem import SmemTensor
-from ..tensor.stages import STAGE_ALIGN, make_stages
-from ..tensor.values import layout_values
+from ..int_tuple import as_int
 from .plan import BarrierInit, Consumer, PipelinePlan, Producer
+from .rings import STAGE_INDEX, check_capacity, lay_out_rings, tile_bytes, tile_of
 
 __all__ = ["make_pipeline", "smem_capacity", "STAGE_INDEX"]
 
-#: The run-time index a restaged load takes the stage by (the generated code passes ``state.index``).
-STAGE_INDEX = "stage"
 
 #: Shared memory a CTA may use (static and dynamic together) per target.
 _CAPACITY = {"sm_90a": SM90_SMEM, **{t: SM100_SMEM for t in TCGEN05_TARGETS}}
@@ -98,130 +88,6 @@ def _producer(items: list[tuple[str, Any]], producer: Producer | None) -> Produc
     if (producer.kind, producer.caller, producer.count) != (derived.kind, derived.caller, derived.count):
         raise PlanError(f"make_pipeline: producer {producer!r} does not issue these loads: they make it {derived!r}")
     return producer
-
-
-def _tile(plan: Any) -> SmemTensor:
-    return plan.dst if isinstance(plan, DsmemPlan) else plan.smem
-
-
-def _stages_of(plan: Any) -> tuple:
-    return plan.dst_stages if isinstance(plan, DsmemPlan) else plan.stages
-
-
-def _bytes(tile: SmemTensor) -> int:
-    """The bytes a stage's copies write: the tile's elements."""
-    return product(tile.layout.shape) * tile.bits // 8
-
-
-def _step(tile: SmemTensor) -> int:
-    """A ring's stage step for ``tile`` (make_stages's: the footprint in whole KiB)."""
-    footprint = (int(layout_values(tile.layout).max()) + 1) * tile.bits // 8
-    return -(-footprint // STAGE_ALIGN) * STAGE_ALIGN
-
-
-def _origin_of(plan: TmaPlan) -> Any:
-    """``make_tma_copy``'s ``origin=`` that planned ``plan``: tile indices, or its element origin per array mode
-    (each mode once, static or run-time), so that the staged load's function takes what the tile's did."""
-    if not plan.origin:
-        return "tile"
-    by_mode = {o.mode: (dynamic(o.name) if o.name is not None else o.value) for o in plan.origin}
-    return tuple(by_mode[m] for m in sorted(by_mode))
-
-
-def _restage(name: str, plan: Any, stages: int, offset: int) -> tuple[Any, SmemTensor]:
-    """``plan`` re-planned over a ring of ``stages`` copies of its tile at byte ``offset`` of the buffer, with the
-    run-time index ``STAGE_INDEX``, and that staged tile."""
-    tile = plan.smem
-    if tile.offset:
-        raise PlanError(f"make_pipeline: load {name!r}'s tile starts at element {tile.offset}; a load the pipeline "
-                        f"stages is planned at the buffer's start (the pipeline places its ring)")
-    ring = make_stages(tile, stages)
-    ring = attrs.evolve(ring, offset=offset * 8 // tile.bits)
-    rank = len(tile.layout.shape) if isinstance(tile.layout.shape, tuple) else 1
-    staged = ring[(slice(None),) * rank + (dynamic(STAGE_INDEX),)]
-    if isinstance(plan, TmaPlan):
-        out: Any = make_tma_copy(staged, plan.gmem, multicast=plan.multicast.ctas if plan.multicast else None,
-                                 oob_fill="nan" if plan.tensor_map.oob_fill == OOB_FILL_NAN else "zero",
-                                 cta_group=2 if plan.atom.pair else 1, origin=_origin_of(plan),
-                                 ftz=plan.tensor_map.data_type in FTZ_DATA_TYPE_CODES)
-    elif isinstance(plan, BulkPlan):
-        out = make_bulk_copy(staged, plan.gmem)
-    else:
-        out = make_cp_async_copy(staged, plan.gmem, threads=plan.threads, cache=plan.atom.cache,
-                                 l2_prefetch=plan.atom.l2_prefetch, completion=plan.completion)
-    if len(out.instructions) != len(plan.instructions) or getattr(out, "expect_tx", 0) != getattr(plan, "expect_tx", 0):
-        raise PlanError(f"make_pipeline: load {name!r} planned over the ring issues {len(out.instructions)} "
-                        f"instruction(s) where the tile's plan issues {len(plan.instructions)}")
-    return out, staged
-
-
-def _rings(items: list[tuple[str, Any]], stages: int | None, capacity: int, reserve: int, barriers_per_stage: int,
-           arch: str) -> tuple[list[tuple[str, Any]], int, list[tuple[str, int, int]], int, str, list[tuple[str, Any]]]:
-    """The staged loads, the stage count, ``(load, offset, bytes per stage)`` per load, the rings' bytes, how the
-    stage count was chosen and the rings the pipeline laid out."""
-    staged = [bool(_stages_of(p)) for _, p in items]
-    if any(staged) and not all(staged):
-        raise PlanError("make_pipeline: some loads take a run-time stage index and some do not: give every load "
-                        "as planned for one tile (the pipeline builds the ring) or every one over its ring")
-    if any(staged):
-        return (*_given_rings(items, stages), [])
-    if any(isinstance(p, DsmemPlan) for _, p in items):
-        raise PlanError("make_pipeline: a DSMEM load is given over its ring (make_dsmem_copy between staged tiles)")
-    steps = [_step(p.smem) for _, p in items]
-    per_stage = sum(steps) + barriers_per_stage * MBARRIER_BYTES
-    if stages is None:
-        stages = (capacity - reserve) // per_stage
-        if stages < 1:
-            raise PlanError(f"make_pipeline: not one stage fits: a stage takes {sum(steps)} B of rings and "
-                            f"{barriers_per_stage * MBARRIER_BYTES} B of barriers, and {capacity - reserve} B are "
-                            f"left ({capacity} B less the reserve {reserve} B)")
-        chosen = f"as many as fit: ({capacity} - {reserve} reserved) // {per_stage} B per stage"
-    else:
-        chosen = "given"
-        _check_capacity(stages, stages * sum(steps), barriers_per_stage, reserve, capacity, arch)   # before re-planning
-    out, layout, rings, offset = [], [], [], 0
-    for (name, plan), step in zip(items, steps):
-        restaged, ring = _restage(name, plan, stages, offset)
-        out.append((name, restaged))
-        rings.append((name, ring))
-        layout.append((name, offset, step))
-        offset += stages * step
-    return out, stages, layout, offset, chosen, rings
-
-
-def _check_capacity(stages: int, ring_bytes: int, barriers_per_stage: int, reserve: int, capacity: int,
-                    arch: str) -> None:
-    used = ring_bytes + stages * barriers_per_stage * MBARRIER_BYTES + reserve
-    if used > capacity:
-        raise PlanError(f"make_pipeline: {stages} stages x {ring_bytes // stages} B + "
-                        f"{stages * barriers_per_stage * MBARRIER_BYTES} B of barriers + {reserve} B reserved = {used} B, "
-                        f"over {arch}'s {capacity} B of shared memory")
-
-
-def _given_rings(items: list[tuple[str, Any]], stages: int | None
-                 ) -> tuple[list[tuple[str, Any]], int, list[tuple[str, int, int]], int, str]:
-    extents = {}
-    layout, spans = [], []
-    for name, plan in items:
-        index = _stages_of(plan)
-        if len(index) != 1:
-            raise PlanError(f"make_pipeline: load {name!r} takes {len(index)} run-time indices of its destination; "
-                            f"a pipeline's load takes one, the stage")
-        extents[name] = index[0].extent
-        tile = _tile(plan)
-        start = tile.offset * tile.bits // 8
-        layout.append((name, start, index[0].smem_step))
-        spans.append((name, start, start + (index[0].extent - 1) * index[0].smem_step + _step(tile)))
-    if len(set(extents.values())) > 1:
-        raise PlanError(f"make_pipeline: the loads' rings hold different numbers of stages {extents}")
-    extent = next(iter(extents.values()))
-    if stages is not None and stages != extent:
-        raise PlanError(f"make_pipeline: stages={stages}, but the loads' rings hold {extent} stages")
-    for k, (a, lo, hi) in enumerate(spans):
-        for b, lo2, hi2 in spans[k + 1:]:
-            if lo < hi2 and lo2 < hi:
-                raise PlanError(f"make_pipeline: load {a!r}'s ring [{lo}, {hi}) overlaps load {b!r}'s [{lo2}, {hi2})")
-    return items, extent, layout, max(hi for _, _, hi in spans), "the loads' rings"
 
 
 def _ctas(items: list[tuple[str, Any]], producer: Producer, consumer: Consumer, ctas: int | None) -> int:
@@ -317,8 +183,8 @@ def _check_barriers(plan: PipelinePlan) -> None:
     for name, load in plan.loads:
         if isinstance(load, CpAsyncPlan):
             continue
-        tile = _tile(load)
-        want = _bytes(tile) * (2 if isinstance(load, TmaPlan) and load.atom.pair else 1)
+        tile = tile_of(load)
+        want = tile_bytes(tile) * (2 if isinstance(load, TmaPlan) and load.atom.pair else 1)
         if load.expect_tx != want:
             raise PlanError(f"make_pipeline: load {name!r} completes {load.expect_tx} B per stage on its barrier, but "
                             f"the tile it fills holds {want} B ({tile!r})")
@@ -390,13 +256,13 @@ def make_pipeline(loads: Any = (), *, consumer: Consumer, producer: Producer | N
             raise PlanError(f"make_pipeline: load {n!r} ({p!r}) exists on {', '.join(p.targets)}, not {arch}")
     per_stage = 1 if consumer.release == "sync" else 2
     if items:
-        staged, stages, layout, ring_bytes, chosen, rings = _rings(items, stages, capacity, reserve, per_stage, arch)
+        staged, stages, layout, ring_bytes, chosen, rings = lay_out_rings(items, stages, capacity, reserve, per_stage, arch)
     elif stages is None:
         raise PlanError("make_pipeline: without loads the stage count is given (stages=): nothing in shared memory "
                         "sizes it")
     else:
         staged, layout, ring_bytes, chosen, rings = [], [], 0, "given", []
-    _check_capacity(stages, ring_bytes, per_stage, reserve, capacity, arch)
+    check_capacity(stages, ring_bytes, per_stage, reserve, capacity, arch)
     plan = PipelinePlan(name=name, arch=arch, stages=stages, ctas=_ctas(items, producer, consumer, ctas),
                         producer=producer, consumer=consumer, loads=tuple(staged), full=(), empty=(), relay=False,
                         producer_start=1, consumer_start=0, smem_bytes=ring_bytes,

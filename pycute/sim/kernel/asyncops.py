@@ -46,7 +46,8 @@ class AsyncOp:
     targets: list = attrs.field(factory=list)
 
     def describe(self) -> str:
-        bars = "; ".join(f"completing {n} B on {b.describe()}" for b, n in self.targets)
+        bars = "; ".join(f"completing {n} B on mbarrier {b.name} of {b.cta.name} (phase {b.phase}: {b.pending} of "
+                         f"{b.count} arrivals and {b.tx} B pending)" for b, n in self.targets)
         return (f"the {self.what} issued by {self.issuer!r} at PTX line {self.line} ({self.text!r})"
                 + (f", {bars}" if bars else ""))
 
@@ -75,7 +76,7 @@ class AsyncMixin:
         idx = idx.astype(np.int64)
         if idx.size and (idx.min() < 0 or idx.max() >= cta.smem.size):
             raise EmulationError(f"{op.describe()}: shared bytes [{int(idx.min()):#x}, {int(idx.max()) + 1:#x}) "
-                                 f"are outside CTA {cta.ctaid}'s {cta.smem.size} B")
+                                 f"are outside {cta.name}'s {cta.smem.size} B")
         own = tuple(s for s in (th.slot, th.tc_slot) if s is not None)
         hit = cta.shadow.first_conflict(idx, th.vc, own, write, frozenset(o.id for o in th.tc_ops))
         if hit is not None:
@@ -167,6 +168,7 @@ def land(world) -> bool:
         for bar, nbytes in op.targets:
             bar.inflight.discard(op.id)
             bar.tx -= nbytes
+            bar.delivered += nbytes
             bar.check(world)
     return bool(ops)
 

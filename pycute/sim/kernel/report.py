@@ -19,7 +19,7 @@ def _xyz(v: tuple[int, int, int]) -> str:
 
 
 def describe_thread(th) -> str:
-    return f"CTA {_xyz(th.cta.ctaid)} thread {_xyz(th.tid)} (warp {th.warp} lane {th.lane})"
+    return f"{th.cta.name} thread {_xyz(th.tid)} (warp {th.warp} lane {th.lane})"
 
 
 def _ranges(numbers: list[int]) -> str:
@@ -38,11 +38,12 @@ def _threads(threads: list) -> str:
     by_cta: dict = {}
     for th in threads:
         by_cta.setdefault(th.cta.ctaid, []).append(th.linear)
-    return "; ".join(f"CTA {_xyz(c)} threads {_ranges(ts)}" for c, ts in by_cta.items())
+    return "; ".join(f"CTA {_xyz(c)} thread{'s' if len(ts) > 1 else ''} {_ranges(ts)}" for c, ts in by_cta.items())
 
 
-def _waits(th) -> str:
-    if not th.waits:
+def waits_hint(th) -> str:
+    """The mbarrier waits ``th`` passed last (a wrong parity shows here: "passed at once")."""
+    if th is None or not th.waits:
         return ""
     parts = []
     for name, ((kind, value), phase, ok) in th.waits.items():
@@ -52,6 +53,15 @@ def _waits(th) -> str:
             note += " (at phase 0, parity 1 names the phase before it, which counts as complete)"
         parts.append(f"{name}: {what} while phase {phase} was in progress, {note}")
     return f"; {describe_thread(th)}'s last mbarrier waits: " + "; ".join(parts)
+
+
+def _thread_of(cta, stamp: int):
+    """The thread whose clock slot ``stamp`` carries (None for a barrier's or a pipeline's)."""
+    slot = stamp & SLOT_MASK
+    per = len(cta.threads)
+    if stamp < 0 or slot >= per * len(cta.cluster.ctas):
+        return None
+    return cta.cluster.ctas[slot // per].threads[slot % per]
 
 
 def _other(world, cta, stamp: int) -> str:
@@ -80,19 +90,31 @@ _HEADLINE = {
 }
 
 
+_TMEM_HEADLINE = {
+    "write-after-read": "overwrites {loc}, which {other} read without synchronising with the writer (did the reader "
+                        "wait for the MMAs it reads, and the writer for the reader?)",
+    "write-after-write": "overwrites {loc}, last written by {other}, without synchronising with that write",
+}
+
+
 def explain(world, cta, where: str, kind: str, actor, index: int, stamp: int) -> str:
     """The message of a race found at byte (TMEM cell) ``index`` of ``cta``."""
     if where == "smem":
-        loc = f"shared byte {index:#x} of CTA {_xyz(cta.ctaid)} ({world.name_of(index)})"
+        loc = f"shared byte {index:#x} of {cta.name} ({world.name_of(index)})"
+        headline = _HEADLINE[kind]
     else:
-        loc = f"TMEM lane {index // 512} column {index % 512} of CTA {_xyz(cta.ctaid)}"
+        loc = f"TMEM lane {index // 512} column {index % 512} of {cta.name}"
+        headline = _TMEM_HEADLINE.get(kind, _HEADLINE[kind])
     op_id = stamp if kind == "write-while-read" else -(stamp + 2)
     op = world.ops.get(op_id)
     fields = {"loc": loc, "other": _other(world, cta, stamp) if stamp >= 0 and kind != "write-while-read" else "",
               "op": op.describe() if op is not None else f"operation {op_id}"}
     who = actor if hasattr(actor, "R") else actor.issuer
+    other_thread = _thread_of(cta, stamp) if kind != "write-while-read" else None
+    if other_thread is who:
+        other_thread = None
     text = actor.describe() if not hasattr(actor, "R") else describe_thread(actor)
-    return f"{text} {_HEADLINE[kind].format(**fields)}{_waits(who)}"
+    return f"{text} {headline.format(**fields)}{waits_hint(who)}{waits_hint(other_thread)}"
 
 
 def _waiting_line(world, w: tuple, threads: list) -> str:
@@ -111,7 +133,7 @@ def _waiting_line(world, w: tuple, threads: list) -> str:
     mask = w[3]
     arrived = [th.lane for th in threads]
     missing = [lane for lane in range(32) if mask & obj.live >> lane & 1 and lane not in arrived]
-    return (f"  warp {obj.index} of CTA {_xyz(cta.ctaid)} at a warp-collective instruction{at} (member mask "
+    return (f"  warp {obj.index} of {cta.name} at a warp-collective instruction{at} (member mask "
             f"{mask:#x}): lanes {_ranges(arrived)} arrived, lanes {_ranges(missing)} are elsewhere")
 
 
@@ -132,10 +154,10 @@ def check_exit(world, cta) -> None:
     """A CTA's last thread exited: nothing may still be in flight on its shared memory, and its TMEM is freed."""
     for op in list(world.ops.values()):
         if any(c is cta for c, *_ in op.footprint) and not op.what.startswith("tcgen05"):
-            raise EmulationError(f"CTA {_xyz(cta.ctaid)} exits while {op.describe()} is still in flight on its shared "
+            raise EmulationError(f"{cta.name} exits while {op.describe()} is still in flight on its shared "
                                  f"memory (no wait covers it)")
     allocated = cta.cluster.machine.ctas[cta.rank].allocated
     if allocated.any():
         cols = [int(c) for c in allocated.nonzero()[0]]
-        raise EmulationError(f"CTA {_xyz(cta.ctaid)} exits with TMEM columns {cols[0]}..{cols[-1]} still allocated "
+        raise EmulationError(f"{cta.name} exits with TMEM columns {cols[0]}..{cols[-1]} still allocated "
                              f"(tcgen05.dealloc is missing; PTX ISA #tcgen05-memory-alloc-manage)")

@@ -75,6 +75,7 @@ class Cta(MemoryMixin, SyncMixin, WarpMixin, AsyncMixin, TensorMixin):
 
     def __init__(self, world: "World", cluster: "Cluster", rank: int, ctaid: tuple[int, int, int], linear: int):
         self.world, self.cluster, self.rank, self.ctaid, self.linear = world, cluster, rank, ctaid, linear
+        self.name = "CTA " + (str(ctaid[0]) if ctaid[1:] == (0, 0) else f"({ctaid[0]},{ctaid[1]},{ctaid[2]})")
         self.smem = cluster.machine.ctas[rank].smem
         self.smem_view = memoryview(self.smem)
         self.shadow = Shadow(self.smem.size, f"CTA {rank}'s shared memory", world.explain_smem(self))
@@ -114,7 +115,7 @@ class Cta(MemoryMixin, SyncMixin, WarpMixin, AsyncMixin, TensorMixin):
         return -1
 
     def __repr__(self) -> str:
-        return f"CTA {self.ctaid} (rank {self.rank} of cluster {self.cluster.index})"
+        return f"{self.name} (rank {self.rank} of cluster {self.cluster.index})"
 
 
 class Cluster:

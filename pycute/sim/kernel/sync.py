@@ -33,13 +33,14 @@ class Mbarrier:
         self.cta, self.addr, self.name, self.slot = cta, addr, name, slot
         self.count = self.pending = count
         self.tx, self.phase = 0, 0
+        self.armed = self.delivered = 0                   # this phase's expect_tx and complete_tx bytes
         self.acc = cta.cluster.clocks.vector()
         self.done: dict[int, np.ndarray] = {}
         self.waiters: list = []
         self.inflight: set[int] = set()
 
     def describe(self) -> str:
-        return (f"mbarrier {self.name} (shared {self.addr:#x} of CTA {self.cta.ctaid}): phase {self.phase} in "
+        return (f"mbarrier {self.name} (shared {self.addr:#x} of {self.cta.name}): phase {self.phase} in "
                 f"progress, {self.pending} of {self.count} arrivals pending, tx-count {self.tx} B")
 
     def satisfied(self, parity: bool, value: int) -> tuple[bool, int]:
@@ -54,15 +55,18 @@ class Mbarrier:
 
     def complete(self, world) -> None:
         if self.inflight:
-            op = world.ops[min(self.inflight)]
-            raise BarrierError(f"{self.describe()}: the phase completes while {op.describe()} is still in flight: "
-                               f"expect_tx is smaller than the bytes its copies deliver")
+            ops = [world.ops[i] for i in sorted(self.inflight)]
+            more = sum(n for op in ops for b, n in op.targets if b is self)
+            raise BarrierError(f"{self.describe()}: the phase completes while {ops[0].describe()} is still in "
+                               f"flight: expect_tx armed {self.armed} B, but the copies issued for this phase bring "
+                               f"{self.delivered + more} B")
         self.acc[self.slot] = self.phase + 1
         self.done[self.phase] = self.acc
         self.done.pop(self.phase - 2, None)
         self.acc = self.cta.cluster.clocks.vector()
         self.phase += 1
         self.pending, self.tx = self.count, 0
+        self.armed = self.delivered = 0
         still = []
         for th, parity, value, dslot, nxt in self.waiters:
             ok, seen = self.satisfied(parity, value)
@@ -93,7 +97,7 @@ class NamedBarrier:
 
     def describe(self, cta) -> str:
         want = self.expected if self.expected is not None else cta.live
-        return f"barrier {self.index} of CTA {cta.ctaid}: {self.arrived} of {want} threads arrived"
+        return f"barrier {self.index} of {cta.name}: {self.arrived} of {want} threads arrived"
 
 
 class ClusterBarrier:
@@ -134,7 +138,7 @@ class SyncMixin:
                                      f"warp size (PTX ISA #parallel-synchronization-and-communication-"
                                      f"instructions-bar)")
             if bar.arrived and bar.expected != count:
-                raise EmulationError(f"barrier {index} of CTA {self.ctaid}: this arrival expects {count} threads, "
+                raise EmulationError(f"barrier {index} of {self.name}: this arrival expects {count} threads, "
                                      f"earlier ones {bar.expected if bar.expected is not None else 'all'}")
             bar.expected = count
         bar.acc = th.vc.copy() if bar.acc is None else np.maximum(bar.acc, th.vc)
@@ -201,7 +205,7 @@ class SyncMixin:
         cta, off = self._shared_operand(space, addr)
         bar = cta.mbarriers.get(off)
         if bar is None:
-            raise BarrierError(f"{what} on shared {off:#x} of CTA {cta.ctaid} ({self.world.name_of(off)}), which no "
+            raise BarrierError(f"{what} on shared {off:#x} of {cta.name} ({self.world.name_of(off)}), which no "
                                f"mbarrier.init has initialised")
         return bar
 
@@ -218,7 +222,7 @@ class SyncMixin:
         if old is not None and old.waiters:
             raise BarrierError(f"mbarrier.init of {old.name} while threads wait on it")
         key = ("mbarrier", cta.rank, off)
-        slot = self.cluster.clocks.slot(key, f"mbarrier {self.world.name_of(off)} of CTA {cta.ctaid}")
+        slot = self.cluster.clocks.slot(key, f"mbarrier {self.world.name_of(off)} of {cta.name}")
         cta.mbarriers[off] = Mbarrier(cta, off, count, self.world.name_of(off), slot)
 
     def mbar_inval(self, th, site, space: str, addr: int) -> None:
@@ -228,31 +232,35 @@ class SyncMixin:
     def mbar_expect_tx(self, th, site, space: str, addr: int, tx: int) -> None:
         bar = self.mbarrier_at(space, addr, "mbarrier.expect_tx")
         bar.tx += tx
+        bar.armed += tx
 
     def mbar_complete_tx(self, th, site, space: str, addr: int, tx: int) -> None:
         bar = self.mbarrier_at(space, addr, "mbarrier.complete_tx")
         bar.tx -= tx
+        bar.delivered += tx
         bar.check(self.world)
 
     def mbar_arrive(self, th, site, space: str, addr: int, count: int, tx: int, release: bool, drop: bool,
                     no_complete: bool) -> int:
         bar = self.mbarrier_at(space, addr, "mbarrier.arrive")
         bar.tx += tx
+        bar.armed += tx
         if release:
             np.maximum(bar.acc, th.vc, out=bar.acc)
             th.tick()
         token = bar.phase
-        self.arrive_on(bar, count, f"{th!r}")
+        self.arrive_on(bar, count, f"{th!r}", th)
         if drop:
             bar.count -= count
         if no_complete and bar.phase != token:
             raise BarrierError(f"{bar.name}: an arrive.noComplete completed phase {token}")
         return token & MASK[64]
 
-    def arrive_on(self, bar: Mbarrier, count: int, who: str) -> None:
+    def arrive_on(self, bar: Mbarrier, count: int, who: str, th=None) -> None:
         if count > bar.pending:
+            from .report import waits_hint
             raise BarrierError(f"{who} arrives {count} time(s) on {bar.describe()}: more arrivals than the phase "
-                               f"expects")
+                               f"expects (a stage refilled before its previous fill completed?){waits_hint(th)}")
         bar.pending -= count
         bar.check(self.world)
 

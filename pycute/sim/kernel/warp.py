@@ -108,7 +108,7 @@ class WarpMixin:
         del warp.pending[mask]
         if len({site.kind for _, site, _, _ in group.values()}) > 1:
             lines = sorted({(site.line, site.text) for _, site, _, _ in group.values()})
-            raise EmulationError(f"the lanes of warp {warp.index} of CTA {self.ctaid} meet at different warp-"
+            raise EmulationError(f"the lanes of warp {warp.index} of {self.name} meet at different warp-"
                                  f"collective instructions: {lines}")
         self.execute_collective(warp, group)
         for th, _, _, nxt in group.values():

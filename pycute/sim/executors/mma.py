@@ -17,6 +17,7 @@ from ...arch.sm100.mma import MMA_KINDS
 from ...arch.sm100.tmem import CELL_BITS, COLUMNS, QUADRANT_LANES, split_address
 from ...atoms.mma import MmaIssue
 from ...errors import EmulationError, PlanError
+from ...layout import Layout
 from ...mma.accumulator import accumulator_layout
 from ...tensor.values import layout_values
 from ...mma.instr import InstrDescriptor
@@ -35,7 +36,7 @@ class _Form(NamedTuple):
     n: int
     group: int
     rows: int
-    layout: object
+    layout: Layout
     bits: int
     b_bits: int
     kk: int

@@ -16,6 +16,7 @@ from typing import Callable
 import attrs
 import numpy as np
 
+from .ctabase import CtaBase
 from ...atoms.bulk import BulkIssue
 from ...errors import EmulationError
 from ..executors.tma import _box_addresses
@@ -60,7 +61,7 @@ def _span(lo: int, n: int) -> np.ndarray:
     return np.arange(lo, lo + n, dtype=np.int64)
 
 
-class AsyncMixin:
+class AsyncMixin(CtaBase):
     """Issuing and completing asynchronous copies (mixed into ``scheduler.Cta``)."""
 
     def new_op(self, th, what: str, site) -> AsyncOp:

@@ -59,6 +59,7 @@ def _arith(op: str) -> Callable[[Instr, list[str], Ctx], list[str]]:
     def emit(ins: Instr, mods: list[str], ctx: Ctx) -> list[str]:
         name, lanes, width = float_type(mods[-1])
         ftz, sat = "ftz" in mods, "sat" in mods
+        fn: Callable[..., int]
         if op in ("fma", "mad"):
             fn = numeric.fma(name, _mode(mods, None if op == "fma" else "rn"), ftz, sat)
             if "relu" in mods:

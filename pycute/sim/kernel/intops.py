@@ -140,7 +140,7 @@ def _minmax(ins: Instr, mods: list[str], ctx: Ctx, fn: str = "min") -> list[str]
     return _set(ctx, ins.args[0], f"max({expr}, 0)" if "relu" in mods else expr, bits)
 
 
-def _bits(fn: Callable[[int, int], int]) -> Callable[[Instr, list[str], Ctx], list[str]]:
+def _bits(fn: Callable[..., int]) -> Callable[[Instr, list[str], Ctx], list[str]]:
     """A one-operand bit query (``popc``, ``clz``, ``brev``, ``bfind``) through a helper of (value, width)."""
     def emit(ins: Instr, mods: list[str], ctx: Ctx) -> list[str]:
         t, bits, sgn = _type(ins, mods)

@@ -248,7 +248,7 @@ def _check_launch(entry: Entry, grid: tuple, block: tuple, cluster: tuple | None
 
 
 def _specials(names: dict, grid: tuple, block: tuple, cluster: tuple, ctaid: tuple, tid: tuple, rank: int,
-              linear: int, smem: int, explicit: bool) -> dict[str, int]:
+              linear: int, smem: int, explicit: bool) -> dict[int, int]:
     values = {"%laneid": linear % 32, "%warpid": linear // 32, "%nwarpid": -(-int(np.prod(block)) // 32),
               "%smid": 0, "%nsmid": 1, "%gridid": 0, "%cluster_ctarank": rank,
               "%cluster_nctarank": int(np.prod(cluster)), "%is_explicit_cluster": int(explicit),
@@ -278,9 +278,9 @@ def _populate(world: World, grid: tuple, block: tuple, cluster: tuple, smem_byte
         world.clusters.append(group)
         for rank in range(size):
             local = _xyz(rank, cluster)
-            ctaid = tuple(cid[k] * cluster[k] + local[k] for k in range(3))
+            ctaid = (cid[0] * cluster[0] + local[0], cid[1] * cluster[1] + local[1], cid[2] * cluster[2] + local[2])
             linear = ctaid[0] + grid[0] * (ctaid[1] + grid[1] * ctaid[2])
-            cta = Cta(world, group, rank, ctaid, linear)         # type: ignore[arg-type]
+            cta = Cta(world, group, rank, ctaid, linear)
             group.ctas.append(cta)
             world.ctas.append(cta)
             cta.warps = [Warp(cta, w) for w in range(-(-nthreads // 32))]

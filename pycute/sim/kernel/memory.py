@@ -10,9 +10,11 @@ nearest one (what compute-sanitizer's memcheck reports on the GPU).
 from __future__ import annotations
 
 import bisect
+from typing import Callable
 
 import numpy as np
 
+from .ctabase import CtaBase
 from ...errors import EmulationError
 from ..executors.bulk import CLUSTER_WINDOW
 from ..ptx import GENERIC_SHARED_WINDOW
@@ -35,7 +37,7 @@ class Buffer:
 
     def __init__(self, name: str, address: int, data: np.ndarray):
         self.name, self.address, self.data = name, address, data
-        self.view = memoryview(data)
+        self.view = data.data
 
     def __repr__(self) -> str:
         return f"{self.name} [{self.address:#x}, {self.address + self.data.size:#x})"
@@ -90,14 +92,14 @@ def _atomic(op: str, t: str, old: int, b: int, c: int | None, bits: int) -> int:
 
     def s(v: int) -> int:
         return (v ^ (1 << (bits - 1))) - (1 << (bits - 1)) if sgn else v
-    table = {"and": lambda: old & b, "or": lambda: old | b, "xor": lambda: old ^ b, "exch": lambda: b,
-             "add": lambda: old + b, "cas": lambda: c if old == b else old,
+    table: dict[str, Callable[[], int]] = {"and": lambda: old & b, "or": lambda: old | b, "xor": lambda: old ^ b, "exch": lambda: b,
+             "add": lambda: old + b, "cas": lambda: (b if c is None else c) if old == b else old,
              "inc": lambda: 0 if old >= b else old + 1, "dec": lambda: b if old == 0 or old > b else old - 1,
              "min": lambda: min(s(old), s(b)), "max": lambda: max(s(old), s(b))}
     return table[op]() & mask
 
 
-class MemoryMixin:
+class MemoryMixin(CtaBase):
     """Loads, stores and atomics of a CTA's threads (mixed into ``scheduler.Cta``)."""
 
     def _resolve(self, th, space: str, addr: int, n: int):

@@ -41,7 +41,8 @@ def _finish(fmt: FloatFormat, value: tuple | float, mode: str, ftz: bool, sat: b
             return 0 if sat else fmt.nan
         bits = from_float(value, fmt, mode)
     else:
-        bits = round_exact(fmt, *value, mode, ftz=ftz)
+        neg, m, e = value
+        bits = round_exact(fmt, neg, m, e, mode, ftz=ftz)
     if sat:
         x = decode(bits, fmt)
         if x < 0 or (x == 0 and bits):
@@ -184,7 +185,8 @@ def unary(name: str, fmt_name: str, mode: str = "rn", ftz: bool = False) -> Call
         (x,) = _inputs(fmt, ftz, a)
         value = _approx(name, x)
         if isinstance(value, tuple):
-            return round_exact(fmt, *value, mode, ftz=ftz)
+            neg, m, e = value
+            return round_exact(fmt, neg, m, e, mode, ftz=ftz)
         return _finish(fmt, value, mode, ftz, False)
     return run
 

@@ -23,15 +23,13 @@ def describe_thread(th) -> str:
 
 
 def _ranges(numbers: list[int]) -> str:
-    out, start, prev = [], None, None
-    for n in sorted(numbers) + [None]:                           # type: ignore[list-item]
-        if start is not None and n == prev + 1:                  # type: ignore[operator]
-            prev = n
-            continue
-        if start is not None:
-            out.append(str(start) if start == prev else f"{start}-{prev}")
-        start = prev = n
-    return ", ".join(out)
+    runs: list[list[int]] = []
+    for n in sorted(numbers):
+        if runs and runs[-1][1] == n - 1:
+            runs[-1][1] = n
+        else:
+            runs.append([n, n])
+    return ", ".join(str(a) if a == b else f"{a}-{b}" for a, b in runs)
 
 
 def _threads(threads: list) -> str:

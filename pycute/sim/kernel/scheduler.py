@@ -37,9 +37,10 @@ class Thread:
         self.cta, self.tid, self.linear = cta, tid, linear
         self.lane, self.warp = linear % 32, linear // 32
         self.R: list = [0] * size
-        self.pc, self.state, self.waiting = 0, READY, None
+        self.pc, self.state = 0, READY
+        self.waiting: object = None
         self.slot, self.vc = slot, vc
-        self.vcm = memoryview(vc)
+        self.vcm = vc.data
         self.stamp = 0
         self.tick()
         self.local = bytearray(cta.world.local_bytes)
@@ -77,7 +78,7 @@ class Cta(MemoryMixin, SyncMixin, WarpMixin, AsyncMixin, TensorMixin):
         self.world, self.cluster, self.rank, self.ctaid, self.linear = world, cluster, rank, ctaid, linear
         self.name = "CTA " + (str(ctaid[0]) if ctaid[1:] == (0, 0) else f"({ctaid[0]},{ctaid[1]},{ctaid[2]})")
         self.smem = cluster.machine.ctas[rank].smem
-        self.smem_view = memoryview(self.smem)
+        self.smem_view = self.smem.data
         self.shadow = Shadow(self.smem.size, f"CTA {rank}'s shared memory", world.explain_smem(self))
         self.tmem_shadow = Shadow(128 * 512, f"CTA {rank}'s TMEM", world.explain_tmem(self))
         self.threads: list[Thread] = []
@@ -137,7 +138,7 @@ class World:
     flight."""
 
     def __init__(self, program: Program, gmem: GlobalMemory, params: bytearray, local_bytes: int,
-                 check_unwritten: bool, max_steps: int, names: dict):
+                 check_unwritten: bool, max_steps: int, names: list):
         self.program, self.gmem, self.params = program, gmem, params
         self.local_bytes, self.check_unwritten, self.max_steps = local_bytes, check_unwritten, max_steps
         self.names = names

@@ -65,7 +65,7 @@ class Shadow:
         self.R1 = np.full(size, NONE, dtype=np.int64)
         self.R2 = np.full(size, NONE, dtype=np.int64)
         self.F = np.full(size, NONE, dtype=np.int64)
-        self.Wm, self.R1m, self.R2m, self.Fm = (memoryview(a) for a in (self.W, self.R1, self.R2, self.F))
+        self.Wm, self.R1m, self.R2m, self.Fm = (a.data for a in (self.W, self.R1, self.R2, self.F))
 
     # -- a thread's own loads and stores ----------------------------------------------------------------------
     def read(self, th, lo: int, n: int, check_unwritten: bool) -> None:
@@ -116,14 +116,18 @@ class Shadow:
         if idx.size == 0:
             return None
         w = self.W[idx]
-        inflight = (w < NONE) & ~np.isin(-(w + 2), list(own_ops))
+        inflight = w < NONE
+        if own_ops and inflight.any():
+            inflight &= ~np.isin(-(w + 2), list(own_ops))
         if inflight.any():
             k = int(np.argmax(inflight))
             return ("write-inflight" if write else "read-inflight"), int(idx[k]), int(w[k])
         checks = [(np.where(w < NONE, NONE, w), "write-after-write" if write else "read")]
         if write:
             f = self.F[idx]
-            busy = (f != NONE) & ~np.isin(f, list(own_ops))
+            busy = f != NONE
+            if own_ops and busy.any():
+                busy &= ~np.isin(f, list(own_ops))
             if busy.any():
                 k = int(np.argmax(busy))
                 return "write-while-read", int(idx[k]), int(f[k])
@@ -131,7 +135,9 @@ class Shadow:
         for stamps, kind in checks:
             valid = stamps >= 0
             slots = np.where(valid, stamps & SLOT_MASK, 0)
-            bad = valid & (vc[slots] < (stamps >> SLOT_BITS)) & ~np.isin(slots, own)
+            bad = valid & (vc[slots] < (stamps >> SLOT_BITS))
+            for slot in own:
+                bad &= slots != slot
             if bad.any():
                 k = int(np.argmax(bad))
                 return kind, int(idx[k]), int(stamps[k])

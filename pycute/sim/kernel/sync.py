@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .ctabase import CtaBase
 from ...errors import EmulationError
 from .operands import MASK
 
@@ -126,7 +127,7 @@ class ClusterBarrier:
         self.waiters = []
 
 
-class SyncMixin:
+class SyncMixin(CtaBase):
     """Barrier and mbarrier instructions of a CTA's threads (mixed into ``scheduler.Cta``)."""
 
     # -- bar / barrier -------------------------------------------------------------------------------------------

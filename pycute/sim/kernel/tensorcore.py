@@ -14,6 +14,7 @@ import re
 
 import numpy as np
 
+from .ctabase import CtaBase
 from ...arch.sm100.descriptor import SmemDescriptor
 from ...arch.sm100.tcgen05_ldst import LDST_SHAPES
 from ...arch.sm100.tmem import COLUMNS, LANES, split_address
@@ -40,7 +41,7 @@ def _atom(op: str):
     return ldst_atom("ld" if mods[1] == "ld" else "st", shape, num, any(m in ("pack::16b", "unpack::16b") for m in mods))
 
 
-class TensorMixin:
+class TensorMixin(CtaBase):
     """tcgen05 instructions of a CTA's threads (mixed into ``scheduler.Cta``)."""
 
     def tc_agent(self, th) -> int:
@@ -189,4 +190,4 @@ def _tc_mma(cta, th, rec, site, R: list) -> None:
 
 
 KERNEL_EXECUTORS.update({"tcgen05.cp": (_tc_cp, False), "tcgen05.mma": (_tc_mma, False),
-                         "tcgen05.ld": (None, True), "tcgen05.st": (None, True)})
+                         "tcgen05.ld": (TensorMixin.tc_collective, True), "tcgen05.st": (TensorMixin.tc_collective, True)})

@@ -6,6 +6,7 @@ lanes meeting at different collectives, and a shuffle from a lane that is not a 
 PTX). ``elect.sync`` elects the lowest member lane (PTX promises only that the choice is the same every time)."""
 from __future__ import annotations
 
+from .ctabase import CtaBase
 from ...errors import EmulationError
 from .numeric import minmax
 from .operands import MASK
@@ -84,7 +85,7 @@ def _set(th, slot: int | None, value) -> None:
         th.R[slot] = value
 
 
-class WarpMixin:
+class WarpMixin(CtaBase):
     """``collective``: a lane reaching a warp-collective instruction (mixed into ``scheduler.Cta``)."""
 
     def collective(self, th, site, values: tuple, nxt: int) -> int:

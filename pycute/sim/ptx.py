@@ -30,12 +30,14 @@ ISSUE_DECODERS = {"tcgen05.cp": tcgen05_cp.decode, "tcgen05.ld": tcgen05_ldst.de
                   "cp.async.bulk.tensor": tma.decode, "cp.async.bulk.prefetch.tensor": tma.decode,
                   "cp.async.ca": cp_async.decode, "cp.async.cg": cp_async.decode,
                   "cp.async.bulk.shared::cluster": bulk.decode, "cp.async.bulk.global": bulk.decode,
-                  "tcgen05.mma": mma.decode, "cp.reduce.async.bulk.tensor": tma.decode}
+                  "tcgen05.mma": mma.decode}
 #: Which of a thread's lists each family's records go to.
 _RECORDS = {"tcgen05.cp": "issued", "tcgen05.ld": "ldst", "tcgen05.st": "ldst", "cp.async.bulk.tensor": "tma",
             "cp.async.bulk.prefetch.tensor": "tma", "cp.async.ca": "cp_async", "cp.async.cg": "cp_async",
-            "cp.async.bulk.shared::cluster": "bulk", "cp.async.bulk.global": "bulk", "tcgen05.mma": "mma",
-            "cp.reduce.async.bulk.tensor": "tma"}
+            "cp.async.bulk.shared::cluster": "bulk", "cp.async.bulk.global": "bulk", "tcgen05.mma": "mma"}
+# TMA reductions decode as TMA stores (their reduction is in the opcode).
+ISSUE_DECODERS["cp.reduce.async.bulk.tensor"] = tma.decode
+_RECORDS["cp.reduce.async.bulk.tensor"] = "tma"
 
 
 def _family(op: str) -> str | None:
@@ -47,7 +49,7 @@ __all__ = ["run_entry", "trace_entry", "probe_stream", "ldst_stream", "GENERIC_S
 #: Where this model places the shared window in the generic address space (cvta.shared adds it).
 GENERIC_SHARED_WINDOW = 0x7F00_0000_0000
 
-_MASK64 = (1 << 64) - 1
+_MASK = {8: 0xFF, 16: 0xFFFF, 32: 0xFFFFFFFF, 64: 0xFFFFFFFFFFFFFFFF}
 # Statements that order or signal but write no register of the thread.
 _SYNC_OPS = ("bar", "barrier", "fence", "membar")
 _SYNC_TCGEN05 = ("commit", "fence::before_thread_sync", "fence::after_thread_sync", "wait::ld", "wait::st", "alloc",
@@ -61,6 +63,11 @@ SPECIAL_DEFAULTS = {"%ctaid.x": 0, "%ctaid.y": 0, "%ctaid.z": 0, "%nctaid.x": 1,
                     "%clusterid.z": 0, "%nclusterid.x": 1, "%nclusterid.y": 1, "%nclusterid.z": 1}
 _SYNC_BULK = ("cp.async.bulk.commit_group", "cp.async.bulk.wait_group", "cp.async.commit_group", "cp.async.wait_group",
               "cp.async.wait_all", "cp.async.mbarrier.arrive")
+
+
+def _width(type_suffix: str) -> int:
+    m = re.search(r"(\d+)$", type_suffix)
+    return int(m.group(1)) if m else 32
 
 
 class _TraceCtx(Ctx):
@@ -166,6 +173,7 @@ class _Thread:
         """Run one statement that is not control flow."""
         parts = op.split(".")
         base = parts[0]
+        bits = _width(parts[-1]) if len(parts) > 1 else 32
         if base in _SYNC_OPS or (base == "tcgen05" and parts[1] in _SYNC_TCGEN05) or \
                 (base == "mbarrier" and parts[1] in ("init", "arrive")) or op.startswith(_SYNC_BULK):
             if base == "mbarrier" and parts[1] == "arrive" and args and args[0] != "_":
@@ -175,9 +183,8 @@ class _Thread:
             self.regs[args[0]] = 1                           # the phase has completed (no asynchrony here)
         elif (family := _family(op)) is not None:
             self._issue(family, op, args)
-        elif base == "mapa":                                 # this model's shared::cluster windows (sim.kernel.memory)
-            self.regs[args[0]] = (self.value(args[1], 32) + (self.value(args[2], 32) + 1) * bulk.CLUSTER_WINDOW) \
-                & ((1 << (64 if "u64" in parts else 32)) - 1)
+        elif base == "mapa":                                 # this model's shared::cluster windows
+            self.regs[args[0]] = (self.value(args[1], 32) + self.value(args[2], 32) * bulk.CLUSTER_WINDOW) & _MASK[bits]
         elif base == "shfl":
             # The one thread modelled stands for its warp: shfl.sync returns its own value, which is the source
             # lane's for warp-uniform operands (what pycute_warp_index() shuffles).

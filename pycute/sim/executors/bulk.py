@@ -15,9 +15,8 @@ from ..machine import Machine
 
 __all__ = ["BulkExecutor", "decode", "CLUSTER_WINDOW"]
 
-#: Where this model places CTA ``r``'s window among shared::cluster addresses: ``mapa`` of an address ``a`` to CTA
-#: ``r`` is ``(r + 1) * CLUSTER_WINDOW + a``, and an address below the window is the executing CTA's own (as a
-#: shared::cta address is a valid shared::cluster one); only the PTX interpreters and this decoder use it.
+#: Where this model places CTA ``r``'s window among shared::cluster addresses (``mapa`` of an address ``a`` to CTA
+#: ``r`` is ``r * CLUSTER_WINDOW + a``); only the PTX interpreter and its decoder use it.
 CLUSTER_WINDOW = 1 << 24
 
 
@@ -81,7 +80,7 @@ def decode(op: str, args: list, value: Callable[[str], int]) -> BulkIssue:
     dst, src = (value(re.sub(r"[\[\]\s]", "", a)) for a in args[:2])
     size = value(args[2]) & 0xFFFFFFFF
     if ".shared::cluster.shared::cta" in op:
-        return BulkIssue(op, dst % CLUSTER_WINDOW, src & 0xFFFFFFFF, size, dst // CLUSTER_WINDOW - 1)
+        return BulkIssue(op, dst % CLUSTER_WINDOW, src & 0xFFFFFFFF, size, dst // CLUSTER_WINDOW)
     if op.startswith("cp.async.bulk.global"):
         return BulkIssue(op, dst, src & 0xFFFFFFFF, size)
     return BulkIssue(op, dst & 0xFFFFFFFF, src, size)

@@ -150,7 +150,7 @@ def _leaders(codes: list[Code], entry: Entry) -> list[int]:
     return sorted(lead)
 
 
-def _source(entry: Entry, codes: list[Code], ctx: KernelCtx) -> tuple[str, dict, list[int]]:
+def _source(entry: Entry, codes: list[Code], ctx: KernelCtx, calls: dict[int, int]) -> tuple[str, dict, list[int]]:
     out: list[str] = []
     where: dict[int, int] = {}
     leaders = _leaders(codes, entry)
@@ -160,7 +160,8 @@ def _source(entry: Entry, codes: list[Code], ctx: KernelCtx) -> tuple[str, dict,
         ended = False
         for i in range(start, stop):
             code = codes[i]
-            for line in _guarded(entry.instrs[i], ctx, list(code.lines), code.kind):
+            lines = ([f"m.called(th, {calls[i]})"] if i in calls else []) + list(code.lines)
+            for line in _guarded(entry.instrs[i], ctx, lines, code.kind):
                 line = line.replace("{here}", str(i)).replace("{next}", str(i + 1))
                 out.append("    " + line)
                 where[len(out)] = i
@@ -170,14 +171,15 @@ def _source(entry: Entry, codes: list[Code], ctx: KernelCtx) -> tuple[str, dict,
     return "\n".join(out) + "\n", where, leaders
 
 
-def compile_entry(entry: Entry, symbols: dict[str, int], namespace: dict[str, Any]) -> Program:
+def compile_entry(entry: Entry, symbols: dict[str, int], calls: dict[int, int] | None = None) -> Program:
     """Decode every statement of ``entry`` (variables and parameters at ``symbols``' addresses) and build its
-    blocks; ``namespace`` holds what generated code calls besides the helpers the emitters register."""
+    blocks; ``calls`` maps statement indices to the generated function whose call they record in ``th.calls``
+    (``conventions``)."""
     ctx = KernelCtx(entry, symbols)
     codes = [_code(ins, ctx) for ins in entry.instrs]
-    source, where, leaders = _source(entry, codes, ctx)
+    source, where, leaders = _source(entry, codes, ctx, calls or {})
     filename = f"<ptx entry {entry.name}>"
-    scope = {**namespace, **ctx.namespace}
+    scope = dict(ctx.namespace)
     exec(compile(source, filename, "exec"), scope)                 # noqa: S102  our own generated blocks
     nodes: list = [None] * (len(codes) + 1)
     for start in leaders:

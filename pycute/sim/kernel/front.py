@@ -14,7 +14,7 @@ import attrs
 
 from ...errors import CompileError
 
-__all__ = ["Instr", "Param", "Variable", "Entry", "Module", "parse_module", "parse_entry", "demangle", "REG_WIDTH"]
+__all__ = ["Instr", "Origin", "Param", "Variable", "Entry", "Module", "parse_module", "parse_entry", "demangle", "REG_WIDTH"]
 
 #: Bits of a register of each declared type (``pred`` registers hold 0 or 1).
 REG_WIDTH = {"pred": 1, "b8": 8, "u8": 8, "s8": 8, "b16": 16, "u16": 16, "s16": 16, "f16": 16, "bf16": 16,
@@ -23,7 +23,14 @@ REG_WIDTH = {"pred": 1, "b8": 8, "u8": 8, "s8": 8, "b16": 16, "u16": 16, "s16": 
 _TYPE_BYTES = {t: max(w // 8, 1) for t, w in REG_WIDTH.items() if t != "pred"}
 
 _COMMENT = re.compile(r"//[^\n]*|/\*.*?\*/", re.S)
-_LINE_DIRECTIVE = re.compile(r"^[ \t]*\.(?:loc|file|version|target|address_size)\b[^\n]*", re.M)
+_LINE_DIRECTIVE = re.compile(r"^[ \t]*\.(?:file|version|target|address_size)\b[^\n]*", re.M)
+# .loc FILE LINE COL[, function_name LABEL, inlined_at FILE LINE COL] (PTX ISA #debugging-directives-loc): kept as a
+# pseudo-statement, so each instruction knows the source line and the inlined function it came from.
+_LOC = re.compile(r"^[ \t]*\.loc\s+(\d+)\s+(\d+)\s+\d+(?:\s*,\s*function_name\s+([\w$]+)\s*,\s*inlined_at\s+(\d+)\s+"
+                  r"(\d+)\s+\d+)?[^\n]*", re.M)
+_SECTION = re.compile(r"^[ \t]*\.section\b[^{]*\{.*?^[ \t]*\}", re.M | re.S)
+_FILE = re.compile(r"^[ \t]*\.file\s+(\d+)\s+\"([^\"]*)\"", re.M)
+
 _TARGET = re.compile(r"^[ \t]*\.target\s+([\w,\s]+?)\s*$", re.M)
 _TOKENS = re.compile(r'"[^"\n]*"|[{};]|[^{};"]+')
 _HEADER = re.compile(r"^(?:\.(?:visible|weak|extern)\s+)*\.(entry|func)\b")
@@ -39,14 +46,28 @@ _ENTRY_DIRECTIVES = ("maxntid", "reqntid", "minnctapersm", "maxnctapersm", "reqn
 @attrs.frozen
 class Instr:
     """One instruction: its PTX line, its text as written, the guard (``%p1`` or ``!%p1``, renamed), the opcode
-    with its modifiers and the operands (registers renamed to their scope's names, labels to their block's)."""
+    with its modifiers and the operands (registers renamed to their scope's names, labels to their block's); with
+    line information, its source location and the inlined functions it is part of (innermost first)."""
 
     line: int
     text: str
     guard: str | None
     op: str
     args: tuple[str, ...]
+    origin: "Origin | None" = None
+    functions: tuple[str, ...] = ()
 
+
+@attrs.frozen
+class Origin:
+    """Where an instruction came from (``-lineinfo``): its source file and line, and when it was inlined, the
+    function it belongs to and the file and line of the call that inlined it."""
+
+    file: str
+    line: int
+    function: str | None = None
+    call_file: str | None = None
+    call_line: int | None = None
 
 @attrs.frozen
 class Param:
@@ -106,12 +127,28 @@ class Module:
     variables: tuple[Variable, ...]
     entries: dict
     functions: tuple[str, ...]
+    has_lines: bool = False
 
 
 def _clean(ptx: str) -> str:
-    """Comments and ``.loc`` / ``.file`` lines blanked, line numbers kept."""
+    """Comments, debug sections and ``.file`` lines blanked, ``.loc`` lines turned into ``@loc`` statements, line
+    numbers kept."""
+    ptx = _COMMENT.sub(lambda m: "\n" * m.group(0).count("\n"), ptx)
+    ptx = _SECTION.sub(lambda m: "\n" * m.group(0).count("\n"), ptx)
     ptx = _LINE_DIRECTIVE.sub("", ptx)
-    return _COMMENT.sub(lambda m: "\n" * m.group(0).count("\n"), ptx)
+    return _LOC.sub(lambda m: "@loc " + " ".join(g or "-" for g in m.groups()) + ";", ptx)
+
+
+def _line_info(ptx: str) -> tuple[dict, dict]:
+    """``.file`` numbers -> paths, and ``$L__info_string`` labels -> the (demangled) function names they hold."""
+    files = {m.group(1): m.group(2) for m in _FILE.finditer(ptx)}
+    names = {}
+    for section in _SECTION.finditer(ptx):
+        parts = re.split(r"([\w$]+):", section.group(0))
+        for label, body in zip(parts[1::2], parts[2::2]):
+            data = bytes(int(v) for v in re.findall(r"\b\d+\b", body.replace(".b8", " ")))
+            names[label] = demangle(data.split(b"\0")[0].decode(errors="replace"))
+    return files, names
 
 
 def _tree(text: str) -> list:
@@ -266,26 +303,46 @@ class _Scopes:
         return _IDENT.sub(sub, text)
 
 
-def _instr(text: str, line: int, scopes: _Scopes) -> Instr:
+def _instr(text: str, line: int, scopes: _Scopes, origin: Origin | None, functions: tuple[str, ...]) -> Instr:
     text = " ".join(text.split())
     guard = None
     if text.startswith("@"):
         guard, text = text.split(None, 1)
         guard = scopes.rename(guard[1:])
     op, _, rest = text.partition(" ")
-    return Instr(line, text, guard, op, tuple(scopes.rename(a) for a in _split_args(rest)))
+    return Instr(line, text, guard, op, tuple(scopes.rename(a) for a in _split_args(rest)), origin, functions)
 
 
-def _flatten(items: list, scopes: _Scopes, out: list, labels: dict, variables: list) -> None:
+def _origin(text: str, info: tuple[dict, dict]) -> Origin:
+    f, line, fn, cf, cl = text.split()[1:]
+    files, names = info
+    return Origin(files.get(f, f), int(line), names.get(fn, fn) if fn != "-" else None,
+                  files.get(cf, cf) if cf != "-" else None, int(cl) if cl != "-" else None)
+
+
+def _functions(origin: Origin | None, frames: dict) -> tuple[str, ...]:
+    """The inlined functions an instruction at ``origin`` is part of, innermost first: each frame's call site is
+    the location of the frame around it (the last ``.loc`` seen there)."""
+    out: list[str] = []
+    while origin is not None and origin.function is not None and len(out) < 16:
+        out.append(origin.function)
+        origin = frames.get((origin.call_file, origin.call_line))
+    return tuple(out)
+
+
+def _flatten(items: list, scopes: _Scopes, out: list, labels: dict, variables: list, info: tuple, at: list) -> None:
     for item in items:
         kind, line = item[0], item[1]
-        if kind == "label":
+        if kind == "stmt" and item[2].startswith("@loc "):
+            at[0] = _origin(item[2], info)
+            at[1][(at[0].file, at[0].line)] = at[0]
+        elif kind == "label":
             labels[scopes.rename(item[2])] = len(out)
         elif kind == "block":
             if item[2]:
                 raise CompileError(f"PTX line {line}: a nested function header {item[2]!r}")
             scopes.push([i[2] for i in item[3] if i[0] == "label"])
-            _flatten(item[3], scopes, out, labels, variables)
+            _flatten(item[3], scopes, out, labels, variables, info, at)
             scopes.stack.pop()
         elif item[2].startswith(".reg"):
             scopes.declare(item[2], line)
@@ -297,10 +354,10 @@ def _flatten(items: list, scopes: _Scopes, out: list, labels: dict, variables: l
                 raise CompileError(f"PTX line {line}: declaration {item[2]!r} is outside the interpreted subset")
             variables.append(var)
         else:
-            out.append(_instr(item[2], line, scopes))
+            out.append(_instr(item[2], line, scopes, at[0], _functions(at[0], at[1])))
 
 
-def _entry(header: str, items: list) -> Entry:
+def _entry(header: str, items: list, info: tuple) -> Entry:
     m = re.match(r"^(?:\.\w+\s+)*\.entry\s+([\w$]+)\s*(?:\((.*?)\))?(.*)$", header, re.S)
     if m is None:
         raise CompileError(f"PTX entry header {header!r} is not understood")
@@ -310,7 +367,7 @@ def _entry(header: str, items: list) -> Entry:
     instrs: list = []
     labels: dict = {}
     variables: list = []
-    _flatten(items, scopes, instrs, labels, variables)
+    _flatten(items, scopes, instrs, labels, variables, info, [None, {}])
     return Entry(name, params, _directives(m.group(3), name), tuple(instrs), labels, dict(scopes.registers),
                  tuple(scopes.ranges), tuple(variables))
 
@@ -322,25 +379,27 @@ def parse_module(ptx: str) -> Module:
         raise TypeError(f"PTX must be text, got {type(ptx).__name__}")
     target = m.group(1).split(",")[0].strip() if (m := _TARGET.search(ptx)) else ""
     variables, entries, functions = [], {}, []
+    info = _line_info(ptx)
     for item in _tree(_clean(ptx)):
         if item[0] == "block":
             kind = _HEADER.match(item[2])
             if kind is None:
                 raise CompileError(f"PTX line {item[1]}: a block outside a function")
             if kind.group(1) == "entry":
-                e = _entry(item[2], item[3])
+                e = _entry(item[2], item[3], info)
                 entries[e.name] = e
             else:
                 functions.append(re.findall(r"([\w$]+)\s*\(", item[2])[-1] if "(" in item[2] else item[2])
         elif item[0] == "stmt":
             if (var := _variable(item[2])) is not None:
                 variables.append(var)
-    return Module(target, tuple(variables), entries, tuple(functions))
+    return Module(target, tuple(variables), entries, tuple(functions), bool(info[0]))
 
 
 def demangle(name: str) -> str:
-    """A function-local static's name (``_ZZ16blockscaled_gemmE4full`` -> ``full``); other names unchanged."""
-    m = re.match(r"_ZZ.*E(\d+)(\w+)$", name)
+    """A function-local static's name (``_ZZ16blockscaled_gemmE4full`` -> ``full``) or a function's
+    (``_Z6load_aPKvjjii`` -> ``load_a``); other names unchanged."""
+    m = re.match(r"_ZZ.*E(\d+)(\w+)$", name) or re.match(r"_Z(\d+)(\w+)$", name)
     return m.group(2)[:int(m.group(1))] if m else name
 
 

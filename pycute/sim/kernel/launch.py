@@ -17,6 +17,7 @@ from ...errors import CompileError, EmulationError
 from ..emulator import Sm100Emulator
 from . import asyncops, rtemit, rtemit_sync, tensorcore  # noqa: F401  (they register their emitters)
 from .codegen import Program, compile_entry
+from .conventions import attribute, check_conventions
 from .front import Entry, Module, Param, demangle, parse_entry
 from .memory import TENSOR_MAP_MAGIC as _MAGIC, GlobalMemory
 from .operands import MASK
@@ -129,10 +130,15 @@ def _layout(module: Module, entry: Entry, gmem: GlobalMemory) -> _Layout:
 
 
 @functools.lru_cache(maxsize=16)
-def _compiled(ptx: str, name: str | None) -> tuple[Module, Entry, Program]:
-    """The entry decoded once per PTX text (its variables' addresses do not depend on the launch)."""
+def _compiled(ptx: str, name: str | None, tracked: tuple[str, ...]) -> tuple[Module, Entry, Program, list]:
+    """The entry decoded once per PTX text (its variables' addresses do not depend on the launch), recording calls
+    of the ``tracked`` generated functions; and which function each instruction belongs to."""
     module, entry = parse_entry(ptx, name)
-    return module, entry, compile_entry(entry, _layout(module, entry, GlobalMemory()).symbols, {})
+    owners: list = [None] * len(entry.instrs)
+    if tracked:
+        owners = attribute(entry, list(tracked))
+    calls = {i: tracked.index(o) for i, o in enumerate(owners) if o is not None}
+    return module, entry, compile_entry(entry, _layout(module, entry, GlobalMemory()).symbols, calls), owners
 
 
 def _c_names(source: str | None, entry: Entry) -> list[str] | None:
@@ -301,18 +307,21 @@ def _populate(world: World, grid: tuple, block: tuple, cluster: tuple, smem_byte
 
 def run_kernel(kernel: Any, entry: str | None = None, *, grid: Any = 1, block: Any = 128, cluster: Any = None,
                args: Sequence[Any] | Mapping[str, Any] = (), smem: int = 0, check_unwritten: bool = True,
-               max_steps: int = 20_000_000) -> KernelRun:
+               max_steps: int = 20_000_000, conventions: Mapping[str, Any] | None = None) -> KernelRun:
     """Run ``kernel`` (a ``Compiled`` from ``pycute.compile.compile_cuda``, or PTX text) on the CPU: every thread
     of ``grid`` x ``block`` (clusters of ``cluster``; default the entry's ``__cluster_dims__``) with ``smem``
     bytes of dynamic shared memory. Global arrays in ``args`` are read and written in place. Raises
     ``DeadlockError`` / ``RaceError`` / ``BarrierError`` (all EmulationErrors) naming barriers, phases and bytes,
-    and CompileError for an instruction outside the interpreted subset (docs/interpreter.md)."""
+    and CompileError for an instruction outside the interpreted subset (docs/interpreter.md). With
+    ``conventions`` (generated function name -> its ``Convention``; the kernel compiled with ``-lineinfo``) every
+    call is checked against its function's convention (ConventionError)."""
     ptx, source = (kernel.ptx, getattr(kernel, "source", None)) if hasattr(kernel, "ptx") else (kernel, None)
     if not isinstance(ptx, str):
         raise TypeError(f"run_kernel: a Compiled kernel or PTX text, got {type(kernel).__name__}")
     if isinstance(smem, bool) or not isinstance(smem, (int, np.integer)) or smem < 0:
         raise EmulationError(f"run_kernel: smem is a number of bytes, got {smem!r}")
-    module, ent, program = _compiled(ptx, entry)
+    tracked = tuple(conventions or ())
+    module, ent, program, owners = _compiled(ptx, entry, tracked)
     gmem = GlobalMemory()
     layout = _layout(module, ent, gmem)
     grid3, block3 = _dims(grid, "grid"), _dims(block, "block")
@@ -323,9 +332,11 @@ def run_kernel(kernel: Any, entry: str | None = None, *, grid: Any = 1, block: A
     maps: dict = {}
     params = _bind(ent, layout, args, _c_names(source, ent), gmem, maps)
     world = World(program, gmem, params, layout.local, check_unwritten, max_steps, layout.names)
-    world.tensor_maps = maps
+    world.tensor_maps, world.owners = maps, owners
+    world.conventions = dict(conventions or {})
     _populate(world, grid3, block3, cluster3, _align(total, 16), int(smem),
               "explicitcluster" in ent.directives or cluster is not None)
     run(world)
+    check_conventions(world, world.conventions)
     return KernelRun(grid3, block3, cluster3, tuple(c.smem.copy() for c in world.ctas),
                      tuple(c.cluster.machine.ctas[c.rank].tmem.copy() for c in world.ctas), world.steps, world.seconds)

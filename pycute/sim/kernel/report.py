@@ -129,6 +129,7 @@ def _waiting_line(world, w: tuple, threads: list) -> str:
     if kind == "cluster":
         return f"  {obj.describe()}: waited by {_threads(threads)}{at}"
     mask = w[3]
+    at += world.convention_note(lines[0]) if lines else ""
     arrived = [th.lane for th in threads]
     missing = [lane for lane in range(32) if mask & obj.live >> lane & 1 and lane not in arrived]
     return (f"  warp {obj.index} of {cta.name} at a warp-collective instruction{at} (member mask "

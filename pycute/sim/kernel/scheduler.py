@@ -54,6 +54,7 @@ class Thread:
         self.tc_slot: int | None = None
         self.tc_ops: list = []
         self.commits = 0
+        self.calls: set[int] = set()
 
     def tick(self) -> None:
         """A release: later accesses of this thread are not ordered before what the release publishes."""
@@ -85,6 +86,7 @@ class Cta(MemoryMixin, SyncMixin, WarpMixin, AsyncMixin, TensorMixin):
         self.warps: list[Warp] = []
         self.bars: dict = {}
         self.mbarriers: dict = {}
+        self.elected: dict = {}
         self.live = 0
 
     def exit(self, th: Thread) -> int:
@@ -99,6 +101,18 @@ class Cta(MemoryMixin, SyncMixin, WarpMixin, AsyncMixin, TensorMixin):
 
     def trap(self, th: Thread, line: int, text: str) -> None:
         raise EmulationError(f"{describe_thread(th)} executed {text!r} (PTX line {line}): the kernel traps")
+
+    def called(self, th: Thread, gid: int) -> None:
+        """``th`` runs an effect of generated function ``gid``: a second lane of a warp calling an ``elected``
+        function is an error at once (the others are checked when the run ends, ``conventions``)."""
+        th.calls.add(gid)
+        name = list(self.world.conventions)[gid]
+        if self.world.conventions[name].caller == "elected":
+            first = self.elected.setdefault((th.warp, gid), th.lane)
+            if first != th.lane:
+                from .conventions import ConventionError
+                raise ConventionError(f"{name} (its convention: called by one elected thread) is called by lanes "
+                                      f"{first} and {th.lane} of warp {th.warp} of {self.name}")
 
     def pause(self, th: Thread, nxt: int) -> int:
         th.pc = nxt
@@ -150,6 +164,8 @@ class World:
         self.next_op = 0
         self.steps = 0
         self.tensor_maps: dict = {}
+        self.owners: list = []
+        self.conventions: dict = {}
         self.seconds = 0.0
 
     def explain_smem(self, cta: Cta):
@@ -163,6 +179,17 @@ class World:
     def cta_exited(self, cta: Cta) -> None:
         from .report import check_exit
         check_exit(self, cta)
+
+    def owner_at(self, line: int) -> str | None:
+        """The checked generated function the statement at PTX ``line`` belongs to (``conventions``)."""
+        return next((o for ins, o in zip(self.program.entry.instrs, self.owners) if ins.line == line), None)
+
+    def convention_note(self, line: int) -> str:
+        """``, in load_a, whose convention ...`` for the statement at PTX ``line`` of a checked function."""
+        owner = self.owner_at(line)
+        if owner not in self.conventions:
+            return ""
+        return f", in {owner}, whose convention says it is called by {self.conventions[owner].caller}"
 
     def land(self) -> bool:
         return land(self)

@@ -80,6 +80,11 @@ def _redux(mods: tuple, values: list[int]) -> int:
     return out
 
 
+def _lanes(lanes) -> str:
+    from .report import _ranges
+    return _ranges(sorted(lanes))
+
+
 def _set(th, slot: int | None, value) -> None:
     if slot is not None:
         th.R[slot] = value
@@ -107,15 +112,33 @@ class WarpMixin(CtaBase):
         if not group or arrived & members != members:
             return False
         del warp.pending[mask]
+        if self.world.conventions:
+            self._whole_warp_calls(warp, group)
         if len({site.kind for _, site, _, _ in group.values()}) > 1:
-            lines = sorted({(site.line, site.text) for _, site, _, _ in group.values()})
-            raise EmulationError(f"the lanes of warp {warp.index} of {self.name} meet at different warp-"
-                                 f"collective instructions: {lines}")
+            sites = sorted({(site.line, site.text) for _, site, _, _ in group.values()})
+            where = "; ".join(f"{_lanes(lane for lane, g in group.items() if g[1].line == line)} at PTX line {line} "
+                              f"({text!r}){self.world.convention_note(line)}" for line, text in sites)
+            raise EmulationError(f"the lanes of warp {warp.index} of {self.name} meet at different warp-collective "
+                                 f"instructions: lanes {where}")
         self.execute_collective(warp, group)
         for th, _, _, nxt in group.values():
             if th is not current:
                 self.wake(th, nxt)
         return True
+
+    def _whole_warp_calls(self, warp: Warp, group: dict) -> None:
+        """Lanes that complete a warp-collective instruction of a function called by whole warps must all be in
+        that function (a lane elsewhere means the warp did not call it together)."""
+        owners = {lane: self.world.owner_at(site.line) for lane, (_, site, _, _) in group.items()}
+        for name in set(owners.values()):
+            conv = self.world.conventions.get(name)
+            lanes = {lane for lane, o in owners.items() if o == name}
+            if conv is not None and conv.caller in ("warp", "warps", "warpgroup") and lanes != set(group):
+                from .conventions import ConventionError
+                raise ConventionError(f"{name} (its convention: called by {conv.caller}) is called by lanes "
+                                      f"{_lanes(lanes)} of warp {warp.index} of {self.name}; lanes "
+                                      f"{_lanes(set(group) - lanes)} meet its warp-collective instructions from "
+                                      f"elsewhere")
 
     def execute_collective(self, warp: Warp, group: dict) -> None:
         site = next(iter(group.values()))[1]

@@ -168,6 +168,11 @@ def land(world) -> bool:
         op.issuer.cta.finish(op)
         for bar, nbytes in op.targets:
             bar.inflight.discard(op.id)
+            if bar.pending == 0 and 0 < bar.tx < nbytes:       # the phase completes part-way through the copy
+                from .sync import BarrierError
+                raise BarrierError(f"{bar.describe()}: the phase completes part-way through {op.describe()}: "
+                                   f"expect_tx armed {bar.armed} B, but the copies issued for this phase bring "
+                                   f"{bar.issued_bytes(world) + nbytes} B")
             bar.tx -= nbytes
             bar.delivered += nbytes
             bar.check(world)

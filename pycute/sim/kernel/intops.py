@@ -270,6 +270,12 @@ def int_compare(cmp: str, a: str, b: str) -> str:
     return f"({a} {ops[cmp]} {b})"
 
 
+def _sad(ins: Instr, mods: list[str], ctx: Ctx) -> list[str]:
+    t, bits, sgn = _type(ins, mods)
+    a, b = _ops(ctx, ins, bits, sgn)[:2]
+    return _set(ctx, ins.args[0], f"{src(ctx, ins.args[3], bits)} + abs({a} - {b})", bits)
+
+
 def _selp(ins: Instr, mods: list[str], ctx: Ctx) -> list[str]:
     t = mods[-1]
     bits = type_info(t)[0]
@@ -304,5 +310,5 @@ INT_EMITTERS: dict[str, Callable[[Instr, list[str], Ctx], list[str]]] = {
     "popc": _bits(_popc), "clz": _bits(_clz), "brev": _bits(_brev), "bfind": _bits(_bfind), "bfe": _fields,
     "bfi": _fields, "shl": _shift, "shr": lambda i, m, c: _shift(i, m, c, False), "shf": _shf,
     "and": _logic("&"), "or": _logic("|"), "xor": _logic("^"), "lop3": _lop3, "prmt": _prmt_emit,
-    "selp": _selp, "dp4a": _dp, "dp2a": _dp,
+    "selp": _selp, "dp4a": _dp, "dp2a": _dp, "sad": _sad,
 }

@@ -44,6 +44,10 @@ class Mbarrier:
         return (f"mbarrier {self.name} (shared {self.addr:#x} of {self.cta.name}): phase {self.phase} in "
                 f"progress, {self.pending} of {self.count} arrivals pending, tx-count {self.tx} B")
 
+    def issued_bytes(self, world) -> int:
+        """The transaction bytes of this phase's copies: those completed and those still in flight."""
+        return self.delivered + sum(n for i in self.inflight for bar, n in world.ops[i].targets if bar is self)
+
     def satisfied(self, parity: bool, value: int) -> tuple[bool, int]:
         """Whether a wait on ``value`` (a parity, or a state token = the phase it was taken in) is satisfied, and
         the phase it observes (-1: the phase before phase 0)."""
@@ -56,11 +60,9 @@ class Mbarrier:
 
     def complete(self, world) -> None:
         if self.inflight:
-            ops = [world.ops[i] for i in sorted(self.inflight)]
-            more = sum(n for op in ops for b, n in op.targets if b is self)
-            raise BarrierError(f"{self.describe()}: the phase completes while {ops[0].describe()} is still in "
-                               f"flight: expect_tx armed {self.armed} B, but the copies issued for this phase bring "
-                               f"{self.delivered + more} B")
+            raise BarrierError(f"{self.describe()}: the phase completes while {world.ops[min(self.inflight)].describe()} "
+                               f"is still in flight: expect_tx armed {self.armed} B, but the copies issued for this "
+                               f"phase bring {self.issued_bytes(world)} B")
         self.acc[self.slot] = self.phase + 1
         self.done[self.phase] = self.acc
         self.done.pop(self.phase - 2, None)

@@ -51,6 +51,10 @@ class KernelCtx(Ctx):
 
     def reg(self, name: str) -> str:
         if name not in self.slots:
+            declared = self.entry.registers or self.entry.ranges
+            if declared and name not in SPECIAL_NAMES and self.entry.reg_type(name) is None:
+                raise CompileError(f"{name} is neither a declared register nor a special register the interpreter "
+                                   f"models")
             self.slots[name] = len(self.slots)
         return f"R[{self.slots[name]}]"
 

@@ -305,11 +305,11 @@ class _Scopes:
 
 def _instr(text: str, line: int, scopes: _Scopes, origin: Origin | None, functions: tuple[str, ...]) -> Instr:
     text = " ".join(text.split())
-    guard = None
+    guard, body = None, text
     if text.startswith("@"):
-        guard, text = text.split(None, 1)
+        guard, body = text.split(None, 1)
         guard = scopes.rename(guard[1:])
-    op, _, rest = text.partition(" ")
+    op, _, rest = body.partition(" ")
     return Instr(line, text, guard, op, tuple(scopes.rename(a) for a in _split_args(rest)), origin, functions)
 
 

@@ -1,0 +1,60 @@
+"""Reading PTX: braces blocks are scopes (their registers and labels renamed, never skipped), vectors and
+initialisers keep their braces, register arrays, parameters and directives are read, line information gives each
+instruction its chain of inlined functions, and anything outside the subset is refused before a thread runs."""
+import numpy as np
+import pytest
+
+import pycute as pc
+from pycute.sim import run_kernel
+from pycute.sim.kernel.front import parse_module
+
+from tests.sim.kernel.ptxkit import HEADER, entry
+
+MODULE = HEADER + """.global .align 4 .u32 table[3] = {1, 2, 3};
+.visible .entry k(.param .u64 k_param_0, .param .align 64 .b8 k_param_1[128])
+.maxntid 64, 1, 1
+.reqnctapercluster 2, 1, 1
+{
+\t.reg .b32 %r<3>;
+\t{
+\t.reg .pred p;
+\tsetp.eq.u32 p, %r1, 0;
+\t@p bra L;
+L:
+\t}
+\t{
+\t.reg .pred p;
+\tmov.b32 %r2, {%r1};
+L:
+\t}
+\tret;
+}
+"""
+
+
+def test_an_entrys_parameters_directives_scopes_and_variables_are_read():
+    module = parse_module(MODULE)
+    e = module.entries["k"]
+    assert [(p.name, p.size, p.align) for p in e.params] == [("k_param_0", 8, 8), ("k_param_1", 128, 64)]
+    assert e.directives == {"maxntid": (64, 1, 1), "reqnctapercluster": (2, 1, 1)}
+    assert [i.text for i in e.instrs][:3] == ["setp.eq.u32 p, %r1, 0", "@p bra L", "mov.b32 %r2, {%r1}"]
+    assert e.instrs[0].args[0] == e.instrs[1].guard == "p~1" and e.instrs[1].args[0] == "L~1"
+    assert e.labels == {"L~1": 2, "L~2": 3}
+    assert module.variables[0].init == bytes([1, 0, 0, 0, 2, 0, 0, 0, 3, 0, 0, 0])
+
+
+@pytest.mark.parametrize("body,message", [
+    ("\ttex.1d.v4.s32.s32 {%r1, %r2, %r3, %r4}, [tex, {%r1}];", r"PTX line \d+: instruction outside the interpreted "
+                                                                r"subset: 'tex.1d.v4.s32.s32"),
+    ("\tcall.uni f, (%r1);", "calls to .func are outside the subset"),
+    ("\tadd.f32 %f1, %f2, 1.5;", "decimal float immediate"),
+    ("\tmov.u32 %r1, %envreg3;", "%envreg3 is neither a declared register nor a special register the interpreter models"),
+])
+def test_an_instruction_outside_the_subset_is_refused_before_any_thread_runs(body, message):
+    with pytest.raises(pc.CompileError, match=message):
+        run_kernel(entry(body), block=1, args=[np.zeros(1, dtype=np.uint32)])
+
+
+def test_a_directive_outside_the_subset_is_refused():
+    with pytest.raises(pc.CompileError, match=r"directive .maxwhat is outside the interpreted subset"):
+        parse_module(MODULE.replace(".maxntid", ".maxwhat"))

@@ -54,6 +54,35 @@ extern "C" __global__ void __cluster_dims__(4, 1, 1) neighbours(unsigned* out) {
   if (threadIdx.x == 0) out[rank] = remote;
 }
 
+extern "C" __global__ void __cluster_dims__(2, 1, 1) remote_store(unsigned* out) {
+  __shared__ unsigned slot;
+  __shared__ __align__(8) unsigned long long mbar;
+  const unsigned rank = pycute_cluster_ctarank(), m = pycute_smem_address(&mbar);
+  if (threadIdx.x == 0) {
+    pycute_mbarrier_init(m, 1);
+    pycute_mbarrier_arrive_expect_tx(m, 4);
+  }
+  pycute_cluster_sync();
+  if (threadIdx.x == 0)
+    asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.u32 [%0], %1, [%2];"
+                 :: "r"(pycute_mapa(pycute_smem_address(&slot), rank ^ 1u)), "r"(100u + rank),
+                    "r"(pycute_mapa(m, rank ^ 1u)) : "memory");
+  pycute_mbarrier_wait_parity(m, 0);
+  if (threadIdx.x == 0) out[rank] = slot;
+  pycute_cluster_sync();
+}
+
+extern "C" __global__ void unwaited_store(unsigned* out) {
+  __shared__ __align__(16) unsigned tile[4];
+  tile[threadIdx.x] = threadIdx.x;
+  pycute_fence_proxy_async_shared();
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    pycute_bulk_store(out, pycute_smem_address(tile), 16u);
+    pycute_bulk_commit_group();                      // no wait_group: the CTA exits under the copy
+  }
+}
+
 extern "C" __global__ void stuck(unsigned* out) {
   if (threadIdx.x < 64u) __syncthreads();                            // barrier 0: all 128 threads
   else asm volatile("bar.sync 1, 96;" ::: "memory");                 // barrier 1: 96 of them
@@ -127,3 +156,15 @@ def test_the_launch_is_checked_against_the_entry(kernels):
         run_kernel(kernels, "barriers", block=32, args={"outs": out, "counter": out})
     with pytest.raises(pc.EmulationError, match="global store of 4 B at .* is outside every buffer"):
         run_kernel(kernels, "barriers", block=256, args=[np.zeros(8, dtype=np.uint32), out])
+
+
+def test_st_async_stores_into_a_peer_and_completes_its_transaction_bytes(kernels):
+    out = np.zeros(2, dtype=np.uint32)
+    run_kernel(kernels, "remote_store", grid=2, block=32, args=[out])
+    assert list(out) == [101, 100]
+
+
+def test_a_cta_exiting_under_its_bulk_store_is_an_error(kernels):
+    with pytest.raises(pc.EmulationError, match=r"CTA 0 exits while the bulk store issued by CTA 0 thread 0 .* is "
+                                                r"still in flight on its shared memory"):
+        run_kernel(kernels, "unwaited_store", block=4, args=[np.zeros(4, dtype=np.uint32)])

@@ -13,8 +13,9 @@ import re
 import attrs
 
 from ...errors import CompileError
+from .lineinfo import LOC, SECTION, Origin, demangle, functions, line_info, origin
 
-__all__ = ["Instr", "Origin", "Param", "Variable", "Entry", "Module", "parse_module", "parse_entry", "demangle", "REG_WIDTH"]
+__all__ = ["Instr", "Param", "Variable", "Entry", "Module", "parse_module", "parse_entry", "demangle", "REG_WIDTH"]
 
 #: Bits of a register of each declared type (``pred`` registers hold 0 or 1).
 REG_WIDTH = {"pred": 1, "b8": 8, "u8": 8, "s8": 8, "b16": 16, "u16": 16, "s16": 16, "f16": 16, "bf16": 16,
@@ -24,13 +25,6 @@ _TYPE_BYTES = {t: max(w // 8, 1) for t, w in REG_WIDTH.items() if t != "pred"}
 
 _COMMENT = re.compile(r"//[^\n]*|/\*.*?\*/", re.S)
 _LINE_DIRECTIVE = re.compile(r"^[ \t]*\.(?:file|version|target|address_size)\b[^\n]*", re.M)
-# .loc FILE LINE COL[, function_name LABEL, inlined_at FILE LINE COL] (PTX ISA #debugging-directives-loc): kept as a
-# pseudo-statement, so each instruction knows the source line and the inlined function it came from.
-_LOC = re.compile(r"^[ \t]*\.loc\s+(\d+)\s+(\d+)\s+\d+(?:\s*,\s*function_name\s+([\w$]+)\s*,\s*inlined_at\s+(\d+)\s+"
-                  r"(\d+)\s+\d+)?[^\n]*", re.M)
-_SECTION = re.compile(r"^[ \t]*\.section\b[^{]*\{.*?^[ \t]*\}", re.M | re.S)
-_FILE = re.compile(r"^[ \t]*\.file\s+(\d+)\s+\"([^\"]*)\"", re.M)
-
 _TARGET = re.compile(r"^[ \t]*\.target\s+([\w,\s]+?)\s*$", re.M)
 _TOKENS = re.compile(r'"[^"\n]*"|[{};]|[^{};"]+')
 _HEADER = re.compile(r"^(?:\.(?:visible|weak|extern)\s+)*\.(entry|func)\b")
@@ -57,17 +51,6 @@ class Instr:
     origin: "Origin | None" = None
     functions: tuple[str, ...] = ()
 
-
-@attrs.frozen
-class Origin:
-    """Where an instruction came from (``-lineinfo``): its source file and line, and when it was inlined, the
-    function it belongs to and the file and line of the call that inlined it."""
-
-    file: str
-    line: int
-    function: str | None = None
-    call_file: str | None = None
-    call_line: int | None = None
 
 @attrs.frozen
 class Param:
@@ -134,21 +117,9 @@ def _clean(ptx: str) -> str:
     """Comments, debug sections and ``.file`` lines blanked, ``.loc`` lines turned into ``@loc`` statements, line
     numbers kept."""
     ptx = _COMMENT.sub(lambda m: "\n" * m.group(0).count("\n"), ptx)
-    ptx = _SECTION.sub(lambda m: "\n" * m.group(0).count("\n"), ptx)
+    ptx = SECTION.sub(lambda m: "\n" * m.group(0).count("\n"), ptx)
     ptx = _LINE_DIRECTIVE.sub("", ptx)
-    return _LOC.sub(lambda m: "@loc " + " ".join(g or "-" for g in m.groups()) + ";", ptx)
-
-
-def _line_info(ptx: str) -> tuple[dict, dict]:
-    """``.file`` numbers -> paths, and ``$L__info_string`` labels -> the (demangled) function names they hold."""
-    files = {m.group(1): m.group(2) for m in _FILE.finditer(ptx)}
-    names = {}
-    for section in _SECTION.finditer(ptx):
-        parts = re.split(r"([\w$]+):", section.group(0))
-        for label, body in zip(parts[1::2], parts[2::2]):
-            data = bytes(int(v) for v in re.findall(r"\b\d+\b", body.replace(".b8", " ")))
-            names[label] = demangle(data.split(b"\0")[0].decode(errors="replace"))
-    return files, names
+    return LOC.sub(lambda m: "@loc " + " ".join(g or "-" for g in m.groups()) + ";", ptx)
 
 
 def _tree(text: str) -> list:
@@ -303,38 +274,21 @@ class _Scopes:
         return _IDENT.sub(sub, text)
 
 
-def _instr(text: str, line: int, scopes: _Scopes, origin: Origin | None, functions: tuple[str, ...]) -> Instr:
+def _instr(text: str, line: int, scopes: _Scopes, at: Origin | None, chain: tuple[str, ...]) -> Instr:
     text = " ".join(text.split())
     guard, body = None, text
     if text.startswith("@"):
         guard, body = text.split(None, 1)
         guard = scopes.rename(guard[1:])
     op, _, rest = body.partition(" ")
-    return Instr(line, text, guard, op, tuple(scopes.rename(a) for a in _split_args(rest)), origin, functions)
-
-
-def _origin(text: str, info: tuple[dict, dict]) -> Origin:
-    f, line, fn, cf, cl = text.split()[1:]
-    files, names = info
-    return Origin(files.get(f, f), int(line), names.get(fn, fn) if fn != "-" else None,
-                  files.get(cf, cf) if cf != "-" else None, int(cl) if cl != "-" else None)
-
-
-def _functions(origin: Origin | None, frames: dict) -> tuple[str, ...]:
-    """The inlined functions an instruction at ``origin`` is part of, innermost first: each frame's call site is
-    the location of the frame around it (the last ``.loc`` seen there)."""
-    out: list[str] = []
-    while origin is not None and origin.function is not None and len(out) < 16:
-        out.append(origin.function)
-        origin = frames.get((origin.call_file, origin.call_line))
-    return tuple(out)
+    return Instr(line, text, guard, op, tuple(scopes.rename(a) for a in _split_args(rest)), at, chain)
 
 
 def _flatten(items: list, scopes: _Scopes, out: list, labels: dict, variables: list, info: tuple, at: list) -> None:
     for item in items:
         kind, line = item[0], item[1]
         if kind == "stmt" and item[2].startswith("@loc "):
-            at[0] = _origin(item[2], info)
+            at[0] = origin(item[2], info)
             at[1][(at[0].file, at[0].line)] = at[0]
         elif kind == "label":
             labels[scopes.rename(item[2])] = len(out)
@@ -354,7 +308,7 @@ def _flatten(items: list, scopes: _Scopes, out: list, labels: dict, variables: l
                 raise CompileError(f"PTX line {line}: declaration {item[2]!r} is outside the interpreted subset")
             variables.append(var)
         else:
-            out.append(_instr(item[2], line, scopes, at[0], _functions(at[0], at[1])))
+            out.append(_instr(item[2], line, scopes, at[0], functions(at[0], at[1])))
 
 
 def _entry(header: str, items: list, info: tuple) -> Entry:
@@ -379,7 +333,7 @@ def parse_module(ptx: str) -> Module:
         raise TypeError(f"PTX must be text, got {type(ptx).__name__}")
     target = m.group(1).split(",")[0].strip() if (m := _TARGET.search(ptx)) else ""
     variables, entries, functions = [], {}, []
-    info = _line_info(ptx)
+    info = line_info(ptx)
     for item in _tree(_clean(ptx)):
         if item[0] == "block":
             kind = _HEADER.match(item[2])
@@ -394,13 +348,6 @@ def parse_module(ptx: str) -> Module:
             if (var := _variable(item[2])) is not None:
                 variables.append(var)
     return Module(target, tuple(variables), entries, tuple(functions), bool(info[0]))
-
-
-def demangle(name: str) -> str:
-    """A function-local static's name (``_ZZ16blockscaled_gemmE4full`` -> ``full``) or a function's
-    (``_Z6load_aPKvjjii`` -> ``load_a``); other names unchanged."""
-    m = re.match(r"_ZZ.*E(\d+)(\w+)$", name) or re.match(r"_Z(\d+)(\w+)$", name)
-    return m.group(2)[:int(m.group(1))] if m else name
 
 
 def parse_entry(ptx: str, name: str | None) -> tuple[Module, Entry]:

@@ -83,6 +83,12 @@ extern "C" __global__ void unwaited_store(unsigned* out) {
   }
 }
 
+extern "C" __global__ void local_array(const unsigned* index, unsigned* out) {
+  unsigned scratch[40];                                   // indexed at run time: local memory
+  for (unsigned k = 0; k < 40u; ++k) scratch[k] = k * k + threadIdx.x;
+  out[threadIdx.x] = scratch[index[threadIdx.x] % 40u];
+}
+
 extern "C" __global__ void stuck(unsigned* out) {
   if (threadIdx.x < 64u) __syncthreads();                            // barrier 0: all 128 threads
   else asm volatile("bar.sync 1, 96;" ::: "memory");                 // barrier 1: 96 of them
@@ -168,3 +174,11 @@ def test_a_cta_exiting_under_its_bulk_store_is_an_error(kernels):
     with pytest.raises(pc.EmulationError, match=r"CTA 0 exits while the bulk store issued by CTA 0 thread 0 .* is "
                                                 r"still in flight on its shared memory"):
         run_kernel(kernels, "unwaited_store", block=4, args=[np.zeros(4, dtype=np.uint32)])
+
+
+
+def test_each_thread_has_its_own_local_memory(kernels):
+    index = np.arange(64, dtype=np.uint32) * 7
+    out = np.zeros(64, dtype=np.uint32)
+    run_kernel(kernels, "local_array", block=64, args=[index, out])
+    assert list(out) == [int((i * 7 % 40) ** 2 + i) for i in range(64)]

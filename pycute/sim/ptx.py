@@ -18,12 +18,13 @@ from __future__ import annotations
 import re
 from typing import Callable
 
-from ..codegen.probe import PROBE_SHARED_SYMBOL, probe_entry
-from ..errors import CompileError
-from .executors import bulk, cp_async, mma, tcgen05_cp, tcgen05_ldst, tma
 from .kernel.codegen import emit_inline
 from .kernel.front import Entry, Instr, demangle, parse_entry
 from .kernel.operands import Ctx
+
+from ..codegen.probe import PROBE_SHARED_SYMBOL, probe_entry
+from ..errors import CompileError
+from .executors import bulk, cp_async, mma, tcgen05_cp, tcgen05_ldst, tma
 
 #: PTX opcode prefix -> the executor's decoder of its issued instructions (pycute.sim.executors).
 ISSUE_DECODERS = {"tcgen05.cp": tcgen05_cp.decode, "tcgen05.ld": tcgen05_ldst.decode, "tcgen05.st": tcgen05_ldst.decode,
@@ -35,14 +36,16 @@ ISSUE_DECODERS = {"tcgen05.cp": tcgen05_cp.decode, "tcgen05.ld": tcgen05_ldst.de
 _RECORDS = {"tcgen05.cp": "issued", "tcgen05.ld": "ldst", "tcgen05.st": "ldst", "cp.async.bulk.tensor": "tma",
             "cp.async.bulk.prefetch.tensor": "tma", "cp.async.ca": "cp_async", "cp.async.cg": "cp_async",
             "cp.async.bulk.shared::cluster": "bulk", "cp.async.bulk.global": "bulk", "tcgen05.mma": "mma"}
-# TMA reductions decode as TMA stores (their reduction is in the opcode).
-ISSUE_DECODERS["cp.reduce.async.bulk.tensor"] = tma.decode
-_RECORDS["cp.reduce.async.bulk.tensor"] = "tma"
 
 
 def _family(op: str) -> str | None:
     """The ISSUE_DECODERS key ``op`` starts with (``cp.async.bulk.tensor.2d...`` -> ``cp.async.bulk.tensor``)."""
     return next((k for k in ISSUE_DECODERS if op == k or op.startswith(k + ".")), None)
+
+
+# TMA reductions decode as TMA stores (their reduction is in the opcode).
+ISSUE_DECODERS["cp.reduce.async.bulk.tensor"] = tma.decode
+_RECORDS["cp.reduce.async.bulk.tensor"] = "tma"
 
 __all__ = ["run_entry", "trace_entry", "probe_stream", "ldst_stream", "GENERIC_SHARED_WINDOW", "SPECIAL_DEFAULTS"]
 

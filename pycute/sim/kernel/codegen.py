@@ -35,6 +35,9 @@ class Code:
 #: Opcode base -> emitter of the instructions that talk to memory, other threads or agents (filled by
 #: ``rtemit``): ``(instr, mods, ctx) -> Code``.
 RUNTIME_EMITTERS: dict[str, Callable[[Instr, list[str], Any], Code]] = {}
+#: ``(family of an opcode or None, emitter of a decoded family's statement)`` for opcodes no emitter above takes
+#: (set by ``rtemit_sync``: the families ``pycute.sim.ptx.ISSUE_DECODERS`` decodes).
+FAMILY_EMITTER: list = []
 _DYNAMIC = {"%clock": "th.clock(32)", "%clock_hi": "(th.clock(64) >> 32)", "%clock64": "th.clock(64)",
             "%globaltimer": "th.clock(64)", "%globaltimer_lo": "th.clock(32)", "%globaltimer_hi": "(th.clock(64) >> 32)"}
 
@@ -111,6 +114,8 @@ def _code(ins: Instr, ctx: KernelCtx) -> Code:
             return Code(tuple(inline))
         if base in RUNTIME_EMITTERS:
             return RUNTIME_EMITTERS[base](ins, mods, ctx)
+        if FAMILY_EMITTER and FAMILY_EMITTER[0](ins.op) is not None:     # a family another module decodes
+            return FAMILY_EMITTER[1](ins, ctx, FAMILY_EMITTER[0](ins.op))
     except (IndexError, KeyError, ValueError) as e:
         if isinstance(e, CompileError):
             raise CompileError(f"PTX line {ins.line}: {ins.text!r}: {e}") from None

@@ -10,15 +10,18 @@ from typing import Any, Callable
 import attrs
 
 from ...errors import CompileError
-from .codegen import RUNTIME_EMITTERS, Code, KernelCtx
+from .codegen import FAMILY_EMITTER, RUNTIME_EMITTERS, Code, KernelCtx
 from .front import Instr
 from .operands import SPECIAL_NAMES, address, dst, is_register, src, vector
 from .rtemit import register, space_of
 
 __all__ = ["IssueSite", "Site", "KERNEL_EXECUTORS"]
 
-#: PTX opcode prefix (an ``ISSUE_DECODERS`` key) -> ``(execute(cta, thread, record, site, R), collective)``, filled
-#: by ``asyncops`` and ``tensorcore``; a decoded family without an entry here is refused before the run.
+#: PTX opcode prefix (an ``ISSUE_DECODERS`` key) -> ``(execute, collective)``, filled by ``asyncops`` and
+#: ``tensorcore``: ``execute(cta, thread, record, site, R)`` for an instruction one thread issues, or, ``collective``,
+#: ``execute(cta, warp, site, group)`` once every lane of the warp has reached it (``group``: lane -> (thread, site,
+#: (its decoded record, its registers), next statement); a load's destination slots are ``site.dests``). A family
+#: ``ISSUE_DECODERS`` decodes without an entry here is refused, by name, before the run.
 KERNEL_EXECUTORS: dict[str, tuple[Callable[..., Any], bool]] = {}
 _TOKEN = re.compile(r"%?[A-Za-z_$][\w$~]*(?:\.[xyz])?")
 
@@ -167,11 +170,15 @@ def _issue(ins: Instr, ctx: KernelCtx, family: str) -> Code:
         raise CompileError(f"{family} is decoded (pycute.sim.ptx.ISSUE_DECODERS) but the whole-kernel run has no "
                            f"executor for it (pycute.sim.kernel.rtemit_sync.KERNEL_EXECUTORS)")
     _, collective = KERNEL_EXECUTORS[family]
-    dests = tuple(_slot(ctx, r) for r in vector(ins.args[0])) if family == "tcgen05.ld" else ()
+    loads = collective and ins.args[0].startswith("{")          # a warp's load: the vector it writes
+    dests = tuple(_slot(ctx, r) for r in vector(ins.args[0])) if loads else ()
     site = ctx.helper(IssueSite(family, ins, ctx, dests), "issue")
     if not collective:
         return Code((f"m.issue(th, {site}, R)",))
     return Code((f"return m.collective(th, {site}, ({site}.decode(R), R), {{next}})",), "wait")
+
+
+FAMILY_EMITTER.extend([_family, _issue])
 
 
 @register("cp")

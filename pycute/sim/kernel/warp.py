@@ -145,8 +145,12 @@ class WarpMixin(CtaBase):
         kind = site.kind
         if kind == "warpsync":
             return
-        if kind.startswith("tcgen05"):
+        if kind.startswith("tcgen05.") and not hasattr(site, "decode"):     # alloc / dealloc
             self.tc_collective(warp, site, group)
+            return
+        if hasattr(site, "decode"):                                      # a decoded family's warp instruction
+            from .rtemit_sync import KERNEL_EXECUTORS
+            KERNEL_EXECUTORS[kind][0](self, warp, site, group)
             return
         lanes = sorted(group)
         if kind == "elect":

@@ -58,3 +58,29 @@ def test_an_instruction_outside_the_subset_is_refused_before_any_thread_runs(bod
 def test_a_directive_outside_the_subset_is_refused():
     with pytest.raises(pc.CompileError, match=r"directive .maxwhat is outside the interpreted subset"):
         parse_module(MODULE.replace(".maxntid", ".maxwhat"))
+
+
+def test_a_decoded_family_without_a_kernel_executor_is_refused_by_name(monkeypatch):
+    from pycute.sim.ptx import ISSUE_DECODERS
+    monkeypatch.setitem(ISSUE_DECODERS, "frob.sync", lambda op, args, value: (op, value(args[1])))
+    with pytest.raises(pc.CompileError, match=r"frob.sync is decoded \(pycute.sim.ptx.ISSUE_DECODERS\) but the "
+                                              r"whole-kernel run has no executor for it"):
+        run_kernel(entry("\tfrob.sync.b32 {%r1}, %r2;"), block=1, args=[np.zeros(1, dtype=np.uint32)])
+
+
+def test_a_warp_collective_family_runs_through_its_kernel_executor(monkeypatch):
+    """The protocol a new family follows: a decoder row, and a kernel executor that gets the whole warp."""
+    from pycute.sim.kernel.rtemit_sync import KERNEL_EXECUTORS
+    from pycute.sim.ptx import ISSUE_DECODERS
+
+    def everyone_sums(cta, warp, site, group):            # each lane gets the sum of every lane's operand
+        total = sum(record[1] for _, _, (record, _), _ in group.values())
+        for th, s, _, _ in group.values():
+            th.R[s.dests[0]] = total
+    monkeypatch.setitem(ISSUE_DECODERS, "frob.sync", lambda op, args, value: (op, value(args[1])))
+    monkeypatch.setitem(KERNEL_EXECUTORS, "frob.sync", (everyone_sums, True))
+    body = ("\tmov.u32 %r2, %laneid;\n\tfrob.sync.b32 {%r1}, %r2;\n\tmov.u32 %r3, %tid.x;\n"
+            "\tmul.wide.u32 %rd1, %r3, 4;\n\tadd.s64 %rd2, %out, %rd1;\n\tst.global.u32 [%rd2], %r1;")
+    out = np.zeros(32, dtype=np.uint32)
+    run_kernel(entry(body), block=32, args=[out])
+    assert set(out) == {sum(range(32))}

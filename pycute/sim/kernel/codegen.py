@@ -49,6 +49,7 @@ class KernelCtx(Ctx):
     def __init__(self, entry: Entry, symbols: dict[str, int]):
         super().__init__()
         self.entry, self.symbols = entry, symbols
+        self.call_params = {v.name for v in entry.variables if v.space == "param"}
         self.slots: dict[str, int] = {}
         self.specials: dict[str, int] = {}
 

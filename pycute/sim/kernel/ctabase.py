@@ -33,3 +33,4 @@ class CtaBase:
     finish: Callable[..., None]
     tc_collective: Callable[..., None]
     _resolve: Callable[..., tuple]
+    ld: Callable[..., int]

@@ -31,7 +31,7 @@ _HEADER = re.compile(r"^(?:\.(?:visible|weak|extern)\s+)*\.(entry|func)\b")
 _LABEL = re.compile(r"^\s*([A-Za-z_$][\w$]*)\s*:(?!:)")
 _IDENT = re.compile(r"(?<![\w$.~])(%?[A-Za-z_$][\w$]*)")
 _DECL = re.compile(r"^\.(reg|shared|local|const|global|param)\b")
-_VARIABLE = re.compile(r"^(?:\.extern\s+|\.visible\s+|\.weak\s+)*\.(shared|global|const|local)\s+(.*?)"
+_VARIABLE = re.compile(r"^(?:\.extern\s+|\.visible\s+|\.weak\s+)*\.(shared|global|const|local|param)\s+(.*?)"
                        r"([A-Za-z_$][\w$]*)\s*(?:\[\s*(\d*)\s*\])?\s*(?:=\s*(.*))?$", re.S)
 _ENTRY_DIRECTIVES = ("maxntid", "reqntid", "minnctapersm", "maxnctapersm", "reqnctapercluster", "explicitcluster",
                      "maxclusterrank", "blocksareclusters", "noreturn", "pragma", "maxnreg")
@@ -192,6 +192,8 @@ def _variable(text: str) -> Variable | None:
         except ValueError:
             raise CompileError(f"PTX variable {name}: initialiser {init.strip()!r} is not integers") from None
     n = 1 if count is None else (int(count) if count else 0)
+    if data is not None and len(data) < elem * n:                 # an initialiser may leave the tail to zeros
+        data += bytes(elem * n - len(data))
     return Variable(space, name, elem * n, align or elem, data, extern=count == "")
 
 

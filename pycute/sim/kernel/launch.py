@@ -15,10 +15,10 @@ import numpy as np
 
 from ...errors import CompileError, EmulationError
 from ..emulator import Sm100Emulator
-from . import asyncops, rtemit, rtemit_sync, tensorcore  # noqa: F401  (they register their emitters)
+from . import asyncops, calls, rtemit, rtemit_sync, tensorcore  # noqa: F401  (they register their emitters)
 from .codegen import Program, compile_entry
 from .conventions import attribute, check_conventions
-from .front import Entry, Module, Param, demangle, parse_entry
+from .front import Entry, Module, Param, Variable, demangle, parse_entry
 from .memory import TENSOR_MAP_MAGIC as _MAGIC, GlobalMemory
 from .operands import MASK
 from .scheduler import Cluster, Cta, Thread, World, run
@@ -54,7 +54,8 @@ def tensor_map(plan: Any, array: np.ndarray) -> TensorMapArg:
 @attrs.frozen(eq=False)
 class KernelRun:
     """What a run left: each CTA's shared memory and TMEM image (by linear CTA index), the blocks of statements
-    run, the seconds it took. The argument arrays were written in place."""
+    run, the seconds it took, and what the kernel printed (``printf``, in order). The argument arrays were written
+    in place."""
 
     grid: tuple[int, int, int]
     block: tuple[int, int, int]
@@ -63,6 +64,7 @@ class KernelRun:
     tmem: tuple
     steps: int
     seconds: float
+    printed: tuple[str, ...] = ()
 
     def __repr__(self) -> str:
         return (f"KernelRun(grid {self.grid}, block {self.block}, cluster {self.cluster}: {self.steps} blocks of "
@@ -121,11 +123,14 @@ def _layout(module: Module, entry: Entry, gmem: GlobalMemory) -> _Layout:
         placed.append((p, offset))
         offset += p.size
     local = 0
+    frames: dict[str, Variable] = {}                    # a call's .param variables, by name, the largest of each
     for var in entry.variables:
-        if var.space == "local":
-            local = _align(local, var.align)
-            symbols[var.name] = local
-            local += var.size
+        if var.space == "param" and var.size > getattr(frames.get(var.name), "size", -1):
+            frames[var.name] = var
+    for var in [v for v in entry.variables if v.space == "local"] + list(frames.values()):
+        local = _align(local, var.align)
+        symbols[var.name] = local
+        local += var.size
     return _Layout(symbols, names, at, dynamic_at if dynamic_at is not None else at, local, tuple(placed))
 
 
@@ -336,7 +341,11 @@ def run_kernel(kernel: Any, entry: str | None = None, *, grid: Any = 1, block: A
     world.conventions = dict(conventions or {})
     _populate(world, grid3, block3, cluster3, _align(total, 16), int(smem),
               "explicitcluster" in ent.directives or cluster is not None)
-    run(world)
+    try:
+        run(world)
+    finally:
+        print("".join(world.printed), end="")                   # a GPU flushes printf's buffer at the kernel's end
     check_conventions(world, world.conventions)
     return KernelRun(grid3, block3, cluster3, tuple(c.smem.copy() for c in world.ctas),
-                     tuple(c.cluster.machine.ctas[c.rank].tmem.copy() for c in world.ctas), world.steps, world.seconds)
+                     tuple(c.cluster.machine.ctas[c.rank].tmem.copy() for c in world.ctas), world.steps, world.seconds,
+                     tuple(world.printed))

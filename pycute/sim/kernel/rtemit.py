@@ -19,6 +19,13 @@ def space_of(mods: list[str], default: str = "generic") -> str:
     return next((_SPACES[m] for m in mods if m in _SPACES), default)
 
 
+def _data_space(ctx: KernelCtx, mods: list[str], operand: str) -> str:
+    """A load's or store's space: a call's ``.param`` variables live in the thread's local memory (``calls``)."""
+    space = space_of(mods)
+    name = operand.strip("[] ").split("+")[0].strip()
+    return "local" if space == "param" and name in ctx.call_params else space
+
+
 def register(name: str):
     """Decorator: the emitter of the opcode base ``name``."""
     def add(fn):
@@ -46,7 +53,7 @@ def _widen(ctx: KernelCtx, reg: str, expr: str, nbytes: int, sgn: bool) -> str:
 @register("ld")
 @register("ldu")
 def _ld(ins: Instr, mods: list[str], ctx: KernelCtx) -> Code:
-    space = space_of(mods)
+    space = _data_space(ctx, mods, ins.args[1])
     nbytes, sgn, count = _elem(ins, mods)
     addr = address(ctx, ins.args[1])
     if count == 1:
@@ -62,7 +69,7 @@ def _ld(ins: Instr, mods: list[str], ctx: KernelCtx) -> Code:
 def _st(ins: Instr, mods: list[str], ctx: KernelCtx) -> Code:
     if "async" in mods:
         return _st_async(ins, mods, ctx)
-    space = space_of(mods)
+    space = _data_space(ctx, mods, ins.args[0])
     nbytes, _, count = _elem(ins, mods)
     addr = address(ctx, ins.args[0])
     if count == 1:
@@ -145,12 +152,6 @@ def _exit(ins: Instr, mods: list[str], ctx: KernelCtx) -> Code:
 @register("brkpt")
 def _trap(ins: Instr, mods: list[str], ctx: KernelCtx) -> Code:
     return Code((f"m.trap(th, {ins.line}, {ins.text!r})",))
-
-
-@register("call")
-def _call(ins: Instr, mods: list[str], ctx: KernelCtx) -> Code:
-    raise CompileError("calls to .func are outside the subset: the interpreter runs inlined code (mark device "
-                       "functions __forceinline__, and leave printf / assert out of kernels run on the CPU)")
 
 
 def _nothing(ins: Instr, mods: list[str], ctx: KernelCtx) -> Code:

@@ -16,6 +16,7 @@ import numpy as np
 
 from ...errors import EmulationError
 from .asyncops import AsyncMixin, land
+from .calls import CallsMixin
 from .codegen import Program, statement_error
 from .memory import TENSOR_MAP_MAGIC, GlobalMemory, MemoryMixin
 from .report import DeadlockError, deadlock_report, describe_thread
@@ -72,7 +73,7 @@ class Thread:
         return describe_thread(self)
 
 
-class Cta(MemoryMixin, SyncMixin, WarpMixin, AsyncMixin, TensorMixin):
+class Cta(MemoryMixin, SyncMixin, WarpMixin, AsyncMixin, TensorMixin, CallsMixin):
     """A CTA: its shared memory (the emulator's image), threads, warps, barriers and mbarriers."""
 
     def __init__(self, world: "World", cluster: "Cluster", rank: int, ctaid: tuple[int, int, int], linear: int):
@@ -165,6 +166,7 @@ class World:
         self.steps = 0
         self.tensor_maps: dict = {}
         self.owners: list = []
+        self.printed: list[str] = []
         self.conventions: dict = {}
         self.seconds = 0.0
 

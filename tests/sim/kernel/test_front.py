@@ -46,7 +46,7 @@ def test_an_entrys_parameters_directives_scopes_and_variables_are_read():
 @pytest.mark.parametrize("body,message", [
     ("\ttex.1d.v4.s32.s32 {%r1, %r2, %r3, %r4}, [tex, {%r1}];", r"PTX line \d+: instruction outside the interpreted "
                                                                 r"subset: 'tex.1d.v4.s32.s32"),
-    ("\tcall.uni f, (%r1);", "calls to .func are outside the subset"),
+    ("\tcall.uni f, (%r1);", "a call's operand '%r1' is not one of its .param variables"),
     ("\tadd.f32 %f1, %f2, 1.5;", "decimal float immediate"),
     ("\tmov.u32 %r1, %envreg3;", "%envreg3 is neither a declared register nor a special register the interpreter models"),
 ])

@@ -7,6 +7,8 @@ PTX). ``elect.sync`` elects the lowest member lane (PTX promises only that the c
 from __future__ import annotations
 
 from .ctabase import CtaBase
+import numpy as np
+
 from ...errors import EmulationError
 from .numeric import minmax
 from .operands import MASK
@@ -85,6 +87,19 @@ def _lanes(lanes) -> str:
     return _ranges(sorted(lanes))
 
 
+def _join(threads: list) -> None:
+    """The lanes that complete a warp-collective instruction together are ordered after what each did before it
+    (``bar.warp.sync`` guarantees this, PTX ISA #parallel-synchronization-and-communication-instructions-bar-warp-
+    sync; the model extends it to every ``.sync`` warp instruction, as an elected lane's arrival after the warp's
+    reads relies on)."""
+    if len(threads) < 2:
+        return
+    acc = np.maximum.reduce([th.vc for th in threads])
+    for th in threads:
+        np.maximum(th.vc, acc, out=th.vc)
+        th.tick()
+
+
 def _set(th, slot: int | None, value) -> None:
     if slot is not None:
         th.R[slot] = value
@@ -121,6 +136,7 @@ class WarpMixin(CtaBase):
             raise EmulationError(f"the lanes of warp {warp.index} of {self.name} meet at different warp-collective "
                                  f"instructions: lanes {where}")
         self.execute_collective(warp, group)
+        _join([th for th, _, _, _ in group.values()])
         for th, _, _, nxt in group.values():
             if th is not current:
                 self.wake(th, nxt)

@@ -13,7 +13,8 @@ ARRAY = pc.make_global_tensor(pc.f32, Layout((96, 64), (64, 1)))
 LOAD = pc.make_tma_copy(pc.make_smem_tensor(pc.f32, Layout((16, 64), (64, 1))), ARRAY)
 TILES, STAGES, CONSUMERS = 6, 2, 64
 CORRECT = {"full_count": "1u", "empty_count": f"{CONSUMERS}u", "producer_parity": "((k / STAGES) - 1) & 1",
-           "consumer_parity": "(k / STAGES) & 1", "expect": "ld_expect_tx", "release_first": "0"}
+           "consumer_parity": "(k / STAGES) & 1", "expect": "ld_expect_tx", "release_first": "0",
+           "release": "pycute_mbarrier_arrive(pycute_smem_address(&empty[s]));"}
 
 
 def source(**knobs) -> str:
@@ -45,7 +46,7 @@ extern "C" __global__ void pipe(const pycute_tensor_map* map, unsigned* out, int
       pycute_mbarrier_wait_parity(pycute_smem_address(&full[s]), {k['consumer_parity']});
       if ({k['release_first']}) pycute_mbarrier_arrive(pycute_smem_address(&empty[s]));
       for (unsigned i = threadIdx.x; i < 1024u; i += {CONSUMERS}u) sum += words[s * 1024u + i] * (k + 1u);
-      if (!{k['release_first']}) pycute_mbarrier_arrive(pycute_smem_address(&empty[s]));
+      if (!{k['release_first']}) {{ {k['release']} }}
     }}
     out[threadIdx.x] = sum;
   }}
@@ -104,3 +105,18 @@ def test_a_stage_released_before_it_is_read_is_overwritten_before_its_release():
                                         r"CTA 0 thread \d+ .* read and has not released to the writer: the stage is "
                                         r"overwritten before its release"):
         run(release_first="1")
+
+
+def test_a_warp_that_syncs_before_one_lane_releases_for_it_is_ordered():
+    out, words = run(empty_count="2u", release="__syncwarp(); if (threadIdx.x % 32u == 0u) "
+                                              "pycute_mbarrier_arrive(pycute_smem_address(&empty[s]));")
+    tiles = words.reshape(TILES, 1024).astype(np.uint64)
+    want = sum((tiles[k].reshape(-1, CONSUMERS) * (k + 1)).sum(axis=0) for k in range(TILES)) % (1 << 32)
+    assert list(out) == list(want)
+
+
+def test_one_lane_releasing_for_a_warp_that_did_not_sync_is_a_race():
+    with pytest.raises(RaceError, match=r"overwrites shared byte .* which CTA 0 thread \d+ .* read and has not "
+                                        r"released to the writer"):
+        run(empty_count="2u", release="if (threadIdx.x % 32u == 0u) "
+                                      "pycute_mbarrier_arrive(pycute_smem_address(&empty[s]));")

@@ -14,8 +14,8 @@ from typing import Callable
 
 import numpy as np
 
-from .ctabase import CtaBase
 from ...errors import EmulationError
+from .ctabase import CtaBase
 from ..executors.bulk import CLUSTER_WINDOW
 from ..ptx import GENERIC_SHARED_WINDOW
 from .numeric import binary, minmax
@@ -141,24 +141,44 @@ class MemoryMixin(CtaBase):
             return self.cluster.ctas[rank], addr % CLUSTER_WINDOW
         return self, addr
 
-    def ld(self, th, space: str, addr: int, n: int) -> int:
+    def _flag(self, kind: str, target, off: int):
+        """The key of a location strong accesses synchronise through (shared bytes of a CTA, or global ones)."""
+        return ("smem", target.rank, off) if kind == "smem" else ("global", off)
+
+    def _release(self, th, key) -> None:
+        flags = self.cluster.flags
+        flags[key] = th.vc.copy() if key not in flags else np.maximum(flags[key], th.vc)
+        th.tick()
+
+    def ld(self, th, space: str, addr: int, n: int, strong: bool = False) -> int:
+        """A load; ``strong`` (``.volatile`` / ``.relaxed`` / ``.acquire``) ones are not race-checked and acquire
+        what strong stores and atomics to the same address released (PTX ISA #memory-consistency-model: morally
+        strong operations do not race)."""
         kind, target, off = self._resolve(th, space, addr, n)
+        if strong and kind in ("smem", "global"):
+            th.acquire(self.cluster.flags.get(self._flag(kind, target, off)))
         if kind == "smem":
-            target.shadow.read(th, off, n, self.world.check_unwritten)
+            if not strong:
+                target.shadow.read(th, off, n, self.world.check_unwritten)
             return int.from_bytes(target.smem_view[off:off + n], "little")
         if kind == "global":
             return self.world.gmem.read(off, n)
         return int.from_bytes(target[off:off + n], "little")
 
-    def ldv(self, th, space: str, addr: int, n: int, count: int) -> list[int]:
-        whole = self.ld(th, space, addr, n * count)
+    def ldv(self, th, space: str, addr: int, n: int, count: int, strong: bool = False) -> list[int]:
+        whole = self.ld(th, space, addr, n * count, strong)
         return [(whole >> (8 * n * k)) & ((1 << (8 * n)) - 1) for k in range(count)]
 
-    def st(self, th, space: str, addr: int, n: int, value: int) -> None:
+    def st(self, th, space: str, addr: int, n: int, value: int, strong: bool = False) -> None:
+        """A store; ``strong`` ones (``.volatile`` / ``.relaxed`` / ``.release``) release the thread's accesses
+        so far to strong loads of the same address, and are not race-checked."""
         kind, target, off = self._resolve(th, space, addr, n)
         data = (value & ((1 << (8 * n)) - 1)).to_bytes(n, "little")
+        if strong and kind in ("smem", "global"):
+            self._release(th, self._flag(kind, target, off))
         if kind == "smem":
-            target.shadow.write(th, off, n)
+            if not strong:
+                target.shadow.write(th, off, n)
             target.smem_view[off:off + n] = data
         elif kind == "global":
             self.world.gmem.write(off, n, value)
@@ -167,19 +187,23 @@ class MemoryMixin(CtaBase):
         else:
             target[off:off + n] = data
 
-    def stv(self, th, space: str, addr: int, n: int, values: tuple) -> None:
+    def stv(self, th, space: str, addr: int, n: int, values: tuple, strong: bool = False) -> None:
         whole = 0
         for k, v in enumerate(values):
             whole |= (v & ((1 << (8 * n)) - 1)) << (8 * n * k)
-        self.st(th, space, addr, n * len(values), whole)
+        self.st(th, space, addr, n * len(values), whole, strong)
 
     def atom(self, th, space: str, op: str, t: str, addr: int, b: int, c: int | None = None) -> int:
-        """An atomic read-modify-write (one at a time, so atomics never race; not race-checked against plain
-        accesses either)."""
+        """An atomic read-modify-write: one at a time, so atomics never race; each acquires and releases through
+        its address like a strong load and store (not race-checked against plain accesses)."""
         bits = int(t.lstrip("subfx").split("x")[0]) if not t.startswith("bf") else 16
         bits *= 2 if t.endswith("x2") else 1
         n = bits // 8
         kind, target, off = self._resolve(th, space, addr, n)
+        if kind in ("smem", "global"):
+            key = self._flag(kind, target, off)
+            th.acquire(self.cluster.flags.get(key))
+            self._release(th, key)
         if kind == "global":
             old = self.world.gmem.read(off, n)
             self.world.gmem.write(off, n, _atomic(op, t, old, b, c, bits))

@@ -34,6 +34,9 @@ def register(name: str):
     return add
 
 
+_STRONG = ("volatile", "relaxed", "acquire", "release")
+
+
 def _elem(ins: Instr, mods: list[str]) -> tuple[int, bool, int]:
     """``(bytes, signed, count)`` of a load / store's element type and vector width."""
     bits, sgn, _ = type_info(mods[-1])
@@ -56,11 +59,12 @@ def _ld(ins: Instr, mods: list[str], ctx: KernelCtx) -> Code:
     space = _data_space(ctx, mods, ins.args[1])
     nbytes, sgn, count = _elem(ins, mods)
     addr = address(ctx, ins.args[1])
+    strong = ", True" if any(m in _STRONG for m in mods) else ""
     if count == 1:
-        value = _widen(ctx, ins.args[0], f"m.ld(th, {space!r}, {addr}, {nbytes})", nbytes, sgn)
+        value = _widen(ctx, ins.args[0], f"m.ld(th, {space!r}, {addr}, {nbytes}{strong})", nbytes, sgn)
         return Code((f"{dst(ctx, ins.args[0])} = {value}",))
     regs = vector(ins.args[0])
-    lines = [f"_v = m.ldv(th, {space!r}, {addr}, {nbytes}, {count})"]
+    lines = [f"_v = m.ldv(th, {space!r}, {addr}, {nbytes}, {count}{strong})"]
     lines += [f"{dst(ctx, r)} = {_widen(ctx, r, f'_v[{k}]', nbytes, sgn)}" for k, r in enumerate(regs) if r != "_"]
     return Code(tuple(lines))
 
@@ -72,10 +76,11 @@ def _st(ins: Instr, mods: list[str], ctx: KernelCtx) -> Code:
     space = _data_space(ctx, mods, ins.args[0])
     nbytes, _, count = _elem(ins, mods)
     addr = address(ctx, ins.args[0])
+    strong = ", True" if any(m in _STRONG for m in mods) else ""
     if count == 1:
-        return Code((f"m.st(th, {space!r}, {addr}, {nbytes}, {src(ctx, ins.args[1], 8 * nbytes)})",))
+        return Code((f"m.st(th, {space!r}, {addr}, {nbytes}, {src(ctx, ins.args[1], 8 * nbytes)}{strong})",))
     values = ", ".join(src(ctx, v, 8 * nbytes) for v in vector(ins.args[1]))
-    return Code((f"m.stv(th, {space!r}, {addr}, {nbytes}, ({values},))",))
+    return Code((f"m.stv(th, {space!r}, {addr}, {nbytes}, ({values},){strong})",))
 
 
 def _st_async(ins: Instr, mods: list[str], ctx: KernelCtx) -> Code:

@@ -145,6 +145,7 @@ class Cluster:
         self.barrier = ClusterBarrier(self)
         self.live = 0
         self.pair_allocs: list[int] = []
+        self.flags: dict = {}                          # clocks released through addresses (strong accesses)
         self.pair_deallocs: list[int] = []
 
 

@@ -89,6 +89,22 @@ extern "C" __global__ void local_array(const unsigned* index, unsigned* out) {
   out[threadIdx.x] = scratch[index[threadIdx.x] % 40u];
 }
 
+extern "C" __global__ void flag(unsigned* out) {
+  __shared__ unsigned data[32];
+  __shared__ volatile unsigned ready;
+  if (threadIdx.x == 0) ready = 0u;
+  __syncthreads();
+  if (threadIdx.x == 32u) {                          // a producer warp publishes through a volatile flag
+    for (unsigned i = 0; i < 32u; ++i) data[i] = i * 3u;
+    __threadfence_block();
+    ready = 1u;
+  } else if (threadIdx.x < 32u) {                    // the consumer warp spins on it: the scheduler runs the producer
+    while (ready == 0u) { }
+    __threadfence_block();
+    out[threadIdx.x] = data[threadIdx.x];
+  }
+}
+
 extern "C" __global__ void stuck(unsigned* out) {
   if (threadIdx.x < 64u) __syncthreads();                            // barrier 0: all 128 threads
   else asm volatile("bar.sync 1, 96;" ::: "memory");                 // barrier 1: 96 of them
@@ -176,9 +192,14 @@ def test_a_cta_exiting_under_its_bulk_store_is_an_error(kernels):
         run_kernel(kernels, "unwaited_store", block=4, args=[np.zeros(4, dtype=np.uint32)])
 
 
-
 def test_each_thread_has_its_own_local_memory(kernels):
     index = np.arange(64, dtype=np.uint32) * 7
     out = np.zeros(64, dtype=np.uint32)
     run_kernel(kernels, "local_array", block=64, args=[index, out])
     assert list(out) == [int((i * 7 % 40) ** 2 + i) for i in range(64)]
+
+
+def test_a_volatile_flag_publishes_shared_memory_without_a_race(kernels):
+    out = np.zeros(32, dtype=np.uint32)
+    run_kernel(kernels, "flag", block=64, args=[out])
+    assert list(out) == [3 * i for i in range(32)]

@@ -1,7 +1,8 @@
 """Checking examples/blockscaled_gemm.py without a GPU: pycute's PTX interpreter runs a thread of the compiled
 sm_100a kernel (``trace``: the TMA, bulk, tcgen05.cp, MMA and tcgen05.ld instructions it issues), and pycute's
 emulator runs the producers' and the MMA thread's traced instructions, k-block by k-block, on a problem's inputs
-(``emulate``): one cluster's tile of D, to hold against the reference."""
+(``emulate``): one cluster's tile of D, to hold against the reference. ``run_whole`` runs the whole kernel on the
+CPU instead -- every CTA and thread, its pipelines and barriers checked (``pycute.sim.run_kernel``)."""
 from __future__ import annotations
 
 import numpy as np
@@ -11,9 +12,10 @@ from examples.blockscaled_gemm import TILE_M, TILE_N, WARPS, BlockScaledGemm
 from pycute.atoms.mma import MmaIssue
 from pycute.atoms.tcgen05_cp import Tcgen05CpIssue
 from pycute.sim.emulator import Sm100Emulator
+from pycute.sim import run_kernel, tensor_map as run_kernel_map
 from pycute.sim.ptx import trace_entry
 
-__all__ = ["trace", "emulate", "PARAMS", "SYMBOLS"]
+__all__ = ["trace", "emulate", "run_whole", "PARAMS", "SYMBOLS"]
 
 #: Where the PTX interpreter puts the kernel's pointer parameters and shared symbols (any distinct values serve).
 PARAMS = {"map_a": 0x7100_0000_0000, "map_b": 0x7200_0000_0000, "sfa": 0x7300_0000_0000, "sfb": 0x7400_0000_0000,
@@ -68,3 +70,17 @@ def emulate(gemm: BlockScaledGemm, cluster: tuple[int, int], seed: int = 0) -> t
     cols = slice(cluster[1] * TILE_N, (cluster[1] + 1) * TILE_N)
     want = gemm.reference(x)[rows, cols].astype(np.float32)
     return got[:want.shape[0], :want.shape[1]], want
+
+
+def run_whole(gemm: BlockScaledGemm, seed: int = 0, source: str | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """``(D as the whole kernel writes it on the CPU, the reference)``: every CTA and thread of the sm_100a build
+    (or of ``source``, e.g. a mutated copy of ``gemm.source()``) run by ``pycute.sim.run_kernel``, which raises on
+    a deadlock, a race or a misused mbarrier, naming the barrier."""
+    x = gemm.inputs(seed)
+    data = gemm.arrays(x)
+    compiled = gemm.compile("sm_100a") if source is None else pc.compile.compile_cuda(source, arch="sm_100a")
+    d = np.full(gemm.m * gemm.n, np.nan, dtype=np.float32)
+    args = dict(map_a=run_kernel_map(gemm.load_a, data["a"]), map_b=run_kernel_map(gemm.load_b, data["b"]),
+                sfa=data["sfa"], sfb=data["sfb"], d=d, m=gemm.m, n=gemm.n, k_blocks=gemm.k_blocks)
+    run_kernel(compiled, "blockscaled_gemm", grid=gemm.grid, block=32 * WARPS, args=args, smem=gemm.smem_bytes + 1024)
+    return d.reshape(gemm.m, gemm.n), gemm.reference(x).astype(np.float32)

@@ -296,6 +296,27 @@ def costs(results, out):
            "regs issue", "regs round trip", "static smem B", "model copy time"), rows, out)
 
 
+INTERPRETER_TARGET_S = 10.0     # a whole 4-CTA x 192-thread GEMM on the CPU takes seconds, not minutes (issue 34)
+
+
+def interpreter(results, out):
+    from examples.blockscaled_gemm import BlockScaledGemm
+    from examples.blockscaled_gemm_check import run_whole
+    rows = []
+    for kind, g, m in (("mxf8", 1, 512), ("nvfp4", 2, 512)):
+        gemm = BlockScaledGemm(kind, g, m=m, n=256, k=512)
+        run_whole(gemm)                                          # compiles (and caches) the kernel
+        t0 = time.perf_counter()
+        got, want = run_whole(gemm)
+        seconds = time.perf_counter() - t0
+        ctas = gemm.grid[0] * gemm.grid[1]
+        rows.append((f"{kind} cta_group::{g}", f"{ctas} x 192", gemm.k_blocks, f"{seconds:.2f}",
+                     "ok" if seconds <= INTERPRETER_TARGET_S and (got == want).all() else "OVER"))
+        results[f"interpreter.gemm.{kind}.cg{g}"] = {"ctas": ctas, "seconds": seconds}
+    table(f"Whole kernels on the CPU (pycute.sim.run_kernel): the block-scaled GEMM example, every thread, seconds "
+          f"(target <= {INTERPRETER_TARGET_S})", ("kernel", "CTAs x threads", "k-blocks", "seconds", ""), rows, out)
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m perf.report", description=__doc__)
     parser.add_argument("--json", help="write the numbers to this file")
@@ -313,7 +334,7 @@ def main(argv=None) -> int:
     print(f"pycute performance report — {platform.machine()}, Python {platform.python_version()}, "
           f"no claims about hardware that was not present", file=out)
     results: dict = {}
-    for section in (algebra, planning, compiling, emulator, gpu, issue, stages, tmem_copies, mmas, costs):
+    for section in (algebra, planning, compiling, emulator, gpu, issue, stages, tmem_copies, mmas, costs, interpreter):
         section(results, out)
     results["report_seconds"] = time.perf_counter() - t0
     print(f"\nreport took {results['report_seconds']:.1f} s", file=out)

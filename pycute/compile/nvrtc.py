@@ -1,6 +1,8 @@
 """NVRTC: CUDA C++ -> sm_100a cubin (ptxas runs inside NVRTC, so illegal tcgen05 forms are rejected) plus PTX.
 
-Works on a machine without a GPU or CUDA driver: ``cuda.bindings.nvrtc`` loads only libnvrtc.
+Works on a machine without a GPU or CUDA driver: ``cuda.bindings.nvrtc`` loads only libnvrtc. CUDA's own device
+headers (``cuda_bf16.h``, ``cuda_fp16.h``, ``cuda_fp8.h``, ...) come from the ``nvidia-cuda-runtime`` wheel, a
+dependency, whose include directory every compile gets (``cuda_include_dir``).
 """
 from __future__ import annotations
 
@@ -19,7 +21,7 @@ import attrs
 from ..errors import CompileError
 from .cache import CompileCache
 
-__all__ = ["Compiled", "compile_cuda", "nvrtc_version", "ARCHES", "include_dir"]
+__all__ = ["Compiled", "compile_cuda", "nvrtc_version", "ARCHES", "include_dir", "cuda_include_dir"]
 
 ARCHES = ("sm_100a", "sm_100f", "sm_103a", "sm_103f", "sm_110a", "sm_110f", "sm_90a", "sm_80")
 _DEFAULT_OPTIONS = ("-std=c++17",)
@@ -45,6 +47,34 @@ def nvrtc_version() -> tuple[int, int]:
 def include_dir() -> Path:
     """The directory holding ``pycute/sm100.cuh`` (pass it to nvcc as ``-I``); ``compile_cuda`` always adds it."""
     return Path(__file__).resolve().parent.parent / "include"
+
+
+@functools.lru_cache(maxsize=1)
+def cuda_include_dir() -> Path | None:
+    """The directory of CUDA's device headers (``cuda_bf16.h``, ``cuda_fp16.h``, ``cuda_fp8.h``): the
+    ``nvidia-cuda-runtime`` wheel's, else a local toolkit's (as ``cuda.pathfinder`` finds it); None when neither
+    exists. ``compile_cuda`` adds it after pycute's and the caller's directories."""
+    try:
+        from cuda.pathfinder import locate_nvidia_header_directory
+        found = locate_nvidia_header_directory("cudart")
+    except Exception:                       # noqa: BLE001  a missing or older pathfinder: no CUDA headers
+        return None
+    if found is None or not (Path(found.abs_path) / "cuda_bf16.h").is_file():
+        return None
+    return Path(found.abs_path).resolve()
+
+
+def _fingerprint(root: Path) -> str:
+    """CUDA's header directory by the sizes and times of the headers kernels include (hashing all of it, several
+    MB, on every compile would cost more than the compile cache saves)."""
+    parts = [str(root)]
+    for name in ("cuda_bf16.h", "cuda_bf16.hpp", "cuda_fp16.h", "cuda_fp16.hpp", "cuda_fp8.h", "cuda_fp8.hpp",
+                 "cuda_runtime_api.h"):
+        path = root / name
+        if path.is_file():
+            st = path.stat()
+            parts.append(f"{name}:{st.st_size}:{st.st_mtime_ns}")
+    return "|".join(parts)
 
 
 @attrs.frozen(repr=False)
@@ -174,7 +204,8 @@ def _include_options(include_dirs) -> tuple:
     if isinstance(include_dirs, (str, os.PathLike)) or not isinstance(include_dirs, (tuple, list)):
         raise TypeError(f"compile_cuda: include_dirs must be a sequence of paths, got {include_dirs!r}")
     out = []
-    for d in (include_dir(), *include_dirs):
+    cuda = cuda_include_dir()
+    for d in (include_dir(), *include_dirs, *([cuda] if cuda is not None else [])):
         if not isinstance(d, (str, os.PathLike)):
             raise TypeError(f"compile_cuda: an include directory must be a path, got {d!r}")
         if not Path(d).is_dir():
@@ -187,10 +218,14 @@ def _header_digest(options: tuple) -> str:
     """A digest of every header under the ``--include-path`` directories (a cached cubin is rebuilt when one
     changes)."""
     h = hashlib.sha256()
+    cuda = cuda_include_dir()
     for opt in options:
         if not opt.startswith("--include-path="):
             continue
         root = Path(opt.split("=", 1)[1])
+        if root == cuda:
+            h.update(_fingerprint(root).encode())
+            continue
         for path in sorted(root.rglob("*")):
             if path.is_file() and path.suffix in (".h", ".hpp", ".cuh", ".inl"):
                 h.update(str(path.relative_to(root)).encode())
@@ -203,8 +238,8 @@ def compile_cuda(source: str, arch: str = "sm_100a", options: Sequence[str] = ()
                  include_dirs: Sequence[str | os.PathLike[str]] = (), checked: bool = False) -> Compiled:
     """Compile ``source`` to a cubin (and PTX) for ``arch``; raises CompileError with the log and offending lines.
 
-    ``#include "pycute/sm100.cuh"`` resolves with no flags; ``include_dirs`` adds directories of the caller's own
-    headers, ``options`` further NVRTC options (``-DNAME``, ``-lineinfo``, ...). ``cache``: True for the default
+    ``#include "pycute/sm100.cuh"`` and CUDA's ``<cuda_bf16.h>`` / ``<cuda_fp16.h>`` / ``<cuda_fp8.h>`` resolve with
+    no flags (``cuda_include_dir``); ``include_dirs`` adds directories of the caller's own headers, ``options`` further NVRTC options (``-DNAME``, ``-lineinfo``, ...). ``cache``: True for the default
     on-disk cache, False for none, or a CompileCache (keyed by the source, options and every included header).
     ``checked=True`` defines ``PYCUTE_CHECKED``: generated functions then trap, after a printf naming the rule,
     on run-time values that break their preconditions (a TMA plan's coordinates, a retarget's fields).

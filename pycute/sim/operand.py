@@ -19,7 +19,7 @@ from ..dtypes import TF32_MASK
 from ..errors import EmulationError
 from ..mma.operand import UmmaDescriptor, canonical_offsets
 
-__all__ = ["mma_operand", "gmma_operand", "verify_operand", "decode", "reference_mma"]
+__all__ = ["mma_operand", "gmma_operand", "operand_bytes", "verify_operand", "decode", "reference_mma"]
 
 
 def _read_bits(image: np.ndarray, bit: np.ndarray, bits: int) -> np.ndarray:
@@ -50,11 +50,23 @@ def _canonical_read(major: str, mode: SwizzleMode, bits: int, lbo: int, sbo: int
 def mma_operand(desc: int, major: str, mn: int, k: int, bits: int, image: np.ndarray, smem_base: int = 0) -> np.ndarray:
     """``(mn, k)`` element bit patterns the MMA reads through the 64-bit descriptor ``desc`` from ``image`` (the
     bytes of shared memory from window address ``smem_base``)."""
+    physical, linear = operand_bytes(desc, major, mn, k, bits, smem_base)
+    return _read_bits(np.asarray(image, dtype=np.uint8), physical * 8 + linear % 8, bits)
+
+
+def operand_bytes(desc: int, major: str, mn: int, k: int, bits: int, smem_base: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """``(byte, bit)``: the ``(mn, k)`` byte offsets from ``smem_base`` of the elements the descriptor addresses
+    (after the swizzle) and their bit offsets before it (what ``mma_operand`` reads; the whole-kernel run checks
+    these bytes for races)."""
     d = SmemDescriptor.decode(desc)
     if d.base_offset or d.lbo_mode:
         raise EmulationError("base offset and absolute-LBO mode are not modelled (docs/tcgen05-mma-operands.md "
                              "section 1: pycute writes 0)")
-    return _canonical_read(major, d.swizzle, bits, d.lbo, d.sbo, d.start_address, mn, k, image, smem_base)
+    m, kk = np.meshgrid(np.arange(mn), np.arange(k), indexing="ij")
+    linear = canonical_offsets(major, d.swizzle, bits, d.lbo, d.sbo, m, kk) + d.start_address * 8
+    byte = linear // 8
+    sw = d.swizzle.byte_swizzle
+    return (sw(byte) if sw is not None else byte) - smem_base, linear
 
 
 def gmma_operand(desc: int, major: str, mn: int, k: int, bits: int, image: np.ndarray, smem_base: int = 0

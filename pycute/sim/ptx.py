@@ -1,27 +1,32 @@
-"""A small interpreter for the PTX that NVRTC emits around generated tcgen05.cp issue code.
+"""A single-thread interpreter for the PTX that NVRTC emits around generated issue code: what one thread of a kernel
+issues (the old, cheap check of generated *code* against its plan). ``pycute.sim.run_kernel`` runs whole kernels.
 
 It runs one thread (a lane of a full warp) through one ``.entry`` of any kernel (performance directives such as
 ``.maxntid``, ``.reqntid``, ``.reqnctapercluster``, ``.explicitcluster``, ``.minnctapersm`` are accepted) --
-integer moves and arithmetic, shifts, logic, conversions, ``cvta``, addresses of shared symbols, predicates and
-branches, ``elect.sync``, ``tcgen05.cp`` -- and returns the ``(opcode, taddr, descriptor)`` stream it would issue
-(and every other family ``ISSUE_DECODERS`` names, ``clusterlaunchcontrol.try_cancel`` included; ``query_cancel``
-decodes a response register).
-Barriers, fences, ``mbarrier.init`` / ``arrive`` and ``tcgen05.commit`` / ``fence`` / ``wait`` change no register
-of the thread and are recorded in order (``trace_entry``); ``mbarrier.try_wait`` succeeds at once (this model has
-one thread and no asynchrony). ``elect.sync`` elects the lowest lane of its
-member mask (PTX only promises the same lane every time; which one does not change what is issued). This checks the generated *code*, not only the plan: the stream can be
-compared with the plan and fed to the emulator. An instruction outside the subset is a CompileError, never skipped.
+integer and floating-point arithmetic, conversions, moves, ``cvta``, addresses of shared symbols, predicates and
+branches, braces blocks with their scoped registers, ``elect.sync`` and the instruction families of
+``ISSUE_DECODERS`` -- and returns the stream it would issue. Barriers, fences, ``mbarrier.init`` / ``arrive`` and
+``tcgen05.commit`` / ``fence`` / ``wait`` change no register of the thread and are recorded in order
+(``clusterlaunchcontrol.query_cancel`` decodes a response register; ``vprintf`` and ``trap`` are recorded)
+(``trace_entry``); ``mbarrier.try_wait`` succeeds at once and loads from memory read 0 (this model has one thread,
+no memory and no asynchrony). ``elect.sync`` elects the lowest lane of its member mask (PTX only promises the same
+lane every time; which one does not change what is issued). The stream can be compared with the plan and fed to the
+emulator. An instruction outside the subset is a CompileError, never skipped; so are parameters, symbols or a
+thread the entry does not have.
 """
 from __future__ import annotations
 
 import re
+from typing import Callable
 
-import numpy as np
+from .kernel.codegen import emit_inline
+from .kernel.front import Entry, Instr, demangle, parse_entry
+from .kernel.operands import Ctx
 
 from ..codegen.probe import PROBE_SHARED_SYMBOL, probe_entry
 from ..errors import CompileError
-from .convert import pack_pair
-from .executors import REGISTER_VALUES, bulk, clc, cp_async, mma, smem_ldst, tcgen05_cp, tcgen05_ldst, tma, wgmma
+from .executors import REGISTER_VALUES, clc, cp_async, mma, smem_ldst, tcgen05_cp, tcgen05_ldst, tma, wgmma
+from .executors import bulk
 from .printf import format_printf, string_symbols
 
 #: PTX opcode prefix -> the executor's decoder of its issued instructions (pycute.sim.executors).
@@ -42,13 +47,16 @@ _RECORDS = {"tcgen05.cp": "issued", "tcgen05.ld": "ldst", "tcgen05.st": "ldst", 
             "clusterlaunchcontrol.try_cancel": "clc"}
 #: The families whose instruction writes the registers of its first operand (the model holds no data: zeros).
 _LOADS = ("tcgen05.ld", "ldmatrix", "ld.shared")
-#: cvt's packing destination types -> the element format ``sim.convert`` models.
-_PACKS = {"bf16x2": "bf16", "f16x2": "f16", "e4m3x2": "f8e4m3", "e5m2x2": "f8e5m2"}
 
 
 def _family(op: str) -> str | None:
     """The ISSUE_DECODERS key ``op`` starts with (``cp.async.bulk.tensor.2d...`` -> ``cp.async.bulk.tensor``)."""
     return next((k for k in ISSUE_DECODERS if op == k or op.startswith(k + ".")), None)
+
+
+# TMA reductions decode as TMA stores (their reduction is in the opcode).
+ISSUE_DECODERS["cp.reduce.async.bulk.tensor"] = tma.decode
+_RECORDS["cp.reduce.async.bulk.tensor"] = "tma"
 
 __all__ = ["run_entry", "trace_entry", "probe_stream", "ldst_stream", "GENERIC_SHARED_WINDOW", "SPECIAL_DEFAULTS"]
 
@@ -56,10 +64,6 @@ __all__ = ["run_entry", "trace_entry", "probe_stream", "ldst_stream", "GENERIC_S
 GENERIC_SHARED_WINDOW = 0x7F00_0000_0000
 
 _MASK = {8: 0xFF, 16: 0xFFFF, 32: 0xFFFFFFFF, 64: 0xFFFFFFFFFFFFFFFF}
-_ENTRY = re.compile(r"\.entry\s+(\w+)\s*(?:\((.*?)\))?([^{]*)\{(.*?)\n\}", re.S)
-# Entry directives between the parameter list and the body (PTX ISA "Performance-Tuning Directives", clusters).
-_ENTRY_DIRECTIVE = re.compile(r"\.(?:maxntid|reqntid|minnctapersm|maxnctapersm|reqnctapercluster|explicitcluster|"
-                              r"maxclusterrank|blocksareclusters|noreturn|pragma)\b[^.]*")
 # Statements that order or signal but write no register of the thread.
 _SYNC_OPS = ("bar", "barrier", "fence", "membar")
 _SYNC_TCGEN05 = ("commit", "fence::before_thread_sync", "fence::after_thread_sync", "wait::ld", "wait::st", "alloc",
@@ -73,9 +77,6 @@ SPECIAL_DEFAULTS = {"%ctaid.x": 0, "%ctaid.y": 0, "%ctaid.z": 0, "%nctaid.x": 1,
                     "%clusterid.z": 0, "%nclusterid.x": 1, "%nclusterid.y": 1, "%nclusterid.z": 1}
 _SYNC_BULK = ("cp.async.bulk.commit_group", "cp.async.bulk.wait_group", "cp.async.commit_group", "cp.async.wait_group",
               "cp.async.wait_all", "cp.async.mbarrier.arrive")
-_SKIP = re.compile(r"^(?:\.reg|\.local|\.shared|\.param|\.pragma|\.loc|\.maxntid|\.reqntid|\.minnctapersm|//|\{|\})")
-
-_LABEL = re.compile(r"^([\w$]+):$")
 
 
 def _width(type_suffix: str) -> int:
@@ -83,79 +84,45 @@ def _width(type_suffix: str) -> int:
     return int(m.group(1)) if m else 32
 
 
-def _signed(v: int, bits: int) -> int:
-    v &= _MASK[bits]
-    return v - (1 << bits) if v >> (bits - 1) else v
+class _TraceCtx(Ctx):
+    """Registers as entries of the thread's dict (a missing one was never written); special registers and symbols
+    read through the thread."""
+
+    def __init__(self, entry: Entry):
+        super().__init__()
+        self.entry = entry
+
+    def reg(self, name: str) -> str:
+        return f"R[{name!r}]"
+
+    def special(self, name: str) -> str:
+        return f"th.value({name!r})"
+
+    def symbol(self, name: str) -> str:
+        return f"th.value({name!r})"
+
+    def reg_bits(self, name: str) -> int | None:
+        from .kernel.front import REG_WIDTH
+        t = self.entry.reg_type(name)
+        return REG_WIDTH[t] if t is not None else None
 
 
-def _parse_entry(ptx: str, name: str | None):
-    """``(parameter names, statements, labels)`` of an entry: statements without declarations, labels mapped to
-    the index of the statement they precede."""
-    entries = {m.group(1): m for m in _ENTRY.finditer(ptx)}
-    if not entries:
-        raise CompileError("no .entry in the PTX")
-    if name is None:
-        if len(entries) != 1:
-            raise CompileError(f"several entries in the PTX ({', '.join(entries)}); name one")
-        name = next(iter(entries))
-    if name not in entries:
-        raise CompileError(f"no .entry {name!r} in the PTX (have {', '.join(entries)})")
-    m = entries[name]
-    directives = _ENTRY_DIRECTIVE.sub("", m.group(3)).strip()
-    if directives:
-        raise CompileError(f"entry {name!r}: directives outside the interpreted subset: {directives!r}")
-    program: list = []
-    labels: dict[str, int] = {}
-    pending = ""                     # a statement NVRTC spread over several lines (a call's operand list)
-    for raw in m.group(4).splitlines():
-        line = raw.split("//")[0].strip()
-        if not line or (not pending and _SKIP.match(line)):
-            continue
-        label = _LABEL.match(line)
-        if label and not pending:
-            labels[label.group(1)] = len(program)
-            continue
-        pending += " " + line
-        *done, pending = pending.split(";")
-        program += [d.strip() for d in done if d.strip()]
-    params = [re.findall(r"\w+", decl)[-1] for decl in (m.group(2) or "").split(",") if decl.strip()]
-    return params, program, labels
+_COMPILED: dict[tuple, Callable] = {}
 
 
-def _split_args(rest: str):
-    out, depth, cur = [], 0, ""
-    for ch in rest:
-        if ch in "[{":
-            depth += 1
-        elif ch in "]}":
-            depth -= 1
-        if ch == "," and depth == 0:
-            out.append(cur)
-            cur = ""
-        else:
-            cur += ch
-    if cur.strip():
-        out.append(cur)
-    return out
-
-
-# Two-operand integer operations on (x, y, bits, signed); results are masked to the width by the caller.
-_BINARY = {
-    "add": lambda x, y, b, s: x + y,
-    "sub": lambda x, y, b, s: x - y,
-    "and": lambda x, y, b, s: x & y,
-    "or": lambda x, y, b, s: x | y,
-    "xor": lambda x, y, b, s: x ^ y,
-    "shl": lambda x, y, b, s: x << min(y, b),
-    "shr": lambda x, y, b, s: (_signed(x, b) if s else x) >> min(y, b),
-    "min": lambda x, y, b, s: min(_signed(x, b), _signed(y, b)) if s else min(x, y),
-    "max": lambda x, y, b, s: max(_signed(x, b), _signed(y, b)) if s else max(x, y),
-}
-_COMPARE = {"eq": lambda x, y: x == y, "ne": lambda x, y: x != y, "lt": lambda x, y: x < y,
-            "le": lambda x, y: x <= y, "gt": lambda x, y: x > y, "ge": lambda x, y: x >= y,
-            "lo": lambda x, y: x < y, "ls": lambda x, y: x <= y, "hi": lambda x, y: x > y, "hs": lambda x, y: x >= y}
-
-_ALU_OPS = set(_BINARY) | {"mul", "div", "rem", "mov", "not", "neg", "mad", "cvt", "cvta", "setp", "selp", "bfi", "bfe"}
+def _compile_alu(ins: Instr, entry: Entry) -> Callable | None:
+    """The statement as a function of (registers, thread), decoded once (None: not arithmetic, logic or a move)."""
+    key = (ins.op, ins.args, ins.guard is not None, id(entry))
+    if key not in _COMPILED:
+        ctx = _TraceCtx(entry)
+        lines = emit_inline(ins, ctx)
+        if lines is None:
+            return None
+        source = "def _f(R, th):\n" + "".join(f"    {line}\n" for line in lines)
+        scope = dict(ctx.namespace)
+        exec(compile(source, f"<ptx line {ins.line}>", "exec"), scope)   # noqa: S102  generated from the PTX
+        _COMPILED[key] = scope["_f"]
+    return _COMPILED[key]
 
 
 class _Thread:
@@ -168,8 +135,9 @@ class _Thread:
             raise CompileError(f"special registers {', '.join(unknown)} are not modelled (one of "
                                f"{', '.join(SPECIAL_DEFAULTS)})")
         self.specials = {**SPECIAL_DEFAULTS, **(specials or {}), "%tid.x": tid, "%tid.y": 0, "%tid.z": 0,
-                         "%laneid": lane}
+                         "%laneid": lane, "%warpid": tid // 32}
         self.regs: dict[str, int] = {}
+        self.cc = 0
         self.issued: list = []
         self.ldst: list = []
         self.tma: list = []
@@ -193,24 +161,23 @@ class _Thread:
         if tok in self.specials:
             return self.specials[tok]
         if tok.startswith("%"):
-            if tok not in self.regs:
-                raise CompileError(f"PTX reads register {tok} before writing it")
-            return self.regs[tok]
+            raise CompileError(f"PTX reads register {tok} before writing it")
         if tok in self.symbols:
             return self.symbols[tok]
         if tok.startswith("__local_depot"):   # the thread's local frame, at local address 0 in this model
             return 0
-        if tok.startswith("_Z"):           # a function's static __shared__ array: _ZZ<fn>E<len><name>
-            for name, address in self.symbols.items():
-                if tok.endswith(f"E{len(name)}{name}"):
-                    return address
         if re.fullmatch(r"0[fF][0-9a-fA-F]{8}", tok):          # an f32 immediate, by its bits
             return int(tok[2:], 16)
+        if tok.startswith("_Z"):           # a function's static __shared__ array: _ZZ<fn>E<len><name>
+            name = demangle(tok)
+            if name in self.symbols:
+                return self.symbols[name]
         if re.fullmatch(r"-?0[xX][0-9a-fA-F]+[U]?", tok):
-            return int(tok.rstrip("U"), 16) & _MASK[bits]
+            return int(tok.rstrip("U"), 16) & ((1 << bits) - 1)
         if re.fullmatch(r"-?\d+[U]?", tok):
-            return int(tok.rstrip("U")) & _MASK[bits]
-        raise CompileError(f"PTX operand {tok!r} is not a register, symbol or integer")
+            return int(tok.rstrip("U")) & ((1 << bits) - 1)
+        raise CompileError(f"PTX operand {tok!r} is not a register, symbol or integer (symbols given: "
+                           f"{', '.join(self.symbols) or 'none'})")
 
     def _issue(self, family: str, op: str, args: list) -> None:
         """An instruction of a family the executors model: decoded by its executor into the record a plan streams
@@ -223,12 +190,12 @@ class _Thread:
                 self.regs[reg.strip()] = 0
 
     def guard_passes(self, pred: str) -> bool:
-        p = self.regs.get(pred.lstrip("@!"))
+        p = self.regs.get(pred.lstrip("!"))
         if p is None:
             raise CompileError(f"PTX predicate {pred} read before it is set")
-        return bool(p) != pred.startswith("@!")
+        return bool(p) != pred.startswith("!")
 
-    def execute(self, op: str, args: list, stmt: str) -> None:
+    def execute(self, op: str, args: list, ins: Instr, entry: Entry) -> None:
         """Run one statement that is not control flow."""
         parts = op.split(".")
         base = parts[0]
@@ -247,35 +214,27 @@ class _Thread:
             self.regs.update(clc.query(op, args, self.value))
         elif base in REGISTER_VALUES:                        # mapa, createpolicy: this model's values of them
             self.regs[args[0]] = REGISTER_VALUES[base](op, args, self.value)
-        elif base == "shfl":
-            # The one thread modelled stands for its warp: shfl.sync returns its own value, which is the source
-            # lane's for warp-uniform operands (what pycute_warp_index() shuffles).
-            self.regs[args[0].split("|")[0].strip()] = self.value(args[1], 32)
         elif base == "st" and "param" in parts:            # a call's argument
             self.call_params[args[0].strip("[]").split("+")[0].strip()] = self.value(args[1], bits)
         elif base in ("ld", "st") and "local" in parts:
             self._local(base, bits, args)
         elif base == "call":
-            self._call(stmt)
+            self._call(ins.text)
+        elif base == "shfl":
+            # The one thread modelled stands for its warp: shfl.sync returns its own value, which is the source
+            # lane's for warp-uniform operands (what pycute_warp_index() shuffles).
+            self.regs[args[0].split("|")[0].strip()] = self.value(args[1], 32)
         elif base in ("ld", "st") and "param" not in parts:
             if base == "ld":                                 # data from memory this model does not hold
                 for reg in args[0].strip("{}").split(","):
                     self.regs[reg.strip()] = 0
             self.trace.append((op, args))
         elif base == "elect":
-            dest, pred = (t.strip() for t in args[0].split("|"))
-            mask = self.value(args[1], 32)
-            if not mask >> self.lane & 1:
-                raise CompileError(f"{stmt!r}: lane {self.lane} is not in the member mask {mask:#x} (undefined)")
-            leader = (mask & -mask).bit_length() - 1
-            self.regs[pred] = int(self.lane == leader)
-            if dest != "_":
-                self.regs[dest] = leader
-        elif base == "mov" and args[0].startswith("{"):     # unpack: the register's parts, lowest first
-            names = [r.strip() for r in args[0].strip("{}").split(",")]
-            x, width = self.value(args[1], bits), bits // len(names)
-            for k, name in enumerate(names):
-                self.regs[name] = (x >> (k * width)) & _MASK[width]
+            self._elect(args, ins)
+        elif base == "cvta":                                 # only the shared window moves (sim.kernel.memory)
+            window = GENERIC_SHARED_WINDOW if any(p.startswith("shared") for p in parts) else 0
+            a = self.value(args[1])
+            self.regs[args[0]] = (a - window if "to" in parts else a + window) & ((1 << int(parts[-1][1:])) - 1)
         elif base == "ld" and "param" in parts:
             m = re.fullmatch(r"\[(\w+)(?:\+(\d+))?\]", args[1])
             if m and m.group(1).startswith("retval"):        # a call's return value (vprintf's count)
@@ -283,9 +242,9 @@ class _Thread:
                 return
             if not m or m.group(1) not in self.params:
                 raise CompileError(f"ld.param from {args[1]!r}: no value given for that parameter")
-            self.regs[args[0]] = self.params[m.group(1)] & _MASK[bits]
+            self.regs[args[0]] = self.params[m.group(1)] & ((1 << 64) - 1)
         else:
-            self.regs[args[0]] = self._alu(base, parts, bits, args, stmt)
+            self._alu(ins, entry)
 
     def _local(self, base: str, bits: int, args: list) -> None:
         """``st.local`` / ``ld.local`` on this thread's local bytes (the printf argument buffer)."""
@@ -302,7 +261,7 @@ class _Thread:
 
     def _call(self, stmt: str) -> None:
         """``call (retval), vprintf, (format, arguments)``: the line is recorded (other callees are refused)."""
-        m = re.fullmatch(r"call(?:\.uni)?\s*(?:\(\s*\w+\s*\)\s*,)?\s*(\w+)\s*,\s*\(([^)]*)\)", stmt)
+        m = re.fullmatch(r"call(?:\.uni)?\s*(?:\(\s*\w+\s*\)\s*,)?\s*(\w+)\s*,\s*\(([^)]*)\)\s*;?", stmt.strip())
         if m is None or m.group(1) != "vprintf":
             raise CompileError(f"PTX call outside the interpreted subset (vprintf only): {stmt!r}")
         fmt_param, args_param = (a.strip() for a in m.group(2).split(","))
@@ -311,51 +270,24 @@ class _Thread:
         self.printed.append(text)
         self.trace.append(("vprintf", text))
 
-    def _alu(self, base: str, parts: list, bits: int, args: list, stmt: str) -> int:
-        if base not in _ALU_OPS:
-            raise CompileError(f"PTX instruction outside the interpreted subset: {stmt!r}")
-        mask = _MASK.get(bits, _MASK[64])
-        signed = parts[-1].startswith("s")
-        if base == "mov" and args[1].startswith("{"):        # pack: parts, lowest first
-            names = [r.strip() for r in args[1].strip("{}").split(",")]
-            width = bits // len(names)
-            return sum((self.value(n, width) & _MASK[width]) << (k * width) for k, n in enumerate(names)) & mask
-        if base == "cvt" and parts[-2] in _PACKS and parts[-1] == "f32":
-            return int(pack_pair(np.array(self.value(args[1], 32)), np.array(self.value(args[2], 32)),
-                                 _PACKS[parts[-2]], "satfinite" in parts))
-        a = [self.value(t, bits) for t in args[1:]] if base != "cvt" else []
-        if base in _BINARY:
-            return _BINARY[base](a[0], a[1], bits, signed) & mask
-        if base == "mul":
-            if "wide" in parts:
-                return (a[0] * a[1]) & _MASK[2 * bits]
-            return ((a[0] * a[1]) >> bits if "hi" in parts else a[0] * a[1]) & mask
-        if base in ("div", "rem"):
-            if a[1] == 0:
-                raise CompileError(f"PTX division by zero in {stmt!r}")
-            return (a[0] // a[1] if base == "div" else a[0] % a[1]) & mask
-        if base == "bfi":                                # insert a's low len bits into b at pos
-            pos, length = a[2] & 0xFF, a[3] & 0xFF
-            field = ((1 << length) - 1) << pos
-            return ((a[1] & ~field) | ((a[0] << pos) & field)) & mask
-        if base == "bfe":                                # extract len bits at pos (sign-extended for .s)
-            pos, length = a[1] & 0xFF, a[2] & 0xFF
-            x = (a[0] >> pos) & ((1 << length) - 1) if length else 0
-            return (_signed(x, length) if signed and length else x) & mask
-        if base in ("mov", "not", "neg", "mad"):
-            return {"mov": lambda: a[0], "not": lambda: ~a[0], "neg": lambda: -a[0],
-                    "mad": lambda: a[0] * a[1] + a[2]}[base]() & mask
-        if base == "cvt":
-            dst_bits, src_t = _width(parts[-2]), parts[-1]
-            x = self.value(args[1], _width(src_t))
-            return (_signed(x, _width(src_t)) if src_t.startswith("s") else x) & _MASK[dst_bits]
-        if base == "cvta":
-            window = GENERIC_SHARED_WINDOW if "shared" in parts else 0
-            return (a[0] - window if "to" in parts else a[0] + window) & mask
-        if base == "setp":
-            x, y = (_signed(a[0], bits), _signed(a[1], bits)) if signed else (a[0], a[1])
-            return int(_COMPARE[parts[1]](x, y))
-        return a[0] if self.value(args[3]) else a[1]        # selp
+    def _elect(self, args: list, ins: Instr) -> None:
+        dest, pred = (t.strip() for t in args[0].split("|"))
+        mask = self.value(args[1], 32)
+        if not mask >> self.lane & 1:
+            raise CompileError(f"{ins.text!r}: lane {self.lane} is not in the member mask {mask:#x} (undefined)")
+        leader = (mask & -mask).bit_length() - 1
+        self.regs[pred] = int(self.lane == leader)
+        if dest != "_":
+            self.regs[dest] = leader
+
+    def _alu(self, ins: Instr, entry: Entry) -> None:
+        fn = _compile_alu(ins, entry)
+        if fn is None:
+            raise CompileError(f"PTX instruction outside the interpreted subset: {ins.text!r}")
+        try:
+            fn(self.regs, self)
+        except KeyError as e:
+            raise CompileError(f"PTX reads register {e.args[0]} before writing it") from None
 
 
 def run_entry(ptx: str, params: dict, symbols: dict, entry: str | None = None, max_steps: int = 100_000,
@@ -366,37 +298,66 @@ def run_entry(ptx: str, params: dict, symbols: dict, entry: str | None = None, m
     return trace_entry(ptx, params, symbols, entry, max_steps, lane).issued
 
 
+def _check_inputs(entry: Entry, params: dict, symbols: dict, ptx: str) -> dict:
+    """Parameter values by PTX name; a parameter index or name, or a symbol, the entry does not have is an error."""
+    names = [p.name for p in entry.params]
+    unknown = [k for k in params if not ((isinstance(k, int) and 0 <= k < len(names)) or k in names)]
+    if unknown:
+        raise CompileError(f"entry {entry.name!r} has no parameter {', '.join(map(repr, unknown))} (it has "
+                           f"{len(names)}: indices 0..{len(names) - 1} or names {', '.join(names)})")
+    declared = {v.name for v in entry.variables} | set(re.findall(r"\.shared\s+[^;]*?([\w$]+)\s*(?:\[\d*\])?\s*;", ptx))
+    known = declared | {demangle(n) for n in declared}
+    missing = sorted(set(symbols) - known)
+    if missing:
+        raise CompileError(f"symbols {', '.join(missing)} are not shared variables of the PTX (it declares "
+                           f"{', '.join(sorted({demangle(n) for n in declared})) or 'none'})")
+    return {n: params[k] if k in params else params[n] for k, n in enumerate(names) if k in params or n in params}
+
+
+def _thread_ids(lane: int | None, tid: int | None, specials: dict | None) -> tuple[int, int]:
+    """``(lane, tid)``: the lane follows %tid.x unless given, and they must agree."""
+    if tid is None:
+        tid = 0 if lane is None else lane
+    if lane is None:
+        lane = tid % 32
+    if lane != tid % 32:
+        raise CompileError(f"lane {lane} and tid {tid} disagree: thread {tid} is lane {tid % 32} of its warp")
+    block = (specials or {}).get("%ntid.x", SPECIAL_DEFAULTS["%ntid.x"])
+    if not 0 <= tid < block:
+        raise CompileError(f"thread {tid} is outside the block of {block} threads (%ntid.x; pass specials)")
+    return lane, tid
+
+
 def trace_entry(ptx: str, params: dict, symbols: dict, entry: str | None = None, max_steps: int = 100_000,
-                lane: int = 0, tid: int | None = None, specials: dict | None = None) -> _Thread:
-    """As ``run_entry`` for thread ``tid`` (``%tid.x``; default ``lane``), returning the thread: ``.issued`` (the
+                lane: int | None = None, tid: int | None = None, specials: dict | None = None) -> _Thread:
+    """As ``run_entry`` for thread ``tid`` (``%tid.x``; lane ``tid % 32``), returning the thread: ``.issued`` (the
     ``tcgen05.cp`` stream), ``.ldst`` (``(op, taddr, immHalfSplitoff, registers)`` per ``tcgen05.ld/st``), ``.tma``,
     ``.cp_async``, ``.bulk``, ``.mma``, ``.smem`` (stmatrix / ldmatrix / ld-st.shared: the address, and a store's
-    register values), ``.tensormap`` (``tensormap.replace`` edits and ``cp_fenceproxy`` publishes) and ``.trace``
-    (every issue, commit, fence, barrier, alloc, mbarrier and memory statement in program order); ``.printed`` holds
-    what ``vprintf`` would print and ``.trap`` the last printed line when the thread executed ``trap`` (a checked
-    build's failed precondition), where it stopped. ``specials`` sets the grid's and cluster's special registers
+    register values), ``.tensormap`` (``tensormap.replace`` edits and ``cp_fenceproxy`` publishes), ``.clc`` and
+    ``.trace`` (every issue, commit, fence, barrier, alloc, mbarrier and memory statement in program order);
+    ``.printed`` holds what ``vprintf`` would print and ``.trap`` the last printed line when the thread executed
+    ``trap`` (a checked build's failed precondition), where it stopped. ``specials`` sets the grid's and cluster's
+    special registers
     (``{"%ctaid.y": 3, "%cluster_ctarank": 1}``; ``SPECIAL_DEFAULTS`` otherwise)."""
     if not isinstance(ptx, str):
         raise TypeError(f"run_entry: the PTX must be text, got {type(ptx).__name__}")
-    names, program, labels = _parse_entry(ptx, entry)
-    values = {n: params[k] if k in params else params[n] for k, n in enumerate(names) if k in params or n in params}
+    _, ent = parse_entry(ptx, entry)
+    values = _check_inputs(ent, params, symbols, ptx)
+    lane, tid = _thread_ids(lane, tid, specials)
     where, texts = string_symbols(ptx)
-    thread = _Thread(values, {**where, **symbols}, lane, lane if tid is None else tid, specials)
+    thread = _Thread(values, {**where, **symbols}, lane, tid, specials)
     thread.symbols_text = texts
+    program, labels = ent.instrs, ent.labels
     pc = steps = 0
     while pc < len(program):
         steps += 1
         if steps > max_steps:
             raise CompileError(f"PTX interpretation exceeded {max_steps} steps (an unbounded loop?)")
-        stmt = program[pc]
+        ins = program[pc]
         pc += 1
-        pred = None
-        if stmt.startswith("@"):
-            pred, stmt = stmt.split(None, 1)
-        op, _, rest = stmt.partition(" ")
-        args = [a.strip() for a in _split_args(rest)]
-        if pred is not None and not thread.guard_passes(pred):
+        if ins.guard is not None and not thread.guard_passes(ins.guard):
             continue
+        op, args = ins.op, list(ins.args)
         if op in ("ret", "exit"):
             break
         if op == "trap":
@@ -409,12 +370,12 @@ def trace_entry(ptx: str, params: dict, symbols: dict, entry: str | None = None,
             pc = labels[args[0]]
             continue
         try:
-            thread.execute(op, args, stmt)
+            thread.execute(op, args, ins, ent)
         except (IndexError, KeyError, ValueError) as e:
             if isinstance(e, CompileError):
                 raise
-            raise CompileError(f"PTX statement {stmt!r} is malformed for the interpreter ({type(e).__name__}: {e})") \
-                from None
+            raise CompileError(f"PTX statement {ins.text!r} is malformed for the interpreter ({type(e).__name__}: "
+                               f"{e})") from None
     return thread
 
 

@@ -41,8 +41,17 @@ def test_interpreted_stream_equals_the_plan_and_emulates_bit_exactly(atom):
 
 def test_unsupported_instruction_is_an_error_not_skipped():
     ptx = ".visible .entry k(\n.param .u32 k_param_0\n)\n{\n\tld.param.b32 %r1, [k_param_0];\n" \
-          "\tfma.rn.f32 %f1, %f2, %f3, %f4;\n\tret;\n\n}"
-    with pytest.raises(pc.CompileError, match="outside the interpreted subset: 'fma.rn.f32"):
+          "\ttex.1d.v4.s32.s32 {%r2, %r3, %r4, %r5}, [tex, {%r1}];\n\tret;\n\n}"
+    with pytest.raises(pc.CompileError, match="outside the interpreted subset: 'tex.1d.v4.s32.s32"):
+        run_entry(ptx, {0: 0}, {})
+
+
+def test_float_arithmetic_inside_braces_is_interpreted_not_skipped():
+    ptx = ".visible .entry k(\n.param .u32 k_param_0\n)\n{\n\tld.param.b32 %r1, [k_param_0];\n" \
+          "\tmov.b32 %f2, 0f40000000;\n\t{ .reg .f32 t;\n\tfma.rn.f32 t, %f2, %f2, %f2;\n\tmov.b32 %r2, t;\n\t}\n" \
+          "\ttcgen05.cp.cta_group::1.128x256b [%r2], %rd1;\n\tret;\n\n}"
+    # 2 * 2 + 2 = 6.0 = 0x40C00000 reaches the taddr operand; an unset %rd1 is named
+    with pytest.raises(pc.CompileError, match="reads register %rd1 before writing it"):
         run_entry(ptx, {0: 0}, {})
 
 

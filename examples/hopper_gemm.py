@@ -105,6 +105,8 @@ class HopperGemm:
         slice_of = ("" if p.mma.warpgroups == 1 else ", cw" if coop else ", mi")   # the MMA plan's 64-row slice
         row = f"cw * {self.wg_rows}" if coop else "mi * 64"       # D's rows of this chunk within the tile
         first, step = ("0u", "1u") if coop else ("cw", "2u")
+        turn_wait = "" if coop else "\n      if (n > 0u) mainloop_turn_wait(cw);"
+        turn_pass = "" if coop else "\n      if (sched_next(w) < units) mainloop_turn_pass(cw);"
         return "\n".join([p.mainloop.cuda(), p.mma.cuda("mma"), p.store_d.cuda("store_d"), p.sched.cuda(), f"""
 extern "C" __global__ void __launch_bounds__({self.threads}, {self.ctas_per_sm}){cluster}
 gemm(const __grid_constant__ pycute_tensor_map map_a, const __grid_constant__ pycute_tensor_map map_b,
@@ -140,7 +142,7 @@ gemm(const __grid_constant__ pycute_tensor_map map_a, const __grid_constant__ py
     for (unsigned w = sched_first(), n = 0; w < units; w = sched_next(w), ++n) {{
       pycute_tile t;
       sched_tile(w, t, tiles_m, tiles_n);
-      if (n % {step} != {first}) continue;
+      if (n % {step} != {first}) continue;{turn_wait}
       for (unsigned kb = 0; kb < kblocks; ++kb, st.advance()) {{
         mainloop_consumer_wait(b, st);
         pycute_wgmma_fence();
@@ -150,7 +152,7 @@ gemm(const __grid_constant__ pycute_tensor_map map_a, const __grid_constant__ py
         pycute_wgmma_wait_group<1>();
         if (kb > 0u) mainloop_consumer_release(b, done);
         done = st;
-      }}
+      }}{turn_pass}
       pycute_wgmma_wait_group<0>();
       mainloop_consumer_release(b, done);
       st.advance(({step} - 1u) * kblocks);
@@ -195,8 +197,10 @@ class GemmPlans:
         load_a = pc.make_tma_copy(pc.kmajor_smem_tensor(dt, g.BM, g.BK, "128B"), a)
         load_b = pc.make_tma_copy(pc.kmajor_smem_tensor(dt, g.BN, g.BK, "128B"), b,
                                   multicast=g.cluster if g.cluster > 1 else None)
-        consumers = g.consumers if g.mode == "cooperative" else 1          # warpgroups that read each stage
-        mainloop = pc.make_pipeline({"a": load_a, "b": load_b}, consumer=pc.Consumer("warpgroup", consumers),
+        # cooperative: every consumer warpgroup reads each stage; ping-pong: one does, the warpgroups taking turns
+        consumer = pc.Consumer("warpgroup", g.consumers) if g.mode == "cooperative" else \
+            pc.Consumer("warpgroup", 1, turns=g.consumers)
+        mainloop = pc.make_pipeline({"a": load_a, "b": load_b}, consumer=consumer,
                                     stages=g.stages, reserve=g.epilogue_bytes + 1024, name="mainloop")
         acc_rows = g.BM if g.mode == "cooperative" else g.wg_rows
         mma = pc.make_mma(pc.wgmma_accumulator(pc.f32, acc_rows, g.BN), mainloop.ring("a"), mainloop.ring("b"))
@@ -233,10 +237,12 @@ def candidates(dtype: Dtype = "bf16") -> list[HopperGemm]:
 
 
 def kernel_body_lines(source: str) -> int:
-    """The hand-written lines: the kernel's, between its braces (blank lines not counted)."""
+    """The hand-written lines: the kernel's, between its braces (blank, comment and lone-brace lines not counted,
+    as issue 34 counts them)."""
     body = source[source.index('extern "C" __global__'):]
     body = body[body.index("{") + 1:body.rindex("}")]
-    return sum(1 for line in body.splitlines() if line.strip())
+    return sum(1 for line in body.splitlines() if line.strip() and not line.strip().startswith("//")
+               and line.strip().strip("{}") != "")
 
 
 HANDWRITTEN_LINES = 48

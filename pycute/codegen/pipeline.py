@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from ..arch.sm90.mbarrier import MBARRIER_BYTES
 from ..errors import CompileError
+from ..pipeline.plan import caller_threads
 from ..pipeline.plan import PipelineFunction, PipelinePlan
 from ..views import provides
 from .common import ABI_VERSION, check_function_name
@@ -196,5 +197,23 @@ def emit_pipeline(plan: PipelinePlan) -> str:
     out += _function(fn["producer_start"], f"{n}_state", "", [f"  return {n}_state{{0u, {plan.producer_start}u}};"],
                      ["Phase bit 1 names the phase before a fresh barrier's first, which counts as completed."])
     out += _function(fn["consumer_start"], f"{n}_state", "", [f"  return {n}_state{{0u, {plan.consumer_start}u}};"])
-    out += _init(plan, fn["init"]) + _acquire(plan, fn["producer_acquire"]) + _signals(plan, fn)
+    out += _init(plan, fn["init"]) + _acquire(plan, fn["producer_acquire"]) + _signals(plan, fn) + _turns(plan, fn)
     return "\n".join(out) + "\n"
+
+
+def _turns(plan: PipelinePlan, fn: dict[str, PipelineFunction]) -> list[str]:
+    """Consumer groups taking turns: named barrier ``turn_barrier + g`` hands the turn to group ``g`` (bar.arrive by
+    the passing group's threads, bar.sync by the waiting group's: both groups' threads counted, PTX ISA
+    #parallel-synchronization-and-communication-instructions-bar)."""
+    c = plan.consumer
+    if c.turns < 2:
+        return []
+    threads = 2 * caller_threads(c.caller, c.count)
+    return (_function(fn["turn_wait"], "void", "unsigned group",
+                      [f"  asm volatile(\"bar.sync %0, {threads};\" :: \"r\"({c.turn_barrier}u + group) : \"memory\");"],
+                      ["Call before the first consumer_wait of every tile but the CTA's first; `group` in [0, "
+                       f"{c.turns})."])
+            + _function(fn["turn_pass"], "void", "unsigned group",
+                        [f"  asm volatile(\"bar.arrive %0, {threads};\" :: \"r\"({c.turn_barrier}u + (group + 1u) % "
+                         f"{c.turns}u) : \"memory\");"],
+                        ["Call once the group has waited for its tile's last stage, when the next group has a tile."]))

@@ -96,12 +96,18 @@ class Consumer:
     ``threads``), how many such callers per CTA (``count``: 8 warps, 2 warpgroups, 128 threads), how it releases a
     stage (``release``) and, for a ``commit`` release, the MMA's ``cta_group`` (2: the even CTA's MMA consumes the
     stages of both CTAs of the pair and its commit releases both). A ``warp`` or ``warpgroup`` caller releases with
-    one elected lane per warp after ``__syncwarp``: one arrival per warp."""
+    one elected lane per warp after ``__syncwarp``: one arrival per warp. ``turns`` > 1: that many groups of
+    ``count`` callers take the ring's tiles in turn (a ping-pong of warpgroups, each skipping the others' fills):
+    a group waits for its turn (named barrier ``turn_barrier`` + its index) before its first wait on a tile and
+    passes it on once it has waited for the tile's last stage, so no group waits on a stage more than one phase
+    ahead of it (a parity wait tells apart only the last two phases)."""
 
     caller: Caller = "warp"
     count: int = 1
     release: Release = "arrive"
     cta_group: int = 1
+    turns: int = 1
+    turn_barrier: int = 8
 
     @property
     def arrivals(self) -> int:
@@ -300,6 +306,11 @@ class PipelinePlan:
         if self.relay:
             out.append(PipelineFunction(f"{n}_relay", "relay", elected, "in the odd CTA of a pair: waits for its own "
                                         "stage to land, then arrives on the even CTA's full barrier"))
+        if c.turns > 1:
+            out.append(PipelineFunction(f"{n}_turn_wait", "consumer", c.convention, "waits until the previous group "
+                                        "has waited for its tile's last stage (group `group`'s turn)"))
+            out.append(PipelineFunction(f"{n}_turn_pass", "consumer", c.convention, "gives the turn to the next group "
+                                        "(after this group's wait for its tile's last stage)"))
         return tuple(out)
 
     def signals(self) -> dict[str, tuple[ArrivalKind, ...]]:

@@ -240,6 +240,10 @@ def make_pipeline(loads: Any = (), *, consumer: Consumer, producer: Producer | N
     ``expect_tx``, ``full_arrivals`` and ``empty_arrivals``, when given, must equal what the roles derive."""
     if not isinstance(consumer, Consumer):
         raise TypeError(f"make_pipeline: consumer is a pc.Consumer, got {type(consumer).__name__}")
+    if not 1 <= consumer.turns or not 1 <= consumer.turn_barrier <= 16 - consumer.turns:
+        raise PlanError(f"make_pipeline: Consumer(turns={consumer.turns}, turn_barrier={consumer.turn_barrier}): the "
+                        f"turns' named barriers turn_barrier .. turn_barrier + turns - 1 lie in 1..15 (0 is "
+                        f"__syncthreads')")
     if producer is not None and not isinstance(producer, Producer):
         raise TypeError(f"make_pipeline: producer is a pc.Producer, got {type(producer).__name__}")
     if not isinstance(name, str) or not _NAME_RE.match(name):

@@ -103,9 +103,9 @@ def triton_mm(a, b, c, cfg):
 # ---- measuring ------------------------------------------------------------------------------------------------
 def bench(fn) -> float:
     try:
-        return float(triton.testing.do_bench_cudagraph(fn, rep=200, return_mode="median"))
+        return float(triton.testing.do_bench_cudagraph(fn, rep=100, return_mode="median"))
     except Exception:
-        return float(triton.testing.do_bench(fn, warmup=50, rep=200, return_mode="median"))
+        return float(triton.testing.do_bench(fn, warmup=25, rep=100, return_mode="median"))
 
 
 def rel_err(out: torch.Tensor, ref: torch.Tensor) -> float:

@@ -2,6 +2,7 @@
 each, a summary table last.
 
     PYTHONPATH=. python3 tools/epilogue_h200.py [OUT.jsonl] [--only roundtrip,convert,bank,stream] [--jobs 6]
+                                                        [--bank-every N]
 
 * roundtrip: every fragment kind x output type x order x swizzle of tests/copy/smem_ldst/cases.py: registers ->
   (convert) -> swizzled shared (stmatrix / st.shared) -> TMA store -> global, and ldmatrix / ld.shared back,
@@ -132,13 +133,14 @@ def bank_batch(ncu: str, names: list[str], specs: list[str]) -> list[dict]:
     return rows
 
 
-def banks() -> list[dict]:
+def banks(every: int = 1) -> list[dict]:
+    """``every``: profile every n-th store / load plan of the matrix (ncu replays each kernel several times)."""
     from tests.gpu.epilogue_probe import ROUNDTRIPS
     ncu = ncu_path()
     if ncu is None:
         return [{"section": "bank", "error": "ncu not found (PATH, /usr/local/cuda/bin)"}]
     names = metrics(ncu)
-    specs = [f"{op}:{c[0]}" for c in ROUNDTRIPS for op in ("st", "ld")]
+    specs = [f"{op}:{c[0]}" for c in ROUNDTRIPS for op in ("st", "ld")][::every]
     rows = [{"section": "bank-metrics", "ncu": ncu, "metrics": names}]
     for k in range(0, len(specs), BATCH):
         rows += bank_batch(ncu, names, specs[k:k + BATCH])
@@ -205,6 +207,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("out", nargs="?", default=os.path.join(os.environ.get("OUT", "."), "epilogue-h200.jsonl"))
     parser.add_argument("--only", default=",".join(SECTIONS))
     parser.add_argument("--jobs", type=int, default=6, help="round-trip children at once")
+    parser.add_argument("--bank-every", type=int, default=1, help="profile every n-th plan of the bank matrix")
     args = parser.parse_args(argv)
     sys.path.insert(0, str(ROOT))
     only = [s for s in args.only.split(",") if s]
@@ -214,7 +217,7 @@ def main(argv: list[str] | None = None) -> int:
     rows: list[dict] = []
     with open(args.out, "w") as out:
         for section, run in (("roundtrip", lambda: roundtrips(args.jobs)), ("convert", conversions),
-                             ("bank", banks), ("stream", streams)):
+                             ("bank", lambda: banks(args.bank_every)), ("stream", streams)):
             if section not in only:
                 continue
             start = time.time()

@@ -1,22 +1,26 @@
 #!/usr/bin/env bash
-# One device call's worth of H200 work (the lead's batching script; each tool is documented in its own file):
-# the correctness tools in parallel (small kernels: their timings are not compared), then the timed GEMM alone.
-#   bash tools/run_h200_batch.sh correctness|timed|both   (outputs under $OUT, packed into one archive)
+# The lead's batching of H200 work into few device calls (each tool is documented in its own file): correctness
+# tools in parallel (small kernels, untimed), then the timed sweeps one after the other, alone on the GPU.
+#   bash tools/run_h200_batch.sh b|c      (outputs under $OUT, packed into one archive)
 set -u
 export PYTHONPATH=. PYTHONUNBUFFERED=1
-work=/tmp/h200-batch; mkdir -p "$work"
-what=${1:-both}
-nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,temperature.gpu,power.draw --format=csv > "$work/gpu.txt" 2>&1
-if [ "$what" != timed ]; then
-  timeout 250 python3 tools/wgmma_h200.py "$work/wgmma-h200.jsonl" > "$work/wgmma.log" 2>&1 &
-  timeout 250 python3 tools/epilogue_h200.py "$work/epilogue-h200.jsonl" --only roundtrip,convert --jobs 6 > "$work/epilogue.log" 2>&1 &
-  timeout 250 python3 tools/tma_coords_h200.py "$work/tma_coords_h200.jsonl" > "$work/tma_coords.log" 2>&1 &
-  timeout 250 python3 tools/tma_boxes_h200.py "$work/tma-h200-boxes.jsonl" > "$work/tma_boxes.log" 2>&1 &
-  timeout 240 python3 tools/hopper_gemm_h200.py --check > "$work/gemm_check.log" 2>&1
+w=/tmp/h200-batch; mkdir -p "$w"
+nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,temperature.gpu,power.draw --format=csv > "$w/gpu.txt" 2>&1
+case "${1:-b}" in
+b)
+  python3 tools/prebuild_h200.py --jobs 12 > "$w/prebuild.log" 2>&1 &
+  for g in im2col hint interleave; do
+    timeout 200 python3 tools/tma_boxes_h200.py "$w/tma-boxes-$g.jsonl" --only "$g" > "$w/tma_boxes_$g.log" 2>&1 &
+  done
+  timeout 150 python3 tools/interp_h200.py "$w/interpreter-h200.jsonl" > "$w/interp.log" 2>&1 &
+  timeout 220 python3 tools/hopper_gemm_h200.py --check --ok "$w/gemm_ok.json" > "$w/gemm_check.log" 2>&1
   wait
-fi
-if [ "$what" != correctness ]; then
-  timeout 280 python3 tools/hopper_gemm_h200.py --quick --out "$work/hopper-gemm-h200.jsonl" > "$work/gemm.log" 2>&1
-fi
-tar czf "$OUT/batch.tgz" -C "$work" .
-for f in "$work"/*.log; do echo "== $f"; tail -n 25 "$f"; done
+  timeout 240 python3 tools/hopper_gemm_h200.py --quick --ok "$w/gemm_ok.json" --out "$w/hopper-gemm-h200.jsonl" > "$w/gemm.log" 2>&1
+  timeout 90 python3 tools/epilogue_h200.py "$w/epilogue-stream.jsonl" --only stream > "$w/epilogue_stream.log" 2>&1
+  ;;
+c)
+  timeout 200 python3 tools/pipeline_h200.py "$w/pipeline-h200.jsonl" > "$w/pipeline.log" 2>&1
+  ;;
+esac
+tar czf "$OUT/batch.tgz" -C "$w" .
+for f in "$w"/*.log; do echo "== $f"; tail -n 12 "$f" | cut -c1-220; done

@@ -10,32 +10,30 @@ from ..atoms.cp_async import cp_async_atom
 from ..copy.cp_async.plan import CpAsyncInstruction, CpAsyncPlan, Terms
 from ..swizzle import Swizzle
 from ..views import provides
-from .cache import createpolicy_statement
 from .common import ABI_VERSION, check_function_name
 from .templates import render
 
 __all__ = ["cp_async_helper", "cp_async_header", "emit_cp_async_copy"]
 
 
-def cp_async_helper(cache: str, size: int, l2_prefetch: int | None = None, cache_hint: bool = False) -> str:
-    """The header's wrapper of one cp.async form (``cache_hint``: taking an L2 policy last)."""
+def cp_async_helper(cache: str, size: int, l2_prefetch: int | None = None) -> str:
+    """The header's wrapper of one cp.async form."""
     return (f"pycute_cp_async_{cache}_{size}" + (f"_l2_{l2_prefetch}" if l2_prefetch else "")
-            + ("_hint" if cache_hint else ""))
+)
 
 
-def _wrapper(cache: CpAsyncCache, size: int, l2: L2Prefetch | None, hint: bool = False) -> str:
-    policy, operand, constraint = (", unsigned long long policy", ", %3", ', "l"(policy)') if hint else ("", "", "")
-    return (f"__device__ __forceinline__ void {cp_async_helper(cache, size, l2, hint)}(unsigned smem, const void* gmem, "
-            f"unsigned src_size{policy}) {{\n"
-            f'  asm volatile("{cp_async_ptx(cache, l2, hint)} [%0], [%1], {size}, %2{operand};" :: "r"(smem), '
-            f'"l"(gmem), "r"(src_size){constraint} : "memory");\n}}')
+def _wrapper(cache: CpAsyncCache, size: int, l2: L2Prefetch | None) -> str:
+    return (f"__device__ __forceinline__ void {cp_async_helper(cache, size, l2)}(unsigned smem, const void* gmem, "
+            f"unsigned src_size) {{\n"
+            f'  asm volatile("{cp_async_ptx(cache, l2)} [%0], [%1], {size}, %2;" :: "r"(smem), '
+            f'"l"(gmem), "r"(src_size) : "memory");\n}}')
 
 
 def cp_async_header() -> str:
     """The text of ``pycute/cp_async.cuh``."""
     caches: tuple[CpAsyncCache, ...] = ("ca", "cg")
     forms = [(c, s) for s in CP_ASYNC_SIZES for c in caches if c == "ca" or s == CG_SIZE]
-    functions = [_wrapper(c, s, l2, hint) for hint in (False, True) for c, s in forms
+    functions = [_wrapper(c, s, l2) for c, s in forms
                  for l2 in (None, *L2_PREFETCH_SIZES)]
     return render("header_cp_async.cuh", abi=ABI_VERSION, cp_async_functions="\n".join(functions),
                   commit=COMMIT_GROUP_PTX, wait=WAIT_GROUP_PTX, arrive=ARRIVE_NOINC_PTX, arrive_inc=ARRIVE_PTX,
@@ -92,9 +90,8 @@ def _iteration(plan: CpAsyncPlan, inst: CpAsyncInstruction, helper: str) -> list
              f"const long long g = origin + {q['gmem']};"]
     tail = plan.tail
     checked = tail is not None and inst.iteration in tail.iterations
-    policy = ", policy" if plan.cache_hint else ""
     wide = (f"{helper}({'s' if checked else 'smem + ' + q['smem']}, base + (n ? g * {elem}LL : 0LL), "
-            f"static_cast<unsigned>(n) * {elem}u{policy});")
+            f"static_cast<unsigned>(n) * {elem}u);")
     if tail is None or not checked:
         body.append(wide)
     else:
@@ -102,9 +99,9 @@ def _iteration(plan: CpAsyncPlan, inst: CpAsyncInstruction, helper: str) -> list
         body.append(f"if (n && g + {plan.vector}LL > {plan.alloc_bytes // elem}LL) {{   // the vector that ends the "
                     f"array: no source window past its last byte")
         for c in tail.copies:
-            h = cp_async_helper(cp_async_atom(c.size).cache, c.size, plan.atom.l2_prefetch, plan.cache_hint is not None)
+            h = cp_async_helper(cp_async_atom(c.size).cache, c.size, plan.atom.l2_prefetch)
             src = f"base + g * {elem}LL + {c.offset}LL" if c.src_size else "base"
-            body.append(f"  {h}(s + {c.offset}u, {src}, {c.src_size}u{policy});")
+            body.append(f"  {h}(s + {c.offset}u, {src}, {c.src_size}u);")
         if tail.residue:
             r = tail.residue_offset
             body.append(f"  pycute_cp_async_residue(s + {r}u, base + g * {elem}LL + {r}LL, {tail.residue}u);")
@@ -122,7 +119,7 @@ def emit_cp_async_copy(plan: CpAsyncPlan, name: str = "pycute_cp_async_copy") ->
     modes = plan.array_modes
     tiles = ", ".join([f"int t{k}" for k in range(len(modes))] + [f"unsigned {s.name}" for s in plan.stages])
     mbar = ", unsigned mbar" if plan.completion == "arrive" else ""
-    helper = cp_async_helper(plan.atom.cache, plan.atom.size, plan.atom.l2_prefetch, plan.cache_hint is not None)
+    helper = cp_async_helper(plan.atom.cache, plan.atom.size, plan.atom.l2_prefetch)
     head = [plan.convention.comment(),
             f"// {plan.vectors} x {plan.atom.ptx} ({plan.atom.size} B) per tile over {plan.threads} threads, "
             f"pycute C ABI {ABI_VERSION}",
@@ -138,9 +135,6 @@ def emit_cp_async_copy(plan: CpAsyncPlan, name: str = "pycute_cp_async_copy") ->
                 if plan.completion == "group" else
                 f"// Each thread arrives on `mbar` when its copies land: count {name}_arrivals in its mbarrier.init.")
     body = ["  const unsigned char* base = static_cast<const unsigned char*>(gmem);"]
-    if plan.cache_hint is not None:
-        head.append(f"// Every copy carries the L2 policy {plan.cache_hint} (createpolicy, .L2::cache_hint).")
-        body.append(createpolicy_statement(plan.cache_hint))
     body += [f"  const long long o{k} = (long long)t{k} * {n};" for k, n in enumerate(plan.tile_shape)]
     body.append("  const long long origin = " + " + ".join(f"o{k} * {d}LL" for k, (_, d) in enumerate(modes)) + ";")
     body += [f"  smem += {s.name} * {s.smem_step}u;" for s in plan.stages]

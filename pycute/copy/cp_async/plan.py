@@ -9,7 +9,6 @@ import attrs
 from ...arch.convention import Convention
 from ...arch.sm80.cp_async import CpAsyncCompletion
 from ...atoms.cp_async import CpAsyncAtom, CpAsyncIssue, CpAsyncResidue, cp_async_atom
-from ...arch.sm80.cache import CachePolicy
 from ...errors import PlanError
 from ...int_tuple import as_int, product
 from ...layout import Layout
@@ -106,7 +105,6 @@ class CpAsyncPlan(ArrayTilePlan):
     stages: tuple[SmemStage, ...] = ()
     tail: CpAsyncTail | None = None              # the vector that ends the array, where it is not whole
     rejected: tuple[Rejection, ...] = attrs.field(default=(), eq=False)
-    cache_hint: CachePolicy | None = None        # the L2 policy every copy is issued with (.L2::cache_hint)
 
     direction: str = attrs.field(default="load", init=False)       # cp.async copies global -> shared only
 
@@ -181,7 +179,7 @@ class CpAsyncPlan(ArrayTilePlan):
                 out += self._tail_stream(shift + self.smem_byte(e), gmem, src_size)
             else:
                 out.append(CpAsyncIssue(inst.ptx, shift + self.smem_byte(e), gmem if src_size else 0, size,
-                                        src_size, self.cache_hint))
+                                        src_size))
         return out
 
     def _tail_stream(self, smem: int, gmem: int, src_size: int) -> list[CpAsyncIssue | CpAsyncResidue]:
@@ -191,7 +189,7 @@ class CpAsyncPlan(ArrayTilePlan):
                             f"{self.alloc_bytes}-byte end, but the plan's tail is {tail!r} (a planner defect)")
         pieces: list[tuple[int, CpAsyncIssue | CpAsyncResidue]] = [
             (c.offset, CpAsyncIssue(cp_async_atom(c.size, None, self.atom.l2_prefetch).ptx, smem + c.offset,
-                                    gmem + c.offset if c.src_size else 0, c.size, c.src_size, self.cache_hint))
+                                    gmem + c.offset if c.src_size else 0, c.size, c.src_size))
             for c in tail.copies]
         if tail.residue:
             r = tail.residue_offset
@@ -239,8 +237,6 @@ class CpAsyncPlan(ArrayTilePlan):
                                       f"cp.async.mbarrier.arrive.noinc: the mbarrier expects {self.arrivals} more "
                                       f"arrivals")]
         lines.append(self._explain_tail())
-        if self.cache_hint is not None:
-            lines.append(f"  cache hint  .L2::cache_hint with createpolicy {self.cache_hint}")
         lines += [f"  straight    {q}: thread part + iteration part (computed once)" for q in sorted(self.linear)]
         if self.rejected:
             lines.append("  wider copies refused:")

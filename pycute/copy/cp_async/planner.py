@@ -177,11 +177,17 @@ def make_cp_async_copy(dst: SmemTensor, src: GlobalTensor, threads: int = 128, c
     ``threads`` threads (mode ``i`` of the tile is a window of mode ``i`` of the array; the generated code takes a
     tile index per mode, and zero-fills elements outside the array). ``cache`` forces ``.ca`` / ``.cg`` (16-byte
     copies bypass L1 by default), ``l2_prefetch`` adds an ``.L2::<n>B`` hint, ``completion`` is ``"group"``
-    (commit_group; the caller waits) or ``"arrive"`` (each thread arrives on an mbarrier, ``.noinc``); ``cache_hint``
-    (``"evict_first"``, ... or a ``CachePolicy``) issues every copy with that L2 policy. PlanError names the rule
-    a copy breaks."""
+    (commit_group; the caller waits) or ``"arrive"`` (each thread arrives on an mbarrier, ``.noinc``). A
+    ``cache_hint`` is refused: ``cp.async ... .L2::cache_hint`` raised an illegal-instruction exception on the H200
+    for every policy tried (docs/tma.md; TMA and bulk copies take the hint). PlanError names the rule a copy
+    breaks."""
     gmem, smem = _operands(dst, src)
-    hint = cache_policy(cache_hint, "make_cp_async_copy")
+    if cache_hint is not None:
+        policy = cache_policy(cache_hint, "make_cp_async_copy")
+        raise PlanError(f"make_cp_async_copy: cache_hint={policy}: cp.async with .L2::cache_hint raised an "
+                        f"illegal-instruction exception on the H200 for evict_first, evict_last and a fractional "
+                        f"policy (docs/tma.md, docs/tma-h200-boxes.jsonl hint/cp-async/*), so pycute does not issue "
+                        f"it; make_bulk_copy and make_tma_copy take the hint")
     threads = as_int(threads, "make_cp_async_copy: threads")
     if not 1 <= threads <= MAX_THREADS:
         raise PlanError(f"make_cp_async_copy: threads={threads}: a CTA has 1 to {MAX_THREADS} threads")
@@ -198,14 +204,13 @@ def make_cp_async_copy(dst: SmemTensor, src: GlobalTensor, threads: int = 128, c
     order = _order(modes, tile, smem)
     _, smem_bytes = tile_elements(smem, order)
     size, rejected = _width(elem, modes, order, tile, gmem, smem, smem_bytes, stages)
-    atom = cp_async_atom(size, cache, l2_prefetch, hint is not None)
+    atom = cp_async_atom(size, cache, l2_prefetch)
     vector, nvec = size // elem, product(tile) * elem // size
     iterations = -(-nvec // threads)
     insts = tuple(CpAsyncInstruction(i, atom.ptx, min(threads, nvec - i * threads)) for i in range(iterations))
     coords, g, s = _terms(smem, modes, order, tile)
     plan = CpAsyncPlan(gmem, smem, atom, threads, vector, order, insts, coords, g, s, frozenset(), completion,
-                       stages, _tail(modes, order, tile, coords, elem, size, threads, nvec), tuple(rejected),
-                       cache_hint=hint)
+                       stages, _tail(modes, order, tile, coords, elem, size, threads, nvec), tuple(rejected))
     linear = _linear({"smem": plan.smem_byte, "gmem": g, **{f"coord{k}": c for k, c in enumerate(coords)}},
                      threads, iterations, vector, nvec)
     return attrs.evolve(plan, linear=linear)

@@ -64,54 +64,6 @@ __device__ __forceinline__ void pycute_cp_async_ca_4_l2_128(unsigned smem, const
 __device__ __forceinline__ void pycute_cp_async_ca_4_l2_256(unsigned smem, const void* gmem, unsigned src_size) {
   asm volatile("cp.async.ca.shared.global.L2::256B [%0], [%1], 4, %2;" :: "r"(smem), "l"(gmem), "r"(src_size) : "memory");
 }
-__device__ __forceinline__ void pycute_cp_async_ca_16_hint(unsigned smem, const void* gmem, unsigned src_size, unsigned long long policy) {
-  asm volatile("cp.async.ca.shared.global.L2::cache_hint [%0], [%1], 16, %2, %3;" :: "r"(smem), "l"(gmem), "r"(src_size), "l"(policy) : "memory");
-}
-__device__ __forceinline__ void pycute_cp_async_ca_16_l2_64_hint(unsigned smem, const void* gmem, unsigned src_size, unsigned long long policy) {
-  asm volatile("cp.async.ca.shared.global.L2::cache_hint.L2::64B [%0], [%1], 16, %2, %3;" :: "r"(smem), "l"(gmem), "r"(src_size), "l"(policy) : "memory");
-}
-__device__ __forceinline__ void pycute_cp_async_ca_16_l2_128_hint(unsigned smem, const void* gmem, unsigned src_size, unsigned long long policy) {
-  asm volatile("cp.async.ca.shared.global.L2::cache_hint.L2::128B [%0], [%1], 16, %2, %3;" :: "r"(smem), "l"(gmem), "r"(src_size), "l"(policy) : "memory");
-}
-__device__ __forceinline__ void pycute_cp_async_ca_16_l2_256_hint(unsigned smem, const void* gmem, unsigned src_size, unsigned long long policy) {
-  asm volatile("cp.async.ca.shared.global.L2::cache_hint.L2::256B [%0], [%1], 16, %2, %3;" :: "r"(smem), "l"(gmem), "r"(src_size), "l"(policy) : "memory");
-}
-__device__ __forceinline__ void pycute_cp_async_cg_16_hint(unsigned smem, const void* gmem, unsigned src_size, unsigned long long policy) {
-  asm volatile("cp.async.cg.shared.global.L2::cache_hint [%0], [%1], 16, %2, %3;" :: "r"(smem), "l"(gmem), "r"(src_size), "l"(policy) : "memory");
-}
-__device__ __forceinline__ void pycute_cp_async_cg_16_l2_64_hint(unsigned smem, const void* gmem, unsigned src_size, unsigned long long policy) {
-  asm volatile("cp.async.cg.shared.global.L2::cache_hint.L2::64B [%0], [%1], 16, %2, %3;" :: "r"(smem), "l"(gmem), "r"(src_size), "l"(policy) : "memory");
-}
-__device__ __forceinline__ void pycute_cp_async_cg_16_l2_128_hint(unsigned smem, const void* gmem, unsigned src_size, unsigned long long policy) {
-  asm volatile("cp.async.cg.shared.global.L2::cache_hint.L2::128B [%0], [%1], 16, %2, %3;" :: "r"(smem), "l"(gmem), "r"(src_size), "l"(policy) : "memory");
-}
-__device__ __forceinline__ void pycute_cp_async_cg_16_l2_256_hint(unsigned smem, const void* gmem, unsigned src_size, unsigned long long policy) {
-  asm volatile("cp.async.cg.shared.global.L2::cache_hint.L2::256B [%0], [%1], 16, %2, %3;" :: "r"(smem), "l"(gmem), "r"(src_size), "l"(policy) : "memory");
-}
-__device__ __forceinline__ void pycute_cp_async_ca_8_hint(unsigned smem, const void* gmem, unsigned src_size, unsigned long long policy) {
-  asm volatile("cp.async.ca.shared.global.L2::cache_hint [%0], [%1], 8, %2, %3;" :: "r"(smem), "l"(gmem), "r"(src_size), "l"(policy) : "memory");
-}
-__device__ __forceinline__ void pycute_cp_async_ca_8_l2_64_hint(unsigned smem, const void* gmem, unsigned src_size, unsigned long long policy) {
-  asm volatile("cp.async.ca.shared.global.L2::cache_hint.L2::64B [%0], [%1], 8, %2, %3;" :: "r"(smem), "l"(gmem), "r"(src_size), "l"(policy) : "memory");
-}
-__device__ __forceinline__ void pycute_cp_async_ca_8_l2_128_hint(unsigned smem, const void* gmem, unsigned src_size, unsigned long long policy) {
-  asm volatile("cp.async.ca.shared.global.L2::cache_hint.L2::128B [%0], [%1], 8, %2, %3;" :: "r"(smem), "l"(gmem), "r"(src_size), "l"(policy) : "memory");
-}
-__device__ __forceinline__ void pycute_cp_async_ca_8_l2_256_hint(unsigned smem, const void* gmem, unsigned src_size, unsigned long long policy) {
-  asm volatile("cp.async.ca.shared.global.L2::cache_hint.L2::256B [%0], [%1], 8, %2, %3;" :: "r"(smem), "l"(gmem), "r"(src_size), "l"(policy) : "memory");
-}
-__device__ __forceinline__ void pycute_cp_async_ca_4_hint(unsigned smem, const void* gmem, unsigned src_size, unsigned long long policy) {
-  asm volatile("cp.async.ca.shared.global.L2::cache_hint [%0], [%1], 4, %2, %3;" :: "r"(smem), "l"(gmem), "r"(src_size), "l"(policy) : "memory");
-}
-__device__ __forceinline__ void pycute_cp_async_ca_4_l2_64_hint(unsigned smem, const void* gmem, unsigned src_size, unsigned long long policy) {
-  asm volatile("cp.async.ca.shared.global.L2::cache_hint.L2::64B [%0], [%1], 4, %2, %3;" :: "r"(smem), "l"(gmem), "r"(src_size), "l"(policy) : "memory");
-}
-__device__ __forceinline__ void pycute_cp_async_ca_4_l2_128_hint(unsigned smem, const void* gmem, unsigned src_size, unsigned long long policy) {
-  asm volatile("cp.async.ca.shared.global.L2::cache_hint.L2::128B [%0], [%1], 4, %2, %3;" :: "r"(smem), "l"(gmem), "r"(src_size), "l"(policy) : "memory");
-}
-__device__ __forceinline__ void pycute_cp_async_ca_4_l2_256_hint(unsigned smem, const void* gmem, unsigned src_size, unsigned long long policy) {
-  asm volatile("cp.async.ca.shared.global.L2::cache_hint.L2::256B [%0], [%1], 4, %2, %3;" :: "r"(smem), "l"(gmem), "r"(src_size), "l"(policy) : "memory");
-}
 
 // This thread's uncommitted cp.async become one group; wait_group<N> blocks until at most N of its groups are
 // pending (then a barrier, for the other threads' copies).

@@ -12,9 +12,10 @@ both K-major, bf16 or fp8 e4m3 (per-tensor scale), any M, N and K whose rows are
 
 Warp roles: warpgroup 0 produces (one elected thread issues the loads; the warpgroup gives registers back with
 ``setmaxnreg``); warpgroups 1 and 2 consume: "cooperative", both on one tile (64 rows each), or "pingpong", each on
-its own tile in turn, so that one's epilogue overlaps the other's MMAs. The kernel body below is the only
-hand-written CUDA: 31 lines between the kernel's braces, none of them an address, a count, a parity or a
-register grouping (``HANDWRITTEN_LINES`` counts them; a test keeps it honest).
+its own tile in turn (the pipeline hands them the turn), so that one's epilogue overlaps the other's MMAs. The
+kernel body below is the only hand-written CUDA: 52 lines (54 for ping-pong) between the kernel's braces, counted
+as issue 34 counts (blank, comment and lone-brace lines not), none of them an address, a count, a parity or a
+register grouping (``HANDWRITTEN_LINES``; a test keeps it honest).
 
 ``python examples/hopper_gemm.py`` prints the plans and each candidate's sm_90a SASS counts; tools/hopper_gemm_h200.py
 times the candidates beside cuBLAS (``torch.matmul``), Triton and ``torch._scaled_mm`` on the H200
@@ -236,6 +237,24 @@ def candidates(dtype: Dtype = "bf16") -> list[HopperGemm]:
             HopperGemm(dtype=dtype, BN=64, consumers=1, stages=5, cluster=1)]
 
 
+#: TFLOP/s of each candidate on the whole H200 at 8192^3 bf16 (docs/hopper-gemm-h200.jsonl, the run of
+#: docs/hopper-gemm.md): what ``choose`` weighs the waves of tiles with.
+MEASURED_TFLOPS = {(128, 256, "cooperative"): 699.0, (128, 128, "pingpong"): 664.0, (128, 128, "cooperative"): 656.0,
+                   (64, 128, "cooperative"): 496.0, (64, 64, "cooperative"): 334.0}
+
+
+def choose(M: int, N: int, K: int, dtype: Dtype = "bf16", sms: int = 132) -> HopperGemm:
+    """The candidate that should finish ``M x N x K`` first: its tiles in waves of ``sms x ctas_per_sm`` CTAs, each
+    CTA at its share of the candidate's measured whole-chip rate (tile quantisation and occupancy, no split-K)."""
+    def time(g: HopperGemm) -> float:
+        per_sm = g.ctas_per_sm
+        tiles = -(-M // g.BM) * -(-N // g.BN)
+        waves = -(-tiles // (sms * per_sm))
+        rate = MEASURED_TFLOPS[(g.BM, g.BN, g.mode)] / (sms * per_sm)
+        return waves * 2 * g.BM * g.BN * K / rate
+    return min(candidates(dtype), key=time)
+
+
 def kernel_body_lines(source: str) -> int:
     """The hand-written lines: the kernel's, between its braces (blank, comment and lone-brace lines not counted,
     as issue 34 counts them)."""
@@ -245,7 +264,7 @@ def kernel_body_lines(source: str) -> int:
                and line.strip().strip("{}") != "")
 
 
-HANDWRITTEN_LINES = 48
+HANDWRITTEN_LINES = {"cooperative": 52, "pingpong": 54}
 
 
 if __name__ == "__main__":

@@ -447,6 +447,24 @@ def hopper_gemm_case(dtype: str) -> SanitizeCase:
                         lambda arch: make().compile(), launch)
 
 
+def im2col_case(name: str) -> SanitizeCase:
+    """A TMA im2col load of one implicit-GEMM tile (a convolution's activations) against numpy's im2col."""
+    def make():
+        import pycute as pc
+        from pycute.harness.im2col import Im2colRoundTrip
+        from tests.copy.tma.cases_im2col import IM2COL
+        _, g, s, conv, tiles = next(c for c in IM2COL if c[0] == name)
+        return Im2colRoundTrip(pc.make_im2col_copy(s, g, conv)), tiles[0]
+
+    def launch(gpu, arch: str) -> bool:
+        import numpy as np
+        rt, (mt, kt) = make()
+        r = rt.run(gpu, mt, kt, arch=arch)
+        return all(np.array_equal(got, want) for got, want in (r["smem"], r["tile"]))
+    return SanitizeCase(f"tma/im2col-{name}", "pycute.harness.im2col.Im2colRoundTrip",
+                        lambda arch: make()[0].compile(arch), launch)
+
+
 # ---- the registry -------------------------------------------------------------------------------------------------
 
 def _flat_names(table: str) -> list[str]:
@@ -467,7 +485,7 @@ def registry() -> list[SanitizeCase]:
             [tma_case(n) for n in ("f32-2d-plain", "bf16-kmajor-128B", "u8-kmajor-128B", "f32-1d-256", "u8-5d",
                                    "f32-tile-at-8KiB", "f32-box-larger-than-array", "f4-kmajor-128B-widened-to-u8",
                                    "bf16-kmajor-128B-x4", "f32-nan-fill", "bf16-kmajor-128B-add", "u32-xor")] +
-            [tma_case("f32-2d-plain", grid_constant=True)] +
+            [tma_case("f32-2d-plain", grid_constant=True), im2col_case("bf16-3x3-pad1-128B")] +
             [tcgen05_cp_case("demo-g1"), tcgen05_cp_case("demo-g2"), tcgen05_cp_case("128x256b-g2-128B-bf16"),
              tcgen05_cp_case("demo-g1", timed=True)] +
             [ldst_case("cp-g1-bf16-128B-ld-16x256b"), ldst_case("st-M256-g2-f16-16x64b-ld-16x32bx2")] +

@@ -93,7 +93,7 @@ def test_the_generated_function_issues_the_plans_stream_between_fence_and_commit
     stage = {"stage": 2} if plan.stage_names else {}
     for tid in range(0, 128 * plan.warpgroups, 128):
         thread = trace_entry(ptx, {0: 0x7000_0000_0000, 1: 0x7100_0000_0000, 2: 0x400, 3: 0x10400, 4: 1, 5: 2},
-                             {}, "probe", tid=tid)
+                             {}, "probe", tid=tid, specials={"%ntid.x": 128 * plan.warpgroups})
         smem_a = None if plan.a_in_registers else 0x400
         assert thread.mma == plan.stream(smem_a, 0x10400, True, tid // 128, **stage)
         order = [t if isinstance(t, tuple) else ("wgmma.mma_async",) for t in thread.trace]

@@ -228,7 +228,52 @@ def report(out) -> dict:
     wrong = [(k, r["config"]) for k, v in {**runs, "epilogue": epilogue["runs"]}.items() for r in v
              if not r["exact"]]
     print(f"  every timed copy checked: {'all exact' if not wrong else f'WRONG: {wrong}'}", file=out)
+    results["gemm"] = gemm(out)
     return results
+
+
+def gemm(out) -> dict:
+    """The Hopper GEMM (examples/hopper_gemm.py, ``choose``'s configuration) at 8192^3 beside cuBLAS, Triton and
+    ``torch._scaled_mm`` in the same run (perf/gpu_gemm.py; docs/hopper-gemm.md has the whole sweep)."""
+    try:
+        import torch
+
+        from examples.hopper_gemm import choose
+
+        from .gpu_gemm import TRITON_CONFIGS, Launch, bench, inputs, reference, rel_err, run_ours, triton_mm
+    except ImportError as e:
+        print(f"\nHopper GEMM: not run ({e})", file=out)
+        return {"not_run": str(e)}
+    n = 8192
+    flops = 2 * n ** 3
+    rows = {}
+    for dtype, scale, target in (("bf16", 1.0, 0.90), ("e4m3", 0.5, 0.85)):
+        a, b = inputs(n, n, n, dtype)
+        ref = reference(a, b, scale)
+        g = choose(n, n, n, dtype)
+        launch = Launch(g)
+        d, prep = run_ours(g, launch, a, b, scale)
+        err = rel_err(d, ref)
+        ours = flops / bench(lambda: launch(prep)) / 1e9
+        if dtype == "bf16":
+            base = flops / bench(lambda: torch.matmul(a, b.t())) / 1e9
+            c = torch.empty(n, n, device="cuda", dtype=torch.bfloat16)
+            tri = max(flops / bench(lambda: triton_mm(a, b, c, cfg)) / 1e9 for cfg in TRITON_CONFIGS[:3])
+        else:
+            sa, sb = torch.tensor(1.0, device="cuda"), torch.tensor(scale, device="cuda")
+            base = flops / bench(lambda: torch._scaled_mm(a, b.t(), scale_a=sa, scale_b=sb,
+                                                         out_dtype=torch.bfloat16)) / 1e9
+            tri = float("nan")
+        rows[dtype] = {"config": repr(g), "tflops": ours, "baseline_tflops": base, "ratio": ours / base,
+                       "triton_tflops": tri, "rel_err": err, "target": target}
+    print("\nHopper GEMM (bf16 D, 8192^3, CUDA-graph medians; cuBLAS = torch.matmul, e4m3 = torch._scaled_mm)",
+          file=out)
+    for dtype, r in rows.items():
+        ok = r["ratio"] >= r["target"] and r["rel_err"] < 2e-2
+        print(f"  {dtype:<6} {r['tflops']:8.1f} TFLOP/s  {r['ratio']:7.1%} of {r['baseline_tflops']:.1f}  "
+              f">= {r['target']:.0%}  {'ok' if ok else 'MISSED'}  err {r['rel_err']:.1e}"
+              + (f"  Triton {r['triton_tflops']:.1f}" if dtype == "bf16" else ""), file=out)
+    return rows
 
 
 def write(results: dict, path: str) -> None:

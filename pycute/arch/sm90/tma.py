@@ -18,7 +18,7 @@ __all__ = ["MAX_RANK", "MAX_BOX", "GLOBAL_ALIGN", "STRIDE_ALIGN", "STRIDE_LIMIT"
            "L2_PROMOTION_128B", "OOB_FILL_NONE", "INTERLEAVE_NONE", "TmaDirection", "tma_ptx", "TMA_SASS",
            "TMA_TARGETS", "MAX_MULTICAST", "ReduceOp", "REDUCE_TYPES", "OOB_FILL_NAN",
            "NAN_FILL_UNIT", "NAN_FILL_TYPES", "OobFill", "COORD_MIN", "COORD_MAX", "FTZ_DATA_TYPES", "TF32_DATA_TYPES",
-           "FTZ_DATA_TYPE_CODES", "STORE_UNIT", "TENSOR_MAP_BYTES", "tensormap_replace_ptx", "TENSORMAP_PUBLISH_PTX",
+           "FTZ_DATA_TYPE_CODES", "TF32_LOAD_NAN", "STORE_UNIT", "TENSOR_MAP_BYTES", "tensormap_replace_ptx", "TENSORMAP_PUBLISH_PTX",
            "TENSORMAP_ACQUIRE_PTX", "L2Promotion", "L2_PROMOTIONS", "l2_promotion_code"]
 
 MAX_RANK = 5                  # tensorRank 1..5
@@ -91,13 +91,18 @@ DATA_TYPES = {"u8": 0, "i8": 0, "f8e4m3": 0, "f8e5m2": 0, "ue8m0": 0, "ue4m3": 0
 L2Promotion = Literal["none", "64B", "128B", "256B"]
 #: CUtensorMapL2promotion: how much L2 fetches from DRAM around a miss (a hint; it changes no byte copied).
 L2_PROMOTIONS: dict[L2Promotion, int] = {"none": 0, "64B": 1, "128B": 2, "256B": 3}
-#: The map types that change a value on its way (CUDA driver API, CUtensorMapDataType): FLOAT32_FTZ (10) flushes
-#: subnormal f32 to zero, TFLOAT32 (11) rounds f32 to tf32 (dtypes.TF32_MASK: 10 mantissa bits kept) and
-#: TFLOAT32_FTZ (12) does both; ``ftz=True`` asks for the FTZ form of an f32 or tf32 map (docs/tma.md: the
-#: rounding and flush rules and which of them the H200 showed).
+#: The converting map types (CUDA driver API, CUtensorMapDataType): TFLOAT32 (11) and TFLOAT32_FTZ (12) round each
+#: loaded f32 to tf32, FLOAT32_FTZ (10) and TFLOAT32_FTZ name the flush-to-zero forms (``ftz=True``). Measured on the
+#: H200 (docs/tma.md, docs/tma-h200-coords-run1.jsonl): the rounding is to nearest even at mantissa bit 13
+#: (dtypes.TF32_MASK: 10 mantissa bits kept; subnormals rounded too, the largest finite value to infinity,
+#: infinities unchanged), every NaN becomes ``TF32_LOAD_NAN``, and the FTZ forms flush nothing a load writes (their
+#: images equal the plain types'); a store through any of them copies the bytes unchanged.
 FTZ_DATA_TYPES = {"f32": 10, "tf32": 12}
 FTZ_DATA_TYPE_CODES = (10, 12)
 TF32_DATA_TYPES = (11, 12)
+#: What a TFLOAT32 map loads for any NaN, whatever its sign and payload: the canonical NaN 0x7FFFFFFF with the 13
+#: bits tf32 drops cleared [inferred from run 1's differing-byte counts; the probe's next run records every element].
+TF32_LOAD_NAN = 0x7FFFE000
 L2_PROMOTION_128B = 2         # CU_TENSOR_MAP_L2_PROMOTION_L2_128B, what CuTe uses
 
 

@@ -186,6 +186,9 @@ class TmaExecutor(Machine):
         """One box from ``gmem`` (global bytes; the map's array starts ``address`` bytes in) into shared memory
         at ``smem`` of ``cta`` (with ``mask``, of every CTA whose bit is set: ``.multicast::cluster``); returns
         the bytes it delivers to each receiving CTA's mbarrier (the whole box)."""
+        if params.oob_fill == OOB_FILL_NAN and any(c < 0 for c in coords):
+            raise EmulationError(f"TMA load at coordinates {coords} through a NaN-filling map: a negative coordinate "
+                                 f"faults there on the H200 (docs/tma.md)")
         offset, inside, addresses = _box_addresses(params, coords, smem, address=address)
         elem = DTYPE_BYTES[params.dtype]
         rel = self._bytes(params, addresses, cta)

@@ -11,9 +11,10 @@ import attrs
 from ...errors import PlanError
 from ...swizzle import Swizzle
 from ..sm80.cache import CACHE_HINT
+from .smem import SMEM_MAX_BYTES
 from .swizzle import SWIZZLE_32B, SWIZZLE_64B, SWIZZLE_128B
 
-__all__ = ["MAX_RANK", "MAX_BOX", "GLOBAL_ALIGN", "STRIDE_ALIGN", "STRIDE_LIMIT", "DIM_LIMIT", "INNER_BOX_ALIGN",
+__all__ = ["MAX_RANK", "MAX_BOX", "MAX_BOX_BYTES", "GLOBAL_ALIGN", "STRIDE_ALIGN", "STRIDE_LIMIT", "DIM_LIMIT", "INNER_BOX_ALIGN",
            "SMEM_ALIGN", "TX_LIMIT", "TmaSwizzle", "TMA_SWIZZLES", "tma_swizzle_of_bytes", "DATA_TYPES",
            "L2_PROMOTION_128B", "OOB_FILL_NONE", "INTERLEAVE_NONE", "TmaDirection", "tma_ptx", "TMA_SASS",
            "TMA_TARGETS", "MAX_MULTICAST", "ReduceOp", "REDUCE_TYPES", "OOB_FILL_NAN",
@@ -30,6 +31,10 @@ DIM_LIMIT = 1 << 32           # 1 <= globalDim[i] <= 2^32
 INNER_BOX_ALIGN = 16          # boxDim[0] * element bytes, without interleave
 SMEM_ALIGN = 128              # a box's shared-memory address (CUDA Programming Guide, TMA alignment table)
 MAX_MULTICAST = 16           # ctaMask is 16 bits: one per CTA rank of the cluster
+#: The most bytes one box may have: a box lands in (or leaves) one CTA's shared memory, 227 KiB on sm_90. The H200's
+#: driver refused boxes of 256 KiB (256 x 256 f32, 256 x 256 x 4 u8) and 256^5 u8 (docs/tma.md); where between
+#: the largest box seen accepted and 256 KiB its own limit lies is probed by tools/tma_coords_h200.py's encode case.
+MAX_BOX_BYTES = SMEM_MAX_BYTES
 TX_LIMIT = (1 << 20) - 1      # an mbarrier phase's transaction count (PTX #parallel-synchronization-and-
 #                               communication-instructions-mbarrier)
 COORD_MIN, COORD_MAX = -(1 << 31), (1 << 31) - 1   # tensorCoords are .s32 (PTX #tensor-tiled-mode)

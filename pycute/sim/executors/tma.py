@@ -17,8 +17,8 @@ import numpy as np
 
 from ...arch.sm80.cache import CACHE_HINT, policy_of_ptx, policy_of_token
 from ...errors import EmulationError
-from ...arch.sm90.tma import (DIM_LIMIT, GLOBAL_ALIGN, MAX_BOX, MAX_MULTICAST, NAN_FILL_UNIT, OOB_FILL_NAN,
-                              STORE_UNIT, STRIDE_ALIGN, STRIDE_LIMIT, TF32_DATA_TYPES, TF32_LOAD_NAN)
+from ...arch.sm90.tma import (DIM_LIMIT, GLOBAL_ALIGN, MAX_BOX, MAX_BOX_BYTES, MAX_MULTICAST, NAN_FILL_UNIT,
+                              OOB_FILL_NAN, STORE_UNIT, STRIDE_ALIGN, STRIDE_LIMIT, TF32_DATA_TYPES, TF32_LOAD_NAN)
 from ...arch.sm90.tma_im2col import OFFSET_BITS
 from ...atoms.tma import TmaIssue
 from ...copy.tma.plan import DTYPE_BYTES, TensorMapParams
@@ -91,7 +91,11 @@ def replace_field(tmap: TensorMap, field: str, ordinal: int | None, value: int) 
         raise EmulationError(f"tensormap.replace: box_dim {value} outside [1, {MAX_BOX}]")
     box = list(p.box)
     box[ordinal] = value
-    return attrs.evolve(tmap, params=attrs.evolve(p, box=tuple(box)))
+    edited = attrs.evolve(p, box=tuple(box))
+    if edited.box_bytes > MAX_BOX_BYTES:
+        raise EmulationError(f"tensormap.replace: box_dim {value} makes the box {edited.box} {edited.box_bytes} B, "
+                             f"over the {MAX_BOX_BYTES} B a box may have")
+    return attrs.evolve(tmap, params=edited)
 
 
 def convert_loaded(data: np.ndarray, data_type: int) -> np.ndarray:

@@ -331,8 +331,9 @@ def make_tma_copy(dst: GlobalTensor | SmemTensor, src: GlobalTensor | SmemTensor
     along="y")`` over every line of CTAs along an axis, each CTA writing its slice into all of them
     (``.multicast::cluster``); ``reduce`` makes a store a reduction into the array
     (``"add"``, ``"min"``, ..., each for the element types PTX allows); ``oob_fill="nan"`` loads out-of-bounds
-    float elements as NaN; ``ftz=True`` flushes subnormal f32 / tf32 values to zero (an FTZ map type); tf32
-    tensors travel through a TFLOAT32 map, which rounds each value to tf32. The fewest boxes (largest legal box;
+    float elements as NaN (at non-negative coordinates: a negative one faults, docs/tma.md); ``ftz=True`` names
+    the FTZ map type (on the H200 a load through it flushes nothing); tf32 tensors travel through a TFLOAT32 map,
+    which rounds each value to nearest even tf32 and loads any NaN as 0x7FFFE000. The fewest boxes (largest legal box;
     the tensor map's element widened where that gives fewer, or where the type has no tensor-map type: 4-bit
     floats), the tensor map's parameters and ``expect_tx``; ``cta_group=2`` makes a load the sm_100a pair form
     (``.cta_group::2``: both CTAs' bytes on the even CTA's barrier). ``l2_promotion`` is the map's L2 fill size

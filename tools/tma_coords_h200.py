@@ -166,6 +166,7 @@ def _tile_elements(load, at: tuple, a: np.ndarray) -> tuple[np.ndarray, dict, di
 def differences(got: np.ndarray, want: np.ndarray, elem: int, inputs: dict | None = None) -> dict | None:
     """None where equal; else the differing bytes' count, the first one, and each differing element (the first
     ``CAP``) as big-endian hex with the input it loaded."""
+    got, want = (np.ascontiguousarray(x).view(np.uint8).reshape(-1) for x in (got, want))
     bad = np.flatnonzero(got != want)
     if not bad.size:
         return None

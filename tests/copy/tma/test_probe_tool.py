@@ -56,3 +56,17 @@ def test_every_differing_element_is_listed_with_the_input_it_loaded(probe):
     d = probe.differences(got, want, 4, {4: "7fc00fff"})
     assert (d["count"], d["elements"], d["first"]) == (3, 1, 5)
     assert d["each"] == [{"at": 4, "got": "7fffe000", "want": "00000000", "input": "7fc00fff"}]
+
+
+@pytest.mark.parametrize("name", ["coord/load/f32/-5,-3", "coord/load/bf16sw128/77,3", "coord/store/bf16sw128/77,8",
+                                  "coord/reduce/u32/77,8", "nan/tf32/rows-inside-unit", "nan/f32/outside"])
+def test_a_device_that_copies_as_the_emulator_gets_the_verdict_equal(probe, name, monkeypatch):
+    """The verdict path after the launch, with the launch replaced by the emulator: every comparison agrees."""
+    def launch(rt, gpu, tile, seed=0, arch="sm_90a", checked=False):
+        a, b = rt.arrays(seed)
+        image, after = rt.emulate(tile, seed)
+        return {"smem": image, "array": after, "a": a, "b": b, "spins": 0}
+
+    monkeypatch.setattr(probe.TmaRoundTrip, "launch", launch)
+    row = {"case": name, **probe.run_case(name, gpu=None)}
+    assert row["planned"] and probe.verdict(row) == "equal", row

@@ -1,26 +1,30 @@
 """Settle on the H200 what TMA does at element coordinates, through converting and NaN-filling maps, through maps
 retargeted on the device, and what the driver encodes; one JSON line per case, a table last.
 
-    PYTHONPATH=. python3 tools/tma_coords_h200.py [OUT.jsonl]      (default $OUT/tma_coords_h200.jsonl)
+    PYTHONPATH=. python3 tools/tma_coords_h200.py [OUT.jsonl] [--jobs 8] [--only PREFIX ...]
+                                                    (default $OUT/tma_coords_h200.jsonl; about 1-2 minutes)
     PYTHONPATH=. python3 tools/tma_coords_h200.py --check          (CPU: build every case, compare the models)
 
-Cases run in child processes (``--cases A,B,...``, 300 s each): the ones pycute plans together, each one outside
-its promises (forced stores, extreme coordinates, traps) alone, so a fault or a trap kills only its own case; the
-parent records each verdict, or ``{"fault": true, "rc": ..., "output": ...}`` for the case a child died in (the
-rest of a batch then reruns). Families:
+Every case runs in its own child process (``--case NAME``, ``CASE_SECONDS`` each), ``--jobs`` of them at a time,
+so a fault, a trap or a hang costs only its own case; the parent writes each case's line as it finishes:
+the child's verdict, or ``{"fault": true, "rc": ..., "error": "CUDA_ERROR_...", "message": [the device's printf
+lines], "planned": ..., "output": ...}``. ``planned`` says whether pycute promises the case (False: a case outside
+its promises, run on purpose, with ``refused`` naming pycute's rule). Families:
 
-* ``coord/<instr>/<array>/<origin>``: a load (shared image), store or ``add`` reduction (the array after it) or L2
+* ``coord/<instr>/<array>/<r>,<c>``: a load (shared image), store or ``add`` reduction (the array after it) or L2
   prefetch (does it fault?) at one element origin: inside, unaligned to the box and to 16 B along the contiguous
-  dimension, negative, partly and wholly past the end, near the s32 limits, under the 128B swizzle. Verdicts:
-  ``equal`` (the bytes the emulator says, for what pycute plans), ``clip`` (a store/reduce outside pycute's
-  promises: the bytes equal "every in-bounds element written, nothing else"), or the differing bytes.
+  dimension, negative, partly and wholly past the end, near the s32 limits, under the 128B swizzle. ``smem`` /
+  ``array``: the bytes against the layouts alone (the fill outside; a store/reduce "clips": every in-bounds element
+  written, nothing else); ``*_vs_emulator``: against the emulator, for what pycute plans.
 * ``type/<map type>/<fill>``: loads through FLOAT32, FLOAT32_FTZ, TFLOAT32, TFLOAT32_FTZ maps of special values
-  (ties, carries, subnormals, NaN payloads), the image against the emulator's rounding/flush model; a store of raw
-  values through each type (does a store convert?).
+  (ties, carries, subnormals, NaN payloads, then random bits) against the emulator's model, every differing element
+  listed with its input; a store of raw values through each type (does a store convert?).
 * ``nan/<dtype>/<where>``: the NaN fill of every float map type, for rows partly past the array (inside a 16-byte
-  unit), negative origins and wholly outside boxes.
-* ``encode``: cuTensorMapEncodeTiled's verdict on boxes up to the largest, extent-1 strides, the converting types
-  with the NaN fill, and every map pycute plans in these cases (each must be accepted), beside the planner's own.
+  unit), boxes wholly outside, and negative origins (run 1: every type faulted at (-9, -5); pycute refuses them;
+  ``neg-row`` / ``neg-col`` / ``neg-one-*`` say which coordinate faults).
+* ``encode``: cuTensorMapEncodeTiled's verdict on boxes up to the largest (total bytes 64 KiB to 256 KiB in several
+  shapes: pycute refuses over 227 KiB), extent-1 strides, the converting types with the NaN fill, and every map
+  pycute plans in these cases (each must be accepted), beside the planner's own.
 * ``smem``: the largest dynamic shared memory a CTA gets (227 KiB on sm_90: the planner's limit).
 * ``checked/...``: the checked build (-DPYCUTE_CHECKED) traps with its message on a broken precondition.
 * ``grouped`` / ``grouped-checked``: examples/grouped_tma.py, groups at rows 0, 77, 300, 811: both loads and C exact,
@@ -30,10 +34,17 @@ rest of a batch then reruns). Families:
 """
 from __future__ import annotations
 
+import argparse
+import atexit
+import concurrent.futures
+import ctypes
 import json
 import os
+import re
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
 
 import numpy as np
@@ -48,6 +59,9 @@ from pycute.harness.tma import TmaRoundTrip  # noqa: E402
 from pycute.int_tuple import idx2crd, product  # noqa: E402
 from pycute.sim.verify_tma import _expected  # noqa: E402
 
+CASE_SECONDS = 120            # each child's own limit (a hang costs this, never the run)
+JOBS = 8                      # children at a time (16 cores; each compiles its own kernels)
+CAP = 64                      # differing elements listed per image
 S32_MAX = (1 << 31) - 1
 ARRAYS = {   # name: (dtype, array layout, tile)
     "f32": (pc.f32, Layout((300, 96), (96, 1)), pc.make_smem_tensor(pc.f32, Layout((64, 32), (32, 1)))),
@@ -62,10 +76,28 @@ ORIGINS = {
     "reduce": [(0, 0), (77, 8), (77, 3), (-5, 0), (90, 56)],
     "prefetch": [(0, 0), (-5, -3), (1 << 20, 0), (S32_MAX - 40, 0), (-(1 << 31), 0)],
 }
+#: Array A's first words in the type/* cases (the rest random bits, seed 0): run 1's 21 (docs/tma-h200-coords-
+#: run1.jsonl), then NaNs of each sign and kind, payloads in the kept and the dropped bits, subnormal ties and the
+#: largest finite values near a tie.
 SPECIALS = [0x3F800FFF, 0x3F801000, 0x3F803000, 0x3F801001, 0xBF803000, 0x3FFFF000, 0x7F7FFFFF, 0x7F800000,
             0xFF800000, 0x7FC00FFF, 0x7F800001, 0xFFFFFFFF, 0x007FFFFF, 0x00000001, 0x80000FFF, 0x00001000,
-            0x00800000, 0x80000000, 0x00000000, 0x33800000, 0x3F7FF000]
+            0x00800000, 0x80000000, 0x00000000, 0x33800000, 0x3F7FF000,
+            0xFF800001, 0xFFC00000, 0x7FC00000, 0x7FC02000, 0x7F801000, 0x7FFFE000, 0x7FFFFFFF, 0x00003000,
+            0x00001001, 0x807FFFFF, 0x807FF000, 0x7F7FF000, 0x7F7FEFFF, 0x00800FFF, 0x80801000]
 MAP_TYPES = {"f32": (pc.f32, False), "f32_ftz": (pc.f32, True), "tf32": (pc.tf32, False), "tf32_ftz": (pc.tf32, True)}
+NAN_CASES = {   # where: (columns of the 40-row array (its rows 32 elements apart), origin)
+    "rows-inside-unit": (30, (0, 0)),          # each row ends inside a 16-byte unit (29 for 8-byte elements)
+    "outside": (32, (100, 64)),
+    "negative": (32, (-9, -5)),
+    "neg-row": (32, (-9, 0)),
+    "neg-col": (32, (0, -5)),
+    "neg-one-row": (32, (-1, 0)),
+    "neg-one-col": (32, (0, -1)),
+}
+NAN_TYPES = {"f16": (pc.f16, False), "bf16": (pc.bf16, False), "f32": (pc.f32, False), "f64": (pc.f64, False),
+             "tf32": (pc.tf32, False), "f32_ftz": (pc.f32, True), "tf32_ftz": (pc.tf32, True)}
+#: The negative origins that bracket run 1's fault, for two types (all seven faulted at (-9, -5)).
+NAN_BRACKETS = ("f32", "bf16")
 
 
 def _dynamic(kind: str, name: str):
@@ -78,10 +110,71 @@ def _dynamic(kind: str, name: str):
                                                                     reduce="add" if kind == "reduce" else None)
 
 
-def _first_difference(got: np.ndarray, want: np.ndarray) -> dict | None:
+def _nan_load(kind: str, where: str):
+    dtype, ftz = NAN_TYPES[kind]
+    cols, origin = NAN_CASES[where]
+    cols -= cols == 30 and dtype.bits == 64
+    g = pc.make_global_tensor(dtype, Layout((40, cols), (32, 1)))
+    load = pc.make_tma_copy(pc.make_smem_tensor(dtype, Layout((64, 32), (32, 1))), g,
+                            origin=(pc.dynamic("r"), pc.dynamic("c")), oob_fill="nan", ftz=ftz)
+    return load, origin
+
+
+def _origin(text: str) -> tuple[int, int]:
+    r, c = (int(v) for v in text.split(","))
+    return r, c
+
+
+def promise(name: str) -> tuple[bool | None, str | None]:
+    """``(planned, refused)``: whether pycute promises the case's copy (None: not a copy at coordinates), and the
+    rule it breaks; from the plans alone (the parent records it beside a fault)."""
+    part = name.split("/")
+    if part[0] == "coord":
+        load, store = _dynamic(part[1], part[2])
+        plan, at = (store or load), _origin(part[3])
+    elif part[0] == "nan":
+        plan, at = _nan_load(part[1], part[2])
+    else:
+        return None, None
+    try:
+        for p in plan.preconditions:
+            p.check(dict(zip(plan.coordinate_names, at))[p.name], "")
+    except pc.PlanError as e:
+        return False, str(e)
+    return True, None
+
+
+def _tile_elements(load, at: tuple, a: np.ndarray) -> tuple[np.ndarray, dict, dict]:
+    """The tile's shared byte offsets (tile order), and the input each element loads, keyed by its shared offset
+    and by its offset in the tile image (the element's bits as hex, or "outside the array")."""
+    elem, tile = load.elem_bytes, load.tile_shape
+    origin = load.origin_elements(*at)
+    modes = [Layout(s, d) for s, d in load.array_modes]
+    offsets, by_smem, by_image = [], {}, {}
+    for i in range(product(tile)):
+        c = tuple(idx2crd(i, tile))
+        s = load.smem.element_offset(*c) * elem
+        g = [o + x for o, x in zip(origin, c)]
+        inside = all(0 <= x < n for x, n in zip(g, load.array_extents))
+        goff = sum(int(m(x)) for m, x in zip(modes, g)) * elem if inside else 0
+        value = bytes(a[goff:goff + elem][::-1]).hex() if inside else "outside the array"
+        offsets.append(s)
+        by_smem[s], by_image[i * elem] = value, value
+    return np.array(offsets, np.int64), by_smem, by_image
+
+
+def differences(got: np.ndarray, want: np.ndarray, elem: int, inputs: dict | None = None) -> dict | None:
+    """None where equal; else the differing bytes' count, the first one, and each differing element (the first
+    ``CAP``) as big-endian hex with the input it loaded."""
+    got, want = (np.ascontiguousarray(x).view(np.uint8).reshape(-1) for x in (got, want))
     bad = np.flatnonzero(got != want)
-    return None if not bad.size else {"count": int(bad.size), "first": int(bad[0]), "got": int(got[bad[0]]),
-                                      "want": int(want[bad[0]])}
+    if not bad.size:
+        return None
+    starts = sorted({int(b) // elem * elem for b in bad})
+    each = [{"at": s, "got": bytes(got[s:s + elem][::-1]).hex(), "want": bytes(want[s:s + elem][::-1]).hex(),
+             **({"input": inputs.get(s, "not a tile element")} if inputs is not None else {})} for s in starts[:CAP]]
+    return {"count": int(bad.size), "first": int(bad[0]), "got": int(got[bad[0]]), "want": int(want[bad[0]]),
+            "elements": len(starts), "each": each}
 
 
 def _reference(load, store, got: dict, origin) -> tuple[np.ndarray, np.ndarray]:
@@ -90,41 +183,48 @@ def _reference(load, store, got: dict, origin) -> tuple[np.ndarray, np.ndarray]:
     tile = load.tile_shape
     coords = [tuple(idx2crd(i, tile)) for i in range(product(tile))]
     offsets = np.array([load.smem.element_offset(*c) for c in coords], np.int64) * load.elem_bytes
-    loaded, _ = _expected(load, coords, offsets, got["a"], got["smem"], list(origin), load.elem_bytes)
+    loaded, _ = _expected(load, coords, offsets, got["a"], got["smem"], list(load.origin_elements(*origin)),
+                          load.elem_bytes)
     image = np.frombuffer(b"".join(loaded[int(o)] for o in offsets), np.uint8)
     if store is None:
         return image, got["b"]
-    _, stored = _expected(store, coords, offsets, got["b"].copy(), got["smem"], list(origin), load.elem_bytes)
+    _, stored = _expected(store, coords, offsets, got["b"].copy(), got["smem"], list(store.origin_elements(*origin)),
+                          load.elem_bytes)
     return image, stored
 
 
-def coord_case(gpu, kind: str, name: str, origin: tuple) -> dict:
-    load, store = _dynamic(kind, name)
-    out: dict = {"kind": kind, "array": name, "origin": list(origin), "planned": True}
-    try:
-        for p in (store or load).preconditions:
-            p.check({"r": origin[0], "c": origin[1]}[p.name], "")
-    except pc.PlanError as e:
-        out.update(planned=False, refused=str(e))
-    if kind == "prefetch":
-        return {**out, **prefetch_run(gpu, load.prefetch(), origin)}
+def round_trip_case(gpu, load, store, origin: tuple, name: str) -> dict:
+    """Load (and store) at ``origin`` on the device: the tile against the layouts alone, and against the emulator
+    where pycute plans the case."""
+    planned, refused = promise(name)
+    out: dict = {"origin": list(origin), "planned": planned, **({"refused": refused} if refused else {})}
     rt = TmaRoundTrip(load, store)
     got = rt.launch(gpu, origin)
-    tile = load.tile_shape
-    offsets = np.array([load.smem.element_offset(*tuple(idx2crd(i, tile))) for i in range(product(tile))]) * \
-        load.elem_bytes
-    image = np.concatenate([got["smem"][o:o + load.elem_bytes] for o in offsets])
+    elem = load.elem_bytes
+    offsets, by_smem, by_image = _tile_elements(load, origin, got["a"])
+    image = np.concatenate([got["smem"][o:o + elem] for o in offsets])
     want_image, want_array = _reference(load, store, got, origin)
-    out["smem"] = _first_difference(image, want_image)
+    out["smem"] = differences(image, want_image, elem, by_image)
     out["spins"] = got["spins"]
     if store is not None:
-        out["array_vs_clip"] = _first_difference(got["array"], want_array)
-    if out["planned"]:
+        out["array_vs_clip"] = differences(got["array"], want_array, elem)
+    if planned:
         emu_image, emu_array = rt.emulate(origin)
-        out["smem_vs_emulator"] = _first_difference(got["smem"], emu_image)
+        out["smem_vs_emulator"] = differences(got["smem"], emu_image, elem, by_smem)
         if store is not None:
-            out["array_vs_emulator"] = _first_difference(got["array"], emu_array)
+            out["array_vs_emulator"] = differences(got["array"], emu_array, elem)
     return out
+
+
+def coord_case(gpu, name: str) -> dict:
+    _, kind, array, at = name.split("/")
+    origin = _origin(at)
+    load, store = _dynamic(kind, array)
+    if kind == "prefetch":
+        planned, refused = promise(name)
+        return {"kind": kind, "array": array, "origin": list(origin), "planned": planned,
+                **({"refused": refused} if refused else {}), **prefetch_run(gpu, load.prefetch(), origin)}
+    return {"kind": kind, "array": array, **round_trip_case(gpu, load, store, origin, name)}
 
 
 def prefetch_run(gpu, plan, origin) -> dict:
@@ -149,17 +249,22 @@ class _Arrays(TmaRoundTrip):
         return a, np.full_like(b, 0x5A)
 
 
-def type_case(gpu, kind: str, fill: str) -> dict:
+def _type_load(kind: str, fill: str):
     dtype, ftz = MAP_TYPES[kind]
     g = pc.make_global_tensor(dtype, Layout((40, 64), (64, 1)))
     tile = pc.make_smem_tensor(dtype, Layout((64, 32), (32, 1)))
-    load = pc.make_tma_copy(tile, g, oob_fill=fill, ftz=ftz)
+    return pc.make_tma_copy(tile, g, oob_fill=fill, ftz=ftz), pc.make_tma_copy(g, tile, ftz=ftz)
+
+
+def type_case(gpu, kind: str, fill: str) -> dict:
+    load, store = _type_load(kind, fill)
     rt = _Arrays(load, None)
     out: dict = {"map": kind, "data_type": load.tensor_map.data_type, "fill": fill}
     for tile_index in ((0, 0), (0, 1)):
         r = rt.run(gpu, tile_index)
-        out[f"smem_{tile_index[0]}{tile_index[1]}"] = _first_difference(*r["smem"])
-    out["store"] = store_converts(gpu, pc.make_tma_copy(g, tile, ftz=ftz), rt.arrays(0)[0])
+        _, by_smem, _ = _tile_elements(load, tile_index, rt.arrays(0)[0])
+        out[f"smem_{tile_index[0]}{tile_index[1]}"] = differences(*r["smem"], 4, by_smem)
+    out["store"] = store_converts(gpu, store, rt.arrays(0)[0])
     return out
 
 
@@ -193,24 +298,31 @@ extern "C" __global__ void k(const void* map, const unsigned char* raw) {{
     return "converted" if np.array_equal(got, converted) else "other"
 
 
-NAN_CASES = {   # where: (columns of the 40-row array (its rows 32 elements apart), origin)
-    "rows-inside-unit": (30, (0, 0)),          # each row ends inside a 16-byte unit (29 for 8-byte elements)
-    "negative": (32, (-9, -5)),
-    "outside": (32, (100, 64)),
-}
-NAN_TYPES = {"f16": (pc.f16, False), "bf16": (pc.bf16, False), "f32": (pc.f32, False), "f64": (pc.f64, False),
-             "tf32": (pc.tf32, False), "f32_ftz": (pc.f32, True), "tf32_ftz": (pc.tf32, True)}
+def nan_case(gpu, name: str) -> dict:
+    _, kind, where = name.split("/")
+    load, origin = _nan_load(kind, where)
+    return {"dtype": kind, "where": where, "data_type": load.tensor_map.data_type,
+            **round_trip_case(gpu, load, None, origin, name)}
 
 
-def nan_case(gpu, kind: str, where: str) -> dict:
-    dtype, ftz = NAN_TYPES[kind]
-    cols, origin = NAN_CASES[where]
-    cols -= cols == 30 and dtype.bits == 64
-    g = pc.make_global_tensor(dtype, Layout((40, cols), (32, 1)))
-    load = pc.make_tma_copy(pc.make_smem_tensor(dtype, Layout((64, 32), (32, 1))), g,
-                            origin=(pc.dynamic("r"), pc.dynamic("c")), oob_fill="nan", ftz=ftz)
-    r = TmaRoundTrip(load, None).run(gpu, origin)
-    return {"dtype": kind, "where": where, "data_type": load.tensor_map.data_type, "smem": _first_difference(*r["smem"])}
+def _box_probes() -> dict:
+    """Boxes that bracket the driver's largest (run 1: 256 KiB refused in three shapes; pycute refuses over 227
+    KiB, a CTA's shared memory): total bytes from 64 KiB to 256 KiB, 2-D f32, 3-D u8, 128B-swizzled bf16, f64."""
+    from pycute.arch.sm90.tma import TMA_SWIZZLES
+    from pycute.copy.tma.params import TensorMapParams
+    none, sw128 = TMA_SWIZZLES[0], TMA_SWIZZLES[3]
+    probes = {f"box 256x{n} f32 ({n} KiB)": TensorMapParams("f32", 7, (1024, 1024), (4096,), (256, n), (1, 1), none)
+              for n in (64, 128, 129, 192, 227, 228, 255)}
+    probes.update({f"box 256x256x{k} u8 ({64 * k} KiB)": TensorMapParams("u8", 0, (256, 256, 4), (256, 65536),
+                                                                        (256, 256, k), (1, 1, 1), none)
+                   for k in (1, 2, 3)})
+    probes.update({f"box 64x256x{k} bf16 128B ({32 * k} KiB)": TensorMapParams("bf16", 9, (64, 256, 8), (128, 32768),
+                                                                               (64, 256, k), (1, 1, 1), sw128)
+                   for k in (4, 7, 8)})
+    probes.update({f"box 32x256x{k} f64 ({64 * k} KiB)": TensorMapParams("f64", 8, (32, 256, 4), (256, 65536),
+                                                                        (32, 256, k), (1, 1, 1), none)
+                   for k in (3, 4)})
+    return probes
 
 
 def encode_case(gpu) -> dict:
@@ -225,6 +337,7 @@ def encode_case(gpu) -> dict:
         "box 256x256x4 u8": TensorMapParams("u8", 0, (256, 256, 4), (256, 65536), (256, 256, 4), (1, 1, 1), none),
         "box 256^5 u8": TensorMapParams("u8", 0, (256,) * 5, (256, 1 << 16, 1 << 24, 1 << 32), (256,) * 5, (1,) * 5,
                                         none),
+        **_box_probes(),
         "box0 256 f64 (2 KiB rows)": TensorMapParams("f64", 8, (1024, 4), (8192,), (256, 2), (1, 1), none),
         "box0 257 u8": TensorMapParams("u8", 0, (1024, 4), (1024,), (257, 2), (1, 1), none),
         "extent-1 dim stride 4 B": TensorMapParams("f32", 7, (64, 1), (4,), (64, 1), (1, 1), none),
@@ -246,8 +359,10 @@ def encode_case(gpu) -> dict:
             planner = True
         except pc.PlanError as e:
             planner = str(e).split(";")[0]
-        out[name] = {"driver": _encodes(params, buf), "planner": planner}
+        out[name] = {"driver": _encodes(params, buf), "planner": planner, "box_bytes": params.box_bytes}
     planned = [p.tensor_map for kind in ("load", "store") for a in ARRAYS for p in _dynamic(kind, a) if p is not None]
+    planned += [p.tensor_map for t in MAP_TYPES for f in ("zero", "nan") for p in _type_load(t, f)]
+    planned += [_nan_load(t, "outside")[0].tensor_map for t in NAN_TYPES]
     out["every planned map"] = {"driver": all(_encodes(p, buf) is True for p in planned), "maps": len(planned)}
     return out
 
@@ -257,7 +372,8 @@ def _encodes(params, buf) -> bool | str:
         params.encode(int(buf.handle))
         return True
     except pc.CompileError as e:
-        return str(e).split(":")[0][-60:]
+        code = re.search(r"CUDA_ERROR_[A-Z_]+", str(e))
+        return f"refused ({code.group(0) if code else str(e)[:80]})"
 
 
 def smem_case(gpu) -> dict:
@@ -282,26 +398,33 @@ def smem_case(gpu) -> dict:
 
 
 def checked_case(gpu, which: str) -> dict:
-    """A checked build run with a coordinate that breaks its precondition (the child should trap and print)."""
-    if which == "split-k":
-        g = pc.make_global_tensor(pc.bf16, Layout((300, 256), (256, 1)))
-        load = pc.make_tma_copy(pc.kmajor_smem_tensor(pc.bf16, 128, 128, "128B"), g,
-                                origin=(pc.dynamic("r"), pc.dynamic("c")))
-        print("pycute-probe: launching", flush=True)
-        TmaRoundTrip(load, None).launch(gpu, (0, 65), checked=True)
-    else:                                   # a group of no rows: the retarget's "rows >= 1"
-        from examples.grouped_tma import GroupedTma, Work
-        print("pycute-probe: launching", flush=True)
-        GroupedTma().run(gpu, checked=True, work=[Work(811, 0, 0, 0)])
+    """A checked build run with a coordinate that breaks its precondition: the kernel should print the rule and
+    trap (the child records the device's error; the parent adds the printed lines)."""
+    print("pycute-probe: launching", flush=True)
+    try:
+        if which == "split-k":
+            g = pc.make_global_tensor(pc.bf16, Layout((300, 256), (256, 1)))
+            load = pc.make_tma_copy(pc.kmajor_smem_tensor(pc.bf16, 128, 128, "128B"), g,
+                                    origin=(pc.dynamic("r"), pc.dynamic("c")))
+            TmaRoundTrip(load, None).launch(gpu, (0, 65), checked=True)
+        else:                                   # a group of no rows: the retarget's "rows >= 1"
+            from examples.grouped_tma import GroupedTma, Work
+            GroupedTma().run(gpu, checked=True, work=[Work(811, 0, 0, 0)])
+    except _CpuGpu.Stop:
+        raise
+    except Exception as e:                      # noqa: BLE001 - the device's error is the verdict
+        code = re.search(r"CUDA_ERROR_[A-Z_]+", str(e))
+        if code is None:
+            raise
+        return {"trapped": True, "error": code.group(0)}
     return {"trapped": False}
 
 
 def grouped_case(gpu, checked: bool) -> dict:
     from examples.grouped_tma import GroupedTma
     r = GroupedTma().run(gpu, checked=checked)
-    return {"c": _first_difference(*r["c"]), "one": [_first_difference(*x) for x in r["one"] if
-                                                      _first_difference(*x)],
-            "group": [_first_difference(*x) for x in r["group"] if _first_difference(*x)], "items": len(r["one"])}
+    return {"c": differences(*r["c"], 1), "one": [d for d in (differences(*x, 1) for x in r["one"]) if d],
+            "group": [d for d in (differences(*x, 1) for x in r["group"]) if d], "items": len(r["one"])}
 
 
 def window_case(gpu) -> dict:
@@ -328,7 +451,8 @@ def cases() -> list[str]:
                                                            ("prefetch", ("f32",)))
            for a in arrays for o in ORIGINS[k]]
     out += [f"type/{t}/{f}" for t in MAP_TYPES for f in ("zero", "nan")]
-    out += [f"nan/{t}/{w}" for t in NAN_TYPES for w in NAN_CASES]
+    out += [f"nan/{t}/{w}" for t in NAN_TYPES for w in NAN_CASES
+            if not (w.startswith("neg-") and t not in NAN_BRACKETS)]
     return out + ["encode", "smem", "checked/split-k", "checked/grouped-bad", "grouped", "grouped-checked",
                   "window-view"]
 
@@ -336,78 +460,117 @@ def cases() -> list[str]:
 def run_case(name: str, gpu) -> dict:
     part = name.split("/")
     if part[0] == "coord":
-        return coord_case(gpu, part[1], part[2], tuple(int(v) for v in part[3].split(",")))
+        return coord_case(gpu, name)
     if part[0] == "type":
         return type_case(gpu, part[1], part[2])
     if part[0] == "nan":
-        return nan_case(gpu, part[1], part[2])
+        return nan_case(gpu, name)
     return {"encode": lambda: encode_case(gpu), "smem": lambda: smem_case(gpu),
             "checked": lambda: checked_case(gpu, part[-1]), "grouped": lambda: grouped_case(gpu, False),
             "grouped-checked": lambda: grouped_case(gpu, True), "window-view": lambda: window_case(gpu)}[part[0]]()
 
 
-def _children(names: list[str]) -> None:
-    """Run ``names`` in this process, one JSON line each as soon as it is done (a fault ends the process)."""
-    from pycute.compile import runtime
-    gpu = runtime.Gpu()
-    for name in names:
-        print(json.dumps({"case": name, **run_case(name, gpu)}), flush=True)
+def _child(name: str, cpu: bool) -> None:
+    """One case in this process, its JSON line on stdout (with ``cpu``: built up to its launch, no device)."""
+    libc = ctypes.CDLL(None)
+    atexit.register(lambda: libc.fflush(None))      # the device's printf lines reach the pipe even on a fault
+    if cpu and name == "smem":
+        row = {"case": name, "cpu": "a device attribute: nothing to build"}
+    elif cpu:
+        try:
+            run_case(name, _CpuGpu())
+            row = {"case": name, "cpu": "completed without a launch"}
+        except _CpuGpu.Stop:
+            row = {"case": name, "cpu": "built up to its launch"}
+        except pc.CompileError as e:
+            if "needs the CUDA driver" not in str(e):
+                raise
+            row = {"case": name, "cpu": "built up to its tensor map's encoding"}
+    else:
+        from pycute.compile import runtime
+        row = {"case": name, **run_case(name, runtime.Gpu())}
+    print(json.dumps(row), flush=True)
 
 
-def _batches() -> list[list[str]]:
-    """Cases that share a child: those pycute plans (a fault there is itself a finding: the rest rerun), and
-    each case outside pycute's promises (a forced store, an extreme coordinate, a trap) alone."""
-    safe, alone = [], []
-    for name in cases():
-        part = name.split("/")
-        risky = name.startswith(("checked/", "window"))
-        if part[0] == "coord":
-            load, store = _dynamic(part[1], part[2])
-            r, c = (int(v) for v in part[3].split(","))
-            planned = all(p.holds({"r": r, "c": c}[p.name]) for p in (store or load).preconditions)
-            risky = not planned or max(abs(r), abs(c)) > 1 << 24
-        (alone if risky else safe).append(name)
-    return [safe] + [[n] for n in alone]
+def _text(x: object) -> str:
+    return x.decode(errors="replace") if isinstance(x, bytes) else str(x or "")
 
 
-def _parent(path: Path) -> list[dict]:
+def run_one(name: str, cpu: bool = False, seconds: int = CASE_SECONDS) -> dict:
+    """``name`` in its own child process: its line, or a fault record (rc, the CUDA error, the device's printed
+    lines, whether pycute promises the case, the output's tail)."""
+    start = time.monotonic()
+    try:
+        run = subprocess.run([sys.executable, str(Path(__file__).resolve()), "--case", name] + (["--cpu"] if cpu else []),
+                             capture_output=True, text=True, cwd=ROOT, timeout=seconds,
+                             env={**os.environ, "PYTHONPATH": str(ROOT)})
+        output, rc = run.stdout + run.stderr, run.returncode
+    except subprocess.TimeoutExpired as e:
+        output, rc = _text(e.stdout) + _text(e.stderr), "timeout"
+    row = next((json.loads(x) for x in output.splitlines() if x.startswith('{"case"')), None)
+    message = [x for x in output.splitlines() if x.startswith("pycute:") and "breaks" in x][:4]
+    if row is None or rc != 0:
+        planned, refused = promise(name)
+        code = re.search(r"CUDA_ERROR_[A-Z_]+", output)
+        row = {**(row or {}), "case": name, "fault": True, "rc": rc, "error": code.group(0) if code else None,
+               "launched": "pycute-probe: launching" in output, "planned": planned,
+               **({"refused": refused} if refused else {}), "output": output[-1500:]}
+    if message:
+        row["message"] = message
+    row["seconds"] = round(time.monotonic() - start, 1)
+    return row
+
+
+def run_all(path: Path, names: list[str], jobs: int = JOBS, cpu: bool = False) -> list[dict]:
+    """Every case in its own child, ``jobs`` at a time; each line written to ``path`` as its case ends."""
     rows: list[dict] = []
-    with path.open("w") as f:
-        for batch in _batches():
-            while batch:
-                try:
-                    run = subprocess.run([sys.executable, __file__, "--cases", ",".join(batch)], capture_output=True,
-                                         text=True, cwd=ROOT, timeout=300, env={**os.environ, "PYTHONPATH": str(ROOT)})
-                    output, rc = run.stdout + run.stderr, run.returncode
-                except subprocess.TimeoutExpired as e:
-                    output, rc = str(e.stdout or "") + str(e.stderr or ""), "timeout"
-                done = [json.loads(x) for x in output.splitlines() if x.startswith('{"case"')]
-                if rc != 0 and len(done) < len(batch):        # the next case died with the process
-                    done.append({"case": batch[len(done)], "fault": True, "rc": rc, "output": output[-1500:]})
-                for row in done:
-                    f.write(json.dumps(row) + "\n")
-                    f.flush()
-                rows += done
-                batch = batch[len(done):]
-    return rows
+    lock = threading.Lock()
+    with path.open("w") as f, concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as pool:
+        for future in concurrent.futures.as_completed([pool.submit(run_one, n, cpu) for n in names]):
+            row = future.result()
+            with lock:
+                f.write(json.dumps(row) + "\n")
+                f.flush()
+                rows.append(row)
+    order = {n: k for k, n in enumerate(names)}
+    return sorted(rows, key=lambda r: order[r["case"]])
 
 
-def _verdict(row: dict) -> str:
-    """One word per case for the table."""
+def _diff_word(d: dict | None) -> str:
+    return "" if d is None else f" ({d['elements']} elements, {d['count']} B)"
+
+
+def verdict(row: dict) -> str:
+    """One line per case for the table."""
     name = row["case"]
+    if "cpu" in row:
+        return row["cpu"]
     if row.get("fault"):
-        trapped = name.startswith("checked/") and "breaks" in row.get("output", "")
-        return "trapped (message seen)" if trapped else f"FAULT rc={row.get('rc')}"
-    if name.startswith("coord/"):
+        if name.startswith("checked/"):
+            return "trapped, message seen" if row.get("message") else f"FAULT rc={row['rc']} {row.get('error')}"
+        how = f"FAULT rc={row['rc']} {row.get('error') or ''}".rstrip()
+        if row.get("planned") is False:
+            return f"{how} (outside pycute's promises: refused)"
+        return how
+    if name.startswith("checked/"):
+        if row.get("trapped"):
+            return f"trapped ({row.get('error')}), message {'seen' if row.get('message') else 'NOT seen'}"
+        return "NO TRAP"
+    if name.startswith(("coord/", "nan/")):
+        if row.get("completed"):
+            return "completed" + ("" if row.get("planned") else " (outside pycute's promises)")
         keys = [k for k in ("smem_vs_emulator", "array_vs_emulator") if k in row]
         if keys:
-            return "equal" if all(row[k] is None for k in keys) else "DIFFERS from the emulator"
+            bad = [k for k in keys if row[k] is not None]
+            return "equal" if not bad else "DIFFERS from the emulator" + _diff_word(row[bad[0]])
+        parts = ["tile as the layouts say" if row.get("smem") is None else "tile DIFFERS" + _diff_word(row["smem"])]
         if "array_vs_clip" in row:
-            return "clip" if row["array_vs_clip"] is None else f"not clip ({row['array_vs_clip']['count']} B)"
-        return "completed" if row.get("completed") else ("equal" if row.get("smem") is None else "DIFFERS")
-    if name.startswith(("type/", "nan/")):
-        ok = all(v is None for k, v in row.items() if k.startswith("smem"))
-        return ("equal" if ok else "DIFFERS from the emulator") + (f", store {row['store']}" if "store" in row else "")
+            parts.append("clip" if row["array_vs_clip"] is None else "not clip" + _diff_word(row["array_vs_clip"]))
+        return ", ".join(parts) + " (outside pycute's promises)"
+    if name.startswith("type/"):
+        bad = [k for k in ("smem_00", "smem_01") if row.get(k)]
+        word = "equal" if not bad else "DIFFERS from the emulator" + _diff_word(row[bad[0]])
+        return f"{word}, store {row['store']}"
     if name in ("grouped", "grouped-checked"):
         return "exact" if row["c"] is None and not row["one"] and not row["group"] else "DIFFERS"
     if name == "window-view":
@@ -415,23 +578,23 @@ def _verdict(row: dict) -> str:
     if name == "smem":
         return f"opt-in {row['optin_bytes']} B, pycute {row['pycute_limit']} B, launches {row['launch']}"
     if name == "encode":
-        bad = [k for k, v in row.items() if k != "case" and isinstance(v, dict) and "planner" in v
+        bad = [k for k, v in row.items() if isinstance(v, dict) and "planner" in v
                and (v["driver"] is True) != (v["planner"] is True)]
         return "driver and planner agree" if not bad else f"DISAGREE on {bad}"
-    return "trapped=False (NO TRAP)" if name.startswith("checked/") else "?"
+    return "?"
 
 
-def _table(rows: list[dict]) -> None:
+def table(rows: list[dict]) -> None:
     width = max(len(r["case"]) for r in rows)
     print(f"{'case':<{width}}  verdict")
     for r in rows:
-        print(f"{r['case']:<{width}}  {_verdict(r)}")
+        print(f"{r['case']:<{width}}  {verdict(r)}")
     enc = next((r for r in rows if r["case"] == "encode" and not r.get("fault")), None)
     if enc:
         print("\nencodes (driver / planner):")
         for k, v in enc.items():
             if isinstance(v, dict):
-                print(f"  {k:<38} {v.get('driver')!s:<10} {v.get('planner', v.get('maps'))!s:.70}")
+                print(f"  {k:<38} {v.get('driver')!s:<40} {v.get('planner', v.get('maps'))!s:.70}")
 
 
 class _CpuGpu(Gpu):
@@ -467,39 +630,49 @@ def check_on_cpu() -> None:
             if isinstance(e, pc.CompileError) and "needs the CUDA driver" not in str(e):
                 raise
         if name.startswith("type/"):              # the store half stops at its own launch
-            t = MAP_TYPES[name.split("/")[1]]
-            g = pc.make_global_tensor(t[0], Layout((40, 64), (64, 1)))
+            _, store = _type_load(*name.split("/")[1:])
             try:
-                store_converts(gpu, pc.make_tma_copy(g, pc.make_smem_tensor(t[0], Layout((64, 32), (32, 1))),
-                                                     ftz=t[1]), np.zeros(40 * 64 * 4, np.uint8))
-            except pc.CompileError as e:
-                assert "needs the CUDA driver" in str(e), e
-        if name.startswith("coord/") and name.split("/")[1] in ("load", "store", "reduce"):
-            kind, array, at = name.split("/")[1:]
-            origin = tuple(int(v) for v in at.split(","))
-            load, store = _dynamic(kind, array)
-            if not all(p.holds({"r": origin[0], "c": origin[1]}[p.name]) for p in (store or load).preconditions):
-                continue
+                store_converts(gpu, store, np.zeros(40 * 64 * 4, np.uint8))
+            except (_CpuGpu.Stop, pc.CompileError) as e:
+                assert isinstance(e, _CpuGpu.Stop) or "needs the CUDA driver" in str(e), e
+        if name.startswith(("coord/", "nan/")) and name.split("/")[1] != "prefetch" and promise(name)[0]:
+            if name.startswith("coord/"):
+                load, store = _dynamic(*name.split("/")[1:3])
+                origin = _origin(name.split("/")[3])
+            else:
+                (load, origin), store = _nan_load(*name.split("/")[1:]), None
             rt = TmaRoundTrip(load, store)
             a, b = rt.arrays(0)
             image, array_after = rt.emulate(origin)
             got = {"smem": image, "array": array_after, "a": a, "b": b}
             want_image, want_array = _reference(load, store, got, origin)
-            tile = load.tile_shape
-            offsets = np.array([load.smem.element_offset(*tuple(idx2crd(i, tile))) for i in range(product(tile))])
-            got_image = np.concatenate([image[o * load.elem_bytes:(o + 1) * load.elem_bytes] for o in offsets])
+            offsets, _, _ = _tile_elements(load, origin, a)
+            got_image = np.concatenate([image[o:o + load.elem_bytes] for o in offsets])
             assert np.array_equal(got_image, want_image), name
             assert np.array_equal(array_after, want_array), name
     print(f"{len(cases())} cases built; the reference model equals the emulator on the planned ones")
 
 
-if __name__ == "__main__":
-    if "--cases" in sys.argv:
-        _children(sys.argv[sys.argv.index("--cases") + 1].split(","))
-    elif "--check" in sys.argv:
+def main(argv: list[str]) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("out", nargs="?", type=Path, default=Path(os.environ.get("OUT", ".")) / "tma_coords_h200.jsonl")
+    parser.add_argument("--check", action="store_true", help="CPU only: build every case up to its launch")
+    parser.add_argument("--case", help="run one case in this process (what each child does)")
+    parser.add_argument("--cpu", action="store_true", help="with --case or a run: stop each case at its launch")
+    parser.add_argument("--jobs", type=int, default=JOBS, help="children at a time")
+    parser.add_argument("--only", action="append", default=[], help="cases whose name starts so (repeatable)")
+    args = parser.parse_args(argv)
+    if args.case:
+        _child(args.case, args.cpu)
+    elif args.check:
         check_on_cpu()
     else:
-        out = Path(sys.argv[1]) if len(sys.argv) > 1 else Path(os.environ.get("OUT", ".")) / "tma_coords_h200.jsonl"
-        out.parent.mkdir(parents=True, exist_ok=True)
-        _table(_parent(out))
-        print(f"\nwrote {out}")
+        names = [n for n in cases() if not args.only or n.startswith(tuple(args.only))]
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        start = time.monotonic()
+        table(run_all(args.out, names, args.jobs, args.cpu))
+        print(f"\n{len(names)} cases in {time.monotonic() - start:.0f} s; wrote {args.out}")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

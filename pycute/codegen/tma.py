@@ -192,7 +192,8 @@ def _head(plan: TmaPlan, name: str) -> tuple[list[str], str]:
                "the box's origin in array elements: " + ", ".join(
                    f"mode {o.mode} at {o.label()}" for o in plan.origin) + ".")]
     if plan.origin:
-        head.append("// Any origin is copied as the array has it there"
+        head.append("// Any origin" + (" keeping the preconditions" if plan.preconditions else "")
+                    + " is copied as the array has it there"
                     + (" (elements outside it load as the fill)." if plan.direction != "store" else
                        " (elements outside it are not stored)."))
     if plan.preconditions:

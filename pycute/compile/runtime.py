@@ -156,6 +156,9 @@ class Gpu:
         for it, and with ``events`` returns its duration in milliseconds from CUDA events."""
         from cuda.core import EventOptions, LaunchConfig, launch
         grid, block = _dims(grid, "grid"), _dims(block, "block")
+        expected = _argument_count(kernel)
+        if expected is not None and expected != len(args):   # the driver would read past the arguments given
+            raise CompileError(f"launch: the kernel takes {expected} arguments, {len(args)} given")
         if cluster is not None:
             cluster = _dims(cluster, "cluster")
             if any(g % c for g, c in zip(grid, cluster)):
@@ -198,6 +201,15 @@ class Gpu:
         ms = self.launch(kernel, d_in, d_out, grid=grid, block=block, dynamic_smem=dynamic_smem, events=events)
         host = self.download(d_out, np.uint32, out_words)
         return (host, ms) if events and ms is not None else host
+
+
+def _argument_count(kernel: Any) -> int | None:
+    """The kernel's parameter count as the driver reports it (cuda.core's ``Kernel.num_arguments``), or None
+    where this cuda.core or driver cannot say."""
+    try:
+        return int(kernel.num_arguments)
+    except Exception:                          # noqa: BLE001 - an older cuda.core or driver lacks the query
+        return None
 
 
 def check_gpu(gpu: object) -> Gpu:

@@ -10,7 +10,7 @@ from .common import BUFFER_AND_BARRIER
 from ..compile.nvrtc import Compiled, compile_cuda
 from ..compile.runtime import Gpu, check_gpu, tensor_map_arg, tensor_map_bytes
 from ..copy.tma.plan import TmaPlan
-from ..errors import CompileError
+from ..errors import CompileError, PlanError
 from ..int_tuple import idx2crd, product
 from ..sim.emulator import Sm90Emulator
 from ..sim.verify_tma import element_bytes
@@ -159,6 +159,10 @@ extern "C" __global__ void tma_roundtrip({maps}, unsigned char* dump, unsigned* 
         "a": A's bytes, "b": B's bytes before}`` (for cases outside what the plans promise, held to a model of
         the caller's own)."""
         gpu = check_gpu(gpu)
+        names = self.load.coordinate_names
+        if len(tile) != len(names):          # the launch would pass the kernel fewer (or more) ints than it reads
+            raise PlanError(f"TmaRoundTrip.launch: {len(tile)} coordinates {tuple(tile)} given; the kernel takes "
+                            f"{len(names)} ({', '.join(names)})")
         kernel = gpu.kernel(self.compile(arch, checked), "tma_roundtrip")
         a, b = self.arrays(seed)
         d_a, d_b = gpu.upload(a), gpu.upload(b)

@@ -11,14 +11,15 @@ import attrs
 from ...errors import PlanError
 from ...swizzle import Swizzle
 from ..sm80.cache import CACHE_HINT
+from .smem import SMEM_MAX_BYTES
 from .swizzle import SWIZZLE_32B, SWIZZLE_64B, SWIZZLE_128B
 
-__all__ = ["MAX_RANK", "MAX_BOX", "GLOBAL_ALIGN", "STRIDE_ALIGN", "STRIDE_LIMIT", "DIM_LIMIT", "INNER_BOX_ALIGN",
+__all__ = ["MAX_RANK", "MAX_BOX", "MAX_BOX_BYTES", "GLOBAL_ALIGN", "STRIDE_ALIGN", "STRIDE_LIMIT", "DIM_LIMIT", "INNER_BOX_ALIGN",
            "SMEM_ALIGN", "TX_LIMIT", "TmaSwizzle", "TMA_SWIZZLES", "tma_swizzle_of_bytes", "DATA_TYPES",
            "L2_PROMOTION_128B", "OOB_FILL_NONE", "INTERLEAVE_NONE", "TmaDirection", "tma_ptx", "TMA_SASS",
            "TMA_TARGETS", "MAX_MULTICAST", "ReduceOp", "REDUCE_TYPES", "OOB_FILL_NAN",
            "NAN_FILL_UNIT", "NAN_FILL_TYPES", "OobFill", "COORD_MIN", "COORD_MAX", "FTZ_DATA_TYPES", "TF32_DATA_TYPES",
-           "FTZ_DATA_TYPE_CODES", "STORE_UNIT", "TENSOR_MAP_BYTES", "tensormap_replace_ptx", "TENSORMAP_PUBLISH_PTX",
+           "FTZ_DATA_TYPE_CODES", "TF32_LOAD_NAN", "STORE_UNIT", "TENSOR_MAP_BYTES", "tensormap_replace_ptx", "TENSORMAP_PUBLISH_PTX",
            "TENSORMAP_ACQUIRE_PTX", "L2Promotion", "L2_PROMOTIONS", "l2_promotion_code"]
 
 MAX_RANK = 5                  # tensorRank 1..5
@@ -30,6 +31,10 @@ DIM_LIMIT = 1 << 32           # 1 <= globalDim[i] <= 2^32
 INNER_BOX_ALIGN = 16          # boxDim[0] * element bytes, without interleave
 SMEM_ALIGN = 128              # a box's shared-memory address (CUDA Programming Guide, TMA alignment table)
 MAX_MULTICAST = 16           # ctaMask is 16 bits: one per CTA rank of the cluster
+#: The most bytes one box may have: a box lands in (or leaves) one CTA's shared memory, 227 KiB on sm_90. The H200's
+#: driver refused boxes of 256 KiB (256 x 256 f32, 256 x 256 x 4 u8) and 256^5 u8 (docs/tma.md); where between
+#: the largest box seen accepted and 256 KiB its own limit lies is probed by tools/tma_coords_h200.py's encode case.
+MAX_BOX_BYTES = SMEM_MAX_BYTES
 TX_LIMIT = (1 << 20) - 1      # an mbarrier phase's transaction count (PTX #parallel-synchronization-and-
 #                               communication-instructions-mbarrier)
 COORD_MIN, COORD_MAX = -(1 << 31), (1 << 31) - 1   # tensorCoords are .s32 (PTX #tensor-tiled-mode)
@@ -91,13 +96,18 @@ DATA_TYPES = {"u8": 0, "i8": 0, "f8e4m3": 0, "f8e5m2": 0, "ue8m0": 0, "ue4m3": 0
 L2Promotion = Literal["none", "64B", "128B", "256B"]
 #: CUtensorMapL2promotion: how much L2 fetches from DRAM around a miss (a hint; it changes no byte copied).
 L2_PROMOTIONS: dict[L2Promotion, int] = {"none": 0, "64B": 1, "128B": 2, "256B": 3}
-#: The map types that change a value on its way (CUDA driver API, CUtensorMapDataType): FLOAT32_FTZ (10) flushes
-#: subnormal f32 to zero, TFLOAT32 (11) rounds f32 to tf32 (dtypes.TF32_MASK: 10 mantissa bits kept) and
-#: TFLOAT32_FTZ (12) does both; ``ftz=True`` asks for the FTZ form of an f32 or tf32 map (docs/tma.md: the
-#: rounding and flush rules and which of them the H200 showed).
+#: The converting map types (CUDA driver API, CUtensorMapDataType): TFLOAT32 (11) and TFLOAT32_FTZ (12) round each
+#: loaded f32 to tf32, FLOAT32_FTZ (10) and TFLOAT32_FTZ name the flush-to-zero forms (``ftz=True``). Measured on the
+#: H200 (docs/tma.md, docs/tma-h200-coords-run1.jsonl): the rounding is to nearest even at mantissa bit 13
+#: (dtypes.TF32_MASK: 10 mantissa bits kept; subnormals rounded too, the largest finite value to infinity,
+#: infinities unchanged), every NaN becomes ``TF32_LOAD_NAN``, and the FTZ forms flush nothing a load writes (their
+#: images equal the plain types'); a store through any of them copies the bytes unchanged.
 FTZ_DATA_TYPES = {"f32": 10, "tf32": 12}
 FTZ_DATA_TYPE_CODES = (10, 12)
 TF32_DATA_TYPES = (11, 12)
+#: What a TFLOAT32 map loads for any NaN, whatever its sign and payload: the canonical NaN 0x7FFFFFFF with the 13
+#: bits tf32 drops cleared [inferred from run 1's differing-byte counts; the probe's next run records every element].
+TF32_LOAD_NAN = 0x7FFFE000
 L2_PROMOTION_128B = 2         # CU_TENSOR_MAP_L2_PROMOTION_L2_128B, what CuTe uses
 
 

@@ -14,7 +14,8 @@ from ...tensor.region import Dynamic
 from ...tensor.tile import contiguous_mode, whole_array_modes
 from ..protocol import Reject
 
-__all__ = ["TmaOrigin", "TmaPrecondition", "Origin", "origin_value", "step_why", "store_unit_why", "origin_spec",
+__all__ = ["TmaOrigin", "TmaPrecondition", "Origin", "origin_value", "step_why", "nan_fill_why", "store_unit_why",
+           "origin_spec",
            "place_origins", "check_static_origin", "widen_origin"]
 
 
@@ -69,6 +70,11 @@ def step_why(o: TmaOrigin) -> str:
                 f"one along mode {o.mode}")
     return (f"the map views array mode {o.mode} in {o.step}-element parts (the box spans several), so the box "
             f"starts on a part boundary; an origin between would copy the wrong elements")
+
+
+def nan_fill_why() -> str:
+    return ("a load through a NaN-filling map at a negative coordinate faults on the H200 (CUDA_ERROR_ILLEGAL_"
+            "INSTRUCTION for every float map type, docs/tma.md); with the zero fill any coordinate is taken")
 
 
 def store_unit_why(unit: int) -> str:
@@ -131,12 +137,17 @@ def place_origins(spec: tuple, dims: list, tile: tuple, unit: int, inner: int) -
     return tuple(out)
 
 
-def check_static_origin(origins: tuple[TmaOrigin, ...], direction: str, elem: int, inner: int,
+def check_static_origin(origins: tuple[TmaOrigin, ...], direction: str, elem: int, inner: int, nan_fill: bool,
                         where: str) -> None:
     """The rules a static origin must keep (the preconditions the run-time ones state): a store's start is never
     negative (PTX ISA #data-movement-and-conversion-instructions-tensor-copy-restrictions) and sits on a 16-byte
-    store unit along the contiguous mode (not yet settled on the H200: docs/tma.md)."""
+    store unit along the contiguous mode (not yet settled on the H200: docs/tma.md); a NaN-filling load's is never
+    negative (it faults on the H200)."""
     if direction != "store":
+        for o in origins:
+            if nan_fill and o.value is not None and o.value < 0:
+                raise PlanError(f"make_tma_copy: the origin {o.value} on mode {o.mode} is negative and the map fills "
+                                f"with NaN: {nan_fill_why()}{where}")
         return
     for o in origins:
         if o.value is None:

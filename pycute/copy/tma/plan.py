@@ -8,7 +8,7 @@ import attrs
 
 from ...arch.convention import Convention
 from ...arch.sm100.tma_pair import PAIR_CTAS, TMA_PAIR_TARGETS
-from ...arch.sm90.tma import COORD_MAX, COORD_MIN, TMA_TARGETS, TmaDirection
+from ...arch.sm90.tma import COORD_MAX, COORD_MIN, OOB_FILL_NAN, TMA_TARGETS, TmaDirection
 from ...atoms.tma import TmaAtom, TmaIssue, tma_atom
 from ...errors import PlanError
 from ...dtypes import dtype
@@ -18,7 +18,7 @@ from ...tensor.smem import SmemTensor
 from ...tensor.tile import contiguous_mode
 from ...views import view
 from ..protocol import ArrayTilePlan, Rejection
-from .origin import TmaOrigin, TmaPrecondition, origin_value, step_why, store_unit_why
+from .origin import TmaOrigin, TmaPrecondition, nan_fill_why, origin_value, step_why, store_unit_why
 from .params import DTYPE_BYTES, TensorMapParams, smem_capacity
 from ...tensor.stages import SmemStage, stage_offset
 from ...tensor.tile import mode_extents
@@ -143,8 +143,9 @@ class TmaPlan(ArrayTilePlan):
         """What the run-time coordinates must satisfy (stream and at check it; the generated code traps on it
         under ``-DPYCUTE_CHECKED``): a store's start is never negative (PTX ISA
         #data-movement-and-conversion-instructions-tensor-copy-restrictions) nor, along the contiguous mode, off
-        the 16-byte store unit (docs/tma.md: not yet settled on the H200, so held to it); an origin along a mode
-        the map views in parts is a multiple of the part."""
+        the 16-byte store unit (docs/tma.md: not yet settled on the H200, so held to it); a NaN-filling load's
+        (or prefetch's) is never negative (it faults on the H200, docs/tma.md); an origin along a mode the map views
+        in parts is a multiple of the part."""
         out = []
         store = self.direction == "store"
         if not self.origin:
@@ -152,11 +153,14 @@ class TmaPlan(ArrayTilePlan):
                                          "(a store's coordinates are non-negative, PTX ISA)")
                          for k in range(len(self.tile_shape))) if store else ()
         inner = contiguous_mode(self.array_modes)
+        nan_fill = not store and self.tensor_map.oob_fill == OOB_FILL_NAN
         for o in self.origin:
             if o.name is None:
                 continue
             if o.step > 1:
                 out.append(TmaPrecondition(o.name, "multiple", o.step, step_why(o)))
+            if nan_fill:
+                out.append(TmaPrecondition(o.name, "at_least", 0, nan_fill_why()))
             if store:
                 out.append(TmaPrecondition(o.name, "at_least", 0, "a store's coordinates are non-negative (PTX ISA "
                                            "#data-movement-and-conversion-instructions-tensor-copy-restrictions)"))
@@ -360,9 +364,10 @@ class TmaPlan(ArrayTilePlan):
             lines.append("  origin (array elements) -> coordinates: " + ", ".join(
                 f"mode {o.mode} at {o.label()}" + (f" / {o.step}" if o.step > 1 else "") + f" on dim {o.dim}"
                 for o in self.origin))
-            lines.append(f"  any origin  loads the array's elements there; elements outside it load as {fill}"
+            kept = " keeping the preconditions" if self.preconditions else ""
+            lines.append(f"  any origin{kept} loads the array's elements there; elements outside it load as {fill}"
                          if self.direction != "store" else
-                         "  any origin  stores the elements inside the array; the rest are dropped")
+                         f"  any origin{kept} stores the elements inside the array; the rest are dropped")
         else:
             lines.append("  tile index -> coordinates: " + ", ".join(
                 f"{t.formula()} on dim {t.dim}" for t in self.tile))

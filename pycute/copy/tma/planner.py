@@ -15,9 +15,9 @@ from typing import Any
 import attrs
 
 from ...arch.sm80.cache import CachePolicy, cache_policy
-from ...arch.sm90.tma import (DATA_TYPES, INNER_BOX_ALIGN, L2_PROMOTION_128B, MAX_BOX, MAX_RANK, SMEM_ALIGN,
-                              TMA_SWIZZLES, TX_LIMIT, L2Promotion, OobFill, ReduceOp, TmaDirection, TmaSwizzle,
-                              l2_promotion_code, tma_swizzle_of_bytes)
+from ...arch.sm90.tma import (DATA_TYPES, INNER_BOX_ALIGN, L2_PROMOTION_128B, MAX_BOX, MAX_RANK, OOB_FILL_NAN,
+                              SMEM_ALIGN, TMA_SWIZZLES, TX_LIMIT, L2Promotion, OobFill, ReduceOp, TmaDirection,
+                              TmaSwizzle, l2_promotion_code, tma_swizzle_of_bytes)
 from ...atoms.tma import tma_atom
 from ...basis import ScaledBasis
 from ...composition import composition, right_inverse
@@ -282,7 +282,7 @@ def _plan(direction: TmaDirection, gmem: GlobalTensor, smem: SmemTensor, multica
     tile_coords = tile_coords_of(view, dims, where)
     if any(o.value is not None and o.value % o.unit for o in origins):
         raise Reject("a static origin is not a whole widened element")
-    check_static_origin(origins, direction, elem, first, where)
+    check_static_origin(origins, direction, elem, first, fill == OOB_FILL_NAN, where)
     box_elems = 1
     for n, _, _ in box:
         box_elems *= n
@@ -331,8 +331,9 @@ def make_tma_copy(dst: GlobalTensor | SmemTensor, src: GlobalTensor | SmemTensor
     along="y")`` over every line of CTAs along an axis, each CTA writing its slice into all of them
     (``.multicast::cluster``); ``reduce`` makes a store a reduction into the array
     (``"add"``, ``"min"``, ..., each for the element types PTX allows); ``oob_fill="nan"`` loads out-of-bounds
-    float elements as NaN; ``ftz=True`` flushes subnormal f32 / tf32 values to zero (an FTZ map type); tf32
-    tensors travel through a TFLOAT32 map, which rounds each value to tf32. The fewest boxes (largest legal box;
+    float elements as NaN (at non-negative coordinates: a negative one faults, docs/tma.md); ``ftz=True`` names
+    the FTZ map type (on the H200 a load through it flushes nothing); tf32 tensors travel through a TFLOAT32 map,
+    which rounds each value to nearest even tf32 and loads any NaN as 0x7FFFE000. The fewest boxes (largest legal box;
     the tensor map's element widened where that gives fewer, or where the type has no tensor-map type: 4-bit
     floats), the tensor map's parameters and ``expect_tx``; ``cta_group=2`` makes a load the sm_100a pair form
     (``.cta_group::2``: both CTAs' bytes on the even CTA's barrier). ``l2_promotion`` is the map's L2 fill size

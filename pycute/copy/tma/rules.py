@@ -3,8 +3,8 @@ API; docs/tma.md records which were measured on the H200), what PTX leaves undef
 from __future__ import annotations
 
 from ...arch.sm90.tma import (DATA_TYPES, DIM_LIMIT, FTZ_DATA_TYPES, GLOBAL_ALIGN, INNER_BOX_ALIGN, MAX_BOX,
-                              MAX_MULTICAST, MAX_RANK, NAN_FILL_TYPES, OOB_FILL_NAN, OOB_FILL_NONE, REDUCE_TYPES,
-                              SMEM_ALIGN, STRIDE_ALIGN, STRIDE_LIMIT, ReduceOp, TmaSwizzle)
+                              MAX_BOX_BYTES, MAX_MULTICAST, MAX_RANK, NAN_FILL_TYPES, OOB_FILL_NAN, OOB_FILL_NONE,
+                              REDUCE_TYPES, SMEM_ALIGN, STRIDE_ALIGN, STRIDE_LIMIT, ReduceOp, TmaSwizzle)
 from ...errors import PlanError
 from ...int_tuple import as_int
 from ...tensor.gmem import GlobalTensor
@@ -78,6 +78,10 @@ def check_map(params: TensorMapParams, where: str) -> None:
     for k, b in enumerate(params.box):
         if not 1 <= b <= MAX_BOX:
             raise PlanError(f"make_tma_copy: box dimension {k} is {b}; the driver takes 1 to {MAX_BOX}{where}")
+    if params.box_bytes > MAX_BOX_BYTES:
+        raise PlanError(f"make_tma_copy: the box {params.box} of {params.dtype} is {params.box_bytes} B; a box lands in "
+                        f"one CTA's shared memory, at most {MAX_BOX_BYTES} B ({MAX_BOX_BYTES // 1024} KiB), and the "
+                        f"driver refuses larger ones (256 KiB refused on the H200, docs/tma.md){where}")
     if (params.box[0] * elem) % INNER_BOX_ALIGN:
         raise PlanError(f"make_tma_copy: the box's rows are {params.box[0] * elem} B; the driver takes a multiple of "
                         f"{INNER_BOX_ALIGN} B{where}")

@@ -3,7 +3,7 @@ the box is written to (read from) shared memory densely, dimension 0 fastest, th
 absolute byte address (a swizzled box whose rows are narrower than the swizzle's keeps one pattern row per box
 row); out-of-bounds elements load as zeros (or the NaN fill) and are not stored, except that a store writes a row's
 16-byte units whole; a load delivers the whole box's bytes to its mbarrier, out-of-bounds parts included; a TFLOAT32
-map rounds each loaded f32 to tf32 and an FTZ map flushes subnormals (docs/tma.md).
+map rounds each loaded f32 to tf32 and an FTZ map changes nothing a load writes (measured on the H200, docs/tma.md).
 
 A tensor map is modelled as its fields (``TensorMap``: the encoded parameters and the global address), which
 ``tensormap.replace`` edits one at a time (PTX ISA #tensormap-instructions-tensormap-replace)."""
@@ -17,8 +17,8 @@ import numpy as np
 
 from ...arch.sm80.cache import CACHE_HINT, policy_of_ptx, policy_of_token
 from ...errors import EmulationError
-from ...arch.sm90.tma import (DIM_LIMIT, FTZ_DATA_TYPE_CODES, GLOBAL_ALIGN, MAX_BOX, MAX_MULTICAST, NAN_FILL_UNIT,
-                              OOB_FILL_NAN, STORE_UNIT, STRIDE_ALIGN, STRIDE_LIMIT, TF32_DATA_TYPES)
+from ...arch.sm90.tma import (DIM_LIMIT, GLOBAL_ALIGN, MAX_BOX, MAX_BOX_BYTES, MAX_MULTICAST, NAN_FILL_UNIT,
+                              OOB_FILL_NAN, STORE_UNIT, STRIDE_ALIGN, STRIDE_LIMIT, TF32_DATA_TYPES, TF32_LOAD_NAN)
 from ...arch.sm90.tma_im2col import OFFSET_BITS
 from ...atoms.tma import TmaIssue
 from ...copy.tma.plan import DTYPE_BYTES, TensorMapParams
@@ -91,26 +91,27 @@ def replace_field(tmap: TensorMap, field: str, ordinal: int | None, value: int) 
         raise EmulationError(f"tensormap.replace: box_dim {value} outside [1, {MAX_BOX}]")
     box = list(p.box)
     box[ordinal] = value
-    return attrs.evolve(tmap, params=attrs.evolve(p, box=tuple(box)))
+    edited = attrs.evolve(p, box=tuple(box))
+    if edited.box_bytes > MAX_BOX_BYTES:
+        raise EmulationError(f"tensormap.replace: box_dim {value} makes the box {edited.box} {edited.box_bytes} B, "
+                             f"over the {MAX_BOX_BYTES} B a box may have")
+    return attrs.evolve(tmap, params=edited)
 
 
 def convert_loaded(data: np.ndarray, data_type: int) -> np.ndarray:
-    """What a load through a map of ``data_type`` writes for in-bounds elements ``data`` (``(n, 4)`` bytes):
-    FTZ types flush subnormal f32 to zero keeping the sign; TFLOAT32 types round to nearest even at 10 mantissa
-    bits (the low 13 bits cleared), leaving infinities and NaNs alone (docs/tma.md, pending the H200)."""
-    if data_type not in FTZ_DATA_TYPE_CODES and data_type not in TF32_DATA_TYPES:
+    """What a load through a map of ``data_type`` writes for in-bounds elements ``data`` (``(n, 4)`` bytes), as the
+    H200 does (docs/tma.md): TFLOAT32 types round to nearest even at 10 mantissa bits (the low 13 bits cleared;
+    subnormals rounded alike, a carry may reach the exponent), keep infinities and turn every NaN into
+    ``TF32_LOAD_NAN``; the FTZ forms flush nothing (a load through FLOAT32_FTZ copies the bytes)."""
+    if data_type not in TF32_DATA_TYPES:
         return data
     bits = np.ascontiguousarray(data).view("<u4").reshape(-1).astype(np.uint64)
-    if data_type in FTZ_DATA_TYPE_CODES:
-        subnormal = ((bits & 0x7F800000) == 0) & ((bits & 0x007FFFFF) != 0)
-        bits = np.where(subnormal, bits & 0x80000000, bits)
-    if data_type in TF32_DATA_TYPES:
-        low = 0xFFFFFFFF ^ TF32_MASK                      # the 13 bits tf32 drops
-        special = (bits & 0x7F800000) == 0x7F800000
-        rounded = (bits + (low >> 1) + ((bits >> low.bit_length()) & 1)) & TF32_MASK
-        bits = np.where(special, bits, rounded)
+    low = 0xFFFFFFFF ^ TF32_MASK                          # the 13 bits tf32 drops
+    rounded = (bits + (low >> 1) + ((bits >> low.bit_length()) & 1)) & TF32_MASK
+    special = (bits & 0x7F800000) == 0x7F800000
+    nan = special & ((bits & 0x007FFFFF) != 0)
+    bits = np.where(nan, TF32_LOAD_NAN, np.where(special, bits, rounded))
     return bits.astype("<u4").view(np.uint8).reshape(data.shape)
-
 
 
 def _box_addresses(params: Any, coords: tuple, smem: int, store: bool = False, address: int = 0
@@ -189,6 +190,9 @@ class TmaExecutor(Machine):
         """One box from ``gmem`` (global bytes; the map's array starts ``address`` bytes in) into shared memory
         at ``smem`` of ``cta`` (with ``mask``, of every CTA whose bit is set: ``.multicast::cluster``); returns
         the bytes it delivers to each receiving CTA's mbarrier (the whole box)."""
+        if params.oob_fill == OOB_FILL_NAN and any(c < 0 for c in coords):
+            raise EmulationError(f"TMA load at coordinates {coords} through a NaN-filling map: a negative coordinate "
+                                 f"faults there on the H200 (docs/tma.md)")
         offset, inside, addresses = _box_addresses(params, coords, smem, address=address)
         elem = DTYPE_BYTES[params.dtype]
         rel = self._bytes(params, addresses, cta)

@@ -45,13 +45,41 @@ def loaded_tile(plan, array: np.ndarray) -> np.ndarray:
 
 
 @settings(max_examples=40, deadline=None)
-@given(row=st.integers(-60, 60), col=st.integers(-40, 40), nan=st.booleans())
-def test_a_load_at_any_signed_origin_equals_numpys_view_with_the_fill(row, col, nan):
+@given(row=st.integers(-60, 60), col=st.integers(-40, 40))
+def test_a_load_at_any_signed_origin_equals_numpys_view_with_zeros(row, col):
     a = np.arange(40 * 24, dtype=np.float32).reshape(40, 24) + 1
-    plan = pc.make_tma_copy(F32_TILE, F32, origin=(row, col), oob_fill="nan" if nan else "zero")
-    got = loaded_tile(plan, a)
-    want = numpy_view(a, (row, col), (16, 8), np.nan if nan else 0.0)
-    assert np.array_equal(got, want, equal_nan=True)
+    got = loaded_tile(pc.make_tma_copy(F32_TILE, F32, origin=(row, col)), a)
+    assert np.array_equal(got, numpy_view(a, (row, col), (16, 8), 0.0))
+
+
+@settings(max_examples=25, deadline=None)
+@given(row=st.integers(0, 60), col=st.integers(0, 40))
+def test_a_nan_filling_load_at_any_non_negative_origin_equals_numpys_view_with_nan(row, col):
+    a = np.arange(40 * 24, dtype=np.float32).reshape(40, 24) + 1
+    got = loaded_tile(pc.make_tma_copy(F32_TILE, F32, origin=(row, col), oob_fill="nan"), a)
+    assert np.array_equal(got, numpy_view(a, (row, col), (16, 8), np.nan), equal_nan=True)
+
+
+@pytest.mark.parametrize("origin", [(-1, 0), (0, -1), (-9, -5)])
+def test_a_static_negative_origin_of_a_nan_filling_load_is_refused(origin):
+    """The H200 faults on it (run 1: nan/*/negative, every float map type, CUDA_ERROR_ILLEGAL_INSTRUCTION)."""
+    with pytest.raises(pc.PlanError, match=r"is negative and the map fills with NaN: .*faults on the H200"):
+        pc.make_tma_copy(F32_TILE, F32, origin=origin, oob_fill="nan")
+
+
+def test_a_run_time_origin_of_a_nan_filling_load_must_not_be_negative():
+    plan = pc.make_tma_copy(F32_TILE, F32, origin=(pc.dynamic("r"), pc.dynamic("c")), oob_fill="nan")
+    assert [(p.name, p.rule) for p in plan.preconditions] == [("r", "r >= 0"), ("c", "c >= 0")]
+    assert "r >= 0" in plan.explain() and "r >= 0; c >= 0" in plan.cuda("ld")
+    with pytest.raises(pc.PlanError, match=r"c = -5 breaks c >= 0: a load through a NaN-filling map"):
+        plan.stream(0, 3, -5)
+    assert plan.stream(0, 3, 5) and not pc.make_tma_copy(F32_TILE, F32, origin=(pc.dynamic("r"), 0)).preconditions
+
+
+def test_the_emulator_refuses_a_nan_filling_load_at_a_negative_coordinate():
+    plan = pc.make_tma_copy(F32_TILE, F32, oob_fill="nan")
+    with pytest.raises(pc.EmulationError, match=r"NaN-filling map: a negative coordinate faults"):
+        Sm90Emulator(smem_bytes=1024).tma_load(plan.tensor_map, np.zeros(40 * 24 * 4, np.uint8), (0, -1), 0)
 
 
 @settings(max_examples=25, deadline=None)

@@ -1,0 +1,36 @@
+"""The TMA round trip refuses, before anything reaches the driver, a launch whose arguments the kernel would read
+past (a host-side fault otherwise: the first H200 run of tools/tma_coords_h200.py lost every load case to it)."""
+import pytest
+
+import pycute as pc
+from pycute import Layout
+from pycute.compile.runtime import Gpu, _argument_count
+from pycute.harness.tma import TmaRoundTrip
+
+
+class _NoDevice(Gpu):
+    """A Gpu that was never opened: the checks under test must raise before it is used."""
+
+    def __init__(self) -> None:
+        pass
+
+
+@pytest.mark.parametrize("origin", [(0,), (0, 0, 0)], ids=["too-few", "too-many"])
+def test_a_round_trip_launch_with_the_wrong_number_of_coordinates_is_refused(origin):
+    g = pc.make_global_tensor(pc.f32, Layout((40, 32), (32, 1)))
+    load = pc.make_tma_copy(pc.make_smem_tensor(pc.f32, Layout((64, 32), (32, 1))), g,
+                            origin=(pc.dynamic("r"), pc.dynamic("c")))
+    with pytest.raises(pc.PlanError, match=rf"{len(origin)} coordinates .* given; the kernel takes 2 \(r, c\)"):
+        TmaRoundTrip(load, None).launch(_NoDevice(), origin)
+
+
+def test_a_kernels_argument_count_is_read_where_the_driver_reports_it():
+    class Known:
+        num_arguments = 3
+
+    class Unknown:
+        @property
+        def num_arguments(self) -> int:
+            raise RuntimeError("cuKernelGetParamInfo is not supported")
+
+    assert (_argument_count(Known()), _argument_count(Unknown())) == (3, None)

@@ -139,8 +139,9 @@ class BlockScaledGemm:
             size = stage_bytes(sf)
             flat = pc.make_smem_tensor(pc.u8, Layout((size, 1, 1), (1, size, size)))
             loads[name] = pc.make_bulk_copy(flat, packed_sf_array(sf, tiles, self.k_blocks))
-        # beside the rings: the epilogue's tiles, the accumulators' barriers, the TMEM slot, the 1 KiB alignment
-        reserve = self.epilogue.smem_bytes + self.accumulators.barrier_bytes + 8 + 1024
+        # beside the rings: the epilogue's tiles, the accumulators' barriers, the TMEM slot (and the soft build's
+        # anchor word), the dynamic buffer's alignment slack and 128 B for the placement of the static variables
+        reserve = self.epilogue.smem_bytes + self.accumulators.barrier_bytes + 8 + 1024 + 128
         self.operands = pc.make_pipeline(loads, consumer=pc.Consumer("warp", 1, "commit", cta_group=g),
                                          arch="sm_100a", reserve=reserve, name="mainloop")
 

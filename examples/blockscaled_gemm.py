@@ -279,12 +279,12 @@ blockscaled_gemm(const __grid_constant__ pycute_tensor_map map_a, const __grid_c
     def run(self, gpu, arch: str = "sm_90a", soft: bool = True, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
         """Launch on ``gpu`` (``pycute.compile.runtime.Gpu``): ``(D as the kernel wrote it, the reference)``; the
         pad columns must hold zeros (ValueError otherwise)."""
-        from pycute.compile.runtime import tensor_map_arg
+        from pycute.compile import runtime
         x = self.inputs(seed)
         data = self.arrays(x)
         bufs = {t: gpu.upload(data[t]) for t in ("a", "b", "sfa", "sfb", "d")}
         loads = dict(self.operands.loads)
-        maps = [tensor_map_arg(p.tensor_map, int(bufs[t].handle))
+        maps = [runtime.tensor_map_arg(p.tensor_map, int(bufs[t].handle))
                 for p, t in ((loads["a"], "a"), (loads["b"], "b"), (self.epilogue.store.tma, "d"))]
         kernel = gpu.kernel(self.compile(arch, soft), "blockscaled_gemm")
         gpu.launch(kernel, maps[0], maps[1], bufs["sfa"], bufs["sfb"], maps[2], np.uint32(self.tiles[0]),

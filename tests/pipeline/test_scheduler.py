@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 import pycute as pc
-from pycute.codegen import read_conventions
 from pycute.arch.sm100.clc import RESPONSE_FIELDS, TRY_CANCEL_MULTICAST_PTX, decode_response, encode_response
+from pycute.codegen import read_conventions
 from pycute.harness.schedule import ScheduleProbe
 from pycute.pipeline import make_clc_scheduler, make_tile_scheduler
 from pycute.sim.clc import run_clc_schedule

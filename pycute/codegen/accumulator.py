@@ -33,12 +33,13 @@ def emit_accumulator_epilogue(plan: AccumulatorEpilogue) -> str:
             "#pragma unroll 1", f"  for (unsigned chunk = 0; chunk < {plan.chunks}u; ++chunk) {{",
             f"    unsigned regs[{regs}];", f"    {n}_read(tmem, regs, chunk, acc.index);",
             f"    if (chunk == {last}u) {{   // the last read: the MMAs may refill this accumulator",
-            "      pycute_tcgen05_fence_before_thread_sync();", f"      {acc}_consumer_release(acc_bars, acc);", "    }",
+            "      pycute_tcgen05_fence_before_thread_sync();", f"      {acc}_consumer_release(acc_bars, acc);",
+            "    }",
             f"    float frag[{regs}];", "#pragma unroll",
             f"    for (unsigned j = 0; j < {regs}u; ++j) frag[j] = __uint_as_float(regs[j]);",
             f"    {n}_store_wait(thread);   // the TMA store that last read slot chunk % {plan.slots} has",
-            f"    {n}_store(map, smem, thread, frag, tile.m * {plan.rows}, tile.n * {plan.columns} + int(chunk) * {plan.chunk}, "
-            f"chunk % {plan.slots}u);", "  }", "  acc.advance();"]
+            f"    {n}_store(map, smem, thread, frag, tile.m * {plan.rows}, tile.n * {plan.columns} + int(chunk) * "
+            f"{plan.chunk}, chunk % {plan.slots}u);", "  }", "  acc.advance();"]
     finish = [_thread(), "  if (thread == 0u) pycute_bulk_wait_group<0>();   // its TMA stores, before the CTA exits"]
     out = ['#include "pycute/sm100.cuh"', '#include "pycute/scheduler.cuh"', "",
            plan.read.cuda(f"{n}_read"), plan.store.cuda(f"{n}_store"),

@@ -71,7 +71,8 @@ def _mma_tile(plan: MmaMainloop, f: PipelineFunction) -> list[str]:
     body = []
     if plan.cta_group == 2:
         body += ["  if (pycute_cluster_ctarank() & 1u) {   // the odd CTA: its loads land on its own barriers",
-                 "#pragma unroll 1", f"    for (unsigned kb = 0; kb < k_blocks; ++kb, st.advance()) {ops}_relay(bars, st);",
+                 "#pragma unroll 1",
+                 f"    for (unsigned kb = 0; kb < k_blocks; ++kb, st.advance()) {ops}_relay(bars, st);",
                  "    return;", "  }"]
     body += [f"  {acc}_producer_acquire(acc_bars, acc);   // the epilogue has read this accumulator",
              "  pycute_tcgen05_fence_after_thread_sync();",

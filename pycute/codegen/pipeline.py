@@ -172,7 +172,8 @@ def _signals(plan: PipelinePlan, fn: dict[str, PipelineFunction]) -> list[str]:
         out += _function(fn["relay"], "void", state,
                          [f"  const unsigned full = {_barrier(plan, 'full')};",
                           "  pycute_mbarrier_wait_parity(full, st.phase);",
-                          *_by_caller(c.caller, ["pycute_mbarrier_arrive_remote(full, pycute_cluster_ctarank() & ~1u);"])])
+                          *_by_caller(c.caller,
+                                      ["pycute_mbarrier_arrive_remote(full, pycute_cluster_ctarank() & ~1u);"])])
     return out
 
 

@@ -190,7 +190,8 @@ def _ring_load(operands: PipelinePlan, desc: Any, what: str) -> str:
 def _check_accumulator(accumulator: Any, accumulators: PipelinePlan, mma: MmaPlan) -> None:
     if not isinstance(accumulator, TmemTensor) or accumulator.placement is None:
         raise TypeError(f"make_mma_mainloop: the accumulator is a placed TMEM ring (TmemAllocation.add of "
-                        f"make_stages(mma_accumulator(...), stages), sliced with a run-time index), got {accumulator!r}")
+                        f"make_stages(mma_accumulator(...), stages), sliced with a run-time index), got "
+                        f"{accumulator!r}")
     if len(accumulator.dynamic) != 1 or accumulator.dynamic[0].extent != accumulators.stages:
         raise PlanError(f"make_mma_mainloop: the accumulator ring {accumulator!r} takes one run-time index over the "
                         f"accumulator pipeline's {accumulators.stages} stages")

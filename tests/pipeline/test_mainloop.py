@@ -160,7 +160,8 @@ def test_the_accumulator_epilogue_reads_chunks_of_either_accumulator_and_stores_
     assert plan.chunks == 4 and plan.slots == 2 and plan.smem_bytes == 2 * 8192
     assert plan.store.store.fragment.layout == plan.read.fragment
     body = function(plan.cuda(), "store_tile")
-    assert "store_read(tmem, regs, chunk, acc.index);" in body and "for (unsigned chunk = 0; chunk < 4u; ++chunk)" in body
+    assert "store_read(tmem, regs, chunk, acc.index);" in body
+    assert "for (unsigned chunk = 0; chunk < 4u; ++chunk)" in body
     assert "store_store(map, smem, thread, frag, tile.m * 128, tile.n * 128 + int(chunk) * 32, chunk % 2u);" in body
     assert body.index("store_read") < body.index("acc_consumer_release") < body.index("store_store_wait")
     assert plan.origin((2, 3), 1) == (256, 416)

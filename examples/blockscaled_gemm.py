@@ -157,7 +157,7 @@ class BlockScaledGemm:
         dtype, swizzle = D_TYPES[self.d_type]
         d = pc.make_global_tensor(dtype, Layout((self.m, self.ldd), (self.ldd, 1)))
         self.epilogue = pc.make_accumulator_epilogue(self.accumulators, self.accumulator, d,
-                                                     pc.kmajor_smem_tensor(dtype, TILE_M, CHUNK, swizzle), name="store")
+                                                     pc.kmajor_smem_tensor(dtype, TILE_M, CHUNK, swizzle))
 
     def _mainloop(self) -> None:
         """The SF regions in TMEM (one per stage), the SF copies, the MMA and the mainloop."""
@@ -217,8 +217,8 @@ blockscaled_gemm(const __grid_constant__ pycute_tensor_map map_a, const __grid_c
       gemm_mma_tile(b, ab, st, acc, k_blocks, smem, tmem);
   else {{                                // the epilogue warps
     for (unsigned w = sched_first(); w < sched_units(tiles_m, tiles_n); w = sched_next(w))
-      store_tile(ab, acc, &map_d, smem + mainloop_smem_bytes, tmem, sched_at(w, tiles_m, tiles_n));
-    store_finish();
+      epilogue_tile(ab, acc, &map_d, smem + mainloop_smem_bytes, tmem, sched_at(w, tiles_m, tiles_n));
+    epilogue_finish();
   }}
   gemm_finish(tmem, warp == 1u);
 }}

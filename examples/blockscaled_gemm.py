@@ -1,23 +1,29 @@
-"""A complete block-scaled GEMM, ``D = (A * SFA) (B * SFB)^T`` (f32 D), from pycute plans and header helpers only:
-no hand-written ``asm``, and every number in the kernel text is a plan's, put there by this file. MXF8
+"""A persistent block-scaled GEMM, ``D = (A * SFA) (B * SFB)^T`` (f32 or bf16 D), from pycute plans. MXF8
 (kind::mxf8f6f4: E4M3 elements, one UE8M0 SF per 32 K) or NVFP4 (kind::mxf4nvf4: packed E2M1, one UE4M3 SF per
-16 K); cta_group 1 (a CTA per 128 x 256 tile of D) or 2 (a CTA pair per 256 x 256 tile, the even CTA issuing the
-pair's MMAs); M, N and K need not be multiples of the tile. docs/blockscaled-gemm.md walks through it.
+16 K); cta_group 1 (a CTA per 128 x 128 tile of D) or 2 (a CTA pair per 256 x 128 tile, the even CTA issuing the
+pair's MMAs); any M and N, and any K whose rows are whole 16 bytes (TMA). docs/blockscaled-gemm.md walks through it.
 
-Warp roles, per CTA (192 threads):
+Everything between the instructions comes from plans:
 
-* warp 0, the producer: one thread arms stage ``kb % STAGES``'s "full" mbarrier with the stage's bytes and loads
-  k-block ``kb`` into it once the MMA has freed it: A's and B's tiles with TMA plans (rows and K past the array
-  zero-filled), SFA's and SFB's stage with bulk-copy plans from the packed SF arrays (``pack_scale_factors``).
-* warp 1, the MMA warp (in the even CTA of a pair): waits for the stage, copies its SFs into TMEM with tcgen05.cp
-  plans (each SF where ``tcgen05.mma ... block_scale`` reads it: ``check_scale_factor_copy`` on every stage),
-  issues the MMA plan's k-block (SF ids and columns per instruction are the plan's) and commits the stage back to
-  the producers. In the odd CTA of a pair it relays: once its own stage has landed it arrives on the even CTA's.
-* warps 2-5, the epilogue: after the last MMA's commit each reads its lane quadrant of the accumulator, 32 columns
-  at a time, with a tcgen05.ld plan that takes the chunk at run time, and stores what lies inside D.
+* ``operands`` (``pc.make_pipeline``): a ring of stages (as many as shared memory holds) filled by the TMA loads of
+  A's and B's tiles and the bulk loads of their packed scale factors, released by the MMA warp's
+  ``tcgen05.commit``; in a pair the odd CTA's relay to the even CTA's barrier is derived;
+* ``accumulators`` (``pc.make_pipeline`` with no loads): two accumulators in TMEM, filled by the MMA's commit and
+  released by the epilogue warps, so that the epilogue of one tile overlaps the MMAs of the next;
+* ``mainloop`` (``pc.make_mma_mainloop``): the SF copies into TMEM (``tcgen05.cp``, a region per stage), the MMA
+  plan and both pipelines, as the producer's and the MMA warp's per-tile functions;
+* ``epilogue`` (``pc.make_accumulator_epilogue``): tcgen05.ld of 32-column chunks -> convert -> a 2-slot ring of
+  swizzled shared tiles -> TMA store (D's rows padded to whole 16 bytes, ``ldd``: a TMA store writes whole 16-byte
+  units, so the pad columns receive B's zero-filled rows' zeros);
+* ``sched`` (``pc.make_tile_scheduler``): persistent CTAs walking the tiles, the tile counts given at run time.
+
+Warp roles, per CTA (192 threads): warp 0 loads, warp 1 issues the MMAs (the odd CTA of a pair relays), warps 2-5
+store. The kernel below is the only hand-written CUDA in this file: ``HANDWRITTEN_LINES`` = 23 lines, signature
+included (blank, comment and lone-brace lines not counted, as issue 34 counts them; a test keeps it honest), none
+of them an address, a count, a parity or a register grouping.
 
 ``python examples/blockscaled_gemm.py`` prints the plans and the sm_100a SASS counts;
-examples/blockscaled_gemm_check.py checks the compiled kernel without a GPU (PTX interpreter and emulator).
+examples/blockscaled_gemm_check.py runs the compiled kernel whole on the CPU (``pycute.sim.run_kernel``).
 """
 from __future__ import annotations
 
@@ -28,23 +34,24 @@ import numpy as np
 
 import pycute as pc
 from pycute import Layout
-from pycute.arch.sm100.tmem import CELL_BITS, check_cta_group
-from pycute.basis import basis_get
-from pycute.compile.runtime import tensor_map_bytes
-from pycute.mma import check_scale_factor_copy, scale_factor_smem, scale_factor_tensor
-from pycute.sim.operand import reference_mma
 from pycute.arch.sm100.mma import K_BYTES as MMA_K_BYTES
+from pycute.arch.sm100.tmem import check_cta_group
+from pycute.mma import scale_factor_smem, scale_factor_tensor
+from pycute.sim.convert import round_f32
+from pycute.sim.operand import reference_mma
 from pycute.sim.verify_mma import exact_codes, exact_sf_codes, sf_power_code
-from pycute.tensor.values import layout_values, smem_element_offsets
+from pycute.tensor.values import smem_element_offsets
 
 Kind = Literal["mxf8", "nvfp4"]
+DType = Literal["f32", "bf16"]
 
-STAGES = 4
 TILE_M = 128          # rows of A and of D per CTA
-TILE_N = 256          # the MMA's N: columns of D per tile (B's rows, split over a pair)
+TILE_N = 128          # the MMA's N: two 128 x 128 f32 accumulators and the SF regions fit TMEM's 512 columns
 BLOCK_K_BYTES = 128   # K bytes per k-block: one 128B-swizzle row of A and B
-EPILOGUE_COLUMNS = 32
+CHUNK = 32            # D columns per epilogue store
 WARPS = 6             # producer, MMA, four epilogue warps
+ACCUMULATORS = 2
+D_TYPES = {"f32": (pc.f32, "128B"), "bf16": (pc.bf16, "64B")}     # D's type and its 32-column tile's swizzle
 
 
 @attrs.frozen
@@ -70,11 +77,6 @@ def stage_bytes(sf) -> int:
     return sf.rows * sf.mmas * sf.scale_vec
 
 
-def ring_bytes(ring: pc.SmemTensor) -> int:
-    """Shared bytes of a ring of stages, whole KiB."""
-    return -(-(int(layout_values(ring.layout).max()) + 1) * ring.bits // 8 // 1024) * 1024
-
-
 def packed_sf_array(sf, row_tiles: int, k_blocks: int) -> pc.GlobalTensor:
     """The packed SF array as (stage bytes, k-block, row tile): every stage one contiguous run, so a bulk copy per
     stage moves it."""
@@ -85,9 +87,9 @@ def packed_sf_array(sf, row_tiles: int, k_blocks: int) -> pc.GlobalTensor:
 def pack_scale_factors(codes: np.ndarray, sf, row_tiles: int, k_blocks: int, fill: int) -> np.ndarray:
     """``codes`` (rows x SFs along K) as the packed array: stage (tile, k-block) holds its rows' and k-block's SFs
     where ``scale_factor_smem`` places them (the blocked SF layout); rows and SFs past ``codes`` are ``fill``."""
-    slots, size = sf.mmas * sf.scale_vec, stage_bytes(sf)
+    slots = sf.mmas * sf.scale_vec
     offsets = smem_element_offsets(scale_factor_smem(sf))           # index row + rows * slot -> byte
-    out = np.full((row_tiles, k_blocks, size), fill, dtype=np.uint8)
+    out = np.full((row_tiles, k_blocks, stage_bytes(sf)), fill, dtype=np.uint8)
     for t in range(row_tiles):
         for kb in range(k_blocks):
             block = np.full((sf.rows, slots), fill, dtype=np.uint8)
@@ -97,240 +99,161 @@ def pack_scale_factors(codes: np.ndarray, sf, row_tiles: int, k_blocks: int, fil
     return out.reshape(-1)
 
 
-def _check_epilogue_fragment(plan) -> None:
-    """The kernel stores register v of epilogue thread t (32 * quadrant + lane) as row t, column v of the chunk:
-    refuse a plan whose fragment says otherwise."""
-    want = Layout((TILE_M, EPILOGUE_COLUMNS), (1, TILE_M))
-    if not np.array_equal(layout_values(plan.fragment), layout_values(want)):
-        raise pc.PlanError(f"the epilogue's fragment {plan.fragment!r} is not {want!r}")
-
-
 class BlockScaledGemm:
-    """The kernel for ``kind`` ("mxf8" / "nvfp4"), ``cta_group`` and one problem (M x K A, N x K B, both K-major):
-    its plans, its CUDA source, its inputs and the reference output."""
+    """The kernel for ``kind`` ("mxf8" / "nvfp4"), ``cta_group``, D's type and one problem (M x K A, N x K B, both
+    K-major): its plans, its CUDA source, its inputs and the reference output. ``sms``: the persistent CTAs to
+    launch (a multiple of the cluster; default one per tile)."""
 
-    def __init__(self, kind: Kind = "mxf8", cta_group: int = 1, m: int = 256, n: int = 256, k: int = 512):
-        if kind not in FORMATS:
-            raise pc.PlanError(f"BlockScaledGemm: kind is one of {', '.join(FORMATS)}, not {kind!r}")
-        self.kind, self.format = kind, FORMATS[kind]
+    def __init__(self, kind: Kind = "mxf8", cta_group: int = 1, m: int = 256, n: int = 256, k: int = 512,
+                 d_type: DType = "f32", sms: int | None = None):
+        if kind not in FORMATS or d_type not in D_TYPES:
+            raise pc.PlanError(f"BlockScaledGemm: kind is one of {', '.join(FORMATS)} and d_type one of "
+                               f"{', '.join(D_TYPES)}, not {kind!r} / {d_type!r}")
+        self.kind, self.format, self.d_type = kind, FORMATS[kind], d_type
         self.cta_group, self.m, self.n, self.k = check_cta_group(cta_group), m, n, k
         f, g = self.format, self.cta_group
         self.k_blocks = -(-k // f.block_k)
-        self.grid = (-(-m // (TILE_M * g)) * g, -(-n // TILE_N))        # (CTAs along M, tiles along N)
+        self.tiles = (-(-m // (TILE_M * g)) * g, -(-n // TILE_N))     # CTA tiles along M (whole pairs), along N
         mmas = BLOCK_K_BYTES // MMA_K_BYTES                              # MMAs per k-block
         self.sfa = scale_factor_tensor(f.kind, TILE_M, mmas, f.scale_vec, cta_group=g)
         self.sfb = scale_factor_tensor(f.kind, TILE_N, mmas, f.scale_vec, cta_group=g)
-        self._rings()
-        self._loads()
-        self._tmem()
+        elem, _ = D_TYPES[d_type]
+        self.ldd = -(-n * elem.bits // 128) * 128 // elem.bits         # D's row pitch: whole 16 bytes
+        self.sched = pc.make_tile_scheduler(None, cluster=(g, 1), swizzle=2, name="sched")
+        units = self.sched.at(self.tiles)
+        self.grid = units.grid(sms) if sms is not None else units.units * g
+        self._accumulators()
+        self._operands()
+        self._mainloop()
 
-    def _rings(self) -> None:
-        """The shared-memory rings: A, B (this CTA's half of B's rows in a pair), SFA, SFB."""
-        f, g, dyn = self.format, self.cta_group, pc.dynamic("stage")
-        self.a_ring = pc.make_stages(pc.kmajor_smem_tensor(f.dtype, TILE_M, f.block_k, "128B"), STAGES)
-        self.b_ring = pc.make_stages(pc.kmajor_smem_tensor(f.dtype, TILE_N // g, f.block_k, "128B"), STAGES)
-        self.sfa_ring, self.sfb_ring = scale_factor_smem(self.sfa, STAGES), scale_factor_smem(self.sfb, STAGES)
-        self.a_smem, self.b_smem = self.a_ring[:, :, dyn], self.b_ring[:, :, dyn]
-        rings = (self.a_ring, self.b_ring, self.sfa_ring, self.sfb_ring)
-        sizes = [ring_bytes(r) for r in rings]
-        self.offsets = tuple(int(x) for x in np.cumsum([0] + sizes))   # A, B, SFA, SFB, end
-
-    def _loads(self) -> None:
-        """TMA plans of A's and B's tiles, bulk plans of the SF stages (flat views of the SF rings)."""
-        f, dyn = self.format, pc.dynamic("stage")
-        self.load_a = pc.make_tma_copy(self.a_smem, pc.make_global_tensor(f.dtype, Layout((self.m, self.k),
-                                                                                         (self.k, 1))))
-        self.load_b = pc.make_tma_copy(self.b_smem, pc.make_global_tensor(f.dtype, Layout((self.n, self.k),
-                                                                                         (self.k, 1))))
-        self.sf_loads = []
-        for sf, tiles in ((self.sfa, self.grid[0]), (self.sfb, self.grid[1])):
+    def _operands(self) -> None:
+        """The operand pipeline: TMA loads of A's and B's tiles (B's rows split over a pair), bulk loads of the SF
+        stages, re-planned by the pipeline over rings of as many stages as fit beside the epilogue's tiles."""
+        f, g = self.format, self.cta_group
+        a = pc.make_global_tensor(f.dtype, Layout((self.m, self.k), (self.k, 1)))
+        b = pc.make_global_tensor(f.dtype, Layout((self.n, self.k), (self.k, 1)))
+        self.a_tile = pc.kmajor_smem_tensor(f.dtype, TILE_M, f.block_k, "128B")
+        self.b_tile = pc.kmajor_smem_tensor(f.dtype, TILE_N // g, f.block_k, "128B")
+        loads = {"a": pc.make_tma_copy(self.a_tile, a), "b": pc.make_tma_copy(self.b_tile, b)}
+        for name, sf, tiles in (("sfa", self.sfa, self.tiles[0]), ("sfb", self.sfb, self.tiles[1])):
             size = stage_bytes(sf)
-            flat = pc.make_smem_tensor(pc.u8, Layout((size, 1, 1, STAGES), (1, size, size, size)))
-            self.sf_loads.append(pc.make_bulk_copy(flat[:, :, :, dyn], packed_sf_array(sf, tiles, self.k_blocks)))
-        self.expect_tx = self.load_a.expect_tx + self.load_b.expect_tx + sum(p.expect_tx for p in self.sf_loads)
+            flat = pc.make_smem_tensor(pc.u8, Layout((size, 1, 1), (1, size, size)))
+            loads[name] = pc.make_bulk_copy(flat, packed_sf_array(sf, tiles, self.k_blocks))
+        # beside the rings: the epilogue's tiles, the accumulators' barriers, the TMEM slot (and the soft build's
+        # anchor word), the dynamic buffer's alignment slack and 128 B for the placement of the static variables
+        reserve = self.epilogue.smem_bytes + self.accumulators.barrier_bytes + 8 + 1024 + 128
+        self.operands = pc.make_pipeline(loads, consumer=pc.Consumer("warp", 1, "commit", cta_group=g),
+                                         arch="sm_100a", reserve=reserve, name="mainloop")
 
-    def _tmem(self) -> None:
-        """The allocation (accumulator, SFA, SFB), the SF copies, the MMA and the epilogue."""
-        f, g, dyn = self.format, self.cta_group, pc.dynamic("stage")
+    def _accumulators(self) -> None:
+        """Two accumulators in TMEM (the allocation's first columns), their pipeline, and the epilogue that drains
+        them into D (M x ldd) through 32-column tiles of D's type."""
+        g = self.cta_group
+        self.accumulators = pc.make_pipeline(consumer=pc.Consumer("warp", 4), stages=ACCUMULATORS, arch="sm_100a",
+                                             producer=pc.Producer("commit", "warp", cta_group=g), name="accum")
         self.alloc = pc.TmemAllocation(cta_group=g)
-        self.acc = self.alloc.add(pc.f32, pc.mma_accumulator(pc.f32, TILE_M * g, TILE_N, g).layout,
-                                  name="accumulator")
-        # one SF region per stage: the copy of k-block kb + STAGES into a region waits (through the stage's empty
-        # barrier) for MMA kb, which read it; tcgen05.mma -> tcgen05.cp is not a pipelined pair (PTX ISA
-        # #tcgen05-memory-consistency-model-pipelined-instructions), so one shared region could be overwritten early
-        rings = [pc.make_stages(sf.tensor, STAGES) for sf in (self.sfa, self.sfb)]
-        sf_tmem = [self.alloc.add(pc.u8, r.layout, replica=r.replica, name=name)[:, :, dyn]
-                   for r, name in zip(rings, ("sfa", "sfb"))]
-        self.sf_columns = tuple(t.placement.column for t in sf_tmem)
-        self.sf_stage_columns = tuple(basis_get(t.dynamic[0].stride, "TCol") * t.bits // CELL_BITS for t in sf_tmem)
-        self.sf_copies = [pc.make_tiled_copy(t, ring[:, :, dyn], cta_group=g)
-                          for t, ring in zip(sf_tmem, (self.sfa_ring, self.sfb_ring))]
-        for plan, sf in zip(self.sf_copies, (self.sfa, self.sfb)):
-            for stage in range(STAGES):
-                check_scale_factor_copy(plan.at(stage=stage), sf)
-        self.mma = pc.make_mma(self.acc, self.a_smem, self.b_smem, sfa=self.sfa, sfb=self.sfb, kind=f.kind,
-                               scale_type=f.sf_type, cta_group=g)
-        chunks = TILE_N // EPILOGUE_COLUMNS
-        chunked = pc.composition(self.acc.layout, Layout((TILE_M, EPILOGUE_COLUMNS, chunks),
-                                                         (1, TILE_M, TILE_M * EPILOGUE_COLUMNS)))
-        self.epilogue = pc.make_tmem_copy(attrs.evolve(self.acc, layout=chunked)[:, :, pc.dynamic("chunk")])
-        _check_epilogue_fragment(self.epilogue)
+        ring = pc.make_stages(pc.mma_accumulator(pc.f32, TILE_M * g, TILE_N, g), ACCUMULATORS)
+        self.accumulator = self.alloc.add(pc.f32, ring.layout, name="accumulators")[:, :, pc.dynamic("acc")]
+        dtype, swizzle = D_TYPES[self.d_type]
+        d = pc.make_global_tensor(dtype, Layout((self.m, self.ldd), (self.ldd, 1)))
+        self.epilogue = pc.make_accumulator_epilogue(self.accumulators, self.accumulator, d,
+                                                     pc.kmajor_smem_tensor(dtype, TILE_M, CHUNK, swizzle))
+
+    def _mainloop(self) -> None:
+        """The SF regions in TMEM (one per stage), the SF copies, the MMA and the mainloop."""
+        f, g, ops = self.format, self.cta_group, self.operands
+        copies = {}
+        for which, sf in (("sfa", self.sfa), ("sfb", self.sfb)):
+            # a region per stage: the copy into stage s waits (the stage's barriers) for the MMAs that read it;
+            # tcgen05.mma -> tcgen05.cp is no pipelined pair (PTX ISA #tcgen05-memory-consistency-model)
+            sf_ring = pc.make_stages(sf.tensor, ops.stages)
+            tmem = self.alloc.add(pc.u8, sf_ring.layout, replica=sf_ring.replica, name=which)
+            copies[which] = pc.make_tiled_copy(tmem[:, :, pc.dynamic("stage")], ops.ring(which, scale_factor_smem(sf)),
+                                               cta_group=g)
+        self.mma = pc.make_mma(self.accumulator.at(acc=0), ops.ring("a", self.a_tile), ops.ring("b", self.b_tile),
+                               sfa=self.sfa, sfb=self.sfb, kind=f.kind, scale_type=f.sf_type, cta_group=g)
+        self.mainloop = pc.make_mma_mainloop(ops, self.accumulators, self.mma, accumulator=self.accumulator,
+                                             modes={"a": "mk", "b": "nk", "sfa": "-km", "sfb": "-kn"},
+                                             tmem=self.alloc, threads=32 * WARPS, sf_copies=copies, name="gemm")
 
     @property
     def smem_bytes(self) -> int:
-        return self.offsets[-1]
+        """Dynamic shared memory: the rings, the epilogue's tiles and 1 KiB to align the buffer."""
+        return self.operands.smem_bytes + self.epilogue.smem_bytes + 1024
 
     def planned_counts(self) -> dict[str, int]:
-        """Instructions of each family one CTA (the even one of a pair) issues for the whole tile."""
-        kb = self.k_blocks
-        return {"tma": kb * (len(self.load_a.instructions) + len(self.load_b.instructions)),
-                "bulk": kb * sum(len(p.instructions) for p in self.sf_loads),
-                "tcgen05.cp": kb * sum(len(p.instructions) for p in self.sf_copies),
-                "tcgen05.mma": kb * len(self.mma.instructions),
-                "tcgen05.ld": (TILE_N // EPILOGUE_COLUMNS) * len(self.epilogue.per_warp)}
+        """Instructions of each family in one pass of each role's loop body: a k-block's loads, SF copies and
+        MMAs (and the stage's and the accumulator's commits), an epilogue chunk's read and store."""
+        return {"tma": sum(len(p.instructions) for n, p in self.operands.loads if n in ("a", "b")),
+                "bulk": sum(len(p.instructions) for n, p in self.operands.loads if n in ("sfa", "sfb")),
+                "tcgen05.cp": sum(len(p.instructions) for _, p in self.mainloop.sf_copies),
+                "tcgen05.mma": len(self.mma.instructions), "tcgen05.commit": 2,
+                "tcgen05.ld": len(self.epilogue.read.per_warp),
+                "tma.store": len(self.epilogue.store.tma.instructions)}
 
     def source(self) -> str:
-        """The kernel: the plans' generated functions, then ``blockscaled_gemm`` with one branch per warp role."""
-        g, pair = self.cta_group, self.cta_group == 2
-        functions = "\n".join([self.load_a.cuda("load_a"), self.load_b.cuda("load_b"),
-                               self.sf_loads[0].cuda("load_sfa"), self.sf_loads[1].cuda("load_sfb"),
-                               self.sf_copies[0].cuda("copy_sfa"), self.sf_copies[1].cuda("copy_sfb"),
-                               self.mma.cuda("mma_k_block"), self.epilogue.cuda("read_chunk")])
-        sync = "pycute_cluster_sync();" if pair else "__syncthreads();"
-        return f"""{functions}
-#define STAGES {STAGES}u
-
-extern "C" __global__ void __launch_bounds__({32 * WARPS}, 1){" __cluster_dims__(2, 1, 1)" if pair else ""}
-blockscaled_gemm(const pycute_tensor_map* map_a, const pycute_tensor_map* map_b, const unsigned char* sfa,
-                 const unsigned char* sfb, float* d, int m, int n, int k_blocks) {{
-  extern __shared__ __align__(1024) unsigned char raw[];
-  __shared__ __align__(8) unsigned long long full[STAGES], empty[STAGES], done;
+        """The plans' generated functions, then ``blockscaled_gemm``: each warp role walks the scheduler's tiles
+        with its per-tile function (one loop per role, so that ptxas proves every warp converged at elect.sync and
+        adds no diverged-warp copy of the issue code)."""
+        pair = " __cluster_dims__(2, 1, 1)" if self.cta_group == 2 else ""
+        return "\n".join([self.mainloop.cuda(), self.epilogue.cuda(), self.sched.cuda(), f"""
+extern "C" __global__ void __launch_bounds__({32 * WARPS}, 1){pair}
+blockscaled_gemm(const __grid_constant__ pycute_tensor_map map_a, const __grid_constant__ pycute_tensor_map map_b,
+                 const unsigned char* sfa, const unsigned char* sfb, const __grid_constant__ pycute_tensor_map map_d,
+                 unsigned tiles_m, unsigned tiles_n, unsigned k_blocks) {{
+  extern __shared__ unsigned char raw[];
+  __shared__ __align__(8) unsigned long long bars[mainloop_barrier_words], acc_bars[accum_barrier_words];
   __shared__ unsigned tmem_slot;
-  const unsigned warp = pycute_warp_index(), lane = threadIdx.x % 32u, rank = pycute_cluster_ctarank();
-  const bool leader = {"(rank & 1u) == 0u" if pair else "true"};   // the CTA that issues the MMAs
-  const unsigned base = (pycute_smem_address(raw) + 1023u) & ~1023u;
-  unsigned char* buf = raw + (base - pycute_smem_address(raw));
-  if (threadIdx.x == 0) {{
-    for (unsigned s = 0; s < STAGES; ++s) {{
-      // the even CTA of a pair also counts the odd CTA's relay
-      pycute_mbarrier_init(pycute_smem_address(&full[s]), {"leader ? 2u : 1u" if pair else "1u"});
-      pycute_mbarrier_init(pycute_smem_address(&empty[s]), 1u);
-    }}
-    pycute_mbarrier_init(pycute_smem_address(&done), 1u);
+  const unsigned smem = (pycute_smem_address(raw) + 1023u) & ~1023u, warp = pycute_warp_index();
+  const unsigned b = pycute_smem_address(bars), ab = pycute_smem_address(acc_bars);
+  const unsigned tmem = gemm_start(b, ab, pycute_smem_address(&tmem_slot), warp == 1u);
+  mainloop_state st = warp == 0u ? mainloop_producer_start() : mainloop_consumer_start();
+  accum_state acc = warp == 1u ? accum_producer_start() : accum_consumer_start();
+  if (warp == 0u)                        // the producer; tiles_m counts whole pairs, so every tile is inside
+    for (unsigned w = sched_first(); w < sched_units(tiles_m, tiles_n); w = sched_next(w))
+      gemm_load_tile(b, st, k_blocks, smem, &map_a, &map_b, sfa, sfb, sched_at(w, tiles_m, tiles_n));
+  else if (warp == 1u)                   // the MMA warp (the odd CTA of a pair relays)
+    for (unsigned w = sched_first(); w < sched_units(tiles_m, tiles_n); w = sched_next(w))
+      gemm_mma_tile(b, ab, st, acc, k_blocks, smem, tmem);
+  else {{                                // the epilogue warps
+    for (unsigned w = sched_first(); w < sched_units(tiles_m, tiles_n); w = sched_next(w))
+      epilogue_tile(ab, acc, &map_d, smem + mainloop_smem_bytes, tmem, sched_at(w, tiles_m, tiles_n));
+    epilogue_finish();
   }}
-  if (warp == 1) {{
-    pycute_tmem_alloc<{g}>(pycute_smem_address(&tmem_slot), {self.alloc.columns}u);
-    pycute_tmem_relinquish_alloc_permit<{g}>();
-  }}
-  pycute_tcgen05_fence_before_thread_sync();
-  {sync}
-  pycute_tcgen05_fence_after_thread_sync();
-  const unsigned tmem = tmem_slot;
-  if (warp == 0) {{                      // the producer
-{self._producer()}
-  }} else if (warp == 1 && leader) {{    // the MMA warp
-{self._mma_warp()}
-  }} else if (warp == 1) {{              // the odd CTA of a pair: relay each landed stage to the even CTA
-{self._relay()}
-  }} else {{                             // the epilogue: warp w reads lane quadrant w % 4
-{self._epilogue()}
-  }}
-  pycute_tcgen05_fence_before_thread_sync();
-  {sync}                    // every MMA and read done, in both CTAs of a pair
-  if (warp == 1) pycute_tmem_dealloc<{g}>(tmem, {self.alloc.columns}u);
+  gemm_finish(tmem, warp == 1u);
 }}
-"""
+"""])
 
-    def _producer(self) -> str:
-        a_at, b_at, sfa_at, sfb_at, _ = self.offsets
-        return f"""    if (pycute_elect_one_sync()) {{
-      pycute_tensormap_acquire(map_a);
-      pycute_tensormap_acquire(map_b);
-      #pragma unroll 1
-      for (int kb = 0; kb < k_blocks; ++kb) {{
-        const unsigned s = unsigned(kb) % STAGES, f = pycute_smem_address(&full[s]);
-        if (kb >= int(STAGES))                 // the MMAs of k-block kb - STAGES have freed the stage
-          pycute_mbarrier_wait_parity(pycute_smem_address(&empty[s]), (unsigned(kb) / STAGES - 1u) & 1u);
-        pycute_mbarrier_arrive_expect_tx(f, load_a_expect_tx + load_b_expect_tx + load_sfa_expect_tx
-                                            + load_sfb_expect_tx);
-        load_a(map_a, base + {a_at}u, f, blockIdx.x, kb, s);
-        load_b(map_b, base + {b_at}u, f, blockIdx.y * {self.cta_group}u + rank, kb, s);
-        load_sfa(sfa, base + {sfa_at}u, f, 0, kb, blockIdx.x, s);
-        load_sfb(sfb, base + {sfb_at}u, f, 0, kb, blockIdx.y, s);
-      }}
-    }}"""
-
-    def _mma_warp(self) -> str:
-        a_at, b_at, sfa_at, sfb_at, _ = self.offsets
-        g = self.cta_group
-        return f"""    #pragma unroll 1
-    for (int kb = 0; kb < k_blocks; ++kb) {{
-      const unsigned s = unsigned(kb) % STAGES;
-      pycute_mbarrier_wait_parity(pycute_smem_address(&full[s]), (unsigned(kb) / STAGES) & 1u);
-      pycute_tcgen05_fence_after_thread_sync();
-      copy_sfa(buf + {sfa_at}u, tmem, s);          // the whole warp; each copy function elects the same lane
-      copy_sfb(buf + {sfb_at}u, tmem, s);
-      if (pycute_elect_one_sync()) {{           // tcgen05.cp -> tcgen05.mma: in issue order (a pipelined pair)
-        mma_k_block(base + {a_at}u, base + {b_at}u, tmem,
-                    tmem + {self.sf_columns[0]}u + s * {self.sf_stage_columns[0]}u,      // stage s's SF regions
-                    tmem + {self.sf_columns[1]}u + s * {self.sf_stage_columns[1]}u, kb > 0 ? 1u : 0u, s);
-        pycute_tcgen05_commit<{g}>(pycute_smem_address(&empty[s]));     // frees the stage
-      }}
-      __syncwarp();
-    }}
-    if (pycute_elect_one_sync()) pycute_tcgen05_commit<{g}>(pycute_smem_address(&done));
-    __syncwarp();"""
-
-    @staticmethod
-    def _relay() -> str:
-        return """    #pragma unroll 1
-    for (int kb = 0; kb < k_blocks; ++kb) {
-      const unsigned s = unsigned(kb) % STAGES;
-      pycute_mbarrier_wait_parity(pycute_smem_address(&full[s]), (unsigned(kb) / STAGES) & 1u);
-      if (lane == 0u) pycute_mbarrier_arrive_remote(pycute_smem_address(&full[s]), rank & ~1u);
-      __syncwarp();
-    }"""
-
-    def _epilogue(self) -> str:
-        return f"""    pycute_mbarrier_wait_parity(pycute_smem_address(&done), 0u);
-    pycute_tcgen05_fence_after_thread_sync();
-    const int row = int(blockIdx.x) * {TILE_M} + int(32u * (warp % 4u) + lane);
-    #pragma unroll 1
-    for (unsigned chunk = 0; chunk < {TILE_N // EPILOGUE_COLUMNS}u; ++chunk) {{
-      unsigned r[{EPILOGUE_COLUMNS}];
-      read_chunk(tmem, r, chunk);
-      const int col = int(blockIdx.y) * {TILE_N} + int(chunk) * {EPILOGUE_COLUMNS};
-      if (row < m)
-        for (int j = 0; j < {EPILOGUE_COLUMNS}; ++j)
-          if (col + j < n) d[(long long)row * n + col + j] = __uint_as_float(r[j]);
-    }}"""
-
-    def compile(self, arch: str = "sm_100a", soft: bool = False):
+    def compile(self, arch: str = "sm_100a", soft: bool = False, lineinfo: bool = False):
         """The cubin; ``soft`` builds the header's tcgen05 model, with a TMEM image for every CTA of the grid."""
-        ctas = self.grid[0] * self.grid[1]
-        options = ("-DPYCUTE_SOFT_TCGEN05", f"-DPYCUTE_SOFT_TMEM_CTAS={ctas}") if soft else ()
-        return pc.compile.compile_cuda(self.source(), arch=arch, options=options)
+        options = ("-DPYCUTE_SOFT_TCGEN05", f"-DPYCUTE_SOFT_TMEM_CTAS={self.grid}") if soft else ()
+        return pc.compile.compile_cuda(self.source(), arch=arch, options=options + (("-lineinfo",) if lineinfo else ()))
 
     def inputs(self, seed: int = 0) -> dict[str, np.ndarray]:
         """Element codes of A (M x K) and B (N x K) and SF codes (rows x SFs along K), exact in f32: every product
         and partial sum of the reference is exactly representable, so the comparison is bit for bit."""
         rng = np.random.default_rng(seed)
         f = self.format
-        vector = f.block_k // (self.sfa.mmas * f.scale_vec)                  # elements per SF
-        sfs = -(-self.k // vector)
-        bits = f.dtype.bits
-        return {"a": exact_codes(f.dtype.name, bits, rng, (self.m, self.k)),
-                "b": exact_codes(f.dtype.name, bits, rng, (self.n, self.k)),
+        sfs = -(-self.k // self.vector)
+        return {"a": exact_codes(f.dtype.name, f.dtype.bits, rng, (self.m, self.k)),
+                "b": exact_codes(f.dtype.name, f.dtype.bits, rng, (self.n, self.k)),
                 "sfa": exact_sf_codes(f.sf_type, rng, (self.m, sfs)),
                 "sfb": exact_sf_codes(f.sf_type, rng, (self.n, sfs))}
 
+    @property
+    def vector(self) -> int:
+        """Elements of K per SF."""
+        return self.format.block_k // (self.sfa.mmas * self.format.scale_vec)
+
     def reference(self, x: dict[str, np.ndarray]) -> np.ndarray:
-        """D from the codes alone (K padded with zeros to whole SF vectors)."""
+        """D from the codes alone (K padded with zeros to whole SF vectors), as D's type holds it: f32, or the
+        bf16 encodings (uint16) of the f32 result rounded to nearest even, as the epilogue's cvt.rn does."""
         f = self.format
-        vector = f.block_k // (self.sfa.mmas * f.scale_vec)
-        pad = x["sfa"].shape[1] * vector - self.k
+        pad = x["sfa"].shape[1] * self.vector - self.k
         a, b = (np.pad(x[t], ((0, 0), (0, pad))) for t in ("a", "b"))
-        return reference_mma(a, b, f.dtype.name, f.dtype.name, x["sfa"], x["sfb"], f.sf_type, vector)
+        d = reference_mma(a, b, f.dtype.name, f.dtype.name, x["sfa"], x["sfb"], f.sf_type, self.vector)
+        d = np.asarray(d, dtype=np.float32)
+        return d if self.d_type == "f32" else round_f32(d.view(np.uint32), "bf16")
 
     def _operand_bytes(self, codes: np.ndarray) -> np.ndarray:
         """Row-major K-major bytes of element codes (two 4-bit codes to a byte, the lower K in the low nibble)."""
@@ -340,37 +263,59 @@ blockscaled_gemm(const pycute_tensor_map* map_a, const pycute_tensor_map* map_b,
         return (c[:, 0::2] | (c[:, 1::2] << 4)).reshape(-1)
 
     def arrays(self, x: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-        """The kernel's global inputs as bytes: A and B row-major, SFA and SFB packed."""
+        """The kernel's global arrays: A and B row-major, SFA and SFB packed, and D (M x ldd) filled with NaN."""
         fill = sf_power_code(self.format.sf_type, 0)        # 1.0 pads past M, N and K (the elements there are 0)
-        return {"a": self._operand_bytes(x["a"]), "b": self._operand_bytes(x["b"]),
+        d = np.full(self.m * self.ldd, np.nan, np.float32) if self.d_type == "f32" else \
+            np.full(self.m * self.ldd, 0x7FFF, np.uint16)
+        return {"a": self._operand_bytes(x["a"]), "b": self._operand_bytes(x["b"]), "d": d,
                 **{t: pack_scale_factors(x[t], sf, tiles, self.k_blocks, fill)
-                   for t, sf, tiles in (("sfa", self.sfa, self.grid[0]), ("sfb", self.sfb, self.grid[1]))}}
+                   for t, sf, tiles in (("sfa", self.sfa, self.tiles[0]), ("sfb", self.sfb, self.tiles[1]))}}
+
+    def result(self, d: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``(D, the pad columns)`` from the D array the kernel wrote."""
+        rows = d.reshape(self.m, self.ldd)
+        return rows[:, :self.n], rows[:, self.n:]
 
     def run(self, gpu, arch: str = "sm_90a", soft: bool = True, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
-        """Launch on ``gpu`` (``pycute.compile.runtime.Gpu``): ``(D as the kernel wrote it, the reference)``."""
+        """Launch on ``gpu`` (``pycute.compile.runtime.Gpu``): ``(D as the kernel wrote it, the reference)``; the
+        pad columns must hold zeros (ValueError otherwise)."""
+        from pycute.compile import runtime
         x = self.inputs(seed)
         data = self.arrays(x)
-        d_a, d_b = gpu.upload(data["a"]), gpu.upload(data["b"])
-        maps = [gpu.upload(np.frombuffer(tensor_map_bytes(p.tensor_map.encode(int(buf.handle))), dtype=np.uint8))
-                for p, buf in ((self.load_a, d_a), (self.load_b, d_b))]
-        sfs = [gpu.upload(data[t]) for t in ("sfa", "sfb")]
-        d_d = gpu.upload(np.full(self.m * self.n, np.nan, dtype=np.float32))
+        bufs = {t: gpu.upload(data[t]) for t in ("a", "b", "sfa", "sfb", "d")}
+        loads = dict(self.operands.loads)
+        maps = [runtime.tensor_map_arg(p.tensor_map, int(bufs[t].handle))
+                for p, t in ((loads["a"], "a"), (loads["b"], "b"), (self.epilogue.store.tma, "d"))]
         kernel = gpu.kernel(self.compile(arch, soft), "blockscaled_gemm")
-        gpu.launch(kernel, *maps, *sfs, d_d, np.int32(self.m), np.int32(self.n), np.int32(self.k_blocks),
-                   grid=self.grid, block=32 * WARPS, dynamic_smem=self.smem_bytes + 1024)
-        got = gpu.download(d_d, np.float32, self.m * self.n).reshape(self.m, self.n)
-        return got, self.reference(x).astype(np.float32)
+        gpu.launch(kernel, maps[0], maps[1], bufs["sfa"], bufs["sfb"], maps[2], np.uint32(self.tiles[0]),
+                   np.uint32(self.tiles[1]), np.uint32(self.k_blocks), grid=self.grid, block=32 * WARPS,
+                   dynamic_smem=self.smem_bytes)
+        got, pad = self.result(gpu.download(bufs["d"], data["d"].dtype, data["d"].size))
+        if np.any(pad != 0):
+            raise ValueError(f"the pad columns of D hold {np.count_nonzero(pad != 0)} non-zero value(s)")
+        return got, self.reference(x)
+
+
+def handwritten_lines(source: str) -> int:
+    """The hand-written CUDA lines: the kernel's, signature included (blank, comment and lone-brace lines not
+    counted, as issue 34 counts them)."""
+    kernel = source[source.index('extern "C" __global__'):]
+    return sum(1 for line in kernel.splitlines() if line.strip() and not line.strip().startswith("//")
+               and line.strip().strip("{}") != "")
+
+
+HANDWRITTEN_LINES = 23
 
 
 def main() -> None:
     for kind, group in (("mxf8", 1), ("nvfp4", 2)):
-        gemm = BlockScaledGemm(kind, group, m=300, n=520, k=1024)
-        print(f"== {kind}, cta_group {group}: grid {gemm.grid}, {gemm.k_blocks} k-blocks, {gemm.smem_bytes} B shared, "
-              f"{gemm.alloc.columns} TMEM columns")
-        print(gemm.mma.explain())
+        gemm = BlockScaledGemm(kind, group, m=300, n=520, k=1024, sms=4)
+        print(f"== {kind}, cta_group {group}: {gemm.tiles} tiles on {gemm.grid} CTAs, {gemm.k_blocks} k-blocks, "
+              f"{gemm.operands.stages} stages, {gemm.smem_bytes} B shared, {gemm.alloc.columns} TMEM columns")
+        print(gemm.operands.explain(), gemm.mainloop.explain(), gemm.epilogue.explain(), sep="\n\n")
         sass = gemm.compile("sm_100a").histogram()
         print("sm_100a SASS:", {op: c for op, c in sorted(sass.items())
-                                if op.startswith(("UTMALDG", "UBLKCP", "UTCCP", "UTC", "LDTM"))}, end="\n\n")
+                                if op.startswith(("UTMA", "UBLKCP", "UTCCP", "UTC", "LDTM"))}, end="\n\n")
 
 
 if __name__ == "__main__":

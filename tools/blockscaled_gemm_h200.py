@@ -1,50 +1,97 @@
-"""Record the block-scaled GEMM example's soft build on the GPU present (docs/blockscaled-gemm.md): every format x
-cta_group x problem size in its own child process (a fault or a hang loses one case, not the run), one JSON line
-per case: D against the reference, element by element.
+"""Record the persistent block-scaled GEMM example's soft build on the GPU present (docs/blockscaled-gemm.md):
+every format x cta_group at every problem size recorded before (one tile per CTA), the largest with one CTA or pair
+walking every tile (both accumulators in turn, the accumulator pipeline wrapping), and bf16 D whose rows are not
+whole 16 bytes (the padded pitch) -- each case in its own child process with a time limit (a fault or a hang loses
+one case, not the run), one JSON line per case: D against the reference, element by element, and D's pad columns.
 
-    PYTHONPATH=. python3 tools/blockscaled_gemm_h200.py docs/blockscaled-gemm-h200.jsonl
+    PYTHONPATH=. python3 tools/blockscaled_gemm_h200.py [OUT.jsonl] [--match TEXT]
+
+The default output is $OUT/blockscaled-gemm-h200.jsonl (./blockscaled-gemm-h200.jsonl without $OUT); the summary
+table comes last. ``--match`` keeps the cases whose label contains TEXT (``mxf8-cg2``, ``persistent``, ``bf16``).
 """
 from __future__ import annotations
 
+import argparse
 import json
+import os
 import subprocess
 import sys
 import time
 
-SIZES = [(128, 256, 128), (200, 300, 416), (300, 520, 544), (520, 280, 1024)]
-CASES = [(kind, g, *size) for size in SIZES for kind in ("mxf8", "nvfp4") for g in (1, 2)]
+RECORDED = [(128, 256, 128), (200, 300, 416), (300, 520, 544), (520, 280, 1024)]   # the 2026-12-01 sizes
+FORMATS = [(kind, g) for kind in ("mxf8", "nvfp4") for g in (1, 2)]
+TIMEOUT_S = 420
 
 
-def one(kind: str, g: int, m: int, n: int, k: int) -> dict:
+def cases() -> list[dict]:
+    """(label, kind, cta_group, m, n, k, d_type, sms): sms 0 launches a CTA (pair) per tile."""
+    out = [dict(kind=k, g=g, m=m, n=n, k=kk, d_type="f32", sms=0) for (m, n, kk) in RECORDED for k, g in FORMATS]
+    out += [dict(kind=k, g=g, m=520, n=280, k=1024, d_type="f32", sms=1) for k, g in FORMATS]      # all tiles, one CTA
+    out += [dict(kind=k, g=g, m=200, n=300, k=416, d_type="bf16", sms=1) for k, g in FORMATS]
+    for c in out:
+        c["label"] = (f"{c['kind']}-cg{c['g']}-{c['m']}x{c['n']}x{c['k']}-{c['d_type']}"
+                      + ("-persistent" if c["sms"] else ""))
+    return out
+
+
+def one(kind: str, g: int, m: int, n: int, k: int, d_type: str, sms: int) -> dict:
+    """One case in this process: the soft build's D against the reference."""
     import numpy as np
 
     from examples.blockscaled_gemm import BlockScaledGemm
     from pycute.compile import runtime
     info = runtime.device_info()
-    gemm = BlockScaledGemm(kind, g, m, n, k)
+    gemm = BlockScaledGemm(kind, g, m, n, k, d_type=d_type, sms=sms * g if sms else None)
     start = time.time()
-    got, want = gemm.run(runtime.Gpu(), arch=f"sm_{info[1][0]}{info[1][1]}a", seed=7)
-    return {"kind": kind, "cta_group": g, "m": m, "n": n, "k": k, "grid": list(gemm.grid), "k_blocks": gemm.k_blocks,
-            "device": info[0], "soft": info[1][0] < 10, "seconds": round(time.time() - start, 2),
-            "differ": int((got != want).sum()), "elements": int(got.size), "nonzero": int(np.count_nonzero(want))}
+    try:
+        got, want = gemm.run(runtime.Gpu(), arch=f"sm_{info[1][0]}{info[1][1]}a", seed=7)
+    except ValueError as why:                 # the pad columns of D hold something else than zeros
+        return {"error": str(why)}
+    units = gemm.sched.at(gemm.tiles).units
+    return {"kind": kind, "cta_group": g, "m": m, "n": n, "k": k, "d_type": d_type, "ldd": gemm.ldd,
+            "tiles": list(gemm.tiles), "ctas": gemm.grid, "tiles_per_cta": -(-units // (gemm.grid // g)),
+            "k_blocks": gemm.k_blocks, "stages": gemm.operands.stages, "device": info[0], "soft": info[1][0] < 10,
+            "seconds": round(time.time() - start, 2), "differ": int((got != want).sum()), "elements": int(got.size),
+            "nonzero": int(np.count_nonzero(want)), "pad": "zeros"}
 
 
-def main(path: str) -> None:
-    with open(path, "w") as out:
-        for case in CASES:
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("out", nargs="?", default=os.path.join(os.environ.get("OUT", "."),
+                                                               "blockscaled-gemm-h200.jsonl"))
+    parser.add_argument("--match", default="", help="only the cases whose label contains this text")
+    args = parser.parse_args(argv)
+    rows = []
+    with open(args.out, "w") as out:
+        for case in (c for c in cases() if args.match in c["label"]):
+            argv1 = [str(case[key]) for key in ("kind", "g", "m", "n", "k", "d_type", "sms")]
             try:
-                run = subprocess.run([sys.executable, __file__, "--one", *map(str, case)], capture_output=True,
-                                     text=True, timeout=240)
-                line = run.stdout.strip().splitlines()[-1] if run.returncode == 0 else json.dumps(
-                    {"case": case, "error": run.stderr[-1500:]})
+                run = subprocess.run([sys.executable, __file__, "--one", *argv1], capture_output=True, text=True,
+                                     timeout=TIMEOUT_S)
+                row = json.loads(run.stdout.strip().splitlines()[-1]) if run.returncode == 0 else \
+                    {"error": (run.stderr or run.stdout)[-1500:]}
             except subprocess.TimeoutExpired:
-                line = json.dumps({"case": case, "error": "timed out after 240 s"})
-            print(line, flush=True)
-            out.write(line + "\n")
+                row = {"error": f"timed out after {TIMEOUT_S} s"}
+            except (json.JSONDecodeError, IndexError):
+                row = {"error": f"no result line: {run.stdout[-500:]} {run.stderr[-1000:]}"}
+            row = {"case": case["label"], **row}
+            rows.append(row)
+            out.write(json.dumps(row) + "\n")
+            out.flush()
+            print(json.dumps(row), flush=True)
+    print(f"\n{'case':<44} {'CTAs':>4} {'tiles/CTA':>9} {'differ':>8} {'elements':>9} {'s':>6}  verdict")
+    for r in rows:
+        ok = "error" not in r and r["differ"] == 0 and r["nonzero"] > 0
+        print(f"{r['case']:<44} {r.get('ctas', '-'):>4} {r.get('tiles_per_cta', '-'):>9} {r.get('differ', '-'):>8} "
+              f"{r.get('elements', '-'):>9} {r.get('seconds', '-'):>6}  {'EQUAL' if ok else 'FAIL'}")
+    passed = sum("error" not in r and r["differ"] == 0 and r["nonzero"] > 0 for r in rows)
+    print(f"{passed} of {len(rows)} cases: D equals the reference bit for bit (pad columns zero)")
+    return 0 if passed == len(rows) else 1
 
 
 if __name__ == "__main__":
-    if sys.argv[1] == "--one":
-        print(json.dumps(one(sys.argv[2], int(sys.argv[3]), *map(int, sys.argv[4:7]))))
+    if len(sys.argv) > 1 and sys.argv[1] == "--one":
+        a = sys.argv[2:]
+        print(json.dumps(one(a[0], int(a[1]), int(a[2]), int(a[3]), int(a[4]), a[5], int(a[6]))))
     else:
-        main(sys.argv[1])
+        sys.exit(main())

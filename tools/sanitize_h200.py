@@ -302,7 +302,7 @@ def sf_pipeline_case(cta_group: int) -> SanitizeCase:
 def gemm_case(kind: str, cta_group: int) -> SanitizeCase:
     def make():
         from examples.blockscaled_gemm import BlockScaledGemm
-        return BlockScaledGemm(kind, cta_group, 128, 256, 256)
+        return BlockScaledGemm(kind, cta_group, 128, 256, 256, sms=cta_group)   # one CTA (pair) walks both tiles
     return SanitizeCase(f"example/blockscaled-gemm-{kind}-g{cta_group}-soft",
                         "examples.blockscaled_gemm.BlockScaledGemm", lambda arch: make().compile(arch, soft=True),
                         lambda gpu, arch: _same(make().run(gpu, arch=arch, soft=True, seed=7)), timeout=420.0)
@@ -686,7 +686,8 @@ def dry_run(case: SanitizeCase, arch: str = BUILD_ARCH) -> list[tuple[str, int]]
     tensor_map = type("HostTensorMap", (), {"getPtr": lambda self: ctypes.addressof(blank)})()
     gpu = host_only_gpu()
     with mock.patch("pycute.compile.runtime.encode_tensor_map", lambda params, address: tensor_map), \
-            mock.patch("pycute.harness.tma.tensor_map_arg", lambda params, address: bytes(128)):
+            mock.patch("pycute.harness.tma.tensor_map_arg", lambda params, address: bytes(128)), \
+            mock.patch("pycute.compile.runtime.tensor_map_arg", lambda params, address: bytes(128)):
         case.launch(gpu, arch)
     return gpu.launches
 

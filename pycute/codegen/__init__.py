@@ -12,6 +12,8 @@ from .smem_ldst import emit_smem_copy, matrix_helper, vector_helper
 from .epilogue import emit_epilogue
 from .pipeline import emit_pipeline
 from .scheduler import emit_clc_scheduler, emit_tile_scheduler
+from .mainloop import emit_mma_mainloop
+from .accumulator import emit_accumulator_epilogue
 from .convention import read_conventions
 from .mma import emit_instr_desc, emit_mma, emit_umma_desc, mma_helper
 from .wgmma import emit_gmma_desc, emit_wgmma, wgmma_header

@@ -168,11 +168,12 @@ def _signals(plan: PipelinePlan, fn: dict[str, PipelineFunction]) -> list[str]:
                              "a release")
             body = _by_caller(c.caller, [f"const unsigned empty = {empty};", *_arrive(plan, "empty", reach, True)])
         out += _function(fn["consumer_release"], "void", state, body)
-    if "relay" in fn:
+    if "relay" in fn:           # called as the consumer is (the odd CTA's MMA warp): every caller waits, one arrives
         out += _function(fn["relay"], "void", state,
                          [f"  const unsigned full = {_barrier(plan, 'full')};",
                           "  pycute_mbarrier_wait_parity(full, st.phase);",
-                          "  pycute_mbarrier_arrive_remote(full, pycute_cluster_ctarank() & ~1u);"])
+                          *_by_caller(c.caller,
+                                      ["pycute_mbarrier_arrive_remote(full, pycute_cluster_ctarank() & ~1u);"])])
     return out
 
 

@@ -98,6 +98,10 @@ def emit_tile_scheduler(plan: TileScheduler) -> str:
                      [f"  return work + gridDim.x / {cs}u;" if cs > 1 else "  return work + gridDim.x;"],
                      (f"The grid is whole clusters of {cs} CTA(s) in x (plan.grid(sms, occupancy)).",))
     out += _function(f["tile"], f"bool {n}_tile(unsigned work, pycute_tile& tile{counts})", _tile_body(plan))
+    out += _function(f["at"], f"pycute_tile {n}_at(unsigned work{counts})",
+                     ["  pycute_tile tile;", f"  {n}_tile(work, tile{args});", "  return tile;"],
+                     (f"With tile counts that are whole blocks of the {plan.cluster[0]} x {plan.cluster[1]} cluster "
+                      "every tile lies inside the output; otherwise use the flag of " + f"{n}_tile.",))
     return "\n".join(out) + "\n"
 
 

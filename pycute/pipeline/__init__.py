@@ -8,5 +8,7 @@ CUDA comes from ``pycute.codegen``; ``pycute.sim.pipeline`` model-checks a pipel
 from .plan import (BarrierInit, Consumer, PipelineFunction, PipelinePlan, Producer, ProducerKind, Release,
                    caller_threads)
 from .planner import STAGE_INDEX, make_pipeline, smem_capacity
+from .mainloop import MODE_LETTERS, MmaMainloop, make_mma_mainloop
+from .accumulator import AccumulatorEpilogue, make_accumulator_epilogue
 from .scheduler import (ClcScheduler, Raster, SchedulerFunction, TileScheduler, make_clc_scheduler,
                         make_tile_scheduler)

@@ -23,6 +23,7 @@ from ..copy.cp_async.plan import CpAsyncPlan
 from ..copy.dsmem.plan import DsmemPlan
 from ..copy.tma.plan import TmaPlan
 from ..views import view
+from .rings import ring_view
 
 __all__ = ["Release", "ProducerKind", "Producer", "Consumer", "BarrierInit", "PipelineFunction", "PipelinePlan",
            "caller_threads"]
@@ -182,6 +183,12 @@ class PipelinePlan:
         """The bytes the even (or only) CTA's full barrier expects per phase."""
         return self.full[0].tx
 
+    def barrier_names(self) -> tuple[str, ...]:
+        """The barrier array's words by name (``mainloop.full[0]``, ..., ``mainloop.empty[0]``, ...): what a
+        whole-kernel run names them by (``pycute.sim.run_kernel(barriers=...)``)."""
+        kinds = ("full", "empty") if self.empty else ("full",)
+        return tuple(f"{self.name}.{k}[{s}]" for k in kinds for s in range(self.stages))
+
     def leader(self, cta: int) -> int:
         """The CTA that issues a pair's MMA (the even one)."""
         return cta & ~1
@@ -257,12 +264,14 @@ class PipelinePlan:
         raise KeyError(f"pipeline {self.name!r} has no load {name!r} (its loads: "
                        f"{', '.join(n for n, _ in self.loads) or 'none'})")
 
-    def ring(self, name: str) -> Any:
+    def ring(self, name: str, view: Any = None) -> Any:
         """The shared tile load ``name`` fills, over the ring the pipeline laid out (a run-time index ``stage``):
-        what the consumers' plans -- a store, an MMA's descriptors -- are planned over."""
+        what the consumers' plans -- a store, an MMA's descriptors -- are planned over. ``view``: another whole
+        tile of the same bytes (the 4-bit elements a TMA load moves as bytes, the SF layout a flat bulk copy
+        fills), placed and staged as the load's ring (``rings.ring_view``)."""
         for n, ring in self.rings:
             if n == name:
-                return ring
+                return ring if view is None else ring_view(self.name, name, ring, view)
         self.load(name)
         raise KeyError(f"pipeline {self.name!r}: load {name!r} came over its own ring; plan over that ring")
 
@@ -304,8 +313,9 @@ class PipelinePlan:
                                         "releases the stage to the CTA(s) whose producers fill it ("
                                         + ("tcgen05.commit" if c.release == "commit" else "mbarrier arrivals") + ")"))
         if self.relay:
-            out.append(PipelineFunction(f"{n}_relay", "relay", elected, "in the odd CTA of a pair: waits for its own "
-                                        "stage to land, then arrives on the even CTA's full barrier"))
+            out.append(PipelineFunction(f"{n}_relay", "relay", c.convention, "in the odd CTA of a pair, called as "
+                                        "the consumer is: waits for its own stage to land, then arrives on the even "
+                                        "CTA's full barrier"))
         if c.turns > 1:
             out.append(PipelineFunction(f"{n}_turn_wait", "consumer", c.convention, "waits until the previous group "
                                         "has waited for its tile's last stage (group `group`'s turn)"))

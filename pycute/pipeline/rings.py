@@ -21,7 +21,7 @@ from ..tensor.smem import SmemTensor
 from ..tensor.stages import STAGE_ALIGN, make_stages
 from ..tensor.values import layout_values
 
-__all__ = ["STAGE_INDEX", "lay_out_rings", "check_capacity", "tile_of", "tile_bytes", "stages_of"]
+__all__ = ["STAGE_INDEX", "lay_out_rings", "check_capacity", "tile_of", "tile_bytes", "stages_of", "ring_view"]
 
 #: The run-time index a restaged load takes the stage by (the generated code passes ``state.index``).
 STAGE_INDEX = "stage"
@@ -149,3 +149,23 @@ def _given_rings(items: list[tuple[str, Any]], stages: int | None
             if lo < hi2 and lo2 < hi:
                 raise PlanError(f"make_pipeline: load {a!r}'s ring [{lo}, {hi}) overlaps load {b!r}'s [{lo2}, {hi2})")
     return items, extent, layout, max(hi for _, _, hi in spans), "the loads' rings"
+
+
+def ring_view(pipeline: str, name: str, ring: SmemTensor, tile: Any) -> SmemTensor:
+    """``tile`` (a whole shared tile: offset 0, no run-time index) as the ring ``ring`` of load ``name``: the same
+    stages at the same bytes, read through ``tile``'s layout -- refused unless ``tile`` holds exactly the bytes of
+    one stage of the load (the same count and footprint, so the same stage step)."""
+    if not isinstance(tile, SmemTensor):
+        raise TypeError(f"pipeline {pipeline!r}: the view of ring {name!r} is a shared tile, got {type(tile).__name__}")
+    if tile.offset or tile.dynamic:
+        raise PlanError(f"pipeline {pipeline!r}: the view of ring {name!r} is a whole tile (offset 0, no run-time "
+                        f"index), not {tile!r}")
+    stage = ring.at(**{STAGE_INDEX: 0})
+    one = attrs.evolve(stage, offset=0)
+    if tile_bytes(tile) != tile_bytes(one) or _step(tile) != _step(one):
+        raise PlanError(f"pipeline {pipeline!r}: {tile!r} holds {tile_bytes(tile)} B over a {_step(tile)} B stage, "
+                        f"but a stage of load {name!r} holds {tile_bytes(one)} B over {_step(one)} B ({one!r})")
+    start = stage.offset * stage.bits // 8
+    staged = attrs.evolve(make_stages(tile, ring.dynamic[0].extent), offset=start * 8 // tile.bits)
+    rank = len(tile.layout.shape) if isinstance(tile.layout.shape, tuple) else 1
+    return staged[(slice(None),) * rank + (dynamic(STAGE_INDEX),)]

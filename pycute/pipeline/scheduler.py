@@ -164,10 +164,12 @@ class TileScheduler(_Raster):
                 SchedulerFunction(f"{self.name}_next", any_thread, "the work unit after `work`: + the grid's "
                                                                    "clusters"),
                 SchedulerFunction(f"{self.name}_tile", any_thread, "this CTA's tile of work unit `work`, and "
-                                                                   "whether it lies inside the output"))
+                                                                   "whether it lies inside the output"),
+                SchedulerFunction(f"{self.name}_at", any_thread, "this CTA's tile of work unit `work` as a value "
+                                  "(inside the output whenever the tile counts are whole cluster blocks)"))
 
     def cuda(self) -> str:
-        """The constants and the ``<name>_first`` / ``_next`` / ``_tile`` functions."""
+        """The constants and the ``<name>_first`` / ``_next`` / ``_tile`` / ``_at`` functions."""
         return str(view("cuda", self))
 
     def explain(self) -> str:

@@ -164,6 +164,8 @@ class _Thread:
             raise CompileError(f"PTX reads register {tok} before writing it")
         if tok in self.symbols:
             return self.symbols[tok]
+        if tok in self.params:             # a by-value parameter whose address is taken (a __grid_constant__ tensor
+            return self.params[tok]        # map): the value given for it is that address
         if tok.startswith("__local_depot"):   # the thread's local frame, at local address 0 in this model
             return 0
         if re.fullmatch(r"0[fF][0-9a-fA-F]{8}", tok):          # an f32 immediate, by its bits

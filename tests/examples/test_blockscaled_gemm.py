@@ -1,8 +1,9 @@
-"""The block-scaled GEMM example (examples/blockscaled_gemm.py), MXF8 and NVFP4, cta_group 1 and 2: its sm_100a
-build holds exactly the planned TMA, bulk, UTCCP, MMA and LDTM instructions; pycute's PTX interpreter runs its
-producer and MMA threads to the plans' streams; the emulator, running those traced streams k-block by k-block,
-gives the reference's D for whole and partial tiles (and not when the kernel is broken); the soft build compiles
-for sm_90a; on a GPU with clusters the soft build's D equals the reference (tests/gpu style skip elsewhere)."""
+"""The persistent block-scaled GEMM example (examples/blockscaled_gemm.py), MXF8 and NVFP4, cta_group 1 and 2: its
+kernel is at most 25 hand-written lines; its sm_100a build holds exactly the planned instructions in each role's loop
+body; run whole on the CPU (every CTA and thread, several tiles per CTA, both accumulators in turn) it writes the
+reference D, f32 or bf16; pycute's single-thread interpreter finds each role issuing the plans' streams for the
+scheduler's tiles; the soft build compiles for sm_90a and, on a GPU with clusters, gives the reference D. The
+mutation tests of its pipelines are tests/sim/kernel/test_gemm_kernel.py."""
 import json
 import re
 import subprocess
@@ -13,172 +14,201 @@ import numpy as np
 import pytest
 
 import pycute as pc
-from examples.blockscaled_gemm import STAGES, TILE_N, BlockScaledGemm, pack_scale_factors
-from examples.blockscaled_gemm_check import PARAMS, SYMBOLS, emulate, trace
+from examples.blockscaled_gemm import HANDWRITTEN_LINES, BlockScaledGemm, handwritten_lines, pack_scale_factors
+from examples.blockscaled_gemm_check import SYMBOLS, run_whole, trace
 from pycute.compile import runtime
 from pycute.sim.emulator import Sm100Emulator
 
 CASES = [("mxf8", 1), ("nvfp4", 1), ("mxf8", 2), ("nvfp4", 2)]
 IDS = [f"{k}-cg{g}" for k, g in CASES]
-SIZE = (200, 300, 416)                 # M, N, K: no multiple of the tile
+SIZE = (200, 300, 416)                 # M, N, K: no multiple of the tile; 2 x 3 tiles of 128 x 128
 ROOT = Path(__file__).resolve().parents[2]
+BASE = SYMBOLS["raw"]                  # the interpreter's dynamic shared buffer, 1024-byte aligned
 
 
-def gemm(kind, g, size=SIZE):
-    return BlockScaledGemm(kind, g, *size)
+@pytest.fixture(scope="module")
+def built():
+    """One example (and one sm_100a compile) per configuration: two CTAs or pairs, so each takes several tiles."""
+    cache = {}
+
+    def get(kind, g):
+        if (kind, g) not in cache:
+            gemm = BlockScaledGemm(kind, g, *SIZE, sms=2 * g)
+            cache[kind, g] = gemm, gemm.compile("sm_100a")
+        return cache[kind, g]
+    return get
 
 
-@pytest.mark.parametrize("kind, g", CASES, ids=IDS)
-def test_the_sm_100a_build_holds_exactly_the_planned_instructions(kind, g):
-    example = gemm(kind, g)
-    h = example.compile("sm_100a").histogram()
-    count = lambda *prefixes: sum(v for op, v in h.items() if op.startswith(prefixes))     # noqa: E731
-    per_k_block = {k: v // example.k_blocks for k, v in example.planned_counts().items() if k != "tcgen05.ld"}
-    assert count("UTMALDG") == per_k_block["tma"] == 2             # the loop bodies are not unrolled
-    assert count("UBLKCP") == per_k_block["bulk"] == 2
-    assert count("UTCCP") == per_k_block["tcgen05.cp"] == (3 if kind == "mxf8" else 12)
-    assert count("UTCQMMA", "UTCOMMA") == per_k_block["tcgen05.mma"] == 4
-    assert all((".2CTA" in op) == (g == 2) for op in h if op.startswith(("UTCCP", "UTCQMMA", "UTCOMMA", "UTCBAR")))
-    assert count("LDTM") == len(example.epilogue.per_warp) == 1
-    assert count("UTCBAR") == 2                                     # a stage freed, the accumulator done
+def test_the_kernel_is_at_most_25_hand_written_lines():
+    for g in (1, 2):
+        assert handwritten_lines(BlockScaledGemm("mxf8", g, *SIZE).source()) == HANDWRITTEN_LINES <= 25
+    doc = (ROOT / "examples" / "blockscaled_gemm.py").read_text()
+    assert f"``HANDWRITTEN_LINES`` = {HANDWRITTEN_LINES} lines" in doc
 
 
 def test_the_example_writes_no_asm():
     names = ("blockscaled_gemm", "blockscaled_gemm_check")
-    text = "".join((ROOT / "examples" / f"{name}.py").read_text() for name in names)
-    assert "asm" not in text.replace("no hand-written ``asm``", "")
+    assert not any("asm" in (ROOT / "examples" / f"{name}.py").read_text() for name in names)
 
 
 @pytest.mark.parametrize("kind, g", CASES, ids=IDS)
-def test_the_producer_threads_issue_the_load_plans_streams(kind, g):
-    example = gemm(kind, g)
-    base = SYMBOLS["raw"]
-    a_off, b_off, sfa_off, sfb_off, _ = example.offsets
-    for rank in range(g):
-        cluster = (example.grid[0] // g - 1, 1)
-        x, y = cluster[0] * g + rank, cluster[1]
-        thread = trace(example, cluster, rank, 0)
-        tma, bulk = [], []
-        for kb in range(example.k_blocks):
-            s = kb % STAGES
-            tma += example.load_a.stream(base + a_off, x, kb, stage=s)
-            tma += example.load_b.stream(base + b_off, y * g + rank, kb, stage=s)
-            bulk += example.sf_loads[0].stream(base + sfa_off, 0, kb, x, stage=s)
-            bulk += example.sf_loads[1].stream(base + sfb_off, 0, kb, y, stage=s)
-        assert thread.tma == tma
-        arrays = [PARAMS["sfa"], PARAMS["sfb"]] * example.k_blocks     # the interpreter's global addresses
-        assert [(i.dst, i.size) for i in thread.bulk] == [(i.dst, i.size) for i in bulk]
-        assert [i.src - at for i, at in zip(thread.bulk, arrays)] == [i.src for i in bulk]
+def test_each_roles_loop_body_holds_exactly_the_planned_instructions(built, kind, g):
+    gemm, compiled = built(kind, g)
+    h = compiled.histogram()
+    count = lambda *prefixes: sum(v for op, v in h.items() if op.startswith(prefixes))     # noqa: E731
+    want = gemm.planned_counts()
+    assert count("UTMALDG") == want["tma"] == 2                      # the producer's k-block
+    assert count("UBLKCP") == want["bulk"] == 2
+    assert count("UTCCP") == want["tcgen05.cp"] == (2 if kind == "mxf8" else 8)     # the MMA warp's k-block
+    assert count("UTCQMMA", "UTCOMMA") == want["tcgen05.mma"] == 4
+    assert count("UTCBAR") == want["tcgen05.commit"] == 2            # the stage's release, the accumulator's fill
+    assert count("LDTM") == want["tcgen05.ld"] == 1                  # the epilogue's chunk
+    assert count("UTMASTG") == want["tma.store"] == 1
+    assert all((".2CTA" in op) == (g == 2) for op in h if op.startswith(("UTCCP", "UTCQMMA", "UTCOMMA", "UTCBAR")))
+    assert count("ELECT") <= 7 and not any(op.startswith(("LDL", "STL")) for op in h)   # no diverged-warp copies
 
 
 @pytest.mark.parametrize("kind, g", CASES, ids=IDS)
-def test_the_mma_thread_issues_the_sf_copy_and_mma_plans_streams(kind, g):
-    example = gemm(kind, g)
-    base = SYMBOLS["raw"]
-    a_off, b_off, sfa_off, sfb_off, _ = example.offsets
-    thread = trace(example, (0, 0), 0, 32)
-    cps, mmas = [], []
-    for kb in range(example.k_blocks):
-        s = kb % STAGES
-        cps += example.sf_copies[0].stream(base + sfa_off, 0, stage=s)
-        cps += example.sf_copies[1].stream(base + sfb_off, 0, stage=s)
-        sfa, sfb = (c + s * step for c, step in zip(example.sf_columns, example.sf_stage_columns))
-        mmas += example.mma.stream(base + a_off, base + b_off, 0, sfa, sfb, accumulate=kb > 0, stage=s)
-    assert thread.issued == cps
-    assert thread.mma == mmas
+def test_the_whole_kernel_on_the_cpu_writes_the_reference_d(built, kind, g):
+    gemm, _ = built(kind, g)
+    got, want = run_whole(gemm, seed=2)
+    assert np.array_equal(got, want) and np.count_nonzero(want) > 0.9 * want.size
+
+
+def test_a_bf16_d_with_rows_of_no_whole_16_bytes_is_the_rounded_reference():
+    gemm = BlockScaledGemm("nvfp4", 2, *SIZE, d_type="bf16", sms=2)
+    assert gemm.ldd == 304                                          # 300 bf16 columns padded to whole 16 bytes
+    got, want = run_whole(gemm, seed=5)
+    assert got.dtype == want.dtype == np.uint16 and np.array_equal(got, want)
+
+
+def test_every_call_keeps_its_functions_calling_convention():
+    got, want = run_whole(BlockScaledGemm("mxf8", 2, 128, 256, 256, sms=2), conventions=True)
+    assert np.array_equal(got, want)
+
+
+def _fills(gemm, cta):
+    """(tile, k-block, stage) of every fill CTA ``cta`` makes, in order."""
+    tiles = gemm.sched.at(gemm.tiles).tiles_of(cta, gemm.grid)
+    return [(t, kb, (i * gemm.k_blocks + kb) % gemm.operands.stages)
+            for i, t in enumerate(tiles) for kb in range(gemm.k_blocks)]
 
 
 @pytest.mark.parametrize("kind, g", CASES, ids=IDS)
-def test_the_epilogue_warps_read_their_quadrants_chunk_by_chunk(kind, g):
-    example = gemm(kind, g)
-    for warp in range(2, 6):
-        thread = trace(example, (0, 0), g - 1, 32 * warp)
-        want = [i for chunk in range(TILE_N // 32) for i in example.epilogue.stream(0, warp % 4, chunk=chunk)]
-        assert [(i.ptx, i.taddr) for i in thread.ldst] == [(i.ptx, i.taddr) for i in want]
+def test_the_producer_issues_the_loads_streams_for_the_schedulers_tiles(built, kind, g):
+    gemm, _ = built(kind, g)
+    loads = dict(gemm.operands.loads)
+    for cta in range(gemm.grid):
+        thread = trace(gemm, cta, 0)
+        want = {"tma": [], "bulk": []}
+        for tile, kb, stage in _fills(gemm, cta):
+            for name in ("a", "b", "sfa", "sfb"):
+                coords = gemm.mainloop.coordinates(name, tile, kb, rank=cta % g)
+                want["tma" if name in ("a", "b") else "bulk"] += loads[name].stream(BASE, *coords, stage=stage)
+        assert thread.tma == want["tma"]
+        assert [(i.dst, i.size) for i in thread.bulk] == [(i.dst, i.size) for i in want["bulk"]]
 
 
-def test_the_odd_cta_of_a_pair_relays_and_issues_no_mma():
-    thread = trace(gemm("mxf8", 2), (0, 0), 1, 32)
-    assert thread.mma == [] and thread.issued == []
-    assert sum(op.startswith("mbarrier.arrive") for op, *_ in (t for t in thread.trace if isinstance(t, tuple)
-                                                               and isinstance(t[0], str))) == gemm("mxf8", 2).k_blocks
-
-
-@pytest.mark.parametrize("size", [SIZE, (128, 256, 128)], ids=["partial", "one-tile"])
 @pytest.mark.parametrize("kind, g", CASES, ids=IDS)
-def test_the_emulated_kernel_gives_the_reference_d(kind, g, size):
-    example = gemm(kind, g, size)
-    for cluster in {(0, 0), (example.grid[0] // g - 1, example.grid[1] - 1)}:
-        got, want = emulate(example, cluster, seed=2)
-        assert np.array_equal(got, want) and np.count_nonzero(want) > 0.9 * want.size
+def test_the_mma_warp_issues_the_sf_copies_and_mmas_into_either_accumulator(built, kind, g):
+    gemm, _ = built(kind, g)
+    plan = gemm.mainloop
+    for cta in range(0, gemm.grid, g):
+        thread = trace(gemm, cta, 32)
+        cps, mmas = [], []
+        for tile, kb, stage in _fills(gemm, cta):
+            n = _fills(gemm, cta).index((tile, kb, stage)) // gemm.k_blocks
+            for which, cp in plan.sf_copies:
+                cps += cp.stream(BASE, 0, stage=stage)
+            sfa, sfb = (c + stage * step for c, step in (plan.sf_column("sfa"), plan.sf_column("sfb")))
+            mmas += gemm.mma.stream(BASE, BASE, n % 2 * plan.accumulator_columns, sfa, sfb, accumulate=kb > 0,
+                                    stage=stage)
+        assert thread.issued == cps and thread.mma == mmas
 
 
-def test_the_emulation_catches_a_kernel_that_swaps_sfa_and_sfb():
-    example = gemm("mxf8", 1)
-    example.sf_columns = example.sf_columns[::-1]
-    got, want = emulate(example, (0, 0), seed=2)
-    assert not np.array_equal(got, want)
+def test_the_odd_cta_of_a_pair_relays_every_fill_and_issues_no_mma(built):
+    gemm, _ = built("mxf8", 2)
+    thread = trace(gemm, 1, 32)
+    arrivals = [t for t in thread.trace if isinstance(t, tuple) and isinstance(t[0], str)
+                and t[0].startswith("mbarrier.arrive")]
+    assert thread.mma == [] and thread.issued == [] and len(arrivals) == len(_fills(gemm, 1))
 
 
-def test_packed_scale_factors_land_where_the_mma_reads_them():
-    example = gemm("nvfp4", 1)
-    sf = example.sfb
+@pytest.mark.parametrize("kind, g", [("mxf8", 1), ("nvfp4", 2)], ids=["mxf8-cg1", "nvfp4-cg2"])
+def test_the_epilogue_reads_each_chunk_and_stores_it_where_the_tile_lies(built, kind, g):
+    gemm, _ = built(kind, g)
+    epi, ring = gemm.epilogue, BASE + gemm.operands.smem_bytes
+    for cta in range(gemm.grid):
+        tiles = gemm.sched.at(gemm.tiles).tiles_of(cta, gemm.grid)
+        reads = [(i.ptx, i.taddr) for n in range(len(tiles)) for chunk in range(epi.chunks)
+                 for i in epi.read.stream(0, 2, chunk=chunk, acc=n % 2)]
+        assert [(i.ptx, i.taddr) for i in trace(gemm, cta, 64).ldst] == reads           # warp 2: quadrant 2
+        stores = [i for tile in tiles for chunk in range(epi.chunks)
+                  for i in epi.store.tma.stream(ring, *epi.store.tma_arguments(epi.origin(tile, chunk)),
+                                                slot=chunk % epi.slots)]
+        assert trace(gemm, cta, 128).tma == stores                                     # the fragment's thread 0
+
+
+def test_packed_scale_factors_land_where_the_mma_reads_them(built):
+    gemm, _ = built("nvfp4", 1)
+    sf, (_, copy) = gemm.sfb, gemm.mainloop.sf_copies[1]
+    at = dict((n, o) for n, o, _ in gemm.operands.stage_bytes)["sfb"]
     codes = np.random.default_rng(0).integers(0, 256, (300, 26), dtype=np.uint8)
-    packed = pack_scale_factors(codes, sf, 2, example.k_blocks, 0x38)
-    copy = example.sf_copies[1]
-    slots = sf.mmas * sf.scale_vec
-    for tile, kb in ((0, 0), (1, 1)):
-        emu = Sm100Emulator(smem_bytes=example.smem_bytes, fill_tmem=0)
-        emu.alloc(example.alloc.columns)
-        size = sf.rows * slots
-        emu.write_smem(example.offsets[3], packed[(tile * example.k_blocks + kb) * size:][:size])
-        emu.run(copy.stream(example.offsets[3], 0, stage=0))
-        tmem = emu.tmem_image()
-        base = copy.dst.placement.column
-        for row in (0, 37, 100, 200, 255):
+    packed = pack_scale_factors(codes, sf, 3, gemm.k_blocks, 0x38)
+    slots, size = sf.mmas * sf.scale_vec, sf.rows * sf.mmas * sf.scale_vec
+    for tile, kb in ((0, 0), (2, 1)):
+        emu = Sm100Emulator(smem_bytes=gemm.operands.smem_bytes, fill_tmem=0)
+        emu.alloc(gemm.alloc.columns)
+        emu.write_smem(at, packed[(tile * gemm.k_blocks + kb) * size:][:size])
+        emu.run(copy.stream(0, 0, stage=0))
+        tmem, base = emu.tmem_image(), copy.dst.placement.column
+        for row in (0, 37, 100, 127):
             for slot in (0, 5, 15):
                 i = slot // sf.scale_vec
-                quadrant = row % 4                                  # any of the four replicas
-                cell = tmem[row % 32 + 32 * quadrant, base + sf.column(i) + row // 32]
+                cell = tmem[row % 32 + 32 * (row % 4), base + sf.column(i) + row // 32]      # any of the replicas
                 got = (int(cell) >> 8 * (sf.sf_id(i) + slot % sf.scale_vec)) & 0xFF
                 r, s = tile * sf.rows + row, kb * slots + slot
-                want = codes[r, s] if r < 300 and s < 26 else 0x38
-                assert got == want, (tile, kb, row, slot)
+                assert got == (codes[r, s] if r < 300 and s < 26 else 0x38), (tile, kb, row, slot)
 
 
 @pytest.mark.parametrize("kind, g", [("mxf8", 1), ("nvfp4", 2)], ids=["mxf8-cg1", "nvfp4-cg2"])   # both of each
 def test_the_soft_build_compiles_for_sm_90a_without_tcgen05(kind, g):
-    compiled = gemm(kind, g).compile("sm_90a", soft=True)
+    compiled = BlockScaledGemm(kind, g, *SIZE, sms=2 * g).compile("sm_90a", soft=True)
     assert not re.search(r"^\s*tcgen05\.", compiled.ptx, re.M)
 
 
-def test_an_unknown_format_is_refused():
-    with pytest.raises(pc.PlanError, match="kind is one of mxf8, nvfp4, not 'fp8'"):
-        BlockScaledGemm("fp8")
+@pytest.mark.parametrize("kw, error", [(dict(kind="fp8"), r"kind is one of mxf8, nvfp4 .* not 'fp8'"),
+                                       (dict(d_type="f16"), r"d_type one of f32, bf16, not .* 'f16'")])
+def test_an_unknown_format_is_refused(kw, error):
+    with pytest.raises(pc.PlanError, match=error):
+        BlockScaledGemm(**kw)
 
 
 SOFT_REASON = None if runtime.device_info() is not None and runtime.device_info()[1][0] >= 9 else (
     "the soft-model runs need a CUDA GPU with thread-block clusters (sm_90 or newer)")
-GPU_SIZES = [(128, 256, 128), SIZE, (300, 520, 544)]
+#: (M, N, K, CTAs or pairs to launch): one tile; partial tiles; several tiles per CTA, both accumulators in turn
+GPU_SIZES = [(128, 128, 128, None), (200, 300, 416, None), (520, 280, 1024, 1)]
 # Each case in a child process with a time limit: a kernel that hangs or faults fails its case, not the suite.
 RUN = """
 import json, sys
 from examples.blockscaled_gemm import BlockScaledGemm
 from pycute.compile import runtime
-kind, g, m, n, k = sys.argv[1], *map(int, sys.argv[2:6])
+kind, g, m, n, k, sms = sys.argv[1], *map(int, sys.argv[2:7])
 major, minor = runtime.device_info()[1]
-got, want = BlockScaledGemm(kind, g, m, n, k).run(runtime.Gpu(), arch=f"sm_{major}{minor}a", seed=3)
+gemm = BlockScaledGemm(kind, g, m, n, k, sms=sms * g if sms else None)
+got, want = gemm.run(runtime.Gpu(), arch=f"sm_{major}{minor}a", seed=3)
 print(json.dumps({"differ": int((got != want).sum()), "nonzero": int((want != 0).sum())}))
 """
 
 
 @pytest.mark.gpu
 @pytest.mark.skipif(SOFT_REASON is not None, reason=SOFT_REASON or "")
-@pytest.mark.parametrize("size", GPU_SIZES, ids=["one-tile", "partial", "several"])
+@pytest.mark.parametrize("size", GPU_SIZES, ids=["one-tile", "partial", "persistent"])
 @pytest.mark.parametrize("kind, g", CASES, ids=IDS)
 def test_the_soft_gemm_on_the_gpu_equals_the_reference(kind, g, size):
-    run = subprocess.run([sys.executable, "-c", RUN, kind, str(g), *map(str, size)], capture_output=True, text=True,
-                         cwd=ROOT, timeout=240)
+    m, n, k, sms = size
+    run = subprocess.run([sys.executable, "-c", RUN, kind, str(g), str(m), str(n), str(k), str(sms or 0)],
+                         capture_output=True, text=True, cwd=ROOT, timeout=300)
     assert run.returncode == 0, run.stderr[-2000:]
     case = json.loads(run.stdout.strip().splitlines()[-1])
     assert case["differ"] == 0 and case["nonzero"] > 0, case

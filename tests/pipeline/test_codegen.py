@@ -128,8 +128,7 @@ extern "C" __global__ void __launch_bounds__(192, 1) __cluster_dims__(2, 1, 1) k
     acc_producer_commit(a, out);
   } else if (warp == 1) {                            // the odd CTA relays its stages
     ring_state st = ring_consumer_start();
-    if (pycute_elect_one_sync()) for (int kb = 0; kb < kbs; ++kb, st.advance()) ring_relay(b, st);
-    __syncwarp();
+    for (int kb = 0; kb < kbs; ++kb, st.advance()) ring_relay(b, st);
   } else {                                           // the epilogue
     acc_state in = acc_consumer_start();
     acc_consumer_wait(a, in);

@@ -10,6 +10,7 @@ from hypothesis import given, settings, strategies as st
 
 import pycute as pc
 from pycute.arch.sm100.clc import RESPONSE_FIELDS, TRY_CANCEL_MULTICAST_PTX, decode_response, encode_response
+from pycute.codegen import read_conventions
 from pycute.harness.schedule import ScheduleProbe
 from pycute.pipeline import make_clc_scheduler, make_tile_scheduler
 from pycute.sim.clc import run_clc_schedule
@@ -220,3 +221,12 @@ extern "C" __global__ void q(unsigned long long lo, unsigned long long hi, unsig
 def test_the_clc_scheduler_explains_its_protocol():
     text = make_clc_scheduler((8, 8), cluster=(2, 1)).explain()
     assert "a 2-CTA cluster launched per unit (64 CTAs)" in text and TRY_CANCEL_MULTICAST_PTX.split(".")[1] in text
+
+
+@pytest.mark.parametrize("tiles, args", [((13, 9), ""), (None, ", tiles_m, tiles_n")], ids=["static", "run-time"])
+def test_the_tile_as_a_value_is_the_tile_functions(tiles, args):
+    code = make_tile_scheduler(tiles, cluster=(2, 1)).cuda()
+    start = code.index("sched_at(")
+    body = code[start:code.index("\n}", start)]
+    assert f"sched_tile(work, tile{args});" in body and "return tile;" in body
+    assert read_conventions(code)["sched_at"] == read_conventions(code)["sched_tile"]

@@ -41,3 +41,20 @@ def test_parameters_and_symbols_the_entry_does_not_have_are_refused():
         trace_entry(PTX, {0: 1, 1: 2, "tmem": 3}, {})
     with pytest.raises(pc.CompileError, match=r"symbols slot are not shared variables of the PTX \(it declares full\)"):
         trace_entry(PTX, {0: 1}, {"slot": 0x100})
+
+
+GRID_CONSTANT = """.version 8.0
+.target sm_90a
+.address_size 64
+.visible .entry g(.param .align 64 .b8 g_param_0[128])
+{
+\t.reg .b64 %rd<2>;
+\tmov.b64 %rd1, g_param_0;
+\tret;
+}
+"""
+
+
+def test_a_by_value_parameter_whose_address_is_taken_has_the_given_value_as_its_address():
+    # a __grid_constant__ tensor map handed on as &map: the kernel takes the parameter's address
+    assert trace_entry(GRID_CONSTANT, {0: 0x7100_0000_0000}, {}).regs["%rd1"] == 0x7100_0000_0000

@@ -312,14 +312,17 @@ def _populate(world: World, grid: tuple, block: tuple, cluster: tuple, smem_byte
 
 def run_kernel(kernel: Any, entry: str | None = None, *, grid: Any = 1, block: Any = 128, cluster: Any = None,
                args: Sequence[Any] | Mapping[str, Any] = (), smem: int = 0, check_unwritten: bool = True,
-               max_steps: int = 20_000_000, conventions: Mapping[str, Any] | None = None) -> KernelRun:
+               max_steps: int = 20_000_000, conventions: Mapping[str, Any] | None = None,
+               barriers: Mapping[str, Sequence[str]] | None = None) -> KernelRun:
     """Run ``kernel`` (a ``Compiled`` from ``pycute.compile.compile_cuda``, or PTX text) on the CPU: every thread
     of ``grid`` x ``block`` (clusters of ``cluster``; default the entry's ``__cluster_dims__``) with ``smem``
     bytes of dynamic shared memory. Global arrays in ``args`` are read and written in place. Raises
     ``DeadlockError`` / ``RaceError`` / ``BarrierError`` (all EmulationErrors) naming barriers, phases and bytes,
     and CompileError for an instruction outside the interpreted subset (docs/interpreter.md). With
     ``conventions`` (generated function name -> its ``Convention``; the kernel compiled with ``-lineinfo``) every
-    call is checked against its function's convention (ConventionError)."""
+    call is checked against its function's convention (ConventionError). ``barriers`` names the 8-byte words of
+    shared arrays in reports (``{"bars": pipeline.barrier_names()}``: ``mainloop.full[0]`` rather than
+    ``bars[0]``)."""
     ptx, source = (kernel.ptx, getattr(kernel, "source", None)) if hasattr(kernel, "ptx") else (kernel, None)
     if not isinstance(ptx, str):
         raise TypeError(f"run_kernel: a Compiled kernel or PTX text, got {type(kernel).__name__}")
@@ -339,6 +342,7 @@ def run_kernel(kernel: Any, entry: str | None = None, *, grid: Any = 1, block: A
     world = World(program, gmem, params, layout.local, check_unwritten, max_steps, layout.names)
     world.tensor_maps, world.owners = maps, owners
     world.conventions = dict(conventions or {})
+    world.barrier_names = {k: tuple(v) for k, v in (barriers or {}).items()}
     _populate(world, grid3, block3, cluster3, _align(total, 16), int(smem),
               "explicitcluster" in ent.directives or cluster is not None)
     try:

@@ -169,6 +169,7 @@ class World:
         self.owners: list = []
         self.printed: list[str] = []
         self.conventions: dict = {}
+        self.barrier_names: dict[str, tuple[str, ...]] = {}      # shared array -> the names of its 8-byte words
         self.seconds = 0.0
 
     def explain_smem(self, cta: Cta):
@@ -202,6 +203,9 @@ class World:
         for at, size, align, name, extern in self.names:
             if at <= off < at + size or (extern and off >= at):
                 rel = off - at
+                named = self.barrier_names.get(name, ())
+                if rel % 8 == 0 and rel // 8 < len(named):
+                    return named[rel // 8]
                 if not extern and align == 8 and size % 8 == 0 and size > 8:
                     return f"{name}[{rel // 8}]" + (f"+{rel % 8}" if rel % 8 else "")
                 return name if rel == 0 else f"{name}+{rel:#x}"

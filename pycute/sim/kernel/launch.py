@@ -13,9 +13,11 @@ from typing import Any, Mapping, Sequence
 import attrs
 import numpy as np
 
+from ...compile.elf import kernel_resources
 from ...errors import CompileError, EmulationError
 from ..emulator import Sm100Emulator
-from . import asyncops, calls, rtemit, rtemit_sync, tensorcore  # noqa: F401  (they register their emitters)
+from ..executors.wgmma import WgmmaExecutor
+from . import asyncops, calls, matrix, regpool, rtemit, rtemit_sync, tensorcore, warpgroup  # noqa: F401
 from .codegen import Program, compile_entry
 from .conventions import attribute, check_conventions
 from .front import Entry, Module, Param, Variable, demangle, parse_entry
@@ -229,11 +231,20 @@ def _argument(p: Param, value: Any, label: str, gmem: GlobalMemory, maps: dict) 
     return _scalar(p, value)
 
 
-class _ClusterMachine(Sm100Emulator):
-    """The emulator of one cluster's CTAs (shared memory, TMEM, the executors)."""
+class _ClusterMachine(Sm100Emulator, WgmmaExecutor):
+    """The emulator of one cluster's CTAs (shared memory, TMEM, the executors, Hopper's wgmma)."""
 
     MAX_CTAS = 16
     CTAS_WHY = "a cluster of up to 16 CTAs"
+
+
+def _launch_registers(kernel: Any, name: str) -> int | None:
+    """Registers per thread the compiled entry launches with (None without a cubin: PTX text)."""
+    cubin = getattr(kernel, "cubin", None)
+    if not cubin:
+        return None
+    count = kernel_resources(cubin).get(name, {}).get("registers")
+    return int(count) if count else None
 
 
 def _check_launch(entry: Entry, grid: tuple, block: tuple, cluster: tuple | None) -> tuple[int, int, int]:
@@ -338,6 +349,7 @@ def run_kernel(kernel: Any, entry: str | None = None, *, grid: Any = 1, block: A
     params = _bind(ent, layout, args, _c_names(source, ent), gmem, maps)
     world = World(program, gmem, params, layout.local, check_unwritten, max_steps, layout.names)
     world.tensor_maps, world.owners = maps, owners
+    world.registers = _launch_registers(kernel, ent.name)
     world.conventions = dict(conventions or {})
     _populate(world, grid3, block3, cluster3, _align(total, 16), int(smem),
               "explicitcluster" in ent.directives or cluster is not None)

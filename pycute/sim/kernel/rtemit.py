@@ -165,8 +165,7 @@ def _nothing(ins: Instr, mods: list[str], ctx: KernelCtx) -> Code:
 
 # Hints and orderings with no effect on values: every thread's memory operations are performed in program order and
 # one at a time, so membar / fence order nothing further (the proxy fences are not checked: docs/interpreter.md).
-for _name in ("membar", "fence", "prefetch", "prefetchu", "discard", "applypriority", "griddepcontrol",
-              "setmaxnreg", "pmevent"):
+for _name in ("membar", "fence", "prefetch", "prefetchu", "discard", "applypriority", "griddepcontrol", "pmevent"):
     RUNTIME_EMITTERS[_name] = _nothing
 
 

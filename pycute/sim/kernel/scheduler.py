@@ -24,6 +24,8 @@ from .shadow import SLOT_BITS, Clocks, Shadow
 from .sync import ClusterBarrier, SyncMixin
 from .tensorcore import TensorMixin
 from .warp import Warp, WarpMixin
+from .regpool import RegisterPoolMixin
+from .warpgroup import WarpgroupMixin
 
 __all__ = ["Thread", "Cta", "Cluster", "World", "run", "READY", "WAITING", "EXITED"]
 
@@ -56,11 +58,20 @@ class Thread:
         self.tc_ops: list = []
         self.commits = 0
         self.calls: set[int] = set()
+        self.wg_pending: list = []                     # wgmma: uncommitted operations, groups, the last fence
+        self.wg_groups: list = []
+        self.wg_fence: list | None = None
+        self.wg_written: dict = {}
 
     def tick(self) -> None:
         """A release: later accesses of this thread are not ordered before what the release publishes."""
         self.vc[self.slot] += 1
         self.stamp = int(self.vc[self.slot]) << SLOT_BITS | self.slot
+
+    def acquire_slot(self, slot: int, epoch: int) -> None:
+        """Ordered after what the agent ``slot`` did up to ``epoch`` (a completed wgmma)."""
+        if self.vc[slot] < epoch:
+            self.vc[slot] = epoch
 
     def acquire(self, clock: np.ndarray | None) -> None:
         if clock is not None:
@@ -73,7 +84,7 @@ class Thread:
         return describe_thread(self)
 
 
-class Cta(MemoryMixin, SyncMixin, WarpMixin, AsyncMixin, TensorMixin, CallsMixin):
+class Cta(MemoryMixin, SyncMixin, WarpMixin, AsyncMixin, TensorMixin, WarpgroupMixin, RegisterPoolMixin, CallsMixin):
     """A CTA: its shared memory (the emulator's image), threads, warps, barriers and mbarriers."""
 
     def __init__(self, world: "World", cluster: "Cluster", rank: int, ctaid: tuple[int, int, int], linear: int):
@@ -89,8 +100,11 @@ class Cta(MemoryMixin, SyncMixin, WarpMixin, AsyncMixin, TensorMixin, CallsMixin
         self.mbarriers: dict = {}
         self.elected: dict = {}
         self.live = 0
+        self.warpgroups: dict = {}                     # wgmma state by warpgroup
+        self.reg_free, self.reg_held, self.reg_requests, self.reg_history = 0, {}, {}, {}   # setmaxnreg
 
     def exit(self, th: Thread) -> int:
+        self.wg_on_exit(th)
         th.state = EXITED
         self.live -= 1
         self.cluster.live -= 1
@@ -170,6 +184,7 @@ class World:
         self.printed: list[str] = []
         self.conventions: dict = {}
         self.seconds = 0.0
+        self.registers: int | None = None              # per thread at launch (the cubin's), for setmaxnreg
 
     def explain_smem(self, cta: Cta):
         from .report import explain

@@ -191,14 +191,15 @@ def _tma(cta, th, rec, site, R: list) -> None:
     if ".prefetch." in op_text:
         return
     store = ".global.shared::cta" in op_text
-    params, array = cta.world.tensor_map_at(cta, th, site.value(R, _tensor_map_operand(site.args[0 if store else 1])))
+    tmap = cta.world.tensor_map_at(cta, th, site.value(R, _tensor_map_operand(site.args[0 if store else 1])))
+    params, array, offset = tmap.params, tmap.array, tmap.offset
     elem = DTYPE_BYTES[params.dtype]
     if store:
         reduce = next((r for r in ("add", "min", "max", "inc", "dec", "and", "or", "xor")
                        if f".{r}." in op_text), None) if op_text.startswith("cp.reduce") else None
         op = cta.new_op(th, "TMA store" if reduce is None else f"TMA reduce-{reduce}", site)
         cta.touch(op, th, cta, _bytes(_box_addresses(params, rec.coords, rec.smem, store=True)[2], elem), False)
-        op.apply = lambda: cta.cluster.machine.tma_store(params, array, rec.coords, rec.smem, cta.rank, reduce)
+        op.apply = lambda: cta.cluster.machine.tma_store(params, array, rec.coords, rec.smem, cta.rank, reduce, offset)
         th.bulk_pending.append(op)
         return
     mbar = site.value(R, site.args[2])
@@ -217,7 +218,7 @@ def _tma(cta, th, rec, site, R: list) -> None:
 
     def move() -> None:
         for dcta, off in dests:
-            machine.tma_load(params, array, rec.coords, off, dcta.rank)
+            machine.tma_load(params, array, rec.coords, off, dcta.rank, address=offset)
     op.apply = move
     cta._in_flight(op, [(bar, params.box_bytes) for bar in bars])
 

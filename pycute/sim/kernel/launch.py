@@ -17,7 +17,7 @@ from ...compile.elf import kernel_resources
 from ...errors import CompileError, EmulationError
 from ..emulator import Sm100Emulator
 from ..executors.wgmma import WgmmaExecutor
-from . import asyncops, calls, matrix, regpool, rtemit, rtemit_sync, tensorcore, warpgroup  # noqa: F401
+from . import asyncops, calls, matrix, regpool, rtemit, rtemit_sync, tensorcore, tensormaps, warpgroup  # noqa: F401
 from .codegen import Program, compile_entry
 from .conventions import attribute, check_conventions
 from .front import Entry, Module, Param, Variable, demangle, parse_entry
@@ -38,10 +38,11 @@ MAX_SHARED = 227 * 1024
 @attrs.frozen(eq=False)
 class TensorMapArg:
     """A tensor map argument: a plan's ``TensorMapParams`` and the array it describes (read and written in place
-    by TMA)."""
+    by TMA), from byte ``offset`` (a map retargeted on the device: ``tensormap.replace``)."""
 
     params: Any
     array: np.ndarray
+    offset: int = 0
 
 
 def tensor_map(plan: Any, array: np.ndarray) -> TensorMapArg:

@@ -18,10 +18,11 @@ from ...errors import EmulationError
 from .asyncops import AsyncMixin, land
 from .calls import CallsMixin
 from .codegen import Program, statement_error
-from .memory import TENSOR_MAP_MAGIC, GlobalMemory, MemoryMixin
+from .memory import GlobalMemory, MemoryMixin
 from .report import DeadlockError, deadlock_report, describe_thread
 from .shadow import SLOT_BITS, Clocks, Shadow
 from .sync import ClusterBarrier, SyncMixin
+from .tensormaps import check_acquired, map_index
 from .tensorcore import TensorMixin
 from .warp import Warp, WarpMixin
 from .regpool import RegisterPoolMixin
@@ -62,6 +63,7 @@ class Thread:
         self.wg_groups: list = []
         self.wg_fence: list | None = None
         self.wg_written: dict = {}
+        self.map_acquired: dict = {}                   # fence.proxy.tensormap acquires: address -> version seen
 
     def tick(self) -> None:
         """A release: later accesses of this thread are not ordered before what the release publishes."""
@@ -185,6 +187,7 @@ class World:
         self.conventions: dict = {}
         self.seconds = 0.0
         self.registers: int | None = None              # per thread at launch (the cubin's), for setmaxnreg
+        self.map_versions: dict = {}                   # tensor maps published during the run: address -> count
 
     def explain_smem(self, cta: Cta):
         from .report import explain
@@ -222,19 +225,17 @@ class World:
                 return name if rel == 0 else f"{name}+{rel:#x}"
         return f"shared {off:#x}"
 
-    def tensor_map_at(self, cta: Cta, th: Thread, addr: int) -> tuple:
-        """The tensor map (parameters, array bytes) whose 128-byte image is at generic address ``addr``."""
+    def tensor_map_at(self, cta: Cta, th: Thread, addr: int):
+        """The tensor map (a ``TensorMapArg``: parameters, array bytes, offset) whose 128-byte image is at generic
+        address ``addr``; one a thread published during the run must have been acquired by ``th`` since."""
         kind, target, off = cta._resolve(th, "generic", addr, 128)
         if kind == "global":
+            check_acquired(self, th, addr)
             buf, off = self.gmem.find(off, 128, "tensor-map read")
             image = bytes(buf.view[off:off + 128])
         else:
             image = bytes((target.smem_view if kind == "smem" else target)[off:off + 128])
-        if not image.startswith(TENSOR_MAP_MAGIC):
-            raise EmulationError(f"a TMA instruction's tensor map at {addr:#x} is not one run_kernel placed: pass "
-                                 f"pycute.sim.tensor_map(plan, array) as the argument")
-        arg = self.tensor_maps[int.from_bytes(image[len(TENSOR_MAP_MAGIC):len(TENSOR_MAP_MAGIC) + 4], "little")]
-        return arg.params, arg.array
+        return self.tensor_maps[map_index(image, f"{addr:#x} (a TMA instruction's map)")]
 
 
 def _run_thread(world: World, th: Thread, budget: int) -> int:

@@ -167,14 +167,30 @@ class WarpgroupMixin(CtaBase):
         return nxt
 
     def _write_back(self, th, op: WgmmaOp) -> None:
-        """The thread's registers the completed ``op`` owned: D takes its result, A its value again."""
+        """The thread's registers the completed ``op`` owned: D takes its result (unless a later operation of the
+        chain owns it now), A its value again."""
         th.acquire_slot(op.state.slot, op.seq + 1)
         t = th.linear % WARPGROUP_THREADS
         R, written, result = th.R, th.wg_written, op.result
-        for k, slot in enumerate(op.lanes[t].slots):
+        assert result is not None                      # the wait runs only completed operations
+        slots = op.lanes[t].slots
+        n = len(op.markers)
+        now = [R[s] for s in slots[:n]]
+        if all(map(operator.is_, now, op.markers)):
+            for slot, v in zip(slots, result[t].tolist()):
+                R[slot] = written[slot] = v
+        elif not all(type(v) is InFlight and v.op.seq > op.seq for v in now):
+            self._write_each(th, op, range(n))
+        self._write_each(th, op, range(n, len(slots)))
+
+    def _write_each(self, th, op: WgmmaOp, which: range) -> None:
+        R, t, result = th.R, th.linear % WARPGROUP_THREADS, op.result
+        assert result is not None
+        for k in which:
+            slot = op.lanes[t].slots[k]
             v = R[slot]
             if type(v) is InFlight and v.op is op:
-                R[slot] = written[slot] = int(result[t, k]) if v.value is None else v.value
+                R[slot] = th.wg_written[slot] = int(result[t, k]) if v.value is None else v.value
             elif type(v) is not InFlight or v.op.seq < op.seq:
                 raise WgmmaError(f"{th!r} wrote register {op.names[k]} while {op.describe()} owned it (PTX ISA "
                                  f"#asynchronous-warpgroup-level-matrix-instructions-wgmma-wait-group: accessing it "
@@ -223,8 +239,7 @@ class WarpgroupMixin(CtaBase):
             parts.append(gmma_operand_bytes(rec.a_desc, "MN" if rec.trans_a else "K", WGMMA_M, shape.k, ta.bits,
                                             base))
         width = max(ta.bits, tb.bits) // 8
-        idx = np.unique(np.concatenate([(p[:, None] + np.arange(max(width, 1))[None, :]).reshape(-1)
-                                        for p in parts]))
+        idx = np.concatenate([(p[:, None] + np.arange(max(width, 1))[None, :]).reshape(-1) for p in parts])
         shadow = self.shadow
         if idx.size and (idx.min() < 0 or idx.max() >= self.smem.size):
             raise WgmmaError(f"{op.describe()} reads shared bytes [{int(idx.min()):#x}, {int(idx.max()) + 1:#x}), "

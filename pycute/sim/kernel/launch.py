@@ -17,13 +17,14 @@ from ...compile.elf import kernel_resources
 from ...errors import CompileError, EmulationError
 from ..emulator import Sm100Emulator
 from ..executors.wgmma import WgmmaExecutor
-from . import asyncops, calls, matrix, regpool, rtemit, rtemit_sync, tensorcore, tensormaps, warpgroup  # noqa: F401
+from . import (asyncops, calls, clc, matrix, regpool, rtemit, rtemit_sync, tensorcore, tensormaps,  # noqa: F401
+               warpgroup)
 from .codegen import Program, compile_entry
 from .conventions import attribute, check_conventions
 from .front import Entry, Module, Param, Variable, demangle, parse_entry
 from .memory import TENSOR_MAP_MAGIC as _MAGIC, GlobalMemory
 from .operands import MASK
-from .scheduler import Cluster, Cta, Thread, World, run
+from .scheduler import UNLAUNCHED, Cluster, Cta, Thread, World, run
 from .warp import Warp
 
 __all__ = ["run_kernel", "KernelRun", "TensorMapArg", "tensor_map", "SHARED_START", "MAX_SHARED"]
@@ -322,16 +323,32 @@ def _populate(world: World, grid: tuple, block: tuple, cluster: tuple, smem_byte
     world.ctas.sort(key=lambda c: c.linear)
 
 
+def _hold_back(world: World, resident: int | None) -> None:
+    """Clusters past the first ``resident`` wait to launch."""
+    if resident is None:
+        return
+    if isinstance(resident, bool) or not isinstance(resident, (int, np.integer)) or resident < 1:
+        raise EmulationError(f"run_kernel: resident is a number of clusters (at least 1), got {resident!r}")
+    for group in world.clusters[int(resident):]:
+        world.pending.append(group)
+        for cta in group.ctas:
+            for th in cta.threads:
+                th.state = UNLAUNCHED
+
+
 def run_kernel(kernel: Any, entry: str | None = None, *, grid: Any = 1, block: Any = 128, cluster: Any = None,
                args: Sequence[Any] | Mapping[str, Any] = (), smem: int = 0, check_unwritten: bool = True,
-               max_steps: int = 20_000_000, conventions: Mapping[str, Any] | None = None) -> KernelRun:
+               max_steps: int = 20_000_000, conventions: Mapping[str, Any] | None = None,
+               resident: int | None = None) -> KernelRun:
     """Run ``kernel`` (a ``Compiled`` from ``pycute.compile.compile_cuda``, or PTX text) on the CPU: every thread
     of ``grid`` x ``block`` (clusters of ``cluster``; default the entry's ``__cluster_dims__``) with ``smem``
     bytes of dynamic shared memory. Global arrays in ``args`` are read and written in place. Raises
     ``DeadlockError`` / ``RaceError`` / ``BarrierError`` (all EmulationErrors) naming barriers, phases and bytes,
     and CompileError for an instruction outside the interpreted subset (docs/interpreter.md). With
     ``conventions`` (generated function name -> its ``Convention``; the kernel compiled with ``-lineinfo``) every
-    call is checked against its function's convention (ConventionError)."""
+    call is checked against its function's convention (ConventionError). With ``resident`` only that many clusters
+    run at once, the others launching in grid order as clusters exit (what ``clusterlaunchcontrol.try_cancel``
+    cancels)."""
     ptx, source = (kernel.ptx, getattr(kernel, "source", None)) if hasattr(kernel, "ptx") else (kernel, None)
     if not isinstance(ptx, str):
         raise TypeError(f"run_kernel: a Compiled kernel or PTX text, got {type(kernel).__name__}")
@@ -354,6 +371,7 @@ def run_kernel(kernel: Any, entry: str | None = None, *, grid: Any = 1, block: A
     world.conventions = dict(conventions or {})
     _populate(world, grid3, block3, cluster3, _align(total, 16), int(smem),
               "explicitcluster" in ent.directives or cluster is not None)
+    _hold_back(world, resident)
     try:
         run(world)
     finally:

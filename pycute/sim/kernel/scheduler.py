@@ -28,9 +28,10 @@ from .warp import Warp, WarpMixin
 from .regpool import RegisterPoolMixin
 from .warpgroup import WarpgroupMixin
 
-__all__ = ["Thread", "Cta", "Cluster", "World", "run", "READY", "WAITING", "EXITED"]
+__all__ = ["Thread", "Cta", "Cluster", "World", "run", "READY", "WAITING", "EXITED", "UNLAUNCHED", "CANCELLED"]
 
 READY, WAITING, EXITED = 0, 1, 2
+UNLAUNCHED, CANCELLED = 3, 4           # a cluster waiting for a resident slot; one clusterlaunchcontrol cancelled
 _DIMS = "xyz"
 
 
@@ -103,6 +104,7 @@ class Cta(MemoryMixin, SyncMixin, WarpMixin, AsyncMixin, TensorMixin, WarpgroupM
         self.elected: dict = {}
         self.live = 0
         self.warpgroups: dict = {}                     # wgmma state by warpgroup
+        self.clc_failed = False                        # received a failed clusterlaunchcontrol response
         self.reg_free, self.reg_held, self.reg_requests, self.reg_history = 0, {}, {}, {}   # setmaxnreg
 
     def exit(self, th: Thread) -> int:
@@ -114,6 +116,8 @@ class Cta(MemoryMixin, SyncMixin, WarpMixin, AsyncMixin, TensorMixin, WarpgroupM
         self.on_exit(th)
         if self.live == 0:
             self.world.cta_exited(self)
+        if self.cluster.live == 0:
+            self.world.launch_next()
         return -2
 
     def trap(self, th: Thread, line: int, text: str) -> None:
@@ -188,6 +192,8 @@ class World:
         self.seconds = 0.0
         self.registers: int | None = None              # per thread at launch (the cubin's), for setmaxnreg
         self.map_versions: dict = {}                   # tensor maps published during the run: address -> count
+        self.pending: deque = deque()                  # clusters not launched yet (run_kernel(resident=...))
+        self.cancelled: list = []                      # clusters clusterlaunchcontrol.try_cancel cancelled
 
     def explain_smem(self, cta: Cta):
         from .report import explain
@@ -196,6 +202,14 @@ class World:
     def explain_tmem(self, cta: Cta):
         from .report import explain
         return lambda kind, th, cell, stamp: explain(self, cta, "tmem", kind, th, cell, stamp)
+
+    def launch_next(self) -> None:
+        """A cluster exited: the next one not launched starts (grid order)."""
+        if self.pending:
+            for cta in self.pending.popleft().ctas:
+                for th in cta.threads:
+                    th.state = READY
+                    self.ready.append(th)
 
     def cta_exited(self, cta: Cta) -> None:
         from .report import check_exit
@@ -260,7 +274,7 @@ def _run_thread(world: World, th: Thread, budget: int) -> int:
 def run(world: World, slice_blocks: int = 256) -> None:
     """Run every thread to its exit; DeadlockError when all that remain wait and nothing in flight can help."""
     t0 = time.perf_counter()
-    world.ready.extend(world.threads)
+    world.ready.extend(th for th in world.threads if th.state == READY)
     while True:
         while world.ready:
             th = world.ready.popleft()

@@ -47,10 +47,11 @@ class TensorMapArg:
 
 
 def tensor_map(plan: Any, array: np.ndarray) -> TensorMapArg:
-    """The tensor map of a ``TmaPlan`` (or its ``TensorMapParams``) over ``array``, as a kernel argument."""
+    """The tensor map of a TMA plan (``TmaPlan``, ``Im2colPlan``, ``Gather4Plan``; or its map parameters) over
+    ``array``, as a kernel argument."""
     params = getattr(plan, "tensor_map", plan)
-    if not hasattr(params, "box") or not isinstance(array, np.ndarray):
-        raise TypeError(f"tensor_map: a TmaPlan (or TensorMapParams) and a numpy array, got {type(plan).__name__}, "
+    if not (hasattr(params, "encode") and hasattr(params, "box_bytes")) or not isinstance(array, np.ndarray):
+        raise TypeError(f"tensor_map: a TMA plan (or its map parameters) and a numpy array, got {type(plan).__name__}, "
                         f"{type(array).__name__}")
     return TensorMapArg(params, _bytes_of(array, "tensor_map"))
 

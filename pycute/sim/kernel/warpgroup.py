@@ -175,11 +175,13 @@ class WarpgroupMixin(CtaBase):
         assert result is not None                      # the wait runs only completed operations
         slots = op.lanes[t].slots
         n = len(op.markers)
-        now = [R[s] for s in slots[:n]]
+        now = list(map(R.__getitem__, slots[:n]))
         if all(map(operator.is_, now, op.markers)):
-            for slot, v in zip(slots, result[t].tolist()):
-                R[slot] = written[slot] = v
-        elif not all(type(v) is InFlight and v.op.seq > op.seq for v in now):
+            values = result[t].tolist()
+            list(map(R.__setitem__, slots, values))
+            written.update(zip(slots, values))
+        elif not (now and type(now[0]) is InFlight and now[0].op.seq > op.seq
+                  and all(map(operator.is_, now, now[0].op.markers))):      # a later operation of the chain owns D
             self._write_each(th, op, range(n))
         self._write_each(th, op, range(n, len(slots)))
 
@@ -278,7 +280,7 @@ def _fenced(th, slot: int) -> bool:
 def _take(th, op: WgmmaOp, dslots: tuple, aslots: tuple) -> LaneIssue:
     """The lane's registers taken over by ``op`` (checked against its last ``wgmma.fence``)."""
     R = th.R
-    d = [R[s] for s in dslots]
+    d = list(map(R.__getitem__, dslots))
     prev = d[0].op if d and type(d[0]) is InFlight else None
     chained = prev is not None and len(prev.markers) == len(d) and all(map(operator.is_, d, prev.markers))
     if not chained:
@@ -288,8 +290,7 @@ def _take(th, op: WgmmaOp, dslots: tuple, aslots: tuple) -> LaneIssue:
                                  f"wgmma.fence (PTX ISA #asynchronous-warpgroup-level-matrix-instructions-wgmma-fence: "
                                  f"a fence separates the thread's register accesses from a wgmma that uses them)")
     a = tuple(_value(R[s], -1) for s in aslots)
-    for slot, marker in zip(dslots, op.markers):
-        R[slot] = marker
+    list(map(R.__setitem__, dslots, op.markers))
     for k, slot in enumerate(aslots):
         R[slot] = InFlight(op, len(dslots) + k, a[k], op.names[len(dslots) + k])
     return LaneIssue(th, None if chained else tuple(d), prev if chained else None, a, dslots + aslots)

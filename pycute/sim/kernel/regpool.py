@@ -45,16 +45,20 @@ class RegisterPoolMixin(CtaBase):
     reg_history: dict
 
     def setmaxnreg(self, th, inc: bool, count: int, line: int, nxt: int) -> int:
-        req = self.reg_requests.get(th.warp)
+        """A lane reaches its next ``setmaxnreg``: the warp's request (made by its first lane there) must be the same
+        instruction; the lane passes once the pool granted it."""
+        key = (th.warp, th.reg_seq)
+        th.reg_seq += 1
+        req = self.reg_requests.get(key)
         if req is None:
-            req = self.reg_requests[th.warp] = RegisterRequest(th.warp, inc, count, line)
+            req = self.reg_requests[key] = RegisterRequest(th.warp, inc, count, line)
             self._request(req)
         elif (req.inc, req.count, req.line) != (inc, count, line):
             raise EmulationError(f"the lanes of warp {th.warp} of {self.name} execute different setmaxnreg "
                                  f"instructions (PTX lines {req.line} and {line}; .sync.aligned)")
         req.lanes.add(th.lane)
         if req.lanes >= {lane for lane in range(32) if self.warps[th.warp].live >> lane & 1}:
-            del self.reg_requests[th.warp]
+            del self.reg_requests[key]
         if req.granted:
             return nxt
         req.waiters.append((th, nxt))

@@ -65,6 +65,7 @@ class Thread:
         self.wg_fence: list | None = None
         self.wg_written: dict = {}
         self.map_acquired: dict = {}                   # fence.proxy.tensormap acquires: address -> version seen
+        self.reg_seq = 0                               # setmaxnreg instructions executed
 
     def tick(self) -> None:
         """A release: later accesses of this thread are not ordered before what the release publishes."""

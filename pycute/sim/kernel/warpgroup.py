@@ -153,14 +153,14 @@ class WarpgroupMixin(CtaBase):
         th.wg_groups.append(th.wg_pending)
         th.wg_pending = []
 
-    def wg_wait(self, th, n: int, nxt: int) -> int:
+    def wg_wait(self, th, n: int, here: int, nxt: int) -> int:
         """``wgmma.wait_group N``: all but the N most recent groups complete; the thread waits while one of their
-        operations has not run (a warp of the warpgroup has not issued it yet)."""
+        operations has not run (a warp of the warpgroup has not issued it yet), then executes the wait again."""
         done = th.wg_groups[:max(len(th.wg_groups) - n, 0)]
         for op in (op for group in done for op in group):
             if op.result is None:
-                op.waiters.append((th, n, nxt))
-                return self.suspend(th, nxt, ("wgmma", self, op))
+                op.waiters.append(th)
+                return self.suspend(th, here, ("wgmma", self, op))
         for op in (op for group in done for op in group):
             self._write_back(th, op)
         th.wg_groups = th.wg_groups[len(done):]
@@ -212,9 +212,8 @@ class WarpgroupMixin(CtaBase):
             self._execute(op)
             state.run += 1
             waiters, op.waiters = op.waiters, []
-            for th, n, nxt in waiters:
-                if self.wg_wait(th, n, nxt) == nxt:
-                    self.wake(th, nxt)
+            for th in waiters:
+                self.wake(th)
 
     def _execute(self, op: WgmmaOp) -> None:
         try:
@@ -286,9 +285,11 @@ def _take(th, op: WgmmaOp, dslots: tuple, aslots: tuple) -> LaneIssue:
     if not chained:
         for slot, name in zip(dslots + aslots, op.names):
             if not _fenced(th, slot):
-                raise WgmmaError(f"{th!r} issues {op.describe()} on register {name}, which it changed after its last "
-                                 f"wgmma.fence (PTX ISA #asynchronous-warpgroup-level-matrix-instructions-wgmma-fence: "
-                                 f"a fence separates the thread's register accesses from a wgmma that uses them)")
+                why = "with no wgmma.fence before it" if th.wg_fence is None else \
+                    ", which it changed after its last wgmma.fence"
+                raise WgmmaError(f"{th!r} issues {op.describe()} on register {name}{' ' if why[0] == 'w' else ''}"
+                                 f"{why} (PTX ISA #asynchronous-warpgroup-level-matrix-instructions-wgmma-fence: a "
+                                 f"fence separates the thread's register accesses from a wgmma that uses them)")
     a = tuple(_value(R[s], -1) for s in aslots)
     list(map(R.__setitem__, dslots, op.markers))
     for k, slot in enumerate(aslots):
@@ -337,7 +338,7 @@ def _wgmma(ins: Instr, mods: list[str], ctx: KernelCtx) -> Code:
     if op == "commit_group":
         return Code(("m.wg_commit(th)",))
     if op == "wait_group":
-        return Code((f"return m.wg_wait(th, {src(ctx, a[0], 32)}, {{next}})",), "wait")
+        return Code((f"return m.wg_wait(th, {src(ctx, a[0], 32)}, {{here}}, {{next}})",), "wait")
     raise CompileError(f"wgmma.{op} is outside the interpreted subset")
 
 

@@ -290,7 +290,10 @@ def _take(th, op: WgmmaOp, dslots: tuple, aslots: tuple) -> LaneIssue:
                 raise WgmmaError(f"{th!r} issues {op.describe()} on register {name}{' ' if why[0] == 'w' else ''}"
                                  f"{why} (PTX ISA #asynchronous-warpgroup-level-matrix-instructions-wgmma-fence: a "
                                  f"fence separates the thread's register accesses from a wgmma that uses them)")
-    a = tuple(_value(R[s], -1) for s in aslots)
+    for s in aslots:
+        if type(R[s]) is InFlight and R[s].value is None:
+            R[s]._refuse()                             # an earlier operation's D, not yet waited for, as A
+    a = tuple(_value(R[s], 0) for s in aslots)
     list(map(R.__setitem__, dslots, op.markers))
     for k, slot in enumerate(aslots):
         R[slot] = InFlight(op, len(dslots) + k, a[k], op.names[len(dslots) + k])

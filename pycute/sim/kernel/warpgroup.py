@@ -303,8 +303,8 @@ def _take(th, op: WgmmaOp, dslots: tuple, aslots: tuple) -> LaneIssue:
 def _mma_async(cta, warp, site, group: dict) -> None:
     """A warp's ``wgmma.mma_async``: its part of the warpgroup's next operation, run once all 4 warps issued it."""
     if len(group) != 32:
-        raise WgmmaError(f"{site.text[:60]!r}: every lane of warp {warp.index} executes wgmma.mma_async (.sync.aligned); "
-                         f"lanes {sorted(set(range(32)) - set(group))} did not")
+        raise WgmmaError(f"{site.text[:60]!r}: every lane of warp {warp.index} executes wgmma.mma_async "
+                         f"(.sync.aligned); lanes {sorted(set(range(32)) - set(group))} did not")
     if len({g[2] for g in group.values()}) != 1:
         raise WgmmaError(f"{site.text[:60]!r}: the lanes of warp {warp.index} give different descriptors or scale-d "
                          f"{sorted({g[2] for g in group.values()})}")

@@ -38,7 +38,8 @@ def lane_registers() -> np.ndarray:
     """What ROWS puts in each lane's 4 registers."""
     lane = np.arange(32, dtype=np.uint64)
     first = (lane * 65537 + 0x01000100) & 0xFFFFFFFF
-    return np.stack([(first + d) & 0xFFFFFFFF for d in (0, 0x00200020, 0x00400040, 0x00600060)], axis=1).astype(np.uint32)
+    words = [(first + d) & 0xFFFFFFFF for d in (0, 0x00200020, 0x00400040, 0x00600060)]
+    return np.stack(words, axis=1).astype(np.uint32)
 
 
 def test_stmatrix_then_ldmatrix_trans_moves_every_lanes_registers_as_the_emulator_does():
@@ -57,8 +58,8 @@ def test_a_warp_reading_rows_another_warp_wrote_without_a_barrier_is_a_race():
     body = "\n".join([ROWS, "\tsetp.lt.u32 %p1, %r1, 32;", "\t@!%p1 bra READ;",
                       f"\t{STORE} [%r3], {{%r4, %r5, %r6, %r7}};", "\tbra.uni DONE;",
                       "READ:", f"\t{LOAD} {{%r8, %r9, %r10, %r11}}, [%r3];", OUT, "DONE:"])
-    with pytest.raises(RaceError, match=r"ldmatrix.* CTA 0 thread 32 \(warp 1 lane 0\) reads shared byte 0x400 of CTA 0 "
-                                        r"\(tile\), last written by CTA 0 thread 0 \(warp 0 lane 0\), without "
+    with pytest.raises(RaceError, match=r"ldmatrix.* CTA 0 thread 32 \(warp 1 lane 0\) reads shared byte 0x400 of "
+                                        r"CTA 0 \(tile\), last written by CTA 0 thread 0 \(warp 0 lane 0\), without "
                                         r"synchronising with that write"):
         run_kernel(entry(body), block=64, args=[np.zeros(4 * 64, dtype=np.uint32)])
 
@@ -66,8 +67,8 @@ def test_a_warp_reading_rows_another_warp_wrote_without_a_barrier_is_a_race():
 def test_a_lane_that_left_before_a_stmatrix_is_reported():
     body = "\n".join([ROWS, "\tsetp.eq.u32 %p1, %r1, 31;", "\t@%p1 bra DONE;",
                       f"\t{STORE} [%r3], {{%r4, %r5, %r6, %r7}};", "DONE:"])
-    with pytest.raises(EmulationError, match=r"every lane of warp 0 executes stmatrix \(\.sync\.aligned\); lanes \[31\] did "
-                                        r"not"):
+    with pytest.raises(EmulationError, match=r"every lane of warp 0 executes stmatrix \(\.sync\.aligned\); lanes "
+                                             r"\[31\] did not"):
         run_kernel(entry(body), block=32, args=[np.zeros(1, dtype=np.uint32)])
 
 

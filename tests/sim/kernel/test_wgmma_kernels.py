@@ -39,7 +39,8 @@ MMA = f"\t{ISSUE.ptx} {{%f0, %f1, %f2, %f3}}, %rd1, %rd2, %p1, 1, 1, 0, 0;"
 STORE = """\tmul.wide.u32 %rd3, %r1, 16;
 \tadd.s64 %rd4, %out, %rd3;
 \tst.global.v4.f32 [%rd4], {%f0, %f1, %f2, %f3};"""
-FENCE, COMMIT, WAIT = "\twgmma.fence.sync.aligned;", "\twgmma.commit_group.sync.aligned;", "\twgmma.wait_group.sync.aligned 0;"
+FENCE, COMMIT = "\twgmma.fence.sync.aligned;", "\twgmma.commit_group.sync.aligned;"
+WAIT = "\twgmma.wait_group.sync.aligned 0;"
 
 
 def run(*lines: str, block: int = 128) -> np.ndarray:
@@ -101,7 +102,8 @@ def test_a_thread_that_exits_without_waiting_is_reported():
 
 
 def test_lanes_giving_different_descriptors_are_refused():
-    per_lane = "\tcvt.u64.u32 %rd5, %r1;\n\tshl.b64 %rd5, %rd5, 4;\n\tand.b64 %rd5, %rd5, 16;\n\tadd.s64 %rd1, %rd1, %rd5;"
+    per_lane = ("\tcvt.u64.u32 %rd5, %r1;\n\tshl.b64 %rd5, %rd5, 4;\n\tand.b64 %rd5, %rd5, 16;\n"
+                "\tadd.s64 %rd1, %rd1, %rd5;")
     with pytest.raises(WgmmaError, match=r"the lanes of warp 0 give different descriptors or scale-d"):
         run(per_lane, FENCE, MMA, COMMIT, WAIT, STORE)
 
@@ -110,7 +112,8 @@ def test_lanes_giving_different_descriptors_are_refused():
 ROUND_TRIPS = [c for c in WGMMA_CASES if c.name in {
     "bf16xbf16->f32 m64n256k64 128B", "f16xf16->f16 m64n256k32 64B [acc]", "bf16xbf16->f32 m64n256k32 128B MN/MN [acc]",
     "tf32xtf32->f32 m64n24k16 32B", "f8e4m3xf8e4m3->f32 m64n128k128 128B [A regs, acc]",
-    "bf16xbf16->f32 m128n128k64 128B", "bf16xbf16->f32 m64n256k64 128B [acc, staged]", "u8xi8->i32 m64n224k32 32B [acc]"}]
+    "bf16xbf16->f32 m128n128k64 128B", "bf16xbf16->f32 m64n256k64 128B [acc, staged]",
+    "u8xi8->i32 m64n224k32 32B [acc]"}]
 
 
 @pytest.fixture(scope="module")
@@ -149,15 +152,15 @@ def test_increases_the_decreases_pay_for_run():
 
 def test_increases_past_the_pool_wait_forever_naming_it():
     # ptxas launches 168 registers per thread (384 threads, one CTA per SM); the producer frees 128 x 128
-    with pytest.raises(DeadlockError, match=r"setmaxnreg\.inc 240 of warp \d+ of CTA 0 \(PTX line \d+\): the warp holds "
-                                            r"168 registers per thread and needs 2304 more, the CTA's pool has \d+ free "
-                                            r"\(launched with 168 per thread\)"):
+    with pytest.raises(DeadlockError, match=r"setmaxnreg\.inc 240 of warp \d+ of CTA 0 \(PTX line \d+\): the warp "
+                                            r"holds 168 registers per thread and needs 2304 more, the CTA's pool has "
+                                            r"\d+ free \(launched with 168 per thread\)"):
         run_regs("pycute_setmaxnreg_dec<40>()", "pycute_setmaxnreg_inc<240>()")
 
 
 def test_an_increase_that_lowers_the_count_is_refused():
-    with pytest.raises(pc.EmulationError, match=r"setmaxnreg\.inc 200 by warp 4 of CTA 0, which holds 232 registers per "
-                                                r"thread: \.inc raises the count and \.dec lowers it"):
+    with pytest.raises(pc.EmulationError, match=r"setmaxnreg\.inc 200 by warp 4 of CTA 0, which holds 232 registers "
+                                                r"per thread: \.inc raises the count and \.dec lowers it"):
         run_regs("pycute_setmaxnreg_dec<40>()", "{ pycute_setmaxnreg_inc<232>(); pycute_setmaxnreg_inc<200>(); }")
 
 

@@ -127,9 +127,11 @@ def emit_clc_scheduler(plan: ClcScheduler) -> str:
              else "  pycute_clc_try_cancel(response, mbar);")
     out += _function(f["request"], f"void {n}_request(unsigned response, unsigned mbar)",
                      [f"  pycute_mbarrier_arrive_expect_tx(mbar, {RESPONSE_BYTES}u);", issue],
-                     ("Every thread that reads the previous answer has read it before the next request (a CTA "
-                      "barrier): the response is overwritten." + (" One elected thread of each CTA calls it." if cs > 1
-                                                                    else ""),))
+                     (("Every thread of the cluster that reads the previous answer has read it before the next "
+                       "request (a cluster barrier, pycute_cluster_sync: rank 0's request overwrites the response "
+                       "in every CTA). One elected thread of each CTA calls it.") if cs > 1 else
+                      "Every thread that reads the previous answer has read it before the next request (a CTA "
+                      "barrier): the response is overwritten.",))
     out += _function(f["answer"], f"bool {n}_answer(unsigned response, unsigned mbar, {n}_state& st, unsigned& work)",
                      ["  pycute_mbarrier_wait_parity(mbar, st.phase);", "  st.advance();",
                       "  unsigned x, y, z;", "  if (!pycute_clc_query(response, x, y, z)) return false;",

@@ -13,3 +13,4 @@ from .kernel.report import DeadlockError
 from .kernel.shadow import RaceError
 from .kernel.sync import BarrierError
 from .kernel.conventions import ConventionError
+from .kernel.warpgroup import WgmmaError

@@ -19,7 +19,7 @@ from ..dtypes import TF32_MASK
 from ..errors import EmulationError
 from ..mma.operand import UmmaDescriptor, canonical_offsets
 
-__all__ = ["mma_operand", "gmma_operand", "operand_bytes", "verify_operand", "decode", "reference_mma"]
+__all__ = ["mma_operand", "gmma_operand", "gmma_operand_bytes", "operand_bytes", "verify_operand", "decode", "reference_mma"]
 
 
 def _read_bits(image: np.ndarray, bit: np.ndarray, bits: int) -> np.ndarray:
@@ -35,16 +35,23 @@ def _read_bits(image: np.ndarray, bit: np.ndarray, bits: int) -> np.ndarray:
     return value
 
 
-def _canonical_read(major: str, mode: SwizzleMode, bits: int, lbo: int, sbo: int, start: int, mn: int, k: int,
-                    image: np.ndarray, smem_base: int) -> np.ndarray:
-    """``(mn, k)`` element bit patterns of the canonical layout with these fields from ``start``, the swizzle XORed
-    into absolute byte addresses (base offset 0)."""
+def _canonical_bits(major: str, mode: SwizzleMode, bits: int, lbo: int, sbo: int, start: int, mn: int, k: int,
+                    smem_base: int) -> np.ndarray:
+    """``(mn, k)`` bit offsets from ``smem_base`` of the canonical layout's elements, the swizzle XORed into
+    absolute byte addresses (base offset 0)."""
     m, kk = np.meshgrid(np.arange(mn), np.arange(k), indexing="ij")
     linear = canonical_offsets(major, mode, bits, lbo, sbo, m, kk) + start * 8
     byte = linear // 8
     sw = mode.byte_swizzle
-    physical = (sw(byte) if sw is not None else byte) - smem_base
-    return _read_bits(np.asarray(image, dtype=np.uint8), physical * 8 + linear % 8, bits)
+    return ((sw(byte) if sw is not None else byte) - smem_base) * 8 + linear % 8
+
+
+def _canonical_read(major: str, mode: SwizzleMode, bits: int, lbo: int, sbo: int, start: int, mn: int, k: int,
+                    image: np.ndarray, smem_base: int) -> np.ndarray:
+    """``(mn, k)`` element bit patterns of the canonical layout with these fields from ``start``, the swizzle XORed
+    into absolute byte addresses (base offset 0)."""
+    return _read_bits(np.asarray(image, dtype=np.uint8),
+                      _canonical_bits(major, mode, bits, lbo, sbo, start, mn, k, smem_base), bits)
 
 
 def mma_operand(desc: int, major: str, mn: int, k: int, bits: int, image: np.ndarray, smem_base: int = 0) -> np.ndarray:
@@ -69,16 +76,29 @@ def operand_bytes(desc: int, major: str, mn: int, k: int, bits: int, smem_base: 
     return (sw(byte) if sw is not None else byte) - smem_base, linear
 
 
-def gmma_operand(desc: int, major: str, mn: int, k: int, bits: int, image: np.ndarray, smem_base: int = 0
-                 ) -> np.ndarray:
-    """``(mn, k)`` element bit patterns ``wgmma.mma_async`` reads through the sm_90 descriptor ``desc`` (its fields
-    alone: start, LBO, SBO, layout type) from ``image`` (shared memory from window address ``smem_base``)."""
+def _gmma_fields(desc: int) -> GmmaSmemDescriptor:
     d = GmmaSmemDescriptor.decode(desc)
     if d.base_offset:
         raise EmulationError("a non-zero sm_90 descriptor base offset is not modelled (docs/wgmma.md: pycute "
                              "writes 0 and starts every swizzled tile on its pattern)")
+    return d
+
+
+def gmma_operand(desc: int, major: str, mn: int, k: int, bits: int, image: np.ndarray, smem_base: int = 0
+                 ) -> np.ndarray:
+    """``(mn, k)`` element bit patterns ``wgmma.mma_async`` reads through the sm_90 descriptor ``desc`` (its fields
+    alone: start, LBO, SBO, layout type) from ``image`` (shared memory from window address ``smem_base``)."""
+    d = _gmma_fields(desc)
     return _canonical_read(major, SwizzleMode.from_label(d.layout), bits, d.lbo, d.sbo, d.start_address, mn, k,
                            image, smem_base)
+
+
+def gmma_operand_bytes(desc: int, major: str, mn: int, k: int, bits: int, smem_base: int = 0) -> np.ndarray:
+    """The byte offsets from ``smem_base`` of the elements ``gmma_operand`` reads (each element's first byte; the
+    whole-kernel run checks them for races)."""
+    d = _gmma_fields(desc)
+    return (_canonical_bits(major, SwizzleMode.from_label(d.layout), bits, d.lbo, d.sbo, d.start_address, mn, k,
+                            smem_base) // 8).reshape(-1)
 
 
 def verify_operand(udesc: UmmaDescriptor, seed: int = 0, smem_base: int = 0) -> None:

@@ -21,6 +21,7 @@ from ...atoms.bulk import BulkIssue
 from ...errors import EmulationError
 from ..executors.tma import _box_addresses
 from ..executors.bulk import CLUSTER_WINDOW
+from ...arch.sm100.tma_modes import GATHER_ROWS
 from ...copy.tma.plan import DTYPE_BYTES
 from .operands import MASK
 from .rtemit_sync import KERNEL_EXECUTORS
@@ -186,40 +187,66 @@ def _tensor_map_operand(text: str) -> str:
     return m.group(1)
 
 
+def _mode(op_text: str) -> str:
+    """The TMA mode of an opcode: ``tile``, ``im2col`` (sm_90), ``gather4`` / ``scatter4`` (sm_100a)."""
+    if ".im2col::w" in op_text:
+        raise EmulationError(f"{op_text}: the im2col::w modes are outside the whole-kernel subset (the emulator "
+                             f"runs them alone: sim.executors.tma_modes)")
+    return next((m for m in ("im2col", "gather4", "scatter4") if f".{m}." in op_text or f"::{m}." in op_text),
+                "tile")
+
+
+def _transfer(cta, params, rec, off: int, rank: int, array, offset: int, mode: str, store: bool = False) -> tuple:
+    """What one box of ``mode`` moves in CTA ``rank``'s shared memory at ``off``: the bytes (for the race checks),
+    the transaction bytes it delivers and the move (from / to ``array`` at byte ``offset``)."""
+    machine, elem = cta.cluster.machine, DTYPE_BYTES[params.dtype]
+    if mode == "tile":
+        idx = _bytes(_box_addresses(params, rec.coords, off, store=store)[2], elem)
+        return idx, params.box_bytes, lambda: machine.tma_load(params, array, rec.coords, off, rank, address=offset)
+    rows, width = (params.pixels, params.channels) if mode == "im2col" else (GATHER_ROWS, params.box[0])
+    idx = machine._rows(params.swizzle, width, elem, rows, off, rank).reshape(-1)
+    view = array[offset:]
+    if mode == "im2col":
+        return idx, params.box_bytes, lambda: machine.tma_load_im2col(params, view, rec.coords, rec.im2col or (),
+                                                                      off, rank)
+    if mode == "gather4":
+        return idx, rows * width * elem, lambda: machine.tma_gather4(params, view, rec.coords, off, rank)
+    return idx, 0, lambda: machine.tma_scatter4(params, view, rec.coords, off, rank)
+
+
 def _tma(cta, th, rec, site, R: list) -> None:
     op_text = rec.ptx
     if ".prefetch." in op_text:
         return
     store = ".global.shared::cta" in op_text
-    params, array = cta.world.tensor_map_at(cta, th, site.value(R, _tensor_map_operand(site.args[0 if store else 1])))
-    elem = DTYPE_BYTES[params.dtype]
+    tmap = cta.world.tensor_map_at(cta, th, site.value(R, _tensor_map_operand(site.args[0 if store else 1])))
+    params, array, offset, mode = tmap.params, tmap.array, tmap.offset, _mode(op_text)
     if store:
         reduce = next((r for r in ("add", "min", "max", "inc", "dec", "and", "or", "xor")
                        if f".{r}." in op_text), None) if op_text.startswith("cp.reduce") else None
         op = cta.new_op(th, "TMA store" if reduce is None else f"TMA reduce-{reduce}", site)
-        cta.touch(op, th, cta, _bytes(_box_addresses(params, rec.coords, rec.smem, store=True)[2], elem), False)
-        op.apply = lambda: cta.cluster.machine.tma_store(params, array, rec.coords, rec.smem, cta.rank, reduce)
+        idx, _, scatter = _transfer(cta, params, rec, rec.smem, cta.rank, array, offset, mode, store=True)
+        cta.touch(op, th, cta, idx, False)
+        op.apply = scatter if mode == "scatter4" else \
+            (lambda: cta.cluster.machine.tma_store(params, array, rec.coords, rec.smem, cta.rank, reduce, offset))
         th.bulk_pending.append(op)
         return
     mbar = site.value(R, site.args[2])
-    if ".multicast::cluster" in op_text:
-        mask = site.value(R, site.args[3]) & _CTA_MASK
-        dests = [(cta.cluster.ctas[r], rec.smem % CLUSTER_WINDOW) for r in range(16) if mask >> r & 1
+    if rec.mask is not None:
+        dests = [(cta.cluster.ctas[r], rec.smem % CLUSTER_WINDOW) for r in range(16) if rec.mask >> r & 1
                  and r < len(cta.cluster.ctas)]
         bars = [cta.mbarrier_for(mbar % CLUSTER_WINDOW, d) for d, _ in dests]
     else:
         dests = [cta.shared_target(rec.smem, True)]
         bars = [cta.mbarrier_for(mbar)]
-    op = cta.new_op(th, "TMA load", site)
+    op = cta.new_op(th, "TMA load" if mode == "tile" else f"TMA {mode} load", site)
+    moves, delivered = [], 0
     for (dcta, off), bar in zip(dests, bars):
-        cta.touch(op, th, dcta, _bytes(_box_addresses(params, rec.coords, off)[2], elem), True, bar)
-    machine = cta.cluster.machine
-
-    def move() -> None:
-        for dcta, off in dests:
-            machine.tma_load(params, array, rec.coords, off, dcta.rank)
-    op.apply = move
-    cta._in_flight(op, [(bar, params.box_bytes) for bar in bars])
+        idx, delivered, move = _transfer(cta, params, rec, off, dcta.rank, array, offset, mode)
+        cta.touch(op, th, dcta, idx, True, bar)
+        moves.append(move)
+    op.apply = lambda: [move() for move in moves]
+    cta._in_flight(op, [(bar, delivered) for bar in bars])
 
 
 def _bulk(cta, th, rec, site, R: list) -> None:

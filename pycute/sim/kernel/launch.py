@@ -13,15 +13,18 @@ from typing import Any, Mapping, Sequence
 import attrs
 import numpy as np
 
+from ...compile.elf import kernel_resources
 from ...errors import CompileError, EmulationError
 from ..emulator import Sm100Emulator
-from . import asyncops, calls, rtemit, rtemit_sync, tensorcore  # noqa: F401  (they register their emitters)
+from ..executors.wgmma import WgmmaExecutor
+from . import (asyncops, calls, clc, matrix, regpool, rtemit, rtemit_sync, tensorcore, tensormaps,  # noqa: F401
+               warpgroup)
 from .codegen import Program, compile_entry
 from .conventions import attribute, check_conventions
 from .front import Entry, Module, Param, Variable, demangle, parse_entry
 from .memory import TENSOR_MAP_MAGIC as _MAGIC, GlobalMemory
 from .operands import MASK
-from .scheduler import Cluster, Cta, Thread, World, run
+from .scheduler import UNLAUNCHED, Cluster, Cta, Thread, World, run
 from .warp import Warp
 
 __all__ = ["run_kernel", "KernelRun", "TensorMapArg", "tensor_map", "SHARED_START", "MAX_SHARED"]
@@ -36,17 +39,19 @@ MAX_SHARED = 227 * 1024
 @attrs.frozen(eq=False)
 class TensorMapArg:
     """A tensor map argument: a plan's ``TensorMapParams`` and the array it describes (read and written in place
-    by TMA)."""
+    by TMA), from byte ``offset`` (a map retargeted on the device: ``tensormap.replace``)."""
 
     params: Any
     array: np.ndarray
+    offset: int = 0
 
 
 def tensor_map(plan: Any, array: np.ndarray) -> TensorMapArg:
-    """The tensor map of a ``TmaPlan`` (or its ``TensorMapParams``) over ``array``, as a kernel argument."""
+    """The tensor map of a TMA plan (``TmaPlan``, ``Im2colPlan``, ``Gather4Plan``; or its map parameters) over
+    ``array``, as a kernel argument."""
     params = getattr(plan, "tensor_map", plan)
-    if not hasattr(params, "box") or not isinstance(array, np.ndarray):
-        raise TypeError(f"tensor_map: a TmaPlan (or TensorMapParams) and a numpy array, got {type(plan).__name__}, "
+    if not (hasattr(params, "encode") and hasattr(params, "box_bytes")) or not isinstance(array, np.ndarray):
+        raise TypeError(f"tensor_map: a TMA plan (or its map parameters) and a numpy array, got {type(plan).__name__}, "
                         f"{type(array).__name__}")
     return TensorMapArg(params, _bytes_of(array, "tensor_map"))
 
@@ -229,11 +234,20 @@ def _argument(p: Param, value: Any, label: str, gmem: GlobalMemory, maps: dict) 
     return _scalar(p, value)
 
 
-class _ClusterMachine(Sm100Emulator):
-    """The emulator of one cluster's CTAs (shared memory, TMEM, the executors)."""
+class _ClusterMachine(Sm100Emulator, WgmmaExecutor):
+    """The emulator of one cluster's CTAs (shared memory, TMEM, the executors, Hopper's wgmma)."""
 
     MAX_CTAS = 16
     CTAS_WHY = "a cluster of up to 16 CTAs"
+
+
+def _launch_registers(kernel: Any, name: str) -> int | None:
+    """Registers per thread the compiled entry launches with (None without a cubin: PTX text)."""
+    cubin = getattr(kernel, "cubin", None)
+    if not cubin:
+        return None
+    count = kernel_resources(cubin).get(name, {}).get("registers")
+    return int(count) if count else None
 
 
 def _check_launch(entry: Entry, grid: tuple, block: tuple, cluster: tuple | None) -> tuple[int, int, int]:
@@ -310,10 +324,23 @@ def _populate(world: World, grid: tuple, block: tuple, cluster: tuple, smem_byte
     world.ctas.sort(key=lambda c: c.linear)
 
 
+def _hold_back(world: World, resident: int | None) -> None:
+    """Clusters past the first ``resident`` wait to launch."""
+    if resident is None:
+        return
+    if isinstance(resident, bool) or not isinstance(resident, (int, np.integer)) or resident < 1:
+        raise EmulationError(f"run_kernel: resident is a number of clusters (at least 1), got {resident!r}")
+    for group in world.clusters[int(resident):]:
+        world.pending.append(group)
+        for cta in group.ctas:
+            for th in cta.threads:
+                th.state = UNLAUNCHED
+
+
 def run_kernel(kernel: Any, entry: str | None = None, *, grid: Any = 1, block: Any = 128, cluster: Any = None,
                args: Sequence[Any] | Mapping[str, Any] = (), smem: int = 0, check_unwritten: bool = True,
                max_steps: int = 20_000_000, conventions: Mapping[str, Any] | None = None,
-               barriers: Mapping[str, Sequence[str]] | None = None) -> KernelRun:
+               barriers: Mapping[str, Sequence[str]] | None = None, resident: int | None = None) -> KernelRun:
     """Run ``kernel`` (a ``Compiled`` from ``pycute.compile.compile_cuda``, or PTX text) on the CPU: every thread
     of ``grid`` x ``block`` (clusters of ``cluster``; default the entry's ``__cluster_dims__``) with ``smem``
     bytes of dynamic shared memory. Global arrays in ``args`` are read and written in place. Raises
@@ -322,7 +349,8 @@ def run_kernel(kernel: Any, entry: str | None = None, *, grid: Any = 1, block: A
     ``conventions`` (generated function name -> its ``Convention``; the kernel compiled with ``-lineinfo``) every
     call is checked against its function's convention (ConventionError). ``barriers`` names the 8-byte words of
     shared arrays in reports (``{"bars": pipeline.barrier_names()}``: ``mainloop.full[0]`` rather than
-    ``bars[0]``)."""
+    ``bars[0]``). With ``resident`` only that many clusters run at once, the others launching in grid order as
+    clusters exit (what ``clusterlaunchcontrol.try_cancel`` cancels)."""
     ptx, source = (kernel.ptx, getattr(kernel, "source", None)) if hasattr(kernel, "ptx") else (kernel, None)
     if not isinstance(ptx, str):
         raise TypeError(f"run_kernel: a Compiled kernel or PTX text, got {type(kernel).__name__}")
@@ -341,10 +369,12 @@ def run_kernel(kernel: Any, entry: str | None = None, *, grid: Any = 1, block: A
     params = _bind(ent, layout, args, _c_names(source, ent), gmem, maps)
     world = World(program, gmem, params, layout.local, check_unwritten, max_steps, layout.names)
     world.tensor_maps, world.owners = maps, owners
+    world.registers = _launch_registers(kernel, ent.name)
     world.conventions = dict(conventions or {})
     world.barrier_names = {k: tuple(v) for k, v in (barriers or {}).items()}
     _populate(world, grid3, block3, cluster3, _align(total, 16), int(smem),
               "explicitcluster" in ent.directives or cluster is not None)
+    _hold_back(world, resident)
     try:
         run(world)
     finally:

@@ -128,6 +128,10 @@ def _waiting_line(world, w: tuple, threads: list) -> str:
         return f"  {obj.describe(cta)}: waited by {_threads(threads)}{at}"
     if kind == "cluster":
         return f"  {obj.describe()}: waited by {_threads(threads)}{at}"
+    if kind == "setmaxnreg":
+        return f"  {obj.describe(cta)}: waited by {_threads(threads)}{at}"
+    if kind == "wgmma":
+        return f"  {obj.describe()}: waited for (wgmma.wait_group) by {_threads(threads)}{at}"
     mask = w[3]
     at += world.convention_note(lines[0]) if lines else ""
     arrived = [th.lane for th in threads]
@@ -150,7 +154,9 @@ def deadlock_report(world, waiting: list) -> str:
 
 
 def check_exit(world, cta) -> None:
-    """A CTA's last thread exited: nothing may still be in flight on its shared memory, and its TMEM is freed."""
+    """A CTA's last thread exited: nothing may still be in flight on its shared memory, its TMEM is freed, and its
+    warpgroups' warps executed the same setmaxnreg instructions."""
+    cta.check_register_history()
     for op in list(world.ops.values()):
         if any(c is cta for c, *_ in op.footprint) and not op.what.startswith("tcgen05"):
             raise EmulationError(f"{cta.name} exits while {op.describe()} is still in flight on its shared "

@@ -3,7 +3,9 @@ branches and exits (PTX ISA #data-movement-and-conversion-instructions, #control
 call on ``m``, the thread's CTA (``scheduler.Cta``); a vector operand ``{a, b}`` moves consecutive elements."""
 from __future__ import annotations
 
+from ...arch.sm80.cache import policy_of_ptx
 from ...errors import CompileError
+from ..executors.tma import createpolicy_token
 from .codegen import RUNTIME_EMITTERS, Code, KernelCtx
 from .front import Instr
 from .operands import MASK, address, dst, signed, src, type_info, vector
@@ -165,14 +167,18 @@ def _nothing(ins: Instr, mods: list[str], ctx: KernelCtx) -> Code:
 
 # Hints and orderings with no effect on values: every thread's memory operations are performed in program order and
 # one at a time, so membar / fence order nothing further (the proxy fences are not checked: docs/interpreter.md).
-for _name in ("membar", "fence", "prefetch", "prefetchu", "discard", "applypriority", "griddepcontrol",
-              "setmaxnreg", "pmevent"):
+for _name in ("membar", "fence", "prefetch", "prefetchu", "discard", "applypriority", "griddepcontrol", "pmevent"):
     RUNTIME_EMITTERS[_name] = _nothing
 
 
 @register("createpolicy")
 def _createpolicy(ins: Instr, mods: list[str], ctx: KernelCtx) -> Code:
-    return Code((f"{dst(ctx, ins.args[0])} = 0",))                 # a cache policy only the cache reads
+    """The policy's token (``sim.executors.tma.createpolicy_token``): the copies that take ``.L2::cache_hint`` read
+    the policy back from it (a hint: the bytes moved do not depend on it)."""
+    policy_of_ptx(ins.op, 0x3F800000)                              # the forms pycute reads back (fractional)
+    token = ctx.helper(lambda bits: createpolicy_token(ins.op, [ins.args[0], f"0f{bits:08X}"], lambda t: 0), "policy")
+    fraction = src(ctx, ins.args[1], 32) if len(ins.args) == 2 else "0x3F800000"
+    return Code((f"{dst(ctx, ins.args[0])} = {token}({fraction})",))
 
 
 @register("nanosleep")

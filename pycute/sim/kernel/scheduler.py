@@ -18,16 +18,20 @@ from ...errors import EmulationError
 from .asyncops import AsyncMixin, land
 from .calls import CallsMixin
 from .codegen import Program, statement_error
-from .memory import TENSOR_MAP_MAGIC, GlobalMemory, MemoryMixin
+from .memory import GlobalMemory, MemoryMixin
 from .report import DeadlockError, deadlock_report, describe_thread
 from .shadow import SLOT_BITS, Clocks, Shadow
 from .sync import ClusterBarrier, SyncMixin
+from .tensormaps import check_acquired, map_index
 from .tensorcore import TensorMixin
 from .warp import Warp, WarpMixin
+from .regpool import RegisterPoolMixin
+from .warpgroup import WarpgroupMixin
 
-__all__ = ["Thread", "Cta", "Cluster", "World", "run", "READY", "WAITING", "EXITED"]
+__all__ = ["Thread", "Cta", "Cluster", "World", "run", "READY", "WAITING", "EXITED", "UNLAUNCHED", "CANCELLED"]
 
 READY, WAITING, EXITED = 0, 1, 2
+UNLAUNCHED, CANCELLED = 3, 4           # a cluster waiting for a resident slot; one clusterlaunchcontrol cancelled
 _DIMS = "xyz"
 
 
@@ -56,11 +60,22 @@ class Thread:
         self.tc_ops: list = []
         self.commits = 0
         self.calls: set[int] = set()
+        self.wg_pending: list = []                     # wgmma: uncommitted operations, groups, the last fence
+        self.wg_groups: list = []
+        self.wg_fence: list | None = None
+        self.wg_written: dict = {}
+        self.map_acquired: dict = {}                   # fence.proxy.tensormap acquires: address -> version seen
+        self.reg_seq = 0                               # setmaxnreg instructions executed
 
     def tick(self) -> None:
         """A release: later accesses of this thread are not ordered before what the release publishes."""
         self.vc[self.slot] += 1
         self.stamp = int(self.vc[self.slot]) << SLOT_BITS | self.slot
+
+    def acquire_slot(self, slot: int, epoch: int) -> None:
+        """Ordered after what the agent ``slot`` did up to ``epoch`` (a completed wgmma)."""
+        if self.vc[slot] < epoch:
+            self.vc[slot] = epoch
 
     def acquire(self, clock: np.ndarray | None) -> None:
         if clock is not None:
@@ -73,7 +88,7 @@ class Thread:
         return describe_thread(self)
 
 
-class Cta(MemoryMixin, SyncMixin, WarpMixin, AsyncMixin, TensorMixin, CallsMixin):
+class Cta(MemoryMixin, SyncMixin, WarpMixin, AsyncMixin, TensorMixin, WarpgroupMixin, RegisterPoolMixin, CallsMixin):
     """A CTA: its shared memory (the emulator's image), threads, warps, barriers and mbarriers."""
 
     def __init__(self, world: "World", cluster: "Cluster", rank: int, ctaid: tuple[int, int, int], linear: int):
@@ -89,8 +104,12 @@ class Cta(MemoryMixin, SyncMixin, WarpMixin, AsyncMixin, TensorMixin, CallsMixin
         self.mbarriers: dict = {}
         self.elected: dict = {}
         self.live = 0
+        self.warpgroups: dict = {}                     # wgmma state by warpgroup
+        self.clc_failed = False                        # received a failed clusterlaunchcontrol response
+        self.reg_free, self.reg_held, self.reg_requests, self.reg_history = 0, {}, {}, {}   # setmaxnreg
 
     def exit(self, th: Thread) -> int:
+        self.wg_on_exit(th)
         th.state = EXITED
         self.live -= 1
         self.cluster.live -= 1
@@ -98,6 +117,8 @@ class Cta(MemoryMixin, SyncMixin, WarpMixin, AsyncMixin, TensorMixin, CallsMixin
         self.on_exit(th)
         if self.live == 0:
             self.world.cta_exited(self)
+        if self.cluster.live == 0:
+            self.world.launch_next()
         return -2
 
     def trap(self, th: Thread, line: int, text: str) -> None:
@@ -171,6 +192,10 @@ class World:
         self.conventions: dict = {}
         self.barrier_names: dict[str, tuple[str, ...]] = {}      # shared array -> the names of its 8-byte words
         self.seconds = 0.0
+        self.registers: int | None = None              # per thread at launch (the cubin's), for setmaxnreg
+        self.map_versions: dict = {}                   # tensor maps published during the run: address -> count
+        self.pending: deque = deque()                  # clusters not launched yet (run_kernel(resident=...))
+        self.cancelled: list = []                      # clusters clusterlaunchcontrol.try_cancel cancelled
 
     def explain_smem(self, cta: Cta):
         from .report import explain
@@ -179,6 +204,14 @@ class World:
     def explain_tmem(self, cta: Cta):
         from .report import explain
         return lambda kind, th, cell, stamp: explain(self, cta, "tmem", kind, th, cell, stamp)
+
+    def launch_next(self) -> None:
+        """A cluster exited: the next one not launched starts (grid order)."""
+        if self.pending:
+            for cta in self.pending.popleft().ctas:
+                for th in cta.threads:
+                    th.state = READY
+                    self.ready.append(th)
 
     def cta_exited(self, cta: Cta) -> None:
         from .report import check_exit
@@ -211,19 +244,17 @@ class World:
                 return name if rel == 0 else f"{name}+{rel:#x}"
         return f"shared {off:#x}"
 
-    def tensor_map_at(self, cta: Cta, th: Thread, addr: int) -> tuple:
-        """The tensor map (parameters, array bytes) whose 128-byte image is at generic address ``addr``."""
+    def tensor_map_at(self, cta: Cta, th: Thread, addr: int):
+        """The tensor map (a ``TensorMapArg``: parameters, array bytes, offset) whose 128-byte image is at generic
+        address ``addr``; one a thread published during the run must have been acquired by ``th`` since."""
         kind, target, off = cta._resolve(th, "generic", addr, 128)
         if kind == "global":
+            check_acquired(self, th, addr)
             buf, off = self.gmem.find(off, 128, "tensor-map read")
             image = bytes(buf.view[off:off + 128])
         else:
             image = bytes((target.smem_view if kind == "smem" else target)[off:off + 128])
-        if not image.startswith(TENSOR_MAP_MAGIC):
-            raise EmulationError(f"a TMA instruction's tensor map at {addr:#x} is not one run_kernel placed: pass "
-                                 f"pycute.sim.tensor_map(plan, array) as the argument")
-        arg = self.tensor_maps[int.from_bytes(image[len(TENSOR_MAP_MAGIC):len(TENSOR_MAP_MAGIC) + 4], "little")]
-        return arg.params, arg.array
+        return self.tensor_maps[map_index(image, f"{addr:#x} (a TMA instruction's map)")]
 
 
 def _run_thread(world: World, th: Thread, budget: int) -> int:
@@ -248,7 +279,7 @@ def _run_thread(world: World, th: Thread, budget: int) -> int:
 def run(world: World, slice_blocks: int = 256) -> None:
     """Run every thread to its exit; DeadlockError when all that remain wait and nothing in flight can help."""
     t0 = time.perf_counter()
-    world.ready.extend(world.threads)
+    world.ready.extend(th for th in world.threads if th.state == READY)
     while True:
         while world.ready:
             th = world.ready.popleft()

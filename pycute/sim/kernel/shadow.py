@@ -107,6 +107,27 @@ class Shadow:
             R1[b] = NONE
             R2[b] = NONE
 
+    def access(self, th, idx: np.ndarray, write: bool, check_unwritten: bool) -> None:
+        """``read`` / ``write`` of the bytes ``idx`` at once (a lane's part of a warp-collective move)."""
+        hit = self.first_conflict(idx, th.vc, (th.slot,), write)
+        if hit is not None:
+            raise RaceError(self.explain(hit[0], th, hit[1], hit[2]))
+        if write:
+            self.W[idx], self.R1[idx], self.R2[idx] = th.stamp, NONE, NONE
+            return
+        if check_unwritten and (b := self.unwritten(idx)) is not None:
+            raise RaceError(self.explain("read-unwritten", th, b, NONE))
+        self.note_reads(idx, th.stamp, th.vc, th.slot)
+
+    def note_reads(self, idx: np.ndarray, stamp: int, vc: np.ndarray, slot: int) -> None:
+        """Bytes ``idx`` read by the agent ``slot`` (clock ``vc``): an earlier read it is not ordered after is kept
+        as the second one."""
+        r1 = self.R1[idx]
+        slots = np.where(r1 >= 0, r1 & SLOT_MASK, 0)
+        unordered = (r1 >= 0) & (vc[slots] < (r1 >> SLOT_BITS)) & (slots != slot)
+        self.R2[idx] = np.where(unordered, r1, self.R2[idx])
+        self.R1[idx] = stamp
+
     # -- asynchronous operations: checked at issue against the issuer's clock, landed later --------------------
     def first_conflict(self, idx: np.ndarray, vc: np.ndarray, own: tuple[int, ...], write: bool,
                        own_ops: frozenset = frozenset()) -> tuple | None:

@@ -15,6 +15,7 @@ import argparse
 import json
 import os
 import subprocess
+from concurrent.futures import ThreadPoolExecutor
 import sys
 import time
 
@@ -60,21 +61,24 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("out", nargs="?", default=os.path.join(os.environ.get("OUT", "."),
                                                                "blockscaled-gemm-h200.jsonl"))
     parser.add_argument("--match", default="", help="only the cases whose label contains this text")
+    parser.add_argument("--jobs", type=int, default=6, help="cases at once (each in its own process)")
     args = parser.parse_args(argv)
+    def child(case: dict) -> dict:
+        argv1 = [str(case[key]) for key in ("kind", "g", "m", "n", "k", "d_type", "sms")]
+        try:
+            run = subprocess.run([sys.executable, __file__, "--one", *argv1], capture_output=True, text=True,
+                                 timeout=TIMEOUT_S)
+            row = json.loads(run.stdout.strip().splitlines()[-1]) if run.returncode == 0 else \
+                {"error": (run.stderr or run.stdout)[-1500:]}
+        except subprocess.TimeoutExpired:
+            row = {"error": f"timed out after {TIMEOUT_S} s"}
+        except (json.JSONDecodeError, IndexError):
+            row = {"error": f"no result line: {run.stdout[-500:]} {run.stderr[-1000:]}"}
+        return {"case": case["label"], **row}
+
     rows = []
-    with open(args.out, "w") as out:
-        for case in (c for c in cases() if args.match in c["label"]):
-            argv1 = [str(case[key]) for key in ("kind", "g", "m", "n", "k", "d_type", "sms")]
-            try:
-                run = subprocess.run([sys.executable, __file__, "--one", *argv1], capture_output=True, text=True,
-                                     timeout=TIMEOUT_S)
-                row = json.loads(run.stdout.strip().splitlines()[-1]) if run.returncode == 0 else \
-                    {"error": (run.stderr or run.stdout)[-1500:]}
-            except subprocess.TimeoutExpired:
-                row = {"error": f"timed out after {TIMEOUT_S} s"}
-            except (json.JSONDecodeError, IndexError):
-                row = {"error": f"no result line: {run.stdout[-500:]} {run.stderr[-1000:]}"}
-            row = {"case": case["label"], **row}
+    with open(args.out, "w") as out, ThreadPoolExecutor(args.jobs) as pool:   # each case its own process
+        for row in pool.map(child, [c for c in cases() if args.match in c["label"]]):
             rows.append(row)
             out.write(json.dumps(row) + "\n")
             out.flush()

@@ -20,11 +20,11 @@ b)
   ;;
 c)
   python3 tools/prebuild_h200.py --jobs 14 > "$w/prebuild.log" 2>&1
-  timeout 130 python3 tools/pipeline_h200.py "$w/pipeline-h200.jsonl" > "$w/pipeline.log" 2>&1
-  timeout 60 python3 tools/epilogue_h200.py "$w/epilogue-bank.jsonl" --only bank --bank-every 8 > "$w/epilogue_bank.log" 2>&1
-  timeout 180 python3 tools/sanitize_h200.py "$w/sanitizer-h200.jsonl" --tools plain,memcheck,racecheck,synccheck --jobs 12 --timeout 90 > "$w/sanitize.log" 2>&1 &
-  timeout 150 python3 tools/tma_coords_h200.py "$w/tma_coords_h200.jsonl" > "$w/tma_coords.log" 2>&1 &
-  [ -f tools/blockscaled_gemm_h200.py ] && timeout 170 python3 tools/blockscaled_gemm_h200.py "$w/blockscaled-gemm-h200.jsonl" > "$w/bsgemm.log" 2>&1 &
+  timeout 120 python3 tools/pipeline_h200.py "$w/pipeline-h200.jsonl" > "$w/pipeline.log" 2>&1
+  timeout 50 python3 tools/epilogue_h200.py "$w/epilogue-bank.jsonl" --only bank --bank-every 8 > "$w/epilogue_bank.log" 2>&1
+  timeout 170 python3 tools/sanitize_h200.py "$w/sanitizer-h200.jsonl" --tools plain,memcheck,racecheck,synccheck --jobs 12 --timeout 90 > "$w/sanitize.log" 2>&1 &
+  timeout 160 python3 tools/tma_coords_h200.py "$w/tma_coords_h200.jsonl" > "$w/tma_coords.log" 2>&1 &
+  [ -f tools/blockscaled_gemm_h200.py ] && timeout 165 python3 tools/blockscaled_gemm_h200.py "$w/blockscaled-gemm-h200.jsonl" > "$w/bsgemm.log" 2>&1 &
   wait
   ;;
 esac

@@ -21,7 +21,7 @@ from ...atoms.bulk import BulkIssue
 from ...errors import EmulationError
 from ..executors.tma import _box_addresses
 from ..executors.bulk import CLUSTER_WINDOW
-from ...arch.sm100.tma_modes import GATHER_ROWS
+from ...arch.sm100.tma_modes import GATHER_ROWS, W128_GROUP, W128_PIXELS
 from ...copy.tma.plan import DTYPE_BYTES
 from .operands import MASK
 from .rtemit_sync import KERNEL_EXECUTORS
@@ -188,10 +188,10 @@ def _tensor_map_operand(text: str) -> str:
 
 
 def _mode(op_text: str) -> str:
-    """The TMA mode of an opcode: ``tile``, ``im2col`` (sm_90), ``gather4`` / ``scatter4`` (sm_100a)."""
+    """The TMA mode of an opcode: ``tile``, ``im2col`` (sm_90), ``im2col_w`` (``::w``, ``::w::128``), ``gather4`` /
+    ``scatter4`` (sm_100a)."""
     if ".im2col::w" in op_text:
-        raise EmulationError(f"{op_text}: the im2col::w modes are outside the whole-kernel subset (the emulator "
-                             f"runs them alone: sim.executors.tma_modes)")
+        return "im2col_w"
     return next((m for m in ("im2col", "gather4", "scatter4") if f".{m}." in op_text or f"::{m}." in op_text),
                 "tile")
 
@@ -203,12 +203,20 @@ def _transfer(cta, params, rec, off: int, rank: int, array, offset: int, mode: s
     if mode == "tile":
         idx = _bytes(_box_addresses(params, rec.coords, off, store=store)[2], elem)
         return idx, params.box_bytes, lambda: machine.tma_load(params, array, rec.coords, off, rank, address=offset)
-    rows, width = (params.pixels, params.channels) if mode == "im2col" else (GATHER_ROWS, params.box[0])
+    if mode == "im2col_w":                  # the W pixels and the halo after each row (of 32 pixels: ::w::128)
+        pixels = W128_PIXELS if params.mode == "w128" else params.pixels
+        rows, width = pixels + rec.im2col[0] * (pixels // (W128_GROUP if params.mode == "w128" else pixels)), \
+            params.channels
+    else:
+        rows, width = (params.pixels, params.channels) if mode == "im2col" else (GATHER_ROWS, params.box[0])
     idx = machine._rows(params.swizzle, width, elem, rows, off, rank).reshape(-1)
     view = array[offset:]
     if mode == "im2col":
         return idx, params.box_bytes, lambda: machine.tma_load_im2col(params, view, rec.coords, rec.im2col or (),
                                                                       off, rank)
+    if mode == "im2col_w":
+        return idx, rows * width * elem, lambda: machine.tma_load_im2col_w(params, view, rec.coords, rec.im2col, off,
+                                                                           rank)
     if mode == "gather4":
         return idx, rows * width * elem, lambda: machine.tma_gather4(params, view, rec.coords, off, rank)
     return idx, 0, lambda: machine.tma_scatter4(params, view, rec.coords, off, rank)

@@ -331,6 +331,8 @@ def _mma_async(cta, warp, site, group: dict) -> None:
 
 def _wgmma(ins: Instr, mods: list[str], ctx: KernelCtx) -> Code:
     op, a = mods[0], ins.args
+    if op == "mma_async" and "sp" in mods:
+        raise CompileError("the sparse wgmma.mma_async.sp is outside the interpreted subset")
     if op == "mma_async":
         site = ctx.helper(IssueSite("wgmma.mma_async", ins, ctx, tuple(int(dst(ctx, r)[2:-1]) for r in vector(a[0]))),
                           "issue")

@@ -20,7 +20,7 @@ from pycute.sim.emulator import Sm100Emulator
 from pycute.sim.verify_tma_modes import activations
 
 from tests.copy.tma.cases_boxes import HINTS, MULTICAST
-from tests.copy.tma.cases_im2col import IM2COL
+from tests.copy.tma.cases_im2col import IM2COL, activations as activations_of
 
 
 # --- tensor maps retargeted on the device -------------------------------------------------------------------------
@@ -123,6 +123,38 @@ extern "C" __global__ void rows(const pycute_tensor_map* in, const pycute_tensor
     emu.tma_gather4(gather.tensor_map, x.view(np.uint8), (32, 7, 99, 0, 42), 0)
     emu.tma_scatter4(scatter.tensor_map, want.view(np.uint8), (0, 3, 50, 1, 98), 0)
     assert np.array_equal(dump, emu.ctas[0].smem[:512]) and np.array_equal(y, want)
+
+
+W_CONV = pc.ConvProblem(2, (5, 150), 64, (3, 3), padding=1)
+
+
+@pytest.mark.parametrize("mode,rows,halo,offset", [("w", 136, 8, 0), ("w128", 160, 8, 1)])
+def test_an_im2col_w_load_leaves_the_emulators_rows(mode, rows, halo, offset):
+    act = activations_of(pc.bf16, W_CONV)
+    plan = pc.make_im2col_w_copy(pc.kmajor_smem_tensor(pc.bf16, rows, 64, "128B"), act, W_CONV, mode, halo, offset)
+    source = plan.cuda("fw") + """
+extern "C" __global__ void wide(const pycute_tensor_map* map, unsigned char* dump, int w, int h, int n) {
+  extern __shared__ unsigned char raw[];
+  __shared__ __align__(8) unsigned long long bar;
+  const unsigned base = (pycute_smem_address(raw) + 1023u) & ~1023u, m = pycute_smem_address(&bar);
+  const unsigned char* buf = raw + (base - pycute_smem_address(raw));
+  if (threadIdx.x == 0) {
+    pycute_mbarrier_init(m, 1);
+    pycute_mbarrier_arrive_expect_tx(m, fw_expect_tx);
+    fw(map, base, m, 0, w, h, n);
+  }
+  pycute_mbarrier_wait_parity(m, 0);
+  for (unsigned i = threadIdx.x; i < fw_expect_tx; i += blockDim.x) dump[i] = buf[i];
+}
+"""
+    x = np.random.default_rng(0).integers(0, 256, 2 * 5 * 150 * 64 * 2, dtype=np.uint8)
+    dump = np.zeros(plan.expect_tx, np.uint8)
+    run_kernel(compile_cuda(source, arch="sm_100a"), block=64, smem=plan.expect_tx + 2048,
+               args=[tensor_map(plan, x), dump, -1, 2, 1])
+    emu = Sm100Emulator(smem_bytes=plan.expect_tx + 1024)
+    (issue,) = plan.stream(0, 0, -1, 2, 1)
+    emu.tma_load_im2col_w(plan.tensor_map, x, issue.coords, issue.im2col, issue.smem)
+    assert np.array_equal(dump, emu.ctas[0].smem[:plan.expect_tx])
 
 
 # --- cluster launch control (sm_100a) ------------------------------------------------------------------------------

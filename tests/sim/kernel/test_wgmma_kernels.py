@@ -173,3 +173,9 @@ def test_the_warps_of_a_warpgroup_execute_the_same_setmaxnreg():
 def test_a_count_outside_the_ptx_range_is_refused_before_the_run():
     with pytest.raises(pc.CompileError, match=r"setmaxnreg count 20: 24 to 256, a multiple of 8"):
         run_kernel(entry("\tsetmaxnreg.inc.sync.aligned.u32 20;"), block=128, args=[np.zeros(1, np.uint32)])
+
+
+def test_the_sparse_form_is_refused_before_the_run():
+    sparse = MMA.replace("wgmma.mma_async.sync", "wgmma.mma_async.sp.sync")
+    with pytest.raises(pc.CompileError, match=r"the sparse wgmma\.mma_async\.sp is outside the interpreted subset"):
+        run(FENCE, sparse, COMMIT, WAIT, STORE)

@@ -122,9 +122,11 @@ def bank_batch(ncu: str, names: list[str], specs: list[str]) -> list[dict]:
     rows = []
     for k in launched["kernels"]:
         got = measured.get(k["kernel"], {})
-        total = got.get("l1tex__data_pipe_lsu_wavefronts_mem_shared.sum")    # the kernel's only shared accesses
-        waves = total if total is not None else sum(v for m, v in got.items() if "wavefronts" in m)
-        conflicts = sum(v for m, v in got.items() if "bank_conflicts" in m and "_op_" in m)
+        # the plan's own operation's metric: the kernel's total also counts one wavefront per warp of its other
+        # shared traffic (the H200 run of 2026-12-02: total = op_st + 4 for 4 warps, in every plan)
+        op = "st" if k["plan"].startswith("st:") else "ld"
+        waves = got.get(f"l1tex__data_pipe_lsu_wavefronts_mem_shared_op_{op}.sum")
+        conflicts = got.get(f"l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_{op}.sum", 0.0)
         rows.append({"section": "bank", "plan": k["plan"], "predicted_wavefronts": k["wavefronts"],
                      "ideal_wavefronts": k["ideal"], "predicted_conflicts": k["wavefronts"] - k["ideal"],
                      "measured_conflicts": conflicts, "planned_instructions": k["instructions"],
@@ -140,7 +142,8 @@ def banks(every: int = 1) -> list[dict]:
     if ncu is None:
         return [{"section": "bank", "error": "ncu not found (PATH, /usr/local/cuda/bin)"}]
     names = metrics(ncu)
-    specs = [f"{op}:{c[0]}" for c in ROUNDTRIPS for op in ("st", "ld")][::every]
+    specs = [f"{op}:{c[0]}" for c in ROUNDTRIPS for op in ("st", "ld")]
+    specs = specs[0::2][::every] + specs[1::2][::every]           # stores and loads alike
     rows = [{"section": "bank-metrics", "ncu": ncu, "metrics": names}]
     for k in range(0, len(specs), BATCH):
         rows += bank_batch(ncu, names, specs[k:k + BATCH])

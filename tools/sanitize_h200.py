@@ -258,7 +258,8 @@ def cp_async_stream_case() -> SanitizeCase:
         import pycute as pc
         from pycute.harness.stream_cp_async import CpAsyncStream
         buf = pc.make_smem_tensor(pc.f32, pc.Layout((128, 64, 4), (64, 1, 8192)))[:, :, pc.dynamic("stage")]
-        return CpAsyncStream(pc.make_cp_async_copy(buf, _array(), threads=256), pc.make_tma_copy(_array(), buf))
+        return CpAsyncStream(pc.make_cp_async_copy(buf, _array(), threads=256, completion="arrive"),
+                             pc.make_tma_copy(_array(), buf))
 
     def launch(gpu, arch: str) -> bool:
         host, src, dst = _stream_arrays(gpu)

@@ -11,6 +11,7 @@ from typing import Any
 import ctypes
 import ctypes.util
 import functools
+import re
 
 import numpy as np
 
@@ -111,6 +112,7 @@ class Gpu:
         self.device = Device(0)
         self.device.set_current()
         self.stream = self.device.create_stream()
+        self._parameters: dict[int, tuple[Any, int]] = {}    # id(kernel) -> (kernel, its PTX's parameter count)
 
     def __repr__(self) -> str:
         info = device_info()
@@ -123,9 +125,14 @@ class Gpu:
         return int(_check(driver.cuDeviceGetAttribute(attr, int(self.device.device_id)), "cuDeviceGetAttribute"))
 
     def kernel(self, compiled: Any, entry: str) -> Any:
-        """The ``cuda.core`` Kernel ``entry`` of a ``Compiled`` (or of a cuda.core ``ObjectCode``)."""
+        """The ``cuda.core`` Kernel ``entry`` of a ``Compiled`` (or of a cuda.core ``ObjectCode``); a Compiled's
+        PTX tells its parameter count, which ``launch`` then checks."""
         code = compiled.object_code() if hasattr(compiled, "object_code") else compiled
-        return code.get_kernel(entry)
+        kernel = code.get_kernel(entry)
+        count = _ptx_parameter_count(getattr(compiled, "ptx", ""), entry)
+        if count is not None:
+            self._parameters[id(kernel)] = (kernel, count)
+        return kernel
 
     def alloc(self, nbytes: int) -> Any:
         return self.device.allocate(max(int(nbytes), 1), stream=self.stream)
@@ -156,7 +163,7 @@ class Gpu:
         for it, and with ``events`` returns its duration in milliseconds from CUDA events."""
         from cuda.core import EventOptions, LaunchConfig, launch
         grid, block = _dims(grid, "grid"), _dims(block, "block")
-        expected = _argument_count(kernel)
+        expected = self._parameters.get(id(kernel), (None, None))[1]
         if expected is not None and expected != len(args):   # the driver would read past the arguments given
             raise CompileError(f"launch: the kernel takes {expected} arguments, {len(args)} given")
         if cluster is not None:
@@ -203,13 +210,14 @@ class Gpu:
         return (host, ms) if events and ms is not None else host
 
 
-def _argument_count(kernel: Any) -> int | None:
-    """The kernel's parameter count as the driver reports it (cuda.core's ``Kernel.num_arguments``), or None
-    where this cuda.core or driver cannot say."""
-    try:
-        return int(kernel.num_arguments)
-    except Exception:                          # noqa: BLE001 - an older cuda.core or driver lacks the query
+def _ptx_parameter_count(ptx: str, entry: str) -> int | None:
+    """The parameters of ``.entry entry`` in ``ptx``, or None without its PTX. (Read from the PTX rather than asked
+    of the driver: cuKernelGetParamInfo answers "invalid value" past the last parameter, an API error that
+    compute-sanitizer reports in every launch that counts them that way.)"""
+    m = re.search(r"\.entry\s+" + re.escape(entry) + r"\s*\(([^)]*)\)", ptx or "")
+    if m is None:
         return None
+    return len(re.findall(r"\.param\b", m.group(1)))
 
 
 def check_gpu(gpu: object) -> Gpu:

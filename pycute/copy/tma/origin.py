@@ -14,7 +14,7 @@ from ...tensor.region import Dynamic
 from ...tensor.tile import contiguous_mode, whole_array_modes
 from ..protocol import Reject
 
-__all__ = ["TmaOrigin", "TmaPrecondition", "Origin", "origin_value", "step_why", "nan_fill_why", "store_unit_why",
+__all__ = ["TmaOrigin", "TmaPrecondition", "Origin", "origin_value", "step_why", "nan_fill_why", "inner_unit_why",
            "origin_spec",
            "place_origins", "check_static_origin", "widen_origin"]
 
@@ -73,14 +73,15 @@ def step_why(o: TmaOrigin) -> str:
 
 
 def nan_fill_why() -> str:
-    return ("a load through a NaN-filling map at a negative coordinate faults on the H200 (CUDA_ERROR_ILLEGAL_"
-            "INSTRUCTION for every float map type, docs/tma.md); with the zero fill any coordinate is taken")
+    return ("a NaN-filling load at a negative coordinate of the contiguous mode is not settled on the H200 (its "
+            "negative rows load as the layouts say; the negative columns tried were off the 16-byte unit, which "
+            "faults for any fill: docs/tma.md), so pycute keeps them non-negative")
 
 
-def store_unit_why(unit: int) -> str:
-    return (f"a store writes global memory in 16-byte units ({unit} elements); whether a box starting inside a "
-            f"unit writes the unit's other bytes is not yet settled on the H200 (docs/tma.md), so pycute keeps "
-            f"store origins on the unit")
+def inner_unit_why(unit: int) -> str:
+    return (f"a box whose start along the contiguous mode is off a 16-byte unit ({unit} elements) raised an "
+            f"illegal-instruction exception on the H200 for loads, stores, reductions and prefetches alike "
+            f"(docs/tma.md, docs/tma-h200-coords.jsonl)")
 
 
 #: Where a plan's box starts: ``"tile"`` (tile indices, the short form), ``"element"`` (run-time element
@@ -139,28 +140,24 @@ def place_origins(spec: tuple, dims: list, tile: tuple, unit: int, inner: int) -
 
 def check_static_origin(origins: tuple[TmaOrigin, ...], direction: str, elem: int, inner: int, nan_fill: bool,
                         where: str) -> None:
-    """The rules a static origin must keep (the preconditions the run-time ones state): a store's start is never
-    negative (PTX ISA #data-movement-and-conversion-instructions-tensor-copy-restrictions) and sits on a 16-byte
-    store unit along the contiguous mode (not yet settled on the H200: docs/tma.md); a NaN-filling load's is never
-    negative (it faults on the H200)."""
-    if direction != "store":
-        for o in origins:
-            if nan_fill and o.value is not None and o.value < 0:
-                raise PlanError(f"make_tma_copy: the origin {o.value} on mode {o.mode} is negative and the map fills "
-                                f"with NaN: {nan_fill_why()}{where}")
-        return
+    """The rules a static origin must keep (the preconditions the run-time ones state): along the contiguous mode
+    it sits on a 16-byte unit (the H200 faults otherwise, for every direction: docs/tma.md); a store's is never
+    negative (PTX ISA #data-movement-and-conversion-instructions-tensor-copy-restrictions); a NaN-filling load's
+    along the contiguous mode is not negative (unsettled on the H200)."""
     for o in origins:
         if o.value is None:
             continue
-        if o.value < 0:
+        unit = max(1, 16 * o.unit // elem)
+        if o.mode == inner and o.value % unit:
+            raise PlanError(f"make_tma_copy: the origin {o.value} on the contiguous mode {o.mode} is not on a "
+                            f"16-byte unit ({unit} elements): {inner_unit_why(unit)}{where}")
+        if direction == "store" and o.value < 0:
             raise PlanError(f"make_tma_copy: a store's origin {o.value} on mode {o.mode} is negative; PTX requires "
                             f"a store's coordinates to be non-negative (a box partly before the array is not "
                             f"clipped there){where}")
-        unit = max(1, 16 * o.unit // elem)
-        if o.mode == inner and o.value % unit:
-            raise PlanError(f"make_tma_copy: a store's origin {o.value} on the contiguous mode {o.mode} is not on a "
-                            f"16-byte store unit ({unit} elements): whether the hardware writes the unit's other bytes "
-                            f"is not yet settled on the H200 (docs/tma.md), so such stores are refused{where}")
+        if direction != "store" and nan_fill and o.mode == inner and o.value < 0:
+            raise PlanError(f"make_tma_copy: the origin {o.value} on the contiguous mode {o.mode} is negative and "
+                            f"the map fills with NaN: {nan_fill_why()}{where}")
 
 
 def widen_origin(spec: tuple | None, gmem: GlobalTensor, n: int, own: bool) -> None:

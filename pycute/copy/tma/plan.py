@@ -18,7 +18,7 @@ from ...tensor.smem import SmemTensor
 from ...tensor.tile import contiguous_mode
 from ...views import view
 from ..protocol import ArrayTilePlan, Rejection
-from .origin import TmaOrigin, TmaPrecondition, nan_fill_why, origin_value, step_why, store_unit_why
+from .origin import TmaOrigin, TmaPrecondition, inner_unit_why, nan_fill_why, origin_value, step_why
 from .params import DTYPE_BYTES, TensorMapParams, smem_capacity
 from ...tensor.stages import SmemStage, stage_offset
 from ...tensor.tile import mode_extents
@@ -141,11 +141,11 @@ class TmaPlan(ArrayTilePlan):
     @property
     def preconditions(self) -> tuple[TmaPrecondition, ...]:
         """What the run-time coordinates must satisfy (stream and at check it; the generated code traps on it
-        under ``-DPYCUTE_CHECKED``): a store's start is never negative (PTX ISA
-        #data-movement-and-conversion-instructions-tensor-copy-restrictions) nor, along the contiguous mode, off
-        the 16-byte store unit (docs/tma.md: not yet settled on the H200, so held to it); a NaN-filling load's
-        (or prefetch's) is never negative (it faults on the H200, docs/tma.md); an origin along a mode the map views
-        in parts is a multiple of the part."""
+        under ``-DPYCUTE_CHECKED``): along the contiguous mode the start sits on a 16-byte unit (the H200 raised
+        an illegal-instruction exception otherwise, for loads, stores, reductions and prefetches: docs/tma.md); a
+        store's start is never negative (PTX ISA #data-movement-and-conversion-instructions-tensor-copy-
+        restrictions); a NaN-filling load's along the contiguous mode is not negative (unsettled on the H200); an
+        origin along a mode the map views in parts is a multiple of the part."""
         out = []
         store = self.direction == "store"
         if not self.origin:
@@ -159,18 +159,18 @@ class TmaPlan(ArrayTilePlan):
                 continue
             if o.step > 1:
                 out.append(TmaPrecondition(o.name, "multiple", o.step, step_why(o)))
-            if nan_fill:
+            unit = self._inner_unit(o)
+            if o.mode == inner and unit > o.step:
+                out.append(TmaPrecondition(o.name, "multiple", unit, inner_unit_why(unit)))
+            if nan_fill and o.mode == inner:
                 out.append(TmaPrecondition(o.name, "at_least", 0, nan_fill_why()))
             if store:
                 out.append(TmaPrecondition(o.name, "at_least", 0, "a store's coordinates are non-negative (PTX ISA "
                                            "#data-movement-and-conversion-instructions-tensor-copy-restrictions)"))
-                unit = self._store_multiple(o)
-                if o.mode == inner and unit > o.step:
-                    out.append(TmaPrecondition(o.name, "multiple", unit, store_unit_why(unit)))
         return tuple(out)
 
-    def _store_multiple(self, o: TmaOrigin) -> int:
-        """Elements of the tensors' type in one 16-byte store unit along the contiguous mode."""
+    def _inner_unit(self, o: TmaOrigin) -> int:
+        """Elements of the tensors' type in one 16-byte unit along the contiguous mode."""
         return max(1, 16 * o.unit // self.elem_bytes)
 
     def _split(self, args: tuple, values: dict, who: str) -> tuple[dict, dict]:

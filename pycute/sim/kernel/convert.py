@@ -58,9 +58,14 @@ def _float_to_int(fmt_name: str, dbits: int, dsigned: bool, mode: str, ftz: bool
 def _float_to_float(src_name: str, dst_name: str, mode: str, flags: set[str], integral: bool) -> Callable[[int], int]:
     sfmt, dfmt = FORMATS[src_name], FORMATS[dst_name]
     ftz, satfinite = "ftz" in flags, "satfinite" in flags
+    dfmt_mask = MASK[32] ^ ((1 << dfmt.shift) - 1)
 
     def run(a: int) -> int:
         x = decode(flush(a, sfmt) if ftz and src_name == "f32" else a, sfmt)
+        if dst_name == "tf32" and src_name == "f32" and math.isnan(x):
+            # The H200 keeps a NaN's sign, exponent and top ten payload bits (ptxas's sm_90 code masks the low 13;
+            # a payload only there comes out as infinity): docs/interpreter.md, "On the H200".
+            return a & dfmt_mask
         if integral and math.isfinite(x):
             x = float(_to_integer(x, mode)) if x != 0 else x
         try:

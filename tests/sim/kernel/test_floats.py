@@ -8,7 +8,7 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import example, given, settings, strategies as st
 
 from pycute.sim.kernel import numeric
 from pycute.sim.kernel.convert import _pack2, scalar_convert
@@ -98,6 +98,20 @@ def test_f32_to_bf16_keeps_the_upper_half_rounded_by_mode(mode, x):
     if mode == "rn" and (rest > 0x8000 or (rest == 0x8000 and keep & 1)):
         keep += 1
     assert scalar_convert("bf16", "f32", {mode})(b) == keep
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.integers(0, 0xFFFFFFFF))
+@example(0x7FC00000)
+@example(0x7F800001)
+@example(0xFFE07B1C)
+@example(0x7F7FFFFF)
+def test_f32_to_tf32_rna_is_the_h200s_add_half_and_mask(bits):
+    """What ptxas emits for sm_90 (FSETP |x| >= inf; IADD 0x1000 when finite; LOP3 & 0xFFFFE000): a NaN keeps its
+    sign, exponent and top ten payload bits, so the H200 writes 0x7FC00000 for 0x7FC00000 (docs/interpreter.md)."""
+    finite = (bits >> 23) & 0xFF != 0xFF
+    expect = ((bits + 0x1000) if finite else bits) & 0xFFFFE000
+    assert scalar_convert("tf32", "f32", {"rna"})(bits) == expect
 
 
 @pytest.mark.parametrize("name", ["e4m3", "e5m2", "e2m1"])

@@ -20,7 +20,7 @@ __all__ = ["MAX_RANK", "MAX_BOX", "MAX_BOX_BYTES", "GLOBAL_ALIGN", "STRIDE_ALIGN
            "TMA_TARGETS", "MAX_MULTICAST", "ReduceOp", "REDUCE_TYPES", "OOB_FILL_NAN",
            "NAN_FILL_UNIT", "NAN_FILL_TYPES", "OobFill", "COORD_MIN", "COORD_MAX", "FTZ_DATA_TYPES", "TF32_DATA_TYPES",
            "FTZ_DATA_TYPE_CODES", "TF32_LOAD_NAN", "STORE_UNIT", "TENSOR_MAP_BYTES", "tensormap_replace_ptx", "TENSORMAP_PUBLISH_PTX",
-           "TENSORMAP_ACQUIRE_PTX", "L2Promotion", "L2_PROMOTIONS", "l2_promotion_code"]
+           "TENSORMAP_ACQUIRE_PTX", "L2Promotion", "L2_PROMOTIONS", "l2_promotion_code", "BOX_START_UNIT"]
 
 MAX_RANK = 5                  # tensorRank 1..5
 MAX_BOX = 256                 # boxDim[i] 1..256
@@ -39,6 +39,9 @@ TX_LIMIT = (1 << 20) - 1      # an mbarrier phase's transaction count (PTX #para
 #                               communication-instructions-mbarrier)
 COORD_MIN, COORD_MAX = -(1 << 31), (1 << 31) - 1   # tensorCoords are .s32 (PTX #tensor-tiled-mode)
 STORE_UNIT = 16               # a store writes global memory in 16-byte units (measured on the H200, docs/tma.md)
+#: A box's start along tensor-map dimension 0, in bytes, is a multiple of this: the H200 raised an illegal-instruction
+#: exception for loads, stores, reductions and prefetches starting between (docs/tma.md, docs/tma-h200-coords.jsonl).
+BOX_START_UNIT = 16
 
 #: The targets that have cp.async.bulk.tensor (sm_90 and later).
 TMA_TARGETS = ("sm_90a", "sm_100a", "sm_100f", "sm_103a", "sm_103f", "sm_110a", "sm_110f")

@@ -6,7 +6,7 @@ from typing import Literal, Sequence, Union
 
 import attrs
 
-from ...arch.sm90.tma import COORD_MAX, COORD_MIN
+from ...arch.sm90.tma import BOX_START_UNIT, COORD_MAX, COORD_MIN
 from ...errors import PlanError
 from ...int_tuple import as_int, is_int
 from ...tensor.gmem import GlobalTensor
@@ -147,7 +147,7 @@ def check_static_origin(origins: tuple[TmaOrigin, ...], direction: str, elem: in
     for o in origins:
         if o.value is None:
             continue
-        unit = max(1, 16 * o.unit // elem)
+        unit = max(1, BOX_START_UNIT * o.unit // elem)
         if o.mode == inner and o.value % unit:
             raise PlanError(f"make_tma_copy: the origin {o.value} on the contiguous mode {o.mode} is not on a "
                             f"16-byte unit ({unit} elements): {inner_unit_why(unit)}{where}")

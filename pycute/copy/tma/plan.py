@@ -8,7 +8,7 @@ import attrs
 
 from ...arch.convention import Convention
 from ...arch.sm100.tma_pair import PAIR_CTAS, TMA_PAIR_TARGETS
-from ...arch.sm90.tma import COORD_MAX, COORD_MIN, OOB_FILL_NAN, TMA_TARGETS, TmaDirection
+from ...arch.sm90.tma import BOX_START_UNIT, COORD_MAX, COORD_MIN, OOB_FILL_NAN, TMA_TARGETS, TmaDirection
 from ...atoms.tma import TmaAtom, TmaIssue, tma_atom
 from ...errors import PlanError
 from ...dtypes import dtype
@@ -157,10 +157,10 @@ class TmaPlan(ArrayTilePlan):
         for o in self.origin:
             if o.name is None:
                 continue
-            if o.step > 1:
+            unit = self._inner_unit(o) if o.mode == inner else 1
+            if o.step > 1 and (unit <= o.step or unit % o.step):      # a unit that is a multiple says it all
                 out.append(TmaPrecondition(o.name, "multiple", o.step, step_why(o)))
-            unit = self._inner_unit(o)
-            if o.mode == inner and unit > o.step:
+            if unit > o.step:
                 out.append(TmaPrecondition(o.name, "multiple", unit, inner_unit_why(unit)))
             if nan_fill and o.mode == inner:
                 out.append(TmaPrecondition(o.name, "at_least", 0, nan_fill_why()))
@@ -171,7 +171,7 @@ class TmaPlan(ArrayTilePlan):
 
     def _inner_unit(self, o: TmaOrigin) -> int:
         """Elements of the tensors' type in one 16-byte unit along the contiguous mode."""
-        return max(1, 16 * o.unit // self.elem_bytes)
+        return max(1, BOX_START_UNIT * o.unit // self.elem_bytes)
 
     def _split(self, args: tuple, values: dict, who: str) -> tuple[dict, dict]:
         """``(coordinate values by name, stage values)`` from positional coordinates and keyword values."""

@@ -324,24 +324,24 @@ def make_tma_copy(dst: GlobalTensor | SmemTensor, src: GlobalTensor | SmemTensor
     mode ``i`` of the tile is a window of mode ``i`` of the array. ``origin`` says where the window starts:
     ``"tile"`` (the generated code takes a tile index per mode: the origin is index x tile extent), ``"element"``
     (it takes a signed element coordinate per mode, ``int c0, c1, ...``), or per mode an ``int`` (static) or
-    ``pc.dynamic(name)`` (run-time ``int name``); any signed origin of a load reads the array there and fills
-    what lies outside, and ``plan.preconditions`` lists what a run-time origin must keep (a store's is
-    non-negative, for example). ``multicast=n`` splits a load over CTAs 0..n-1 of a cluster,
-    ``multicast=Multicast(cluster, mask=...)`` over any CTAs of a 1-3-D cluster shape, ``Multicast(cluster,
-    along="y")`` over every line of CTAs along an axis, each CTA writing its slice into all of them
-    (``.multicast::cluster``); ``reduce`` makes a store a reduction into the array
-    (``"add"``, ``"min"``, ..., each for the element types PTX allows); ``oob_fill="nan"`` loads out-of-bounds
-    float elements as NaN (at non-negative coordinates: a negative one faults, docs/tma.md); ``ftz=True`` names
-    the FTZ map type (on the H200 a load through it flushes nothing); tf32 tensors travel through a TFLOAT32 map,
-    which rounds each value to nearest even tf32 and loads any NaN as 0x7FFFE000. The fewest boxes (largest legal box;
-    the tensor map's element widened where that gives fewer, or where the type has no tensor-map type: 4-bit
-    floats), the tensor map's parameters and ``expect_tx``; ``cta_group=2`` makes a load the sm_100a pair form
-    (``.cta_group::2``: both CTAs' bytes on the even CTA's barrier). ``l2_promotion`` is the map's L2 fill size
-    (``"none"``, ``"64B"``, ``"128B"``, ``"256B"``) and ``cache_hint`` (``"evict_first"``, ... or a
-    ``CachePolicy``) issues every box with that L2 policy (createpolicy, ``.L2::cache_hint``). The array may be
-    hierarchical (a sub-mode a dimension), have more than five modes (contiguous ones merged) and, for loads,
-    stride-0 or overlapping modes; a swizzled tile may start at any 128-byte offset and have rows narrower than
-    the swizzle's. PlanError names the broken rule."""
+    ``pc.dynamic(name)`` (run-time ``int name``); a load at any signed origin reads the array there and fills
+    what lies outside, and ``plan.preconditions`` lists what a run-time origin must keep (along the contiguous
+    mode a whole 16-byte unit, as the H200 faults otherwise; a store's non-negative). ``multicast=n`` splits a
+    load over CTAs 0..n-1 of a cluster, ``multicast=Multicast(cluster, mask=...)`` over any CTAs of a 1-3-D cluster
+    shape, ``Multicast(cluster, along="y")`` over every line of CTAs along an axis, each CTA writing its slice into
+    all of them (``.multicast::cluster``); ``reduce`` makes a store a reduction into the array (``"add"``,
+    ``"min"``, ..., each for the element types PTX allows); ``oob_fill="nan"`` loads out-of-bounds float elements
+    as NaN (negative rows too; along the contiguous mode from 0 on, the negative side being unsettled on the H200:
+    docs/tma.md); ``ftz=True`` names the FTZ map type (on the H200 a load through it flushes nothing); tf32 tensors
+    travel through a TFLOAT32 map, which rounds each value to nearest even tf32 and loads any NaN as 0x7FFFE000.
+    The fewest boxes (largest legal box; the tensor map's element widened where that gives fewer, or where the
+    type has no tensor-map type: 4-bit floats), the tensor map's parameters and ``expect_tx``; ``cta_group=2``
+    makes a load the sm_100a pair form (``.cta_group::2``: both CTAs' bytes on the even CTA's barrier).
+    ``l2_promotion`` is the map's L2 fill size (``"none"``, ``"64B"``, ``"128B"``, ``"256B"``) and ``cache_hint``
+    (``"evict_first"``, ... or a ``CachePolicy``) issues every box with that L2 policy (createpolicy,
+    ``.L2::cache_hint``). The array may be hierarchical (a sub-mode a dimension), have more than five modes
+    (contiguous ones merged) and, for loads, stride-0 or overlapping modes; a swizzled tile may start at any
+    128-byte offset and have rows narrower than the swizzle's. PlanError names the broken rule."""
     direction, gmem, smem = _operands(dst, src)
     pair = check_cta_group(cta_group, direction)
     where = _where(gmem, smem)
@@ -364,7 +364,8 @@ def make_tma_copy(dst: GlobalTensor | SmemTensor, src: GlobalTensor | SmemTensor
                 widen_origin(spec, gmem, n, own)
                 plan = _plan(direction, wide_g, wide_s, cast, reduce, oob_fill, pair, spec, n, False, l2, hint)
             except (Reject, PlanError) as e:
-                why.append(Rejection(f"as {WIDE_TYPES[nbytes]}", str(e).split("\n")[0]))
+                reason = str(e).split("\n")[0].removeprefix("make_tma_copy: ")
+                why.append(Rejection(f"as {WIDE_TYPES[nbytes]}", reason))
                 continue
             if best is None or len(plan.instructions) < len(best.instructions):
                 best = attrs.evolve(plan, element=gmem.dtype.name)

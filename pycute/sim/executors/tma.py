@@ -4,6 +4,7 @@ absolute byte address (a swizzled box whose rows are narrower than the swizzle's
 row); out-of-bounds elements load as zeros (or the NaN fill) and are not stored, except that a store writes a row's
 16-byte units whole; a load delivers the whole box's bytes to its mbarrier, out-of-bounds parts included; a TFLOAT32
 map rounds each loaded f32 to tf32 and an FTZ map changes nothing a load writes (measured on the H200, docs/tma.md).
+A box starting off a 16-byte unit along dimension 0 is refused, as the H200 faults on it for every direction.
 
 A tensor map is modelled as its fields (``TensorMap``: the encoded parameters and the global address), which
 ``tensormap.replace`` edits one at a time (PTX ISA #tensormap-instructions-tensormap-replace)."""
@@ -18,7 +19,7 @@ import numpy as np
 from ...arch.sm80.cache import CACHE_HINT, policy_of_ptx, policy_of_token
 from ...errors import EmulationError
 from ...arch.sm90.tma import (DIM_LIMIT, GLOBAL_ALIGN, MAX_BOX, MAX_BOX_BYTES, MAX_MULTICAST, NAN_FILL_UNIT,
-                              OOB_FILL_NAN, STORE_UNIT, STRIDE_ALIGN, STRIDE_LIMIT, TF32_DATA_TYPES, TF32_LOAD_NAN)
+                              OOB_FILL_NAN, BOX_START_UNIT, STRIDE_ALIGN, STRIDE_LIMIT, TF32_DATA_TYPES, TF32_LOAD_NAN)
 from ...arch.sm90.tma_im2col import OFFSET_BITS
 from ...atoms.tma import TmaIssue
 from ...copy.tma.plan import DTYPE_BYTES, TensorMapParams
@@ -172,6 +173,16 @@ def _combine(op: str, data_type: int, old: np.ndarray, new: np.ndarray) -> np.nd
     return r.view(np.uint8)
 
 
+def _check_box_start(what: str, params: Any, coords: tuple) -> None:
+    """A box starts on a 16-byte unit along dimension 0: the H200 raised an illegal-instruction exception for every
+    direction otherwise (docs/tma.md)."""
+    start = coords[0] * DTYPE_BYTES[params.dtype]
+    if start % BOX_START_UNIT:
+        raise EmulationError(f"TMA {what} at coordinates {coords}: the box starts {start} B along dimension 0, off "
+                             f"a {BOX_START_UNIT}-byte unit; the H200 raises an illegal-instruction exception there "
+                             f"(docs/tma.md)")
+
+
 class TmaExecutor(Machine):
     """TMA loads and stores between a global byte array and a CTA's shared memory."""
 
@@ -190,9 +201,11 @@ class TmaExecutor(Machine):
         """One box from ``gmem`` (global bytes; the map's array starts ``address`` bytes in) into shared memory
         at ``smem`` of ``cta`` (with ``mask``, of every CTA whose bit is set: ``.multicast::cluster``); returns
         the bytes it delivers to each receiving CTA's mbarrier (the whole box)."""
-        if params.oob_fill == OOB_FILL_NAN and any(c < 0 for c in coords):
-            raise EmulationError(f"TMA load at coordinates {coords} through a NaN-filling map: a negative coordinate "
-                                 f"faults there on the H200 (docs/tma.md)")
+        _check_box_start("load", params, coords)
+        if params.oob_fill == OOB_FILL_NAN and coords[0] < 0:
+            raise EmulationError(f"TMA load at coordinates {coords} through a NaN-filling map: a negative "
+                                 f"dimension-0 coordinate is not settled on the H200 (its negative rows load the "
+                                 f"fill; docs/tma.md)")
         offset, inside, addresses = _box_addresses(params, coords, smem, address=address)
         elem = DTYPE_BYTES[params.dtype]
         rel = self._bytes(params, addresses, cta)
@@ -218,11 +231,9 @@ class TmaExecutor(Machine):
         (``add``, ``min``, ...)."""
         if any(c < 0 for c in coords):
             raise EmulationError(f"TMA store at coordinates {coords}: a store's coordinates are non-negative (PTX "
-                                 f"#data-movement-and-conversion-instructions-tensor-copy-restrictions)")
-        if (coords[0] * DTYPE_BYTES[params.dtype]) % STORE_UNIT:
-            raise EmulationError(f"TMA store at coordinates {coords}: the box starts "
-                                 f"{coords[0] * DTYPE_BYTES[params.dtype]} B into its rows, off the {STORE_UNIT}-byte "
-                                 f"store unit (what the hardware writes then is not settled: docs/tma.md)")
+                                 f"#data-movement-and-conversion-instructions-tensor-copy-restrictions; the H200 "
+                                 f"faulted on one, docs/tma.md)")
+        _check_box_start("reduction" if reduce is not None else "store", params, coords)
         offset, inside, addresses = _box_addresses(params, coords, smem, store=True, address=address)
         elem = DTYPE_BYTES[params.dtype]
         rel = self._bytes(params, addresses, cta)

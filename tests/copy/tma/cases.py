@@ -87,16 +87,17 @@ NAN_FILL = [(f"{d.name}-nan-fill", pc.make_global_tensor(d, Layout((40, 64), (64
             for d in (pc.f16, pc.bf16, pc.f32, pc.f64)]
 
 #: Element-coordinate copies: (name, array, tile, origins). Each origin is loaded, and stored back where the
-#: store's preconditions allow it (non-negative, on the 16-byte unit along the contiguous mode).
+#: store's preconditions allow it (non-negative). Every column is a whole 16-byte unit (the H200 faults otherwise,
+#: docs/tma.md); rows and columns otherwise anywhere: off the box, negative, partly and wholly past the end.
 ELEMENT = [
     ("f32-element", pc.make_global_tensor(pc.f32, Layout((300, 96), (96, 1))), smem(pc.f32, Layout((64, 32), (32, 1))),
-     [(0, 0), (77, 3), (77, 8), (-5, -3), (290, 90), (-64, -32), (1 << 20, 0)]),
+     [(0, 0), (77, 4), (77, 8), (-5, -4), (290, 88), (-64, -32), (1 << 20, 0)]),
     ("bf16-kmajor-128B-element", pc.make_global_tensor(pc.bf16, Layout((300, 256), (256, 1))),
-     pc.kmajor_smem_tensor(pc.bf16, 128, 64, "128B"), [(0, 0), (77, 8), (77, 3), (-7, -9), (250, 250)]),
+     pc.kmajor_smem_tensor(pc.bf16, 128, 64, "128B"), [(0, 0), (77, 8), (77, 24), (-7, -8), (250, 248)]),
     ("bf16-kmajor-128B-split-element", pc.make_global_tensor(pc.bf16, Layout((300, 256), (256, 1))),
      pc.kmajor_smem_tensor(pc.bf16, 128, 128, "128B"), [(77, 64), (-3, 128), (299, 192)]),
     ("u8-element", pc.make_global_tensor(pc.u8, Layout((100, 48), (48, 1))), smem(pc.u8, Layout((64, 16), (16, 1))),
-     [(3, 5), (-1, -1), (99, 47), (16, 32)]),
+     [(3, 16), (-1, -16), (99, 32), (16, 32), (-70, 48)]),
 ]
 
 #: Loads through converting maps: (name, dtype, ftz, fill); the arrays hold random bits (subnormals, NaNs, ties).

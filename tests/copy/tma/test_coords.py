@@ -1,7 +1,8 @@
-"""TMA boxes at element coordinates: make_tma_copy(origin=...) places the tile's box at any signed element origin
-per array mode, static or run-time; the emulator loads exactly numpy's view of the array there (zeros or the NaN
-fill outside it); what a run-time origin must keep is stated (preconditions), checked by stream/at, and trapped on
-by the checked build; the tile-index form stays the short form."""
+"""TMA boxes at element coordinates: make_tma_copy(origin=...) places the tile's box at a signed element origin
+per array mode, static or run-time, the contiguous mode's on a whole 16-byte unit (the H200 faults otherwise, for
+every direction); the emulator loads exactly numpy's view of the array there (zeros or the NaN fill outside it);
+what a run-time origin must keep is stated (preconditions), checked by stream/at, and trapped on by the checked
+build; the tile-index form stays the short form."""
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
@@ -16,6 +17,11 @@ from pycute.tensor.values import smem_element_offsets
 
 from .cases import ELEMENT
 
+#: The H200's run 2 (docs/tma-h200-coords.jsonl) faulted on a box starting off a 16-byte unit of the contiguous mode.
+OFF_UNIT = (r"not on a 16-byte unit \(4 elements\): a box whose start along the contiguous mode is off a 16-byte "
+            r"unit \(4 elements\) raised an illegal-instruction exception on the H200 for loads, stores, reductions "
+            r"and prefetches alike \(docs/tma.md, docs/tma-h200-coords.jsonl\)")
+NAN_NEGATIVE = r"a NaN-filling load at a negative coordinate of the contiguous mode is not settled on the H200"
 F32 = pc.make_global_tensor(pc.f32, Layout((40, 24), (24, 1)))
 F32_TILE = pc.make_smem_tensor(pc.f32, Layout((16, 8), (8, 1)))
 BF16 = pc.make_global_tensor(pc.bf16, Layout((300, 256), (256, 1)))
@@ -45,50 +51,122 @@ def loaded_tile(plan, array: np.ndarray) -> np.ndarray:
 
 
 @settings(max_examples=40, deadline=None)
-@given(row=st.integers(-60, 60), col=st.integers(-40, 40))
-def test_a_load_at_any_signed_origin_equals_numpys_view_with_zeros(row, col):
+@given(row=st.integers(-60, 60), unit=st.integers(-10, 10))
+def test_a_load_at_any_row_and_any_16_byte_column_equals_numpys_view_with_zeros(row, unit):
     a = np.arange(40 * 24, dtype=np.float32).reshape(40, 24) + 1
-    got = loaded_tile(pc.make_tma_copy(F32_TILE, F32, origin=(row, col)), a)
-    assert np.array_equal(got, numpy_view(a, (row, col), (16, 8), 0.0))
+    got = loaded_tile(pc.make_tma_copy(F32_TILE, F32, origin=(row, 4 * unit)), a)
+    assert np.array_equal(got, numpy_view(a, (row, 4 * unit), (16, 8), 0.0))
 
 
 @settings(max_examples=25, deadline=None)
-@given(row=st.integers(0, 60), col=st.integers(0, 40))
-def test_a_nan_filling_load_at_any_non_negative_origin_equals_numpys_view_with_nan(row, col):
+@given(row=st.integers(-60, 60), unit=st.integers(0, 10))
+def test_a_nan_filling_load_at_any_row_and_a_non_negative_16_byte_column_equals_numpys_view_with_nan(row, unit):
     a = np.arange(40 * 24, dtype=np.float32).reshape(40, 24) + 1
-    got = loaded_tile(pc.make_tma_copy(F32_TILE, F32, origin=(row, col), oob_fill="nan"), a)
-    assert np.array_equal(got, numpy_view(a, (row, col), (16, 8), np.nan), equal_nan=True)
+    got = loaded_tile(pc.make_tma_copy(F32_TILE, F32, origin=(row, 4 * unit), oob_fill="nan"), a)
+    assert np.array_equal(got, numpy_view(a, (row, 4 * unit), (16, 8), np.nan), equal_nan=True)
 
 
-@pytest.mark.parametrize("origin", [(-1, 0), (0, -1), (-9, -5)])
-def test_a_static_negative_origin_of_a_nan_filling_load_is_refused(origin):
-    """The H200 faults on it (run 1: nan/*/negative, every float map type, CUDA_ERROR_ILLEGAL_INSTRUCTION)."""
-    with pytest.raises(pc.PlanError, match=r"is negative and the map fills with NaN: .*faults on the H200"):
+@pytest.mark.parametrize("origin", [(-1, 0), (-9, 0), (-9, 8), (-40, 4)])
+def test_a_nan_filling_load_at_negative_rows_is_planned_and_fills_them_with_nan(origin):
+    """The H200 loaded negative rows through NaN-filling maps as the layouts say (run 2: nan/*/neg-row,
+    neg-one-row)."""
+    a = np.arange(40 * 24, dtype=np.float32).reshape(40, 24) + 1
+    got = loaded_tile(pc.make_tma_copy(F32_TILE, F32, origin=origin, oob_fill="nan"), a)
+    assert np.array_equal(got, numpy_view(a, origin, (16, 8), np.nan), equal_nan=True)
+
+
+@pytest.mark.parametrize("origin", [(0, -4), (-9, -8)])
+def test_a_static_negative_column_of_a_nan_filling_load_is_refused(origin):
+    with pytest.raises(pc.PlanError, match=rf"origin {origin[1]} on the contiguous mode 1 is negative and the map "
+                                           rf"fills with NaN: {NAN_NEGATIVE}"):
         pc.make_tma_copy(F32_TILE, F32, origin=origin, oob_fill="nan")
 
 
-def test_a_run_time_origin_of_a_nan_filling_load_must_not_be_negative():
+@pytest.mark.parametrize("origin", [(0, -1), (-9, -5)])
+def test_a_nan_filling_load_at_a_negative_column_off_the_unit_is_refused_by_the_16_byte_rule(origin):
+    """Run 2's NaN-fill faults at negative columns (nan/*/negative, neg-col, neg-one-col) were all off the unit."""
+    with pytest.raises(pc.PlanError, match=rf"the origin {origin[1]} on the contiguous mode 1 is {OFF_UNIT}"):
+        pc.make_tma_copy(F32_TILE, F32, origin=origin, oob_fill="nan")
+
+
+def test_a_run_time_column_of_a_nan_filling_load_is_a_non_negative_16_byte_unit_and_its_row_is_free():
     plan = pc.make_tma_copy(F32_TILE, F32, origin=(pc.dynamic("r"), pc.dynamic("c")), oob_fill="nan")
-    assert [(p.name, p.rule) for p in plan.preconditions] == [("r", "r >= 0"), ("c", "c >= 0")]
-    assert "r >= 0" in plan.explain() and "r >= 0; c >= 0" in plan.cuda("ld")
-    with pytest.raises(pc.PlanError, match=r"c = -5 breaks c >= 0: a load through a NaN-filling map"):
-        plan.stream(0, 3, -5)
-    assert plan.stream(0, 3, 5) and not pc.make_tma_copy(F32_TILE, F32, origin=(pc.dynamic("r"), 0)).preconditions
+    assert [(p.name, p.rule) for p in plan.preconditions] == [("c", "c % 4 == 0"), ("c", "c >= 0")]
+    assert "c % 4 == 0; c >= 0" in plan.cuda("ld") and "c >= 0" in plan.explain()
+    with pytest.raises(pc.PlanError, match=rf"c = -4 breaks c >= 0: {NAN_NEGATIVE}"):
+        plan.stream(0, 3, -4)
+    assert plan.stream(0, -9, 4)[0].coords == (4, -9)
 
 
-def test_the_emulator_refuses_a_nan_filling_load_at_a_negative_coordinate():
+def test_the_emulator_fills_a_nan_filling_loads_negative_rows():
     plan = pc.make_tma_copy(F32_TILE, F32, oob_fill="nan")
-    with pytest.raises(pc.EmulationError, match=r"NaN-filling map: a negative coordinate faults"):
-        Sm90Emulator(smem_bytes=1024).tma_load(plan.tensor_map, np.zeros(40 * 24 * 4, np.uint8), (0, -1), 0)
+    emu = Sm90Emulator(smem_bytes=1024)
+    emu.tma_load(plan.tensor_map, np.zeros(40 * 24 * 4, np.uint8), (0, -1), 0)
+    assert np.isnan(emu.ctas[0].smem[:32].view(np.float32)).all() and not emu.ctas[0].smem[32:512].any()
+
+
+def test_the_emulator_refuses_a_nan_filling_load_at_a_negative_dimension_0_coordinate():
+    plan = pc.make_tma_copy(F32_TILE, F32, oob_fill="nan")
+    with pytest.raises(pc.EmulationError, match=r"NaN-filling map: a negative dimension-0 coordinate is not settled"):
+        Sm90Emulator(smem_bytes=1024).tma_load(plan.tensor_map, np.zeros(40 * 24 * 4, np.uint8), (-4, 0), 0)
+
+
+@pytest.mark.parametrize("direction,reduce", [("load", None), ("store", None), ("reduction", "add")])
+def test_the_emulator_refuses_a_box_starting_off_the_16_byte_unit(direction, reduce):
+    plan = pc.make_tma_copy(F32_TILE, F32)
+    emu, gmem = Sm90Emulator(smem_bytes=1024), np.zeros(40 * 24 * 4, np.uint8)
+    with pytest.raises(pc.EmulationError, match=rf"TMA {direction} at coordinates \(6, 1\): the box starts 24 B "
+                                                r"along dimension 0, off a 16-byte unit; the H200 raises an "
+                                                r"illegal-instruction exception"):
+        if direction == "load":
+            emu.tma_load(plan.tensor_map, gmem, (6, 1), 0)
+        else:
+            emu.tma_store(plan.tensor_map, gmem, (6, 1), 0, reduce=reduce)
+
+
+@pytest.mark.parametrize("reduce", [None, "add"])
+@pytest.mark.parametrize("origin", [(0, 3), (77, 1), (5, 2)])
+def test_a_static_store_or_reduction_origin_off_the_16_byte_unit_is_refused(origin, reduce):
+    with pytest.raises(pc.PlanError, match=rf"the origin {origin[1]} on the contiguous mode 1 is {OFF_UNIT}"):
+        pc.make_tma_copy(F32, F32_TILE, origin=origin, reduce=reduce)
+
+
+@pytest.mark.parametrize("origin", [(0, 3), (-5, -3), (290, 90), (0, (1 << 31) - 1)])
+def test_a_static_load_or_prefetch_origin_off_the_16_byte_unit_is_refused(origin):
+    """A prefetch is made from its load plan, so the load's refusal is the prefetch's."""
+    with pytest.raises(pc.PlanError, match=rf"the origin {origin[1]} on the contiguous mode 1 is {OFF_UNIT}"):
+        pc.make_tma_copy(F32_TILE, F32, origin=origin)
+
+
+@pytest.mark.parametrize("kind", ["load", "store", "reduce", "prefetch"])
+def test_a_run_time_contiguous_origin_must_be_a_16_byte_unit_in_every_direction(kind):
+    at = (pc.dynamic("r"), pc.dynamic("c"))
+    plan = {"load": lambda: pc.make_tma_copy(F32_TILE, F32, origin=at),
+            "store": lambda: pc.make_tma_copy(F32, F32_TILE, origin=at),
+            "reduce": lambda: pc.make_tma_copy(F32, F32_TILE, origin=at, reduce="add"),
+            "prefetch": lambda: pc.make_tma_copy(F32_TILE, F32, origin=at).prefetch()}[kind]()
+    assert "c % 4 == 0" in [p.rule for p in plan.preconditions]
+    with pytest.raises(pc.PlanError, match=r"c = 6 breaks c % 4 == 0: a box whose start along the contiguous mode "
+                                           r"is off a 16-byte unit \(4 elements\) raised an illegal-instruction"):
+        plan.stream(0, r=3, c=6)
+    assert plan.stream(0, r=3, c=8)
+
+
+@pytest.mark.parametrize("dtype,unit", [(pc.u8, 16), (pc.bf16, 8), (pc.f32, 4), (pc.f64, 2)])
+def test_the_16_byte_unit_is_counted_in_the_arrays_elements(dtype, unit):
+    g = pc.make_global_tensor(dtype, Layout((64, 256), (256, 1)))
+    plan = pc.make_tma_copy(pc.make_smem_tensor(dtype, Layout((8, 128 // dtype.bits * 8), (128 // dtype.bits * 8, 1))),
+                            g, origin=(0, pc.dynamic("c")))
+    assert [p.rule for p in plan.preconditions] == [f"c % {unit} == 0"]
 
 
 @settings(max_examples=25, deadline=None)
-@given(row=st.integers(-140, 320), col=st.integers(-140, 270))
-def test_a_kmajor_swizzled_load_at_any_origin_emulates_as_the_layouts_say(row, col):
-    pc.make_tma_copy(KMAJOR, BF16, origin=(row, col)).verify(seed=row & 7)
+@given(row=st.integers(-140, 320), unit=st.integers(-17, 33))
+def test_a_kmajor_swizzled_load_at_any_row_and_16_byte_column_emulates_as_the_layouts_say(row, unit):
+    pc.make_tma_copy(KMAJOR, BF16, origin=(row, 8 * unit)).verify(seed=row & 7)
 
 
-@pytest.mark.parametrize("origin,boxes", [((0, 0), 1), ((77, 64), 1), ((77, 3), 2), ((-5, -70), 2), ((290, 250), 2)])
+@pytest.mark.parametrize("origin,boxes", [((0, 0), 1), ((77, 64), 1), ((77, 8), 2), ((-5, -72), 2), ((290, 248), 2)])
 def test_an_origin_between_the_swizzle_atoms_is_planned_without_splitting_the_mode(origin, boxes):
     """A static origin on a part boundary keeps the one 3-D box; between them the mode is not viewed in parts
     (two boxes), so the box never wraps inside a part."""
@@ -137,21 +215,18 @@ def test_a_run_time_origin_that_breaks_a_precondition_is_refused_by_stream_and_a
         plan.at(**values)
 
 
-def test_a_store_holds_its_contiguous_origin_to_the_16_byte_unit():
+def test_a_run_time_store_origin_is_non_negative_and_its_column_a_16_byte_unit():
     store = pc.make_tma_copy(F32, F32_TILE, origin=(pc.dynamic("r"), pc.dynamic("c")))
-    assert [p.rule for p in store.preconditions] == ["r >= 0", "c >= 0", "c % 4 == 0"]
-    assert "not yet settled on the H200" in store.explain()
-    with pytest.raises(pc.PlanError, match=r"c = 6 breaks c % 4 == 0"):
-        store.stream(0, r=0, c=6)
+    assert [p.rule for p in store.preconditions] == ["r >= 0", "c % 4 == 0", "c >= 0"]
+    assert "illegal-instruction exception on the H200" in store.explain()
     store.at(r=3, c=8).verify()
 
 
-@pytest.mark.parametrize("origin,match", [
-    ((-1, 0), "a store's origin -1 on mode 0 is negative"),
-    ((0, 3), "not on a 16-byte store unit"),
-])
-def test_a_static_store_origin_ptx_leaves_undefined_or_not_yet_settled_is_refused(origin, match):
-    with pytest.raises(pc.PlanError, match=match):
+@pytest.mark.parametrize("origin", [(-1, 0), (0, -4)])
+def test_a_static_negative_store_origin_is_refused(origin):
+    """PTX forbids it; the H200 faulted on it (run 2: coord/store/*/-5,0 and 0,-4)."""
+    mode, value = (0, origin[0]) if origin[0] < 0 else (1, origin[1])
+    with pytest.raises(pc.PlanError, match=rf"a store's origin {value} on mode {mode} is negative; PTX requires"):
         pc.make_tma_copy(F32, F32_TILE, origin=origin)
 
 
@@ -215,6 +290,28 @@ def test_the_checked_build_traps_naming_the_broken_precondition_and_the_plain_bu
     assert checked.histogram().get("BPT.TRAP") == 1 and "BPT.TRAP" not in plain.histogram()
 
 
+@pytest.fixture(scope="module")
+def checked_f32_load():
+    plan = pc.make_tma_copy(F32_TILE, F32, origin=(pc.dynamic("r"), pc.dynamic("c")))
+    src = plan.cuda("ld") + ('extern "C" __global__ void k(const void* map, unsigned smem, unsigned mbar, int r, '
+                             'int c) { ld(map, smem, mbar, r, c); }')
+    return plan, compile_cuda(src, arch="sm_90a", checked=True)
+
+
+def test_the_checked_build_traps_on_a_column_off_the_16_byte_unit(checked_f32_load):
+    _, checked = checked_f32_load
+    thread = trace_entry(checked.ptx, {0: 0x7000_0000, 1: 0x400, 2: 0x80, 3: -5, 4: -3}, {}, "k")
+    assert thread.tma == [] and thread.trap.startswith("pycute: ld: c = -3 breaks c % 4 == 0: a box whose start "
+                                                       "along the contiguous mode is off a 16-byte unit")
+
+
+@pytest.mark.parametrize("row,col", [(-5, -4), (77, 4), (-(1 << 31), (1 << 31) - 16)])
+def test_the_checked_build_issues_the_box_at_a_column_on_the_16_byte_unit(checked_f32_load, row, col):
+    plan, checked = checked_f32_load
+    thread = trace_entry(checked.ptx, {0: 0x7000_0000, 1: 0x400, 2: 0x80, 3: row, 4: col}, {}, "k")
+    assert thread.trap is None and thread.tma == plan.stream(0x400, row, col)
+
+
 @pytest.mark.parametrize("name,g,s,origins", ELEMENT, ids=[c[0] for c in ELEMENT])
 def test_every_element_origin_the_gpu_runs_emulates_as_the_layouts_say(name, g, s, origins):
     at = (pc.dynamic("r"), pc.dynamic("c"))
@@ -239,14 +336,21 @@ def test_copy_async_passes_the_origin_to_the_tma_planner():
         pc.make_tma_copy(F32_TILE, F32, origin=(pc.dynamic("r"), 0))
 
 
-def test_a_4_bit_tile_takes_element_origins_on_whole_bytes():
-    """f4e2m1 travels as bytes: a run-time origin of the contiguous mode is a whole byte (even), a static odd one
-    is refused with each width's reason."""
-    g = pc.make_global_tensor("f4e2m1", Layout((300, 256), (256, 1)))
-    tile = pc.kmajor_smem_tensor("f4e2m1", 128, 256, "128B")
-    plan = pc.make_tma_copy(tile, g, origin=(pc.dynamic("r"), pc.dynamic("c")))
-    assert plan.element == "f4e2m1" and [p.rule for p in plan.preconditions] == ["c % 2 == 0"]
-    plan.verify()
-    with pytest.raises(pc.PlanError, match=r"no wider element fits:\n  as u8: the origin 7 of the contiguous mode is "
-                                           r"not a multiple of 2"):
-        pc.make_tma_copy(tile, g, origin=(5, 7))
+F4 = pc.make_global_tensor("f4e2m1", Layout((300, 256), (256, 1)))
+F4_TILE = pc.kmajor_smem_tensor("f4e2m1", 128, 256, "128B")
+
+
+def test_a_4_bit_tiles_run_time_contiguous_origin_is_a_16_byte_unit_of_32_elements():
+    """f4e2m1 travels as bytes; the unit (16 bytes, 32 elements) is a whole byte, so it is the one precondition."""
+    plan = pc.make_tma_copy(F4_TILE, F4, origin=(pc.dynamic("r"), pc.dynamic("c")))
+    assert plan.element == "f4e2m1" and [p.rule for p in plan.preconditions] == ["c % 32 == 0"]
+    plan.at(r=-3, c=32).verify()
+
+
+@pytest.mark.parametrize("col,match", [
+    (7, r"as u8: the origin 7 of the contiguous mode is not a multiple of 2"),
+    (8, r"as u8: the origin 8 on the contiguous mode 1 is not on a 16-byte unit \(32 elements\)"),
+])
+def test_a_4_bit_tiles_static_contiguous_origin_off_the_unit_is_refused_with_each_widths_reason(col, match):
+    with pytest.raises(pc.PlanError, match=r"no wider element fits:\n  " + match):
+        pc.make_tma_copy(F4_TILE, F4, origin=(5, col))

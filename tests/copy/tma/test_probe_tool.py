@@ -1,6 +1,7 @@
 """tools/tma_coords_h200.py works first time on the H200: on the CPU every case builds up to its launch (plans,
-sm_90a kernels), the probe's own reference model equals the emulator on every coordinate case pycute plans, and
-each case runs in its own child process under its exact name (run 1 split names at their commas)."""
+sm_90a kernels), the probe's own reference model equals the emulator on every coordinate case pycute plans, each
+case runs in its own child process under its exact name (run 1 split names at their commas), and the verdicts
+tell what pycute refuses (run 2's faults: off the 16-byte unit) from what it promises (equal, no fault)."""
 import importlib.util
 from pathlib import Path
 
@@ -32,15 +33,52 @@ def test_cases_with_commas_in_their_names_run_in_their_own_children_in_parallel(
     assert len((tmp_path / "out.jsonl").read_text().splitlines()) == 3
 
 
+FAULT = {"fault": True, "rc": 1, "error": "CUDA_ERROR_ILLEGAL_INSTRUCTION"}
+
+
+@pytest.mark.parametrize("name", ["coord/load/f32/77,3", "coord/store/bf16sw128/77,3", "coord/reduce/u32/77,3",
+                                  "coord/prefetch/f32/-5,-3", "nan/f32/neg-col"])
+def test_a_case_off_the_16_byte_unit_is_outside_pycutes_promises(probe, name):
+    """Run 2 faulted on each of these; the planner now refuses them, naming the rule."""
+    planned, refused = probe.promise(name)
+    assert planned is False and "off a 16-byte unit" in refused and "illegal-instruction" in refused
+
+
+@pytest.mark.parametrize("name", ["nan/f32/neg-unit-col", "nan/f64/neg-unit"])
+def test_a_nan_fill_at_a_negative_column_on_the_unit_is_outside_pycutes_promises(probe, name):
+    planned, refused = probe.promise(name)
+    assert planned is False and "NaN-filling load at a negative coordinate of the contiguous mode" in refused
+
+
+@pytest.mark.parametrize("name", ["coord/load/f32/-64,-32", "coord/load/f32/0,2147483632", "coord/load/u8/-1000,16",
+                                  "coord/store/f32/5,16", "coord/reduce/u32/3,4", "coord/prefetch/f32/-5,-8",
+                                  "nan/f32/neg-row", "nan/bf16/neg-one-row"])
+def test_a_case_on_the_16_byte_unit_is_within_pycutes_promises(probe, name):
+    assert probe.promise(name) == (True, None)
+
+
 def test_a_fault_outside_pycutes_promises_is_reported_as_refused(probe):
-    planned, refused = probe.promise("nan/f32/negative")
-    assert planned is False and "NaN-filling map" in refused
-    row = {"case": "nan/f32/negative", "fault": True, "rc": 1, "error": "CUDA_ERROR_ILLEGAL_INSTRUCTION",
-           "planned": planned}
+    row = {"case": "coord/load/f32/77,3", **FAULT, "planned": False}
     assert probe.verdict(row) == "FAULT rc=1 CUDA_ERROR_ILLEGAL_INSTRUCTION (outside pycute's promises: refused)"
-    assert probe.promise("coord/load/f32/-5,-3") == (True, None)
-    assert probe.verdict({**row, "case": "coord/load/f32/-5,-3", "planned": True}) == \
-        "FAULT rc=1 CUDA_ERROR_ILLEGAL_INSTRUCTION"
+
+
+def test_a_fault_within_pycutes_promises_is_reported_and_counted(probe):
+    rows = [{"case": "coord/load/f32/-64,-32", **FAULT, "planned": True},
+            {"case": "coord/load/f32/77,3", **FAULT, "planned": False},
+            {"case": "coord/load/f32/0,0", "planned": True, "smem_vs_emulator": None}]
+    assert probe.verdict(rows[0]) == "FAULT rc=1 CUDA_ERROR_ILLEGAL_INSTRUCTION (within pycute's promises)"
+    assert probe.within_promises(rows) == ["coord/load/f32/-64,-32"]
+
+
+def test_a_box_the_driver_encodes_but_no_cta_can_land_is_agreement(probe):
+    """Run 2: the driver took a 228 KiB box; pycute refuses over a CTA's 227 KiB of shared memory."""
+    row = {"case": "encode", "box 256x228 f32 (228 KiB)": {"driver": True, "planner": "the box is 233472 B",
+                                                           "box_bytes": 233472},
+           "box 256x64 f32 (64 KiB)": {"driver": True, "planner": True, "box_bytes": 65536},
+           "every planned map": {"driver": True, "maps": 35}}
+    assert probe.verdict(row) == "driver and planner agree (pycute alone refuses 1 box over a CTA's shared memory)"
+    small = {**row, "box 256x64 f32 (64 KiB)": {"driver": True, "planner": "refused", "box_bytes": 65536}}
+    assert probe.verdict(small) == "DISAGREE on ['box 256x64 f32 (64 KiB)']"
 
 
 def test_a_checked_case_that_trapped_with_its_message_says_so(probe):
@@ -58,8 +96,9 @@ def test_every_differing_element_is_listed_with_the_input_it_loaded(probe):
     assert d["each"] == [{"at": 4, "got": "7fffe000", "want": "00000000", "input": "7fc00fff"}]
 
 
-@pytest.mark.parametrize("name", ["coord/load/f32/-5,-3", "coord/load/bf16sw128/77,3", "coord/store/bf16sw128/77,8",
-                                  "coord/reduce/u32/77,8", "nan/tf32/rows-inside-unit", "nan/f32/outside"])
+@pytest.mark.parametrize("name", ["coord/load/f32/-5,-8", "coord/load/bf16sw128/77,8", "coord/store/bf16sw128/77,8",
+                                  "coord/reduce/u32/77,8", "nan/tf32/rows-inside-unit", "nan/f32/outside",
+                                  "nan/bf16/neg-row"])
 def test_a_device_that_copies_as_the_emulator_gets_the_verdict_equal(probe, name, monkeypatch):
     """The verdict path after the launch, with the launch replaced by the emulator: every comparison agrees."""
     def launch(rt, gpu, tile, seed=0, arch="sm_90a", checked=False):

@@ -3,12 +3,18 @@ sm_90a kernels), the probe's own reference model equals the emulator on every co
 case runs in its own child process under its exact name (run 1 split names at their commas), and the verdicts
 tell what pycute refuses (run 2's faults: off the 16-byte unit) from what it promises (equal, no fault)."""
 import importlib.util
+import json
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-TOOL = Path(__file__).resolve().parents[3] / "tools" / "tma_coords_h200.py"
+ROOT = Path(__file__).resolve().parents[3]
+TOOL = ROOT / "tools" / "tma_coords_h200.py"
+#: Run 2's coordinate and NaN-fill cases on the H200: (name, whether it faulted).
+RUN2 = [(r["case"], bool(r.get("fault")))
+        for r in map(json.loads, (ROOT / "docs" / "tma-h200-coords.jsonl").read_text().splitlines())
+        if r["case"].startswith(("coord/", "nan/"))]
 
 
 @pytest.fixture(scope="module")
@@ -55,6 +61,13 @@ def test_a_nan_fill_at_a_negative_column_on_the_unit_is_outside_pycutes_promises
                                   "nan/f32/neg-row", "nan/bf16/neg-one-row"])
 def test_a_case_on_the_16_byte_unit_is_within_pycutes_promises(probe, name):
     assert probe.promise(name) == (True, None)
+
+
+def test_pycute_refuses_exactly_the_coordinate_cases_the_h200_faulted_on_in_run_2(probe):
+    """93 loads, stores, reductions, prefetches and NaN-filling loads: every fault is refused by the planner's
+    rules now, and every case that ran is planned."""
+    assert len(RUN2) == 93
+    assert [name for name, fault in RUN2 if probe.promise(name)[0] is fault] == []
 
 
 def test_a_fault_outside_pycutes_promises_is_reported_as_refused(probe):

@@ -24,7 +24,7 @@ from ..layout import make_layout
 from ..tensor.smem import SmemTensor
 from ..tensor.stages import SmemStage, smem_stages, stage_offset
 from ..views import view
-from .operand import OperandShape, canonical_fields, check_alignment, major_of
+from .operand import SmemOperandShape, canonical_fields, check_alignment, major_of
 
 __all__ = ["GmmaDescriptor", "make_gmma_desc"]
 
@@ -35,7 +35,7 @@ _LAYOUT: dict[SwizzleMode, GmmaLayout] = {SwizzleMode.NONE: "none", SwizzleMode.
 
 
 @attrs.frozen(repr=False)
-class GmmaDescriptor(OperandShape):
+class GmmaDescriptor(SmemOperandShape):
     """A wgmma operand's descriptor: the fields (start address 0: the buffer's address is added at run time), the
     major-ness, the tile it describes, K per instruction and each k-step's start advance (``k_block_offset``), and
     the tile's run-time indices."""
@@ -46,18 +46,7 @@ class GmmaDescriptor(OperandShape):
     k_per_mma: int               # K elements one instruction reads (32 bytes)
     k_offsets: tuple             # bytes from the tile's first byte to each k-step's start
     stages: tuple[SmemStage, ...] = ()      # the tile's run-time indices; ``tensor`` is their value 0
-
-    @property
-    def start_offset(self) -> int:
-        """Bytes from the buffer base to the tile's first byte."""
-        return self.tensor.offset * self.tensor.bits // 8
-
-    def k_block_offset(self, k: int) -> int:
-        """Bytes the start address advances for k-step ``k`` (pre-swizzle, as the descriptor adds it)."""
-        k = as_int(k, "k_block_offset: k")
-        if not 0 <= k < self.k_blocks:
-            raise DescriptorError(f"k-step {k} is outside the tile's {self.k_blocks} ({self.k} / {self.k_per_mma})")
-        return self.k_offsets[k]
+    _k_word = "k-step"
 
     def row_offset(self, row: int) -> int:
         """Bytes from the tile's first byte to row ``row`` (a warpgroup's slice of A starts there)."""

@@ -26,7 +26,7 @@ from ..int_tuple import as_int
 from ..layout import Layout, make_layout
 from ..swizzle import Swizzle
 
-__all__ = ["OperandShape", "UmmaDescriptor", "make_umma_desc", "canonical_offsets", "canonical_fields",
+__all__ = ["OperandShape", "SmemOperandShape", "UmmaDescriptor", "make_umma_desc", "canonical_offsets", "canonical_fields",
            "major_of", "check_alignment", "BASE32B_ATOM_K"]
 
 BASE32B_ATOM_K = 4          # the 128B-with-32B-atom swizzle's atom is 128 B x 4 rows of K (PTX Table 53)
@@ -53,17 +53,14 @@ class OperandShape:
         return len(self.k_offsets)
 
 
-@attrs.frozen(repr=False)
-class UmmaDescriptor(OperandShape):
-    """An MMA operand's descriptor: the fields (start address 0: the buffer's address is added at run time), the
-    major-ness, and the tile it describes; ``k_block_offset(k)`` is k-block ``k``'s start-address advance."""
+class SmemOperandShape(OperandShape):
+    """An operand tile in shared memory (a tcgen05 or wgmma descriptor's): where it starts in its buffer and where
+    each k-block starts in it. ``_k_word`` names a k-block in refusals (wgmma says k-step)."""
 
-    descriptor: SmemDescriptor
-    major: Major
+    __slots__ = ()
     tensor: SmemTensor
-    k_per_mma: int               # K elements one MMA reads (32 bytes)
-    k_offsets: tuple             # bytes from the tile's first byte to each k-block's start
-    stages: tuple[SmemStage, ...] = ()      # the tile's run-time indices; ``tensor`` is their value 0
+    k_per_mma: int
+    _k_word = "k-block"
 
     @property
     def start_offset(self) -> int:
@@ -74,8 +71,22 @@ class UmmaDescriptor(OperandShape):
         """Bytes the start address advances for k-block ``k`` (pre-swizzle, as the descriptor adds it)."""
         k = as_int(k, "k_block_offset: k")
         if not 0 <= k < self.k_blocks:
-            raise DescriptorError(f"k-block {k} is outside the tile's {self.k_blocks} ({self.k} / {self.k_per_mma})")
+            raise DescriptorError(f"{self._k_word} {k} is outside the tile's {self.k_blocks} "
+                                  f"({self.k} / {self.k_per_mma})")
         return self.k_offsets[k]
+
+
+@attrs.frozen(repr=False)
+class UmmaDescriptor(SmemOperandShape):
+    """An MMA operand's descriptor: the fields (start address 0: the buffer's address is added at run time), the
+    major-ness, and the tile it describes; ``k_block_offset(k)`` is k-block ``k``'s start-address advance."""
+
+    descriptor: SmemDescriptor
+    major: Major
+    tensor: SmemTensor
+    k_per_mma: int               # K elements one MMA reads (32 bytes)
+    k_offsets: tuple             # bytes from the tile's first byte to each k-block's start
+    stages: tuple[SmemStage, ...] = ()      # the tile's run-time indices; ``tensor`` is their value 0
 
     def encode(self, smem_base: int = 0, k: int = 0, **values: int) -> int:
         """The 64-bit descriptor of k-block ``k`` for a buffer at shared-window byte ``smem_base`` (and each

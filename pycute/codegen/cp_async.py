@@ -3,9 +3,9 @@
 mbarrier arrive), rendered from ``arch.sm80.cp_async``."""
 from __future__ import annotations
 
-from ..arch.sm80.cp_async import (ARRIVE_NOINC_PTX, ARRIVE_PTX, CG_SIZE, COMMIT_GROUP_PTX, CP_ASYNC_SIZES,
-                                  L2_PREFETCH_SIZES, MBARRIER_ARRIVE_PTX, WAIT_GROUP_PTX, CpAsyncCache, L2Prefetch,
-                                  cp_async_ptx)
+from ..arch.sm80.cp_async import (ARRIVE_NOINC_PTX, CG_SIZE, COMMIT_GROUP_PTX, CP_ASYNC_SIZES,
+                                  L2_PREFETCH_SIZES, MBARRIER_ARRIVE_PTX, WAIT_ALL_PTX, WAIT_GROUP_PTX,
+                                  CpAsyncCache, L2Prefetch, cp_async_ptx)
 from ..atoms.cp_async import cp_async_atom
 from ..copy.cp_async.plan import CpAsyncInstruction, CpAsyncPlan, Terms
 from ..swizzle import Swizzle
@@ -36,7 +36,7 @@ def cp_async_header() -> str:
     functions = [_wrapper(c, s, l2) for c, s in forms
                  for l2 in (None, *L2_PREFETCH_SIZES)]
     return render("header_cp_async.cuh", abi=ABI_VERSION, cp_async_functions="\n".join(functions),
-                  commit=COMMIT_GROUP_PTX, wait=WAIT_GROUP_PTX, arrive=ARRIVE_NOINC_PTX, arrive_inc=ARRIVE_PTX,
+                  commit=COMMIT_GROUP_PTX, wait=WAIT_GROUP_PTX, arrive=ARRIVE_NOINC_PTX, wait_all=WAIT_ALL_PTX,
                   mbarrier_arrive=MBARRIER_ARRIVE_PTX)
 
 

@@ -8,7 +8,7 @@ from typing import Literal
 from .cache import CACHE_HINT
 
 __all__ = ["CP_ASYNC_SIZES", "CG_SIZE", "L2_PREFETCH_SIZES", "CP_ASYNC_TARGETS", "CpAsyncCache", "CpAsyncCompletion",
-           "L2Prefetch", "cp_async_ptx", "COMMIT_GROUP_PTX", "WAIT_GROUP_PTX", "ARRIVE_NOINC_PTX", "ARRIVE_PTX",
+           "L2Prefetch", "cp_async_ptx", "COMMIT_GROUP_PTX", "WAIT_GROUP_PTX", "ARRIVE_NOINC_PTX", "WAIT_ALL_PTX",
            "MBARRIER_ARRIVE_PTX", "MIN_SOURCE_WINDOW", "CP_ASYNC_SASS"]
 
 #: Bytes one cp.async moves, widest first; source and destination are aligned to the size (PTX ISA: undefined
@@ -32,11 +32,14 @@ CP_ASYNC_TARGETS = ("sm_80", "sm_86", "sm_87", "sm_89", "sm_90", "sm_90a", "sm_1
 COMMIT_GROUP_PTX = "cp.async.commit_group"
 WAIT_GROUP_PTX = "cp.async.wait_group"
 ARRIVE_NOINC_PTX = "cp.async.mbarrier.arrive.noinc.shared::cta.b64"
-#: Without ``.noinc`` the pending count is raised by one first (net zero): the barrier then also waits for the
-#: thread's copies, and the thread arrives itself with ``mbarrier.arrive`` (release semantics, so its generic shared
-#: stores before it are seen by whoever waits on the phase; PTX ISA #parallel-synchronization-and-communication-
-#: instructions-mbarrier-test-wait-try-wait lists what a completed phase makes visible).
-ARRIVE_PTX = "cp.async.mbarrier.arrive.shared::cta.b64"
+#: ``cp.async.commit_group`` then ``cp.async.wait_group 0`` in one: every earlier cp.async of the thread landed.
+WAIT_ALL_PTX = "cp.async.wait_all"
+#: A thread that also made generic shared stores (the residue) waits for its own copies and arrives itself with
+#: ``mbarrier.arrive`` (release semantics, so those stores and its landed copies are seen by whoever waits on the
+#: phase; PTX ISA #parallel-synchronization-and-communication-instructions-mbarrier-test-wait-try-wait lists what a
+#: completed phase makes visible): one arrival, as the others' .noinc. The form without ``.noinc`` (pending count
+#: raised by one first) would keep the count too, but compute-sanitizer's synccheck stops it as a "barrier
+#: overflow" on the H200 (docs/sanitizer.md).
 MBARRIER_ARRIVE_PTX = "mbarrier.arrive.shared::cta.b64"
 
 #: The narrowest source window a cp.async has (its smallest cp-size): bytes of an array past its last whole 4-byte

@@ -32,11 +32,11 @@ __device__ __forceinline__ void pycute_cp_async_mbarrier_arrive_noinc(unsigned m
   asm volatile("${arrive} [%0];" :: "r"(mbar) : "memory");
 }
 
-// The same count as the .noinc arrival for a thread that also made generic shared stores (a residue): the barrier
-// tracks its cp.async without .noinc (net zero on the pending count), then the thread arrives itself with release
-// semantics, so a waiter sees those stores too (a cp.async arrival orders only the thread's cp.async).
+// The same one arrival as the .noinc form, for a thread that also made generic shared stores (a residue): it waits
+// for its own cp.async, then arrives with release semantics, so a waiter sees its landed copies and those stores
+// (a cp.async arrival orders only the thread's cp.async).
 __device__ __forceinline__ void pycute_cp_async_mbarrier_arrive_release(unsigned mbar) {
-  asm volatile("${arrive_inc} [%0];" :: "r"(mbar) : "memory");
+  asm volatile("${wait_all};" ::: "memory");
   asm volatile("${mbarrier_arrive} _, [%0];" :: "r"(mbar) : "memory");
 }
 

@@ -189,8 +189,10 @@ def _cp(ins: Instr, mods: list[str], ctx: KernelCtx) -> Code:
         return _issue(ins, ctx, family)
     if op == "cp.async.commit_group":
         return Code(("m.cp_async_commit(th)",))
-    if op in ("cp.async.wait_group", "cp.async.wait_all"):
-        return Code((f"m.cp_async_wait(th, {src(ctx, a[0], 32) if a else 0})",))
+    if op == "cp.async.wait_group":
+        return Code((f"m.cp_async_wait(th, {src(ctx, a[0], 32)})",))
+    if op == "cp.async.wait_all":                    # commit_group, then wait_group 0 (PTX ISA, cp.async.wait_all)
+        return Code(("m.cp_async_commit(th)", "m.cp_async_wait(th, 0)"))
     if op.startswith("cp.async.mbarrier.arrive"):
         return Code((f"m.cp_async_arrive(th, {address(ctx, a[0])}, {'noinc' in mods})",))
     if op == "cp.async.bulk.commit_group":

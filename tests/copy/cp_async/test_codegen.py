@@ -58,9 +58,9 @@ RESIDUE = [c for c in CP_ASYNC if (lambda p: p.tail is not None and p.tail.resid
 
 
 @pytest.mark.parametrize("name, g, s, options, tiles", RESIDUE, ids=[c[0] for c in RESIDUE])
-def test_the_residue_is_a_zero_word_then_its_bytes_and_its_thread_arrives_with_release(name, g, s, options, tiles):
+def test_the_residue_is_a_zero_word_then_its_bytes_and_its_thread_waits_then_arrives_with_release(name, g, s, options, tiles):
     """The array's last bytes past its last 4-byte word: one zero st.shared.b32, then a byte load and store each;
-    with an mbarrier completion that thread tracks its copies without .noinc and arrives itself (release)."""
+    with an mbarrier completion that thread waits for its own copies and arrives itself (release)."""
     plan = make_cp_async_copy(s, g, **options)
     code = compile_cuda(probe_source(plan), arch="sm_90a")
     tile = tiles[1]
@@ -70,6 +70,5 @@ def test_the_residue_is_a_zero_word_then_its_bytes_and_its_thread_arrives_with_r
     ops = [entry[0] for entry in trace_entry(code.ptx, params, {}, "probe", tid=threads.pop()).trace]
     assert [op for op in ops if op.startswith("st.shared")] == ["st.shared.b32"] + ["st.shared.u8"] * plan.tail.residue
     assert ops.count("ld.global.u8") == plan.tail.residue
-    assert [op for op in ops if "arrive" in op] == ([] if plan.completion == "group" else
-                                                    ["cp.async.mbarrier.arrive.shared::cta.b64",
-                                                     "mbarrier.arrive.shared::cta.b64"])
+    assert [op for op in ops if "arrive" in op or "wait_all" in op] == (
+        [] if plan.completion == "group" else ["cp.async.wait_all", "mbarrier.arrive.shared::cta.b64"])

@@ -1,6 +1,6 @@
 """Record the persistent block-scaled GEMM example's soft build on the GPU present (docs/blockscaled-gemm.md):
-every format x cta_group at every problem size recorded before (one tile per CTA), the largest with one CTA or pair
-walking every tile (both accumulators in turn, the accumulator pipeline wrapping), and bf16 D whose rows are not
+every format x cta_group at every problem size recorded before (one tile per CTA), the largest with four CTAs or
+pairs walking its 9 to 15 tiles (both accumulators in turn, the accumulator pipeline wrapping), and bf16 D whose rows are not
 whole 16 bytes (the padded pitch) -- each case in its own child process with a time limit (a fault or a hang loses
 one case, not the run), one JSON line per case: D against the reference, element by element, and D's pad columns.
 
@@ -27,7 +27,7 @@ TIMEOUT_S = 420
 def cases() -> list[dict]:
     """(label, kind, cta_group, m, n, k, d_type, sms): sms 0 launches a CTA (pair) per tile."""
     out = [dict(kind=k, g=g, m=m, n=n, k=kk, d_type="f32", sms=0) for (m, n, kk) in RECORDED for k, g in FORMATS]
-    out += [dict(kind=k, g=g, m=520, n=280, k=1024, d_type="f32", sms=1) for k, g in FORMATS]      # all tiles, one CTA
+    out += [dict(kind=k, g=g, m=520, n=280, k=1024, d_type="f32", sms=4) for k, g in FORMATS]  # 2-4 tiles per CTA
     out += [dict(kind=k, g=g, m=200, n=300, k=416, d_type="bf16", sms=1) for k, g in FORMATS]
     for c in out:
         c["label"] = (f"{c['kind']}-cg{c['g']}-{c['m']}x{c['n']}x{c['k']}-{c['d_type']}"

@@ -2,7 +2,7 @@
 each, a summary table last.
 
     PYTHONPATH=. python3 tools/epilogue_h200.py [OUT.jsonl] [--only roundtrip,convert,bank,stream] [--jobs 6]
-                                                        [--bank-every N]
+                                                        [--bank-every N] [--bank-ops st,ld]
 
 * roundtrip: every fragment kind x output type x order x swizzle of tests/copy/smem_ldst/cases.py: registers ->
   (convert) -> swizzled shared (stmatrix / st.shared) -> TMA store -> global, and ldmatrix / ld.shared back,
@@ -135,15 +135,16 @@ def bank_batch(ncu: str, names: list[str], specs: list[str]) -> list[dict]:
     return rows
 
 
-def banks(every: int = 1) -> list[dict]:
-    """``every``: profile every n-th store / load plan of the matrix (ncu replays each kernel several times)."""
+def banks(every: int = 1, ops: tuple[str, ...] = ("st", "ld")) -> list[dict]:
+    """``every``: profile every n-th store / load plan of the matrix (ncu replays each kernel several times);
+    ``ops``: the plans profiled (``st``, ``ld``)."""
     from tests.gpu.epilogue_probe import ROUNDTRIPS
     ncu = ncu_path()
     if ncu is None:
         return [{"section": "bank", "error": "ncu not found (PATH, /usr/local/cuda/bin)"}]
     names = metrics(ncu)
     specs = [f"{op}:{c[0]}" for c in ROUNDTRIPS for op in ("st", "ld")]
-    specs = specs[0::2][::every] + specs[1::2][::every]           # stores and loads alike
+    specs = [s for s in specs[0::2][::every] + specs[1::2][::every] if s.split(":")[0] in ops]  # alike
     rows = [{"section": "bank-metrics", "ncu": ncu, "metrics": names}]
     for k in range(0, len(specs), BATCH):
         rows += bank_batch(ncu, names, specs[k:k + BATCH])
@@ -211,6 +212,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", default=",".join(SECTIONS))
     parser.add_argument("--jobs", type=int, default=6, help="round-trip children at once")
     parser.add_argument("--bank-every", type=int, default=1, help="profile every n-th plan of the bank matrix")
+    parser.add_argument("--bank-ops", default="st,ld", help="the bank section's plans: st, ld or both")
     args = parser.parse_args(argv)
     sys.path.insert(0, str(ROOT))
     only = [s for s in args.only.split(",") if s]
@@ -220,7 +222,8 @@ def main(argv: list[str] | None = None) -> int:
     rows: list[dict] = []
     with open(args.out, "w") as out:
         for section, run in (("roundtrip", lambda: roundtrips(args.jobs)), ("convert", conversions),
-                             ("bank", lambda: banks(args.bank_every)), ("stream", streams)):
+                             ("bank", lambda: banks(args.bank_every, tuple(args.bank_ops.split(",")))),
+                             ("stream", streams)):
             if section not in only:
                 continue
             start = time.time()

@@ -11,6 +11,12 @@ process with a time limit (a hang or a fault loses that case, not the run), one 
   feed >= 97% of the best minimal rate of the same run.
 
     PYTHONPATH=. python3 tools/pipeline_h200.py [PATH]    (default $OUT/pipeline-h200.jsonl, else ./pipeline-h200.jsonl)
+    PYTHONPATH=. python3 tools/pipeline_h200.py --rate [PATH]
+
+``--rate`` times only the feed rate, more carefully than the sweep: for each configuration of ``RATE`` the minimal
+kernel and the feed (one consumer warp; two consumer warpgroups) are timed in turn, ``RATE_ROUNDS`` rounds of each
+(the fastest of 3 launches per round), so that drift in the GPU's clocks or L2 falls on all three alike; the
+summary gives each kernel's best and median round and the target on both.
 
 The summary table is printed last. ``--one NAME`` runs one case in this process (what the children and
 tests/gpu/test_gpu_pipeline.py do) and prints its JSON lines.
@@ -46,6 +52,11 @@ def _fits(tile: tuple, stages: int, per_sm: int) -> bool:
 
 SWEEP = [c for c in CANDIDATES if _fits(*c)]
 VARIANTS = (("warp", 1, None), ("warpgroup", 2, None), ("warp", 1, 2), ("warpgroup", 2, 2))
+#: The rate run's configurations (1 CTA per SM): the sweep's best, the same bytes in flight in more and smaller
+#: stages (BK 32, 64B swizzle), and 128 x 128 tiles.
+RATE = [(tile, stages, 1) for tile, stages in (((128, 256, 64), 3), ((128, 256, 64), 4), ((128, 256, 32), 6),
+                                               ((128, 256, 32), 8), ((128, 128, 64), 4), ((128, 128, 64), 6))]
+RATE_ROUNDS = 9
 TIME_LIMIT = 240
 
 
@@ -172,6 +183,34 @@ def _sweep(index: int) -> list[dict]:
     return out
 
 
+def _rate(index: int) -> list[dict]:
+    import statistics
+
+    import pycute as pc
+    from pycute.harness.stream_feed import FeedProblem, FeedStream, MinimalFeed, expected_checksum
+    from pycute.pipeline import Consumer
+    tile, stages, per_sm = RATE[index]
+    problem = FeedProblem(pc.bf16, *SWEEP_MNK, tile)
+    gpu, a, b, d_a, d_b = _operands(problem)
+    moved, want = problem.bytes_moved(), expected_checksum(problem, a, b)
+    minimal = MinimalFeed(problem, stages=stages, ctas_per_sm=per_sm)
+    feeds = {f"{caller} x {count}": FeedStream(problem, stages=stages, consumer=Consumer(caller, count),
+                                               ctas_per_sm=per_sm)
+             for caller, count in (("warp", 1), ("warpgroup", 2))}
+    times: dict[str, list[float]] = {"minimal": [], **{k: [] for k in feeds}}
+    ok = {k: True for k in feeds}
+    for _ in range(RATE_ROUNDS):
+        times["minimal"].append(minimal.run(gpu, d_a, d_b, repeats=3))
+        for key, feed in feeds.items():
+            ms, got = feed.run(gpu, d_a, d_b, repeats=3)
+            times[key].append(ms)
+            ok[key] = ok[key] and got == want
+    base = {"tile": list(tile), "stages": stages, "ctas_per_sm": per_sm, "bytes": moved, "rounds": RATE_ROUNDS}
+    return [{**base, "kernel": "minimal" if key == "minimal" else "feed", "consumer": None if key == "minimal" else key,
+             "ms_rounds": ms, "TBps_best": moved / min(ms) / 1e9, "TBps_median": moved / statistics.median(ms) / 1e9,
+             "ok": ok.get(key, True)} for key, ms in times.items()]
+
+
 def one(name: str) -> list[dict]:
     """The JSON records of case ``name``."""
     if name in ("stream", "load_only", "cp_async"):
@@ -182,6 +221,8 @@ def one(name: str) -> list[dict]:
         rows = _scheduler()
     elif name.startswith("sweep"):
         rows = _sweep(int(name[5:]))
+    elif name.startswith("rate"):
+        rows = _rate(int(name[4:]))
     else:
         rows = _feed_checks(name)
     return [{"case": name, **r} for r in rows]
@@ -236,8 +277,28 @@ def _summary(rows: list[dict]) -> None:
               f"{'MEETS' if ratio >= 0.97 else 'MISSES'} the 97% target")
 
 
-def main(path: str) -> None:
-    names = list(CHECKS) + [f"sweep{k}" for k in range(len(SWEEP))]
+def _rate_summary(rows: list[dict]) -> None:
+    rate = [r for r in rows if r["case"].startswith("rate") and "TBps_best" in r]
+    if not rate:
+        print("\n== feed rate: no rate result")
+        return
+    print(f"\n== feed rate, interleaved (bf16 {SWEEP_MNK[0]} x {SWEEP_MNK[1]} x {SWEEP_MNK[2]}; TB/s into shared "
+          f"memory, best and median of {RATE_ROUNDS} rounds)")
+    for r in rate:
+        print(f"  {'x'.join(map(str, r['tile'])):<14} {r['stages']:>2} {r['kernel']:<8} {r['consumer'] or '-':<14} "
+              f"best {r['TBps_best']:6.2f}  median {r['TBps_median']:6.2f}  {'ok' if r['ok'] else 'WRONG'}")
+    for stat in ("TBps_best", "TBps_median"):
+        best_min = max((r for r in rate if r["kernel"] == "minimal"), key=lambda r: r[stat])
+        best = max((r for r in rate if r["kernel"] == "feed" and r["ok"]), key=lambda r: r[stat])
+        ratio = best[stat] / best_min[stat]
+        print(f"  by {stat[5:]:<6}: best feed {best[stat]:.2f} ({'x'.join(map(str, best['tile']))}, {best['stages']} "
+              f"stages, {best['consumer']}) / best minimal {best_min[stat]:.2f} ({'x'.join(map(str, best_min['tile']))}"
+              f", {best_min['stages']} stages) = {ratio:.1%}: {'MEETS' if ratio >= 0.97 else 'MISSES'} the 97% target")
+
+
+def main(path: str, rate: bool = False) -> None:
+    names = [f"rate{k}" for k in range(len(RATE))] if rate else \
+        list(CHECKS) + [f"sweep{k}" for k in range(len(SWEEP))]
     rows = []
     with open(path, "w") as out:
         for name in names:
@@ -246,7 +307,7 @@ def main(path: str) -> None:
                 line = json.dumps(r)
                 print(line, flush=True)
                 out.write(line + "\n")
-    _summary(rows)
+    _rate_summary(rows) if rate else _summary(rows)
     print(f"\nwrote {path}")
 
 
@@ -255,6 +316,8 @@ if __name__ == "__main__":
         for record in one(sys.argv[2]):
             print(json.dumps(record))
     else:
-        default = os.path.join(os.environ["OUT"], "pipeline-h200.jsonl") if os.environ.get("OUT") else \
-            "pipeline-h200.jsonl"
-        main(sys.argv[1] if len(sys.argv) > 1 else default)
+        rate = "--rate" in sys.argv
+        args = [a for a in sys.argv[1:] if a != "--rate"]
+        name = "pipeline-rate-h200.jsonl" if rate else "pipeline-h200.jsonl"
+        default = os.path.join(os.environ["OUT"], name) if os.environ.get("OUT") else name
+        main(args[0] if args else default, rate)

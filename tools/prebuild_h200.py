@@ -2,7 +2,7 @@
 and the pipeline feed's configurations) into pycute's compile cache, so that a timed run spends its minutes timing
 and not in NVRTC (the device machine has 16 cores; the sweeps compile one kernel at a time).
 
-    PYTHONPATH=. python3 tools/prebuild_h200.py [--jobs 12]
+    PYTHONPATH=. python3 tools/prebuild_h200.py [--jobs 12] [--only rate,feed,gemm,epilogue]
 
 Prints how many kernels compiled and how long it took; a kernel that fails to compile is named (the sweep that
 launches it will report it again)."""
@@ -55,10 +55,28 @@ def _feed(i: int) -> str:
     return f"feed {SWEEP[s]} {v}"
 
 
+def _rate(i: int) -> str:
+    import pycute as pc
+    from pycute.harness.stream_feed import FeedProblem, FeedStream, MinimalFeed
+    from pycute.pipeline import Consumer
+    from tools.pipeline_h200 import RATE, SWEEP_MNK
+    jobs = [(r, c) for r in range(len(RATE)) for c in (None, ("warp", 1), ("warpgroup", 2))]
+    if i >= len(jobs):
+        return ""
+    r, c = jobs[i]
+    tile, stages, per_sm = RATE[r]
+    problem = FeedProblem(pc.bf16, *SWEEP_MNK, tile)
+    if c is None:
+        MinimalFeed(problem, stages=stages, ctas_per_sm=per_sm).compile()
+    else:
+        FeedStream(problem, stages=stages, consumer=Consumer(*c), ctas_per_sm=per_sm).compile()
+    return f"rate {RATE[r]} {c}"
+
+
 def _one(job: tuple[str, int]) -> str:
     kind, i = job
     try:
-        return {"gemm": _gemm, "epilogue": _epilogue, "feed": _feed}[kind](i)
+        return {"gemm": _gemm, "epilogue": _epilogue, "feed": _feed, "rate": _rate}[kind](i)
     except Exception as e:  # noqa: BLE001  (named in the summary; the sweep reports it again)
         return f"FAILED {kind} {i}: {type(e).__name__}: {str(e)[:200]}"
 
@@ -66,7 +84,10 @@ def _one(job: tuple[str, int]) -> str:
 def main() -> None:
     jobs = int(sys.argv[sys.argv.index("--jobs") + 1]) if "--jobs" in sys.argv else 12
     start = time.time()
-    work = [("gemm", i) for i in range(20)] + [("epilogue", i) for i in range(40)] + [("feed", i) for i in range(80)]
+    only = sys.argv[sys.argv.index("--only") + 1].split(",") if "--only" in sys.argv else None
+    work = [("rate", i) for i in range(24)] + [("gemm", i) for i in range(20)] + [("epilogue", i) for i in range(40)] \
+        + [("feed", i) for i in range(80)]
+    work = [w for w in work if only is None or w[0] in only]
     with ProcessPoolExecutor(jobs) as pool:
         done = [r for r in pool.map(_one, work) if r]
     failed = [r for r in done if r.startswith("FAILED")]

@@ -27,6 +27,24 @@ c)
   [ -f tools/blockscaled_gemm_h200.py ] && timeout 165 python3 tools/blockscaled_gemm_h200.py "$w/blockscaled-gemm-h200.jsonl" > "$w/bsgemm.log" 2>&1 &
   wait
   ;;
+d)
+  # The feed rate first, alone on the GPU; then the correctness runs side by side.
+  python3 tools/prebuild_h200.py --jobs 14 --only rate > "$w/prebuild.log" 2>&1
+  timeout 170 python3 tools/pipeline_h200.py --rate "$w/pipeline-rate-h200.jsonl" > "$w/pipeline_rate.log" 2>&1
+  timeout 380 python3 tools/sanitize_h200.py "$w/sanitizer-h200-run2.jsonl" --only stream/ --only wgmma/ \
+    --only epilogue/ --only example/ --only cp-async/u8-rows-45B-arrive-residue \
+    --tools plain,memcheck,racecheck,synccheck --jobs 9 --timeout 300 > "$w/sanitize.log" 2>&1 &
+  timeout 200 python3 tools/tma_coords_h200.py "$w/tma-h200-coords-run3.jsonl" > "$w/tma_coords.log" 2>&1 &
+  timeout 380 python3 tools/blockscaled_gemm_h200.py "$w/blockscaled-gemm-h200-run3.jsonl" --match persistent \
+    > "$w/bsgemm_persistent.log" 2>&1 &
+  (timeout 300 python3 tools/blockscaled_gemm_h200.py "$w/blockscaled-gemm-h200-bf16.jsonl" --match bf16 \
+    > "$w/bsgemm_bf16.log" 2>&1; bash tools/soft_diag.sh "$w" > "$w/soft_diag.log" 2>&1) &
+  wait
+  ;;
+e)
+  timeout 120 python3 tools/epilogue_h200.py "$w/epilogue-bank-ld.jsonl" --only bank --bank-every 4 --bank-ops ld \
+    > "$w/epilogue_bank_ld.log" 2>&1
+  ;;
 esac
 tar czf "$OUT/batch.tgz" -C "$w" .
 for f in "$w"/*.log; do echo "== $f"; tail -n 12 "$f" | cut -c1-220; done

@@ -15,6 +15,7 @@ from typing import Any
 import attrs
 import numpy as np
 
+from ..arch.sm100.swizzle_modes import SwizzleLabel
 from ..arch.sm90.smem import SMEM_PER_SM, SMEM_RESERVED_PER_CTA
 from ..compile.nvrtc import Compiled, compile_cuda
 from ..compile.runtime import Gpu, check_gpu, tensor_map_bytes
@@ -33,7 +34,8 @@ __all__ = ["FeedProblem", "FeedStream", "MinimalFeed", "expected_checksum", "fee
 @attrs.frozen
 class FeedProblem:
     """A GEMM's operands as the feed moves them: A (m x k) and B (n x k), K-major, tiles of ``tile = (bm, bn, bk)``
-    under the 128B swizzle; the output's tiles walked with a swizzled raster of ``swizzle`` block rows."""
+    under the widest swizzle whose row the tile's K fills (128B for 128-byte rows, 64B for 64); the output's tiles
+    walked with a swizzled raster of ``swizzle`` block rows."""
 
     dtype: DType
     m: int
@@ -58,11 +60,18 @@ class FeedProblem:
     def operand(self, rows: int) -> Any:
         return make_global_tensor(self.dtype, Layout((rows, self.k), (self.k, 1)))
 
+    @property
+    def smem_swizzle(self) -> SwizzleLabel:
+        row = self.tile[2] * self.dtype.bits // 8
+        spans: tuple[tuple[SwizzleLabel, int], ...] = (("128B", 128), ("64B", 64), ("32B", 32))
+        return next((name for name, span in spans if row % span == 0), "none")
+
     def loads(self, multicast: int | None) -> dict[str, TmaPlan]:
         bm, bn, bk = self.tile
-        return {"a": make_tma_copy(kmajor_smem_tensor(self.dtype, bm, bk, "128B"), self.operand(self.m),
+        sw = self.smem_swizzle
+        return {"a": make_tma_copy(kmajor_smem_tensor(self.dtype, bm, bk, sw), self.operand(self.m),
                                    multicast=multicast),
-                "b": make_tma_copy(kmajor_smem_tensor(self.dtype, bn, bk, "128B"), self.operand(self.n))}
+                "b": make_tma_copy(kmajor_smem_tensor(self.dtype, bn, bk, sw), self.operand(self.n))}
 
     def stage_bytes(self) -> int:
         bm, bn, bk = self.tile

@@ -72,3 +72,23 @@ def test_every_swept_configuration_plans_within_its_share_of_an_sm():
             per_cta = pipe.smem_bytes + ALIGN_SLACK + pipe.barrier_bytes + 1024      # and the driver's reserve
             assert pipe.stages == stages and per_sm * per_cta <= SMEM_PER_SM
         assert MinimalFeed(problem, stages=stages, ctas_per_sm=per_sm).pipeline.stages == stages
+
+
+def test_every_rate_configuration_plans_within_an_sm_and_compiles_without_local_memory():
+    tool = _tool()
+    for tile, stages, per_sm in tool.RATE:
+        problem = FeedProblem(pc.bf16, *tool.SWEEP_MNK, tile)
+        for feed in (FeedStream(problem, stages=stages, consumer=Consumer("warp", 1), ctas_per_sm=per_sm),
+                     MinimalFeed(problem, stages=stages, ctas_per_sm=per_sm)):
+            pipe = feed.pipeline
+            assert pipe.stages == stages
+            assert per_sm * (pipe.smem_bytes + ALIGN_SLACK + pipe.barrier_bytes + 1024) <= SMEM_PER_SM
+            assert not any(op.startswith(("LDL", "STL")) for op in feed.compile().histogram())
+
+
+@pytest.mark.parametrize("bk, swizzle", [(64, "128B"), (32, "64B"), (16, "32B"), (8, "none")])
+def test_the_feed_tiles_take_the_widest_swizzle_their_k_rows_fill(bk, swizzle):
+    problem = FeedProblem(pc.bf16, 256, 256, 256, (128, 128, bk))
+    assert problem.smem_swizzle == swizzle
+    assert all(plan.smem.swizzle == pc.kmajor_smem_tensor(pc.bf16, 128, bk, swizzle).swizzle
+               for plan in problem.loads(None).values())

@@ -105,17 +105,22 @@ sf_pipeline(const unsigned char* __restrict__ sf, unsigned* __restrict__ out) {{
   const unsigned warp = pycute_warp_index(), lane = threadIdx.x % 32u, cta = pycute_cluster_ctarank();
   const unsigned b = pycute_smem_address(bars);
 
-  for (unsigned s = 0; s < STAGES; ++s) fill_stage(sfa_smem, sfb_smem, sf, cta, s, s);
+  // TMEM and the barriers first, then a barrier, before any thread fills shared memory (racecheck otherwise takes
+  // the mbarrier.init for a write to the fill's bytes: docs/sanitizer.md).
   if (warp == 0) {{
     pycute_tmem_alloc<{g}>(pycute_smem_address(&tmem_slot), {self.alloc.columns}u);
     pycute_tmem_relinquish_alloc_permit<{g}>();
   }}
   if (threadIdx.x == 0) sf_init(b);
+  pycute_tcgen05_fence_before_thread_sync();
+  __syncthreads();
+  pycute_tcgen05_fence_after_thread_sync();
+  const unsigned tmem = tmem_slot;
+  for (unsigned s = 0; s < STAGES; ++s) fill_stage(sfa_smem, sfb_smem, sf, cta, s, s);
   pycute_fence_proxy_async_shared();
   pycute_tcgen05_fence_before_thread_sync();
   {sync}
   pycute_tcgen05_fence_after_thread_sync();
-  const unsigned tmem = tmem_slot;
   const unsigned warp_tmem = tmem + ((PYCUTE_TMEM_QUADRANT_LANES * (warp % 4u)) << PYCUTE_TMEM_LANE_SHIFT);
 
   sf_state copied = sf_producer_start(), landed = sf_consumer_start();

@@ -124,6 +124,15 @@ def test_a_case_runs_under_the_tool_and_follows_children_only_when_it_has_them()
     assert tool.command(spawning, "memcheck", "cs")[3:5] == ["--target-processes", "all"]
 
 
+def test_a_cases_tool_options_go_to_that_tool_only():
+    case = tool.SanitizeCase("x", "k", lambda a: None, lambda g, a: True,
+                             tool_options={"synccheck": ("--num-cuda-barriers", "64")})
+    assert tool.command(case, "synccheck", "cs")[3:5] == ["--num-cuda-barriers", "64"]
+    assert "--num-cuda-barriers" not in tool.command(case, "racecheck", "cs")
+    assert [c.name for c in CASES if c.tool_options] == ["tcgen05-cp-soft/demo-g2",
+                                                         "tcgen05-cp-soft/128x256b-g2-128B-bf16"]
+
+
 FAKE = """import sys, time
 tool, name = sys.argv[2], sys.argv[-1]
 if name == "hangs":

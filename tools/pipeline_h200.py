@@ -52,10 +52,13 @@ def _fits(tile: tuple, stages: int, per_sm: int) -> bool:
 
 SWEEP = [c for c in CANDIDATES if _fits(*c)]
 VARIANTS = (("warp", 1, None), ("warpgroup", 2, None), ("warp", 1, 2), ("warpgroup", 2, 2))
-#: The rate run's configurations (1 CTA per SM): the sweep's best, the same bytes in flight in more and smaller
-#: stages (BK 32, 64B swizzle), and 128 x 128 tiles.
-RATE = [(tile, stages, 1) for tile, stages in (((128, 256, 64), 3), ((128, 256, 64), 4), ((128, 256, 32), 6),
-                                               ((128, 256, 32), 8), ((128, 128, 64), 4), ((128, 128, 64), 6))]
+#: The rate run's problem (whole tiles of 128, 192 and 256 along M and N) and configurations (tile, stages, CTAs per
+#: SM): around the sweep's best, stage sizes between 128x128 and 128x256 (192-wide tiles), BK 32 stages.
+RATE_MNK = (7680, 7680, 4096)
+RATE = [((128, 256, 64), s, 1) for s in (2, 3, 4)] + [((256, 128, 64), s, 1) for s in (3, 4)] \
+    + [((128, 192, 64), s, 1) for s in (3, 4, 5)] + [((192, 128, 64), s, 1) for s in (3, 4, 5)] \
+    + [((128, 128, 64), s, 1) for s in (3, 4, 5, 6)] + [((128, 256, 32), 6, 1)] \
+    + [((128, 128, 64), s, 2) for s in (2, 3)] + [((128, 192, 64), 2, 2)]
 RATE_ROUNDS = 9
 TIME_LIMIT = 240
 
@@ -190,7 +193,7 @@ def _rate(index: int) -> list[dict]:
     from pycute.harness.stream_feed import FeedProblem, FeedStream, MinimalFeed, expected_checksum
     from pycute.pipeline import Consumer
     tile, stages, per_sm = RATE[index]
-    problem = FeedProblem(pc.bf16, *SWEEP_MNK, tile)
+    problem = FeedProblem(pc.bf16, *RATE_MNK, tile)
     gpu, a, b, d_a, d_b = _operands(problem)
     moved, want = problem.bytes_moved(), expected_checksum(problem, a, b)
     minimal = MinimalFeed(problem, stages=stages, ctas_per_sm=per_sm)
@@ -282,10 +285,11 @@ def _rate_summary(rows: list[dict]) -> None:
     if not rate:
         print("\n== feed rate: no rate result")
         return
-    print(f"\n== feed rate, interleaved (bf16 {SWEEP_MNK[0]} x {SWEEP_MNK[1]} x {SWEEP_MNK[2]}; TB/s into shared "
+    print(f"\n== feed rate, interleaved (bf16 {RATE_MNK[0]} x {RATE_MNK[1]} x {RATE_MNK[2]}; TB/s into shared "
           f"memory, best and median of {RATE_ROUNDS} rounds)")
     for r in rate:
-        print(f"  {'x'.join(map(str, r['tile'])):<14} {r['stages']:>2} {r['kernel']:<8} {r['consumer'] or '-':<14} "
+        print(f"  {'x'.join(map(str, r['tile'])):<14} {r['stages']:>2} {r['ctas_per_sm']}/SM {r['kernel']:<8} "
+              f"{r['consumer'] or '-':<14} "
               f"best {r['TBps_best']:6.2f}  median {r['TBps_median']:6.2f}  {'ok' if r['ok'] else 'WRONG'}")
     for stat in ("TBps_best", "TBps_median"):
         best_min = max((r for r in rate if r["kernel"] == "minimal"), key=lambda r: r[stat])

@@ -59,13 +59,13 @@ def _rate(i: int) -> str:
     import pycute as pc
     from pycute.harness.stream_feed import FeedProblem, FeedStream, MinimalFeed
     from pycute.pipeline import Consumer
-    from tools.pipeline_h200 import RATE, SWEEP_MNK
+    from tools.pipeline_h200 import RATE, RATE_MNK
     jobs = [(r, c) for r in range(len(RATE)) for c in (None, ("warp", 1), ("warpgroup", 2))]
     if i >= len(jobs):
         return ""
     r, c = jobs[i]
     tile, stages, per_sm = RATE[r]
-    problem = FeedProblem(pc.bf16, *SWEEP_MNK, tile)
+    problem = FeedProblem(pc.bf16, *RATE_MNK, tile)
     if c is None:
         MinimalFeed(problem, stages=stages, ctas_per_sm=per_sm).compile()
     else:
@@ -85,7 +85,7 @@ def main() -> None:
     jobs = int(sys.argv[sys.argv.index("--jobs") + 1]) if "--jobs" in sys.argv else 12
     start = time.time()
     only = sys.argv[sys.argv.index("--only") + 1].split(",") if "--only" in sys.argv else None
-    work = [("rate", i) for i in range(24)] + [("gemm", i) for i in range(20)] + [("epilogue", i) for i in range(40)] \
+    work = [("rate", i) for i in range(80)] + [("gemm", i) for i in range(20)] + [("epilogue", i) for i in range(40)] \
         + [("feed", i) for i in range(80)]
     work = [w for w in work if only is None or w[0] in only]
     with ProcessPoolExecutor(jobs) as pool:

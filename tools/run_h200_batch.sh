@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The lead's batching of H200 work into few device calls (each tool is documented in its own file): correctness
 # tools in parallel (small kernels, untimed), then the timed sweeps one after the other, alone on the GPU.
-#   bash tools/run_h200_batch.sh b|c      (outputs under $OUT, packed into one archive)
+#   bash tools/run_h200_batch.sh b|c|d|e|f|g    (outputs under $OUT, packed into one archive)
 set -u
 export PYTHONPATH=. PYTHONUNBUFFERED=1
 w=/tmp/h200-batch; mkdir -p "$w"
@@ -39,6 +39,23 @@ d)
     > "$w/bsgemm_persistent.log" 2>&1 &
   (timeout 300 python3 tools/blockscaled_gemm_h200.py "$w/blockscaled-gemm-h200-bf16.jsonl" --match bf16 \
     > "$w/bsgemm_bf16.log" 2>&1; bash tools/soft_diag.sh "$w" > "$w/soft_diag.log" 2>&1) &
+  wait
+  ;;
+f)
+  timeout 200 python3 tools/feed_variants_h200.py "$w/feed-variants-h200.jsonl" > "$w/feed_variants.log" 2>&1
+  timeout 300 python3 tools/sanitize_h200.py "$w/sanitizer-h200-run3.jsonl" --only example/blockscaled-gemm-nvfp4-g2 \
+    --tools racecheck,synccheck --jobs 2 --timeout 290 > "$w/sanitize3.log" 2>&1 &
+  bash tools/soft_diag.sh "$w" > "$w/soft_diag2.log" 2>&1 &
+  wait
+  ;;
+g)
+  python3 tools/prebuild_h200.py --jobs 14 --only rate > "$w/prebuild.log" 2>&1
+  timeout 200 python3 tools/pipeline_h200.py --rate "$w/pipeline-rate-h200-run2.jsonl" > "$w/pipeline_rate2.log" 2>&1
+  timeout 300 python3 tools/sanitize_h200.py "$w/sanitizer-h200-soft.jsonl" --only tcgen05- --only example/blockscaled-sf \
+    --only mma-soft --only chain-soft --only example/attention --only example/epilogue-soft --jobs 8 --timeout 200 \
+    > "$w/sanitize_soft.log" 2>&1 &
+  timeout 420 python3 tools/sanitize_h200.py "$w/sanitizer-h200-gemm.jsonl" --only example/blockscaled-gemm-nvfp4-g2 \
+    --tools racecheck --jobs 1 --timeout 410 > "$w/sanitize_gemm.log" 2>&1 &
   wait
   ;;
 e)

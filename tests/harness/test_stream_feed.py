@@ -77,7 +77,7 @@ def test_every_swept_configuration_plans_within_its_share_of_an_sm():
 def test_every_rate_configuration_plans_within_an_sm_and_compiles_without_local_memory():
     tool = _tool()
     for tile, stages, per_sm in tool.RATE:
-        problem = FeedProblem(pc.bf16, *tool.SWEEP_MNK, tile)
+        problem = FeedProblem(pc.bf16, *tool.RATE_MNK, tile)
         for feed in (FeedStream(problem, stages=stages, consumer=Consumer("warp", 1), ctas_per_sm=per_sm),
                      MinimalFeed(problem, stages=stages, ctas_per_sm=per_sm)):
             pipe = feed.pipeline

@@ -19,14 +19,8 @@ extern "C" __global__ void __launch_bounds__(128, 1)${cluster} ${name}_roundtrip
   unsigned char* buffer = pycute_dynamic_smem + ((1024u - (dyn & 1023u)) & 1023u);
   const unsigned mbar = pycute_smem_address(&mbarrier_word);
 
-  // 1. Fill shared memory through the source layout (zero first: bytes the layout never names stay 0).
-  for (unsigned b = tid; b < PYCUTE_SMEM_BYTES; b += blockDim.x) buffer[b] = 0;
-  __syncthreads();
-  for (unsigned i = tid; i < PYCUTE_ELEMS; i += blockDim.x) {
-    const unsigned off = pycute_src_byte_offset(i);
-    for (unsigned k = 0; k < PYCUTE_ELEM_BYTES; ++k) buffer[off + k] = values[(cta * PYCUTE_ELEMS + i) * PYCUTE_ELEM_BYTES + k];
-  }
-  // 2. Allocate TMEM (one warp per CTA) and set up the completion mbarrier.
+  // 1. Allocate TMEM (one warp per CTA) and set up the completion mbarrier, then a barrier, before any thread fills
+  //    shared memory (racecheck otherwise takes the mbarrier.init for a write to the fill's bytes: docs/sanitizer.md).
   if (warp == 0) {
     pycute_tmem_alloc<${cta_group}>(pycute_smem_address(&tmem_slot), PYCUTE_TMEM_COLS);
     pycute_tmem_relinquish_alloc_permit<${cta_group}>();
@@ -37,6 +31,14 @@ extern "C" __global__ void __launch_bounds__(128, 1)${cluster} ${name}_roundtrip
   pycute_tcgen05_fence_after_thread_sync();
   const unsigned taddr = tmem_slot;
   const unsigned warp_taddr = taddr + ((PYCUTE_TMEM_QUADRANT_LANES * (warp % 4u)) << PYCUTE_TMEM_LANE_SHIFT);
+
+  // 2. Fill shared memory through the source layout (zero first: bytes the layout never names stay 0).
+  for (unsigned b = tid; b < PYCUTE_SMEM_BYTES; b += blockDim.x) buffer[b] = 0;
+  __syncthreads();
+  for (unsigned i = tid; i < PYCUTE_ELEMS; i += blockDim.x) {
+    const unsigned off = pycute_src_byte_offset(i);
+    for (unsigned k = 0; k < PYCUTE_ELEM_BYTES; ++k) buffer[off + k] = values[(cta * PYCUTE_ELEMS + i) * PYCUTE_ELEM_BYTES + k];
+  }
 
   // 3. Zero this warp's TMEM quadrant: alloc does not clear TMEM.
   const unsigned zeros[${chunk}] = {};

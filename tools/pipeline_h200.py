@@ -11,12 +11,13 @@ process with a time limit (a hang or a fault loses that case, not the run), one 
   feed >= 97% of the best minimal rate of the same run.
 
     PYTHONPATH=. python3 tools/pipeline_h200.py [PATH]    (default $OUT/pipeline-h200.jsonl, else ./pipeline-h200.jsonl)
-    PYTHONPATH=. python3 tools/pipeline_h200.py --rate [PATH]
+    PYTHONPATH=. python3 tools/pipeline_h200.py --rate [PATH] [--mnk=M,N,K ...]
 
 ``--rate`` times only the feed rate, more carefully than the sweep: for each configuration of ``RATE`` the minimal
 kernel and the feed (one consumer warp; two consumer warpgroups) are timed in turn, ``RATE_ROUNDS`` rounds of each
 (the fastest of 3 launches per round), so that drift in the GPU's clocks or L2 falls on all three alike; the
-summary gives each kernel's best and median round and the target on both.
+summary gives each kernel's best and median round and the target on both, per problem (``--mnk=M,N,K``, repeatable;
+default ``RATE_MNK``; the configurations whose tiles divide it).
 
 The summary table is printed last. ``--one NAME`` runs one case in this process (what the children and
 tests/gpu/test_gpu_pipeline.py do) and prints its JSON lines.
@@ -186,14 +187,14 @@ def _sweep(index: int) -> list[dict]:
     return out
 
 
-def _rate(index: int) -> list[dict]:
+def _rate(index: int, mnk: tuple[int, int, int] = RATE_MNK) -> list[dict]:
     import statistics
 
     import pycute as pc
     from pycute.harness.stream_feed import FeedProblem, FeedStream, MinimalFeed, expected_checksum
     from pycute.pipeline import Consumer
     tile, stages, per_sm = RATE[index]
-    problem = FeedProblem(pc.bf16, *RATE_MNK, tile)
+    problem = FeedProblem(pc.bf16, *mnk, tile)
     gpu, a, b, d_a, d_b = _operands(problem)
     moved, want = problem.bytes_moved(), expected_checksum(problem, a, b)
     minimal = MinimalFeed(problem, stages=stages, ctas_per_sm=per_sm)
@@ -208,7 +209,8 @@ def _rate(index: int) -> list[dict]:
             ms, got = feed.run(gpu, d_a, d_b, repeats=3)
             times[key].append(ms)
             ok[key] = ok[key] and got == want
-    base = {"tile": list(tile), "stages": stages, "ctas_per_sm": per_sm, "bytes": moved, "rounds": RATE_ROUNDS}
+    base = {"mnk": list(mnk), "tile": list(tile), "stages": stages, "ctas_per_sm": per_sm, "bytes": moved,
+            "rounds": RATE_ROUNDS}
     return [{**base, "kernel": "minimal" if key == "minimal" else "feed", "consumer": None if key == "minimal" else key,
              "ms_rounds": ms, "TBps_best": moved / min(ms) / 1e9, "TBps_median": moved / statistics.median(ms) / 1e9,
              "ok": ok.get(key, True)} for key, ms in times.items()]
@@ -224,8 +226,9 @@ def one(name: str) -> list[dict]:
         rows = _scheduler()
     elif name.startswith("sweep"):
         rows = _sweep(int(name[5:]))
-    elif name.startswith("rate"):
-        rows = _rate(int(name[4:]))
+    elif name.startswith("rate"):                # rate<index>[@M,N,K]
+        index, _, mnk = name[4:].partition("@")
+        rows = _rate(int(index), tuple(map(int, mnk.split(","))) if mnk else RATE_MNK)   # type: ignore[arg-type]
     else:
         rows = _feed_checks(name)
     return [{"case": name, **r} for r in rows]
@@ -285,23 +288,32 @@ def _rate_summary(rows: list[dict]) -> None:
     if not rate:
         print("\n== feed rate: no rate result")
         return
-    print(f"\n== feed rate, interleaved (bf16 {RATE_MNK[0]} x {RATE_MNK[1]} x {RATE_MNK[2]}; TB/s into shared "
-          f"memory, best and median of {RATE_ROUNDS} rounds)")
-    for r in rate:
-        print(f"  {'x'.join(map(str, r['tile'])):<14} {r['stages']:>2} {r['ctas_per_sm']}/SM {r['kernel']:<8} "
-              f"{r['consumer'] or '-':<14} "
-              f"best {r['TBps_best']:6.2f}  median {r['TBps_median']:6.2f}  {'ok' if r['ok'] else 'WRONG'}")
-    for stat in ("TBps_best", "TBps_median"):
-        best_min = max((r for r in rate if r["kernel"] == "minimal"), key=lambda r: r[stat])
-        best = max((r for r in rate if r["kernel"] == "feed" and r["ok"]), key=lambda r: r[stat])
-        ratio = best[stat] / best_min[stat]
-        print(f"  by {stat[5:]:<6}: best feed {best[stat]:.2f} ({'x'.join(map(str, best['tile']))}, {best['stages']} "
-              f"stages, {best['consumer']}) / best minimal {best_min[stat]:.2f} ({'x'.join(map(str, best_min['tile']))}"
-              f", {best_min['stages']} stages) = {ratio:.1%}: {'MEETS' if ratio >= 0.97 else 'MISSES'} the 97% target")
+    for mnk in sorted({tuple(r["mnk"]) for r in rate}):
+        mine = [r for r in rate if tuple(r["mnk"]) == mnk]
+        print(f"\n== feed rate, interleaved (bf16 {mnk[0]} x {mnk[1]} x {mnk[2]}; TB/s into shared memory, best and "
+              f"median of {RATE_ROUNDS} rounds)")
+        for r in mine:
+            print(f"  {'x'.join(map(str, r['tile'])):<14} {r['stages']:>2} {r['ctas_per_sm']}/SM {r['kernel']:<8} "
+                  f"{r['consumer'] or '-':<14} best {r['TBps_best']:6.2f}  median {r['TBps_median']:6.2f}  "
+                  f"{'ok' if r['ok'] else 'WRONG'}")
+        for stat in ("TBps_best", "TBps_median"):
+            best_min = max((r for r in mine if r["kernel"] == "minimal"), key=lambda r: r[stat])
+            best = max((r for r in mine if r["kernel"] == "feed" and r["ok"]), key=lambda r: r[stat])
+            ratio = best[stat] / best_min[stat]
+            print(f"  by {stat[5:]:<6}: best feed {best[stat]:.2f} ({'x'.join(map(str, best['tile']))}, "
+                  f"{best['stages']} stages, {best['consumer']}) / best minimal {best_min[stat]:.2f} "
+                  f"({'x'.join(map(str, best_min['tile']))}, {best_min['stages']} stages) = {ratio:.1%}: "
+                  f"{'MEETS' if ratio >= 0.97 else 'MISSES'} the 97% target")
 
 
-def main(path: str, rate: bool = False) -> None:
-    names = [f"rate{k}" for k in range(len(RATE))] if rate else \
+def rate_names(mnk: tuple[int, int, int]) -> list[str]:
+    """The rate run's cases for problem ``mnk``: every configuration whose tiles divide it."""
+    return [f"rate{k}@{','.join(map(str, mnk))}" for k, (tile, _, _) in enumerate(RATE)
+            if mnk[0] % tile[0] == 0 and mnk[1] % tile[1] == 0 and mnk[2] % tile[2] == 0]
+
+
+def main(path: str, rate: tuple[tuple[int, int, int], ...] = ()) -> None:
+    names = [n for mnk in rate for n in rate_names(mnk)] if rate else \
         list(CHECKS) + [f"sweep{k}" for k in range(len(SWEEP))]
     rows = []
     with open(path, "w") as out:
@@ -320,8 +332,9 @@ if __name__ == "__main__":
         for record in one(sys.argv[2]):
             print(json.dumps(record))
     else:
-        rate = "--rate" in sys.argv
-        args = [a for a in sys.argv[1:] if a != "--rate"]
+        rate = tuple(tuple(int(x) for x in a.split("=", 1)[1].split(",")) for a in sys.argv[1:]
+                     if a.startswith("--mnk=")) or ((RATE_MNK,) if "--rate" in sys.argv else ())
+        args = [a for a in sys.argv[1:] if not a.startswith("--")]
         name = "pipeline-rate-h200.jsonl" if rate else "pipeline-h200.jsonl"
         default = os.path.join(os.environ["OUT"], name) if os.environ.get("OUT") else name
-        main(args[0] if args else default, rate)
+        main(args[0] if args else default, rate)   # type: ignore[arg-type]

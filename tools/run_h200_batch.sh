@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The lead's batching of H200 work into few device calls (each tool is documented in its own file): correctness
 # tools in parallel (small kernels, untimed), then the timed sweeps one after the other, alone on the GPU.
-#   bash tools/run_h200_batch.sh b|c|d|e|f|g    (outputs under $OUT, packed into one archive)
+#   bash tools/run_h200_batch.sh b|c|d|e|f|g|h   (outputs under $OUT, packed into one archive)
 set -u
 export PYTHONPATH=. PYTHONUNBUFFERED=1
 w=/tmp/h200-batch; mkdir -p "$w"
@@ -47,6 +47,11 @@ f)
     --tools racecheck,synccheck --jobs 2 --timeout 290 > "$w/sanitize3.log" 2>&1 &
   bash tools/soft_diag.sh "$w" > "$w/soft_diag2.log" 2>&1 &
   wait
+  ;;
+h)
+  python3 tools/prebuild_h200.py --jobs 14 --only rate > "$w/prebuild.log" 2>&1
+  timeout 240 python3 tools/pipeline_h200.py --rate "$w/pipeline-rate-h200-run3.jsonl" --mnk=8192,8192,4096 \
+    --mnk=7680,7680,4096 > "$w/pipeline_rate3.log" 2>&1
   ;;
 g)
   python3 tools/prebuild_h200.py --jobs 14 --only rate > "$w/prebuild.log" 2>&1

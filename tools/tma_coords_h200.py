@@ -26,9 +26,8 @@ load as the layouts say. Families:
   listed with its input; a store of raw values through each type (does a store convert?).
 * ``nan/<dtype>/<where>``: the NaN fill of every float map type, for rows partly past the array (inside a 16-byte
   unit), boxes wholly outside, negative rows (planned: run 2 loaded them as the layouts say), and negative columns
-  on the 16-byte unit (``neg-unit-col``, ``neg-unit``: not yet run, so pycute refuses them; a load as the layouts
-  say would let pycute plan them); the columns off the unit (``negative``, ``neg-col``, ``neg-one-col``) fault
-  under the 16-byte rule.
+  on the 16-byte unit (``neg-unit-col``, ``neg-unit``: planned since run 3 loaded them as the layouts say); the
+  columns off the unit (``negative``, ``neg-col``, ``neg-one-col``) fault under the 16-byte rule.
 * ``encode``: cuTensorMapEncodeTiled's verdict on boxes up to the largest (total bytes 64 KiB to 256 KiB in several
   shapes: pycute refuses over 227 KiB, which no CTA can land; run 2: the driver took 228 KiB and refused 255 KiB,
   the probes between pin its own limit), extent-1 strides, the converting types with the NaN fill, and every map

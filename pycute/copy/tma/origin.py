@@ -14,7 +14,7 @@ from ...tensor.region import Dynamic
 from ...tensor.tile import contiguous_mode, whole_array_modes
 from ..protocol import Reject
 
-__all__ = ["TmaOrigin", "TmaPrecondition", "Origin", "origin_value", "step_why", "nan_fill_why", "inner_unit_why",
+__all__ = ["TmaOrigin", "TmaPrecondition", "Origin", "origin_value", "step_why", "inner_unit_why",
            "origin_spec",
            "place_origins", "check_static_origin", "widen_origin"]
 
@@ -70,12 +70,6 @@ def step_why(o: TmaOrigin) -> str:
                 f"one along mode {o.mode}")
     return (f"the map views array mode {o.mode} in {o.step}-element parts (the box spans several), so the box "
             f"starts on a part boundary; an origin between would copy the wrong elements")
-
-
-def nan_fill_why() -> str:
-    return ("a NaN-filling load at a negative coordinate of the contiguous mode is not settled on the H200 (its "
-            "negative rows load as the layouts say; the negative columns tried were off the 16-byte unit, which "
-            "faults for any fill: docs/tma.md), so pycute keeps them non-negative")
 
 
 def inner_unit_why(unit: int) -> str:
@@ -138,12 +132,11 @@ def place_origins(spec: tuple, dims: list, tile: tuple, unit: int, inner: int) -
     return tuple(out)
 
 
-def check_static_origin(origins: tuple[TmaOrigin, ...], direction: str, elem: int, inner: int, nan_fill: bool,
-                        where: str) -> None:
+def check_static_origin(origins: tuple[TmaOrigin, ...], direction: str, elem: int, inner: int, where: str) -> None:
     """The rules a static origin must keep (the preconditions the run-time ones state): along the contiguous mode
     it sits on a 16-byte unit (the H200 faults otherwise, for every direction: docs/tma.md); a store's is never
-    negative (PTX ISA #data-movement-and-conversion-instructions-tensor-copy-restrictions); a NaN-filling load's
-    along the contiguous mode is not negative (unsettled on the H200)."""
+    negative (PTX ISA #data-movement-and-conversion-instructions-tensor-copy-restrictions). A NaN-filling load may
+    start at negative coordinates on the unit, rows and columns alike (run 3 on the H200: docs/tma.md)."""
     for o in origins:
         if o.value is None:
             continue
@@ -155,9 +148,6 @@ def check_static_origin(origins: tuple[TmaOrigin, ...], direction: str, elem: in
             raise PlanError(f"make_tma_copy: a store's origin {o.value} on mode {o.mode} is negative; PTX requires "
                             f"a store's coordinates to be non-negative (a box partly before the array is not "
                             f"clipped there){where}")
-        if direction != "store" and nan_fill and o.mode == inner and o.value < 0:
-            raise PlanError(f"make_tma_copy: the origin {o.value} on the contiguous mode {o.mode} is negative and "
-                            f"the map fills with NaN: {nan_fill_why()}{where}")
 
 
 def widen_origin(spec: tuple | None, gmem: GlobalTensor, n: int, own: bool) -> None:

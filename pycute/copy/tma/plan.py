@@ -8,7 +8,7 @@ import attrs
 
 from ...arch.convention import Convention
 from ...arch.sm100.tma_pair import PAIR_CTAS, TMA_PAIR_TARGETS
-from ...arch.sm90.tma import BOX_START_UNIT, COORD_MAX, COORD_MIN, OOB_FILL_NAN, TMA_TARGETS, TmaDirection
+from ...arch.sm90.tma import BOX_START_UNIT, COORD_MAX, COORD_MIN, TMA_TARGETS, TmaDirection
 from ...atoms.tma import TmaAtom, TmaIssue, tma_atom
 from ...errors import PlanError
 from ...dtypes import dtype
@@ -18,7 +18,7 @@ from ...tensor.smem import SmemTensor
 from ...tensor.tile import contiguous_mode
 from ...views import view
 from ..protocol import ArrayTilePlan, Rejection
-from .origin import TmaOrigin, TmaPrecondition, inner_unit_why, nan_fill_why, origin_value, step_why
+from .origin import TmaOrigin, TmaPrecondition, inner_unit_why, origin_value, step_why
 from .params import DTYPE_BYTES, TensorMapParams, smem_capacity
 from ...tensor.stages import SmemStage, stage_offset
 from ...tensor.tile import mode_extents
@@ -153,7 +153,6 @@ class TmaPlan(ArrayTilePlan):
                                          "(a store's coordinates are non-negative, PTX ISA)")
                          for k in range(len(self.tile_shape))) if store else ()
         inner = contiguous_mode(self.array_modes)
-        nan_fill = not store and self.tensor_map.oob_fill == OOB_FILL_NAN
         for o in self.origin:
             if o.name is None:
                 continue
@@ -162,8 +161,6 @@ class TmaPlan(ArrayTilePlan):
                 out.append(TmaPrecondition(o.name, "multiple", o.step, step_why(o)))
             if unit > o.step:
                 out.append(TmaPrecondition(o.name, "multiple", unit, inner_unit_why(unit)))
-            if nan_fill and o.mode == inner:
-                out.append(TmaPrecondition(o.name, "at_least", 0, nan_fill_why()))
             if store:
                 out.append(TmaPrecondition(o.name, "at_least", 0, "a store's coordinates are non-negative (PTX ISA "
                                            "#data-movement-and-conversion-instructions-tensor-copy-restrictions)"))

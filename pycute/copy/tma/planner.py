@@ -15,8 +15,8 @@ from typing import Any
 import attrs
 
 from ...arch.sm80.cache import CachePolicy, cache_policy
-from ...arch.sm90.tma import (DATA_TYPES, INNER_BOX_ALIGN, L2_PROMOTION_128B, MAX_BOX, MAX_RANK, OOB_FILL_NAN,
-                              SMEM_ALIGN, TMA_SWIZZLES, TX_LIMIT, L2Promotion, OobFill, ReduceOp, TmaDirection,
+from ...arch.sm90.tma import (DATA_TYPES, INNER_BOX_ALIGN, L2_PROMOTION_128B, MAX_BOX, MAX_RANK, SMEM_ALIGN,
+                              TMA_SWIZZLES, TX_LIMIT, L2Promotion, OobFill, ReduceOp, TmaDirection,
                               TmaSwizzle, l2_promotion_code, tma_swizzle_of_bytes)
 from ...atoms.tma import tma_atom
 from ...basis import ScaledBasis
@@ -282,7 +282,7 @@ def _plan(direction: TmaDirection, gmem: GlobalTensor, smem: SmemTensor, multica
     tile_coords = tile_coords_of(view, dims, where)
     if any(o.value is not None and o.value % o.unit for o in origins):
         raise Reject("a static origin is not a whole widened element")
-    check_static_origin(origins, direction, elem, first, fill == OOB_FILL_NAN, where)
+    check_static_origin(origins, direction, elem, first, where)
     box_elems = 1
     for n, _, _ in box:
         box_elems *= n

@@ -202,10 +202,6 @@ class TmaExecutor(Machine):
         at ``smem`` of ``cta`` (with ``mask``, of every CTA whose bit is set: ``.multicast::cluster``); returns
         the bytes it delivers to each receiving CTA's mbarrier (the whole box)."""
         _check_box_start("load", params, coords)
-        if params.oob_fill == OOB_FILL_NAN and coords[0] < 0:
-            raise EmulationError(f"TMA load at coordinates {coords} through a NaN-filling map: a negative "
-                                 f"dimension-0 coordinate is not settled on the H200 (its negative rows load the "
-                                 f"fill; docs/tma.md)")
         offset, inside, addresses = _box_addresses(params, coords, smem, address=address)
         elem = DTYPE_BYTES[params.dtype]
         rel = self._bytes(params, addresses, cta)

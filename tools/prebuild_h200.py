@@ -37,40 +37,36 @@ def _epilogue(i: int) -> str:
     return f"epilogue stream {c[i]}"
 
 
-def _feed(i: int) -> str:
+def _feed_kernel(mnk: tuple, config: tuple, variant: tuple | None) -> None:
+    """Compile the minimal kernel (``variant`` None) or the feed ``(caller, count, multicast)`` of a configuration."""
     import pycute as pc
     from pycute.harness.stream_feed import FeedProblem, FeedStream, MinimalFeed
     from pycute.pipeline import Consumer
-    from tools.pipeline_h200 import SWEEP, SWEEP_MNK, VARIANTS
-    jobs = [(s, v) for s in range(len(SWEEP)) for v in (None, *VARIANTS)]
-    if i >= len(jobs):
-        return ""
-    s, v = jobs[i]
-    tile, stages, per_sm = SWEEP[s]
-    problem = FeedProblem(pc.bf16, *SWEEP_MNK, tile)
-    if v is None:
+    tile, stages, per_sm = config
+    problem = FeedProblem(pc.bf16, *mnk, tile)
+    if variant is None:
         MinimalFeed(problem, stages=stages, ctas_per_sm=per_sm).compile()
     else:
-        FeedStream(problem, stages=stages, consumer=Consumer(v[0], v[1]), multicast=v[2], ctas_per_sm=per_sm).compile()
-    return f"feed {SWEEP[s]} {v}"
+        FeedStream(problem, stages=stages, consumer=Consumer(variant[0], variant[1]), multicast=variant[2],
+                   ctas_per_sm=per_sm).compile()
+
+
+def _feed(i: int) -> str:
+    from tools.pipeline_h200 import SWEEP, SWEEP_MNK, VARIANTS
+    jobs = [(config, v) for config in SWEEP for v in (None, *VARIANTS)]
+    if i >= len(jobs):
+        return ""
+    _feed_kernel(SWEEP_MNK, *jobs[i])
+    return f"feed {jobs[i]}"
 
 
 def _rate(i: int) -> str:
-    import pycute as pc
-    from pycute.harness.stream_feed import FeedProblem, FeedStream, MinimalFeed
-    from pycute.pipeline import Consumer
     from tools.pipeline_h200 import RATE, RATE_MNK
-    jobs = [(r, c) for r in range(len(RATE)) for c in (None, ("warp", 1), ("warpgroup", 2))]
+    jobs = [(config, v) for config in RATE for v in (None, ("warp", 1, None), ("warpgroup", 2, None))]
     if i >= len(jobs):
         return ""
-    r, c = jobs[i]
-    tile, stages, per_sm = RATE[r]
-    problem = FeedProblem(pc.bf16, *RATE_MNK, tile)
-    if c is None:
-        MinimalFeed(problem, stages=stages, ctas_per_sm=per_sm).compile()
-    else:
-        FeedStream(problem, stages=stages, consumer=Consumer(*c), ctas_per_sm=per_sm).compile()
-    return f"rate {RATE[r]} {c}"
+    _feed_kernel(RATE_MNK, *jobs[i])
+    return f"rate {jobs[i]}"
 
 
 def _one(job: tuple[str, int]) -> str:

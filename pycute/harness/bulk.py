@@ -8,7 +8,7 @@ import attrs
 import numpy as np
 
 from ..codegen.bulk import emit_bulk_copy, emit_dsmem_copy
-from .common import BUFFER_AND_BARRIER
+from .common import BUFFER_AND_BARRIER, MBARRIER_FIRST
 from ..compile.nvrtc import Compiled, compile_cuda
 from ..compile.runtime import Gpu, check_gpu
 from ..copy.bulk.plan import BulkPlan
@@ -57,11 +57,9 @@ class BulkRoundTrip:
 extern "C" __global__ void bulk_roundtrip(const unsigned char* a, unsigned char* b, unsigned char* dump,
                                           unsigned* status, {tiles}) {{
 {BUFFER_AND_BARRIER}
+{MBARRIER_FIRST}
   for (unsigned i = threadIdx.x; i < {self.smem_bytes}u; i += blockDim.x) buf[i] = {_MARKER};
-  if (threadIdx.x == 0) {{
-    pycute_mbarrier_init(m, 1);
-    pycute_mbarrier_arrive_expect_tx(m, rt_load_expect_tx);
-  }}
+  if (threadIdx.x == 0) pycute_mbarrier_arrive_expect_tx(m, rt_load_expect_tx);
   pycute_fence_proxy_async_shared();
   __syncthreads();
   if (threadIdx.x == 0) rt_load(a, base, m, {args});
@@ -142,11 +140,9 @@ class DsmemRoundTrip:
 extern "C" __global__ void dsmem_roundtrip(const unsigned char* images, unsigned char* dump, unsigned* status) {{
 {BUFFER_AND_BARRIER}
   const unsigned rank = pycute_cluster_ctarank();
+{MBARRIER_FIRST}
   for (unsigned i = threadIdx.x; i < {r}u; i += blockDim.x) buf[i] = images[rank * {r}u + i];
-  if (threadIdx.x == 0) {{
-    pycute_mbarrier_init(m, 1);
-    pycute_mbarrier_arrive_expect_tx(m, rt_dsmem_expect_tx);
-  }}
+  if (threadIdx.x == 0) pycute_mbarrier_arrive_expect_tx(m, rt_dsmem_expect_tx);
   pycute_fence_proxy_async_shared();
   pycute_cluster_sync();           // every CTA's source written and mbarrier armed before any copy
   if (threadIdx.x == 0) rt_dsmem(base + {self.src_bytes}u, base, m, (rank + 1u) % {n}u);

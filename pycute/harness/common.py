@@ -1,7 +1,7 @@
 """Kernel text the round trips share."""
 from __future__ import annotations
 
-__all__ = ["BUFFER_AND_BARRIER", "tmem_readback"]
+__all__ = ["BUFFER_AND_BARRIER", "MBARRIER_FIRST", "tmem_readback"]
 
 #: A round-trip kernel's first lines: its dynamic shared memory aligned to 1 KiB (``base``, a shared-window
 #: address, and ``buf``, a pointer) and one mbarrier at shared address ``m``.
@@ -10,6 +10,12 @@ BUFFER_AND_BARRIER = """  extern __shared__ unsigned char raw[];
   const unsigned base = (pycute_smem_address(raw) + 1023u) & ~1023u;
   unsigned char* buf = raw + (base - pycute_smem_address(raw));
   const unsigned m = pycute_smem_address(&mbar);"""
+
+#: The mbarrier initialised, then a CTA barrier, before any other shared-memory access: compute-sanitizer's racecheck
+#: takes the warp-uniform ``mbarrier.init`` for accesses of the warp's other lanes and reports them against the
+#: initialising thread's next use of the barrier, or against the fill (docs/sanitizer.md).
+MBARRIER_FIRST = """  if (threadIdx.x == 0) pycute_mbarrier_init(m, 1);
+  __syncthreads();                 // the mbarrier set up before any other shared-memory access (racecheck)"""
 
 
 def tmem_readback(ld: str, width: int, columns: int, chunk: int) -> str:

@@ -54,8 +54,9 @@ extern "C" __global__ void __launch_bounds__(128) dsmem_ring(const unsigned char
   const unsigned base = (pycute_smem_address(raw) + 1023u) & ~1023u, b = pycute_smem_address(bars);
   unsigned char* buf = raw + (base - pycute_smem_address(raw));
   const unsigned rank = pycute_cluster_ctarank();
-  for (unsigned i = threadIdx.x; i < {b}u; i += blockDim.x) buf[{b}u + i] = init[blockIdx.x * {b}ull + i];
   if (threadIdx.x == 0) dsmem_init(b);
+  __syncthreads();                            // the barriers set up before any other shared access (racecheck)
+  for (unsigned i = threadIdx.x; i < {b}u; i += blockDim.x) buf[{b}u + i] = init[blockIdx.x * {b}ull + i];
   pycute_fence_proxy_async_shared();          // the tile's generic writes, before the DSMEM copy reads them
   dsmem_state arm = dsmem_producer_start(), recv = dsmem_consumer_start();
   for (int i = 0; i < rounds; ++i, arm.advance(), recv.advance()) {{

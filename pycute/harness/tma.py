@@ -6,7 +6,7 @@ from __future__ import annotations
 import attrs
 import numpy as np
 
-from .common import BUFFER_AND_BARRIER
+from .common import BUFFER_AND_BARRIER, MBARRIER_FIRST
 from ..compile.nvrtc import Compiled, compile_cuda
 from ..compile.runtime import Gpu, check_gpu, tensor_map_arg, tensor_map_bytes
 from ..copy.tma.plan import TmaPlan
@@ -96,10 +96,10 @@ extern "C" __global__ void tma_roundtrip({maps}, unsigned char* dump, unsigned* 
 {BUFFER_AND_BARRIER}
   const unsigned rank = pycute_cluster_ctarank();
   const unsigned tx = rt_tx[rank];
+{MBARRIER_FIRST}
   for (unsigned i = threadIdx.x; i < {self.smem_bytes}u; i += blockDim.x) buf[i] = {_MARKER};
   if (threadIdx.x == 0) {{
     {"" if by_value else "pycute_tensormap_acquire(in_map); pycute_tensormap_acquire(out_map);"}
-    pycute_mbarrier_init(m, 1);
     if (tx) pycute_mbarrier_arrive_expect_tx(m, tx);
   }}
   pycute_fence_proxy_async_shared();

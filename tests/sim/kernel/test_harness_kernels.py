@@ -1,6 +1,6 @@
 """pycute's own generated kernels run whole on the CPU and leave what the emulator (or numpy) says: the TMA round trip
 (by pointer and __grid_constant__, multicast, reduce), the bulk and DSMEM round trips, cp.async with groups and with
-an mbarrier, and the load-only stream's checksum over a small array."""
+an mbarrier, the DSMEM ring stream, and the load-only stream's checksum over a small array."""
 import numpy as np
 import pytest
 
@@ -8,6 +8,7 @@ import pycute as pc
 from pycute import Layout
 from pycute.harness.bulk import BulkRoundTrip, DsmemRoundTrip
 from pycute.harness.cp_async import CpAsyncRoundTrip
+from pycute.harness.stream_dsmem import DsmemRing
 from pycute.harness.stream_load import CONSUMERS, TmaLoadStream, position_checksum
 from pycute.harness.tma import TmaRoundTrip
 from pycute.sim import run_kernel, tensor_map
@@ -81,6 +82,17 @@ def test_cp_async_by_groups_and_by_mbarrier_leaves_the_emulators_image(name):
     dump, status = np.zeros(rt.smem_bytes, dtype=np.uint8), np.zeros(1, dtype=np.uint32)
     run_kernel(rt.compile(), block=rt.block, smem=rt.smem_bytes + 1024, args=[rt.array(0), dump, status, *tiles[1]])
     assert np.array_equal(dump, rt.emulate(tiles[1], 0))
+
+
+@pytest.mark.parametrize("ctas, rounds", [(2, 3), (4, 2)])
+def test_the_dsmem_ring_stream_rotates_each_clusters_tiles_once_per_round(ctas, rounds):
+    ring = pc.make_smem_tensor(pc.f32, Layout((256, 2), (1, 256)))
+    r = DsmemRing(pc.make_dsmem_copy(ring[:, pc.dynamic("recv")], ring[:, pc.dynamic("send")]), ctas)
+    init = np.random.default_rng(5).integers(0, 256, 2 * ctas * r.stage_bytes, dtype=np.uint8)   # two clusters
+    out = np.zeros_like(init)
+    run_kernel(r.compile(), grid=2 * ctas, block=128, cluster=ctas, smem=2 * r.stage_bytes + 1024,
+               args=[init, out, rounds])
+    assert np.array_equal(out, r.expected(init, 2, rounds))
 
 
 def test_the_load_only_stream_checksums_every_word_of_a_small_array():

@@ -11,6 +11,7 @@ from examples.grouped_tma import SMEM, TILE_BYTES, GroupedTma
 from pycute import ComposedLayout, Layout, Swizzle
 from pycute.compile import compile_cuda
 from pycute.errors import EmulationError
+from pycute.harness.common import BUFFER_AND_BARRIER
 from pycute.harness.im2col import Im2colRoundTrip
 from pycute.harness.stream_feed import ALIGN_SLACK, FeedStream, expected_checksum
 from pycute.harness.tma import TmaRoundTrip
@@ -97,10 +98,7 @@ def test_gather4_and_scatter4_move_the_four_named_rows():
     gather, scatter = pc.make_tma_gather4(GATHER_TILE, GATHER_ARRAY), pc.make_tma_gather4(GATHER_ARRAY, GATHER_TILE)
     source = gather.cuda("fg") + scatter.cuda("fs").replace('#include "pycute/tma.cuh"\n', "") + """
 extern "C" __global__ void rows(const pycute_tensor_map* in, const pycute_tensor_map* out, unsigned char* dump) {
-  extern __shared__ unsigned char raw[];
-  __shared__ __align__(8) unsigned long long bar;
-  const unsigned base = (pycute_smem_address(raw) + 1023u) & ~1023u, m = pycute_smem_address(&bar);
-  const unsigned char* buf = raw + (base - pycute_smem_address(raw));
+""" + BUFFER_AND_BARRIER + """
   if (threadIdx.x == 0) {
     pycute_mbarrier_init(m, 1);
     pycute_mbarrier_arrive_expect_tx(m, fg_expect_tx);
@@ -134,10 +132,7 @@ def test_an_im2col_w_load_leaves_the_emulators_rows(mode, rows, halo, offset):
     plan = pc.make_im2col_w_copy(pc.kmajor_smem_tensor(pc.bf16, rows, 64, "128B"), act, W_CONV, mode, halo, offset)
     source = plan.cuda("fw") + """
 extern "C" __global__ void wide(const pycute_tensor_map* map, unsigned char* dump, int w, int h, int n) {
-  extern __shared__ unsigned char raw[];
-  __shared__ __align__(8) unsigned long long bar;
-  const unsigned base = (pycute_smem_address(raw) + 1023u) & ~1023u, m = pycute_smem_address(&bar);
-  const unsigned char* buf = raw + (base - pycute_smem_address(raw));
+""" + BUFFER_AND_BARRIER + """
   if (threadIdx.x == 0) {
     pycute_mbarrier_init(m, 1);
     pycute_mbarrier_arrive_expect_tx(m, fw_expect_tx);

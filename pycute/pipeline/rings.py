@@ -7,7 +7,7 @@ from typing import Any
 import attrs
 
 from ..arch.sm90.mbarrier import MBARRIER_BYTES
-from ..arch.sm90.tma import FTZ_DATA_TYPE_CODES, OOB_FILL_NAN
+from ..arch.sm90.tma import FTZ_DATA_TYPE_CODES, L2_PROMOTIONS, OOB_FILL_NAN
 from ..copy.bulk.plan import BulkPlan
 from ..copy.bulk.planner import make_bulk_copy
 from ..copy.cp_async.planner import make_cp_async_copy
@@ -67,12 +67,19 @@ def _restage(name: str, plan: Any, stages: int, offset: int) -> tuple[Any, SmemT
     rank = len(tile.layout.shape) if isinstance(tile.layout.shape, tuple) else 1
     staged = ring[(slice(None),) * rank + (dynamic(STAGE_INDEX),)]
     if isinstance(plan, TmaPlan):
-        out: Any = make_tma_copy(staged, plan.gmem, multicast=plan.multicast.ctas if plan.multicast else None,
+        l2 = next(label for label, code in L2_PROMOTIONS.items() if code == plan.tensor_map.l2_promotion)
+        out: Any = make_tma_copy(staged, plan.gmem, multicast=plan.multicast.spec if plan.multicast else None,
                                  oob_fill="nan" if plan.tensor_map.oob_fill == OOB_FILL_NAN else "zero",
                                  cta_group=2 if plan.atom.pair else 1, origin=_origin_of(plan),
-                                 ftz=plan.tensor_map.data_type in FTZ_DATA_TYPE_CODES)
+                                 ftz=plan.tensor_map.data_type in FTZ_DATA_TYPE_CODES, l2_promotion=l2,
+                                 cache_hint=plan.cache_hint)
+        # The ring changes where the boxes land, never the map or how they are issued.
+        if (out.tensor_map, out.cache_hint, out.multicast and out.multicast.spec) != \
+                (plan.tensor_map, plan.cache_hint, plan.multicast and plan.multicast.spec):
+            raise PlanError(f"make_pipeline: load {name!r} planned over the ring takes another tensor map, L2 policy "
+                            f"or multicast than the tile's plan")
     elif isinstance(plan, BulkPlan):
-        out = make_bulk_copy(staged, plan.gmem)
+        out = make_bulk_copy(staged, plan.gmem, cache_hint=plan.cache_hint)
     else:
         out = make_cp_async_copy(staged, plan.gmem, threads=plan.threads, cache=plan.atom.cache,
                                  l2_prefetch=plan.atom.l2_prefetch, completion=plan.completion)

@@ -210,3 +210,22 @@ def test_a_load_re_planned_over_the_ring_takes_what_the_tiles_plan_took(origin, 
     load = pc.make_tma_copy(pc.kmajor_smem_tensor(pc.bf16, 128, 64, "128B"), array, origin=origin)
     pipe = make_pipeline({"a": load}, consumer=Consumer("warpgroup", 2), stages=3)
     assert f"void pipeline_a(const void* map, unsigned smem, unsigned mbar, {params}, unsigned stage)" in pipe.cuda()
+
+
+@pytest.mark.parametrize("options", [{"cache_hint": "evict_last"}, {"l2_promotion": "256B"},
+                                     {"l2_promotion": "none", "cache_hint": "evict_first"},
+                                     {"multicast": pc.Multicast((4, 1), mask=0b1010)}])
+def test_a_load_re_planned_over_the_ring_keeps_its_map_and_l2_policy(options):
+    load = pc.make_tma_copy(tile(128), A, **options)
+    staged = make_pipeline({"a": load}, consumer=Consumer("warp"), stages=3).load("a")
+    assert staged.tensor_map == load.tensor_map and staged.cache_hint == load.cache_hint
+    assert (staged.multicast and staged.multicast.spec) == (load.multicast and load.multicast.spec)
+    if load.cache_hint is not None:
+        assert f"L2::{options['cache_hint']}" in make_pipeline({"a": load}, consumer=Consumer("warp"), stages=3).cuda()
+
+
+def test_a_bulk_load_re_planned_over_the_ring_keeps_its_l2_policy():
+    smem = pc.make_smem_tensor(pc.f32, Layout((64, 64), (64, 1)))
+    load = pc.make_bulk_copy(smem, F32, cache_hint="evict_first")
+    staged = make_pipeline({"a": load}, consumer=Consumer("warp"), stages=2).load("a")
+    assert staged.cache_hint == load.cache_hint

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The lead's batching of H200 work into few device calls (each tool is documented in its own file): correctness
 # tools in parallel (small kernels, untimed), then the timed sweeps one after the other, alone on the GPU.
-#   bash tools/run_h200_batch.sh b|c|d|e|f|g|h   (outputs under $OUT, packed into one archive)
+#   bash tools/run_h200_batch.sh b|c|d|e|f|g|h|i|j   (outputs under $OUT, packed into one archive)
 set -u
 export PYTHONPATH=. PYTHONUNBUFFERED=1
 w=/tmp/h200-batch; mkdir -p "$w"
@@ -62,6 +62,20 @@ g)
   timeout 420 python3 tools/sanitize_h200.py "$w/sanitizer-h200-gemm.jsonl" --only example/blockscaled-gemm-nvfp4-g2 \
     --tools racecheck --jobs 1 --timeout 410 > "$w/sanitize_gemm.log" 2>&1 &
   wait
+  ;;
+i)
+  # The feed's gap (raster / L2 variants timed alone, then ncu), then racecheck over the MBARRIER_FIRST kernels.
+  timeout 200 python3 tools/feed_gap_h200.py --sweep "$w/feed-gap-h200.jsonl" > "$w/feed_gap.log" 2>&1
+  timeout 200 python3 tools/feed_gap_h200.py --ncu "$w/feed-gap-ncu-h200.jsonl" > "$w/feed_gap_ncu.log" 2>&1
+  timeout 220 python3 tools/sanitize_h200.py "$w/sanitizer-h200-run4.jsonl" --only bulk/ --only dsmem/ \
+    --only tma/f32-2d-plain --only stream/dsmem-ring --tools plain,racecheck,memcheck,synccheck --jobs 10 \
+    --timeout 150 > "$w/sanitize4.log" 2>&1
+  ;;
+j)
+  # Hand-written baselines with consumers and L2 prefetch, timed alone; then the soft nvfp4 MMA under racecheck alone.
+  timeout 240 python3 tools/feed_gap_h200.py --hand "$w/feed-hand-h200.jsonl" > "$w/feed_hand.log" 2>&1
+  timeout 330 python3 tools/sanitize_h200.py "$w/sanitizer-h200-run5.jsonl" --only mma-soft/nvfp4 --tools plain,racecheck \
+    --jobs 1 --timeout 320 > "$w/sanitize5.log" 2>&1
   ;;
 e)
   timeout 120 python3 tools/epilogue_h200.py "$w/epilogue-bank-ld.jsonl" --only bank --bank-every 4 --bank-ops ld \

@@ -17,6 +17,7 @@ import numpy as np
 
 from ..arch.sm100.swizzle_modes import SwizzleLabel
 from ..arch.sm90.smem import SMEM_PER_SM, SMEM_RESERVED_PER_CTA
+from ..arch.sm90.tma import L2Promotion
 from ..compile.nvrtc import Compiled, compile_cuda
 from ..compile.runtime import Gpu, check_gpu, tensor_map_bytes
 from ..copy.tma.plan import TmaPlan
@@ -24,7 +25,7 @@ from ..copy.tma.planner import make_tma_copy
 from ..dtypes import DType
 from ..errors import CompileError
 from ..layout import Layout
-from ..pipeline import Consumer, PipelinePlan, TileScheduler, make_pipeline, make_tile_scheduler, smem_capacity
+from ..pipeline import Consumer, PipelinePlan, TileScheduler, Raster, make_pipeline, make_tile_scheduler, smem_capacity
 from ..tensor.canonical import kmajor_smem_tensor
 from ..tensor.gmem import make_global_tensor
 
@@ -35,7 +36,8 @@ __all__ = ["FeedProblem", "FeedStream", "MinimalFeed", "expected_checksum", "fee
 class FeedProblem:
     """A GEMM's operands as the feed moves them: A (m x k) and B (n x k), K-major, tiles of ``tile = (bm, bn, bk)``
     under the widest swizzle whose row the tile's K fills (128B for 128-byte rows, 64B for 64); the output's tiles
-    walked with a swizzled raster of ``swizzle`` block rows."""
+    walked in bands of ``swizzle`` block rows along ``raster``. ``l2_promotion`` and ``cache_hint`` are both loads'
+    L2 options (``make_tma_copy``'s), the same for every kernel that moves the problem."""
 
     dtype: DType
     m: int
@@ -43,6 +45,9 @@ class FeedProblem:
     k: int
     tile: tuple[int, int, int]
     swizzle: int = 8
+    raster: Raster = "m"
+    l2_promotion: L2Promotion = "128B"
+    cache_hint: str | None = None
 
     def __attrs_post_init__(self) -> None:
         bm, bn, bk = self.tile
@@ -70,8 +75,14 @@ class FeedProblem:
         bm, bn, bk = self.tile
         sw = self.smem_swizzle
         return {"a": make_tma_copy(kmajor_smem_tensor(self.dtype, bm, bk, sw), self.operand(self.m),
-                                   multicast=multicast),
-                "b": make_tma_copy(kmajor_smem_tensor(self.dtype, bn, bk, sw), self.operand(self.n))}
+                                   multicast=multicast, l2_promotion=self.l2_promotion, cache_hint=self.cache_hint),
+                "b": make_tma_copy(kmajor_smem_tensor(self.dtype, bn, bk, sw), self.operand(self.n),
+                                   l2_promotion=self.l2_promotion, cache_hint=self.cache_hint)}
+
+    def scheduler(self, cluster: int = 1) -> TileScheduler:
+        """The output tiles' walk, in clusters of ``cluster`` CTAs along N."""
+        return make_tile_scheduler(self.tiles, cluster=(1, cluster), swizzle=self.swizzle, raster=self.raster,
+                                   name="sched")
 
     def stage_bytes(self) -> int:
         bm, bn, bk = self.tile
@@ -162,8 +173,7 @@ class FeedStream:
 
     @property
     def scheduler(self) -> TileScheduler:
-        return make_tile_scheduler(self.problem.tiles, cluster=(1, self.cluster), swizzle=self.problem.swizzle,
-                                   name="sched")
+        return self.problem.scheduler(self.cluster)
 
     @property
     def warps(self) -> int:
@@ -252,7 +262,7 @@ class MinimalFeed:
 
     @property
     def scheduler(self) -> TileScheduler:
-        return make_tile_scheduler(self.problem.tiles, swizzle=self.problem.swizzle, name="sched")
+        return self.problem.scheduler()
 
     @property
     def pipeline(self) -> PipelinePlan:

@@ -4,12 +4,16 @@ configuration tools/pipeline_h200.py sweeps plans within an SM's shared memory."
 import importlib.util
 import pathlib
 
+import attrs
+import numpy as np
 import pytest
 
 import pycute as pc
 from pycute.arch.sm90.smem import SMEM_PER_SM
+from pycute.compile.nvrtc import compile_cuda
 from pycute.harness.stream_feed import ALIGN_SLACK, FeedProblem, FeedStream, MinimalFeed, expected_checksum
 from pycute.pipeline import Consumer
+from pycute.sim import run_kernel, tensor_map
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 
@@ -53,8 +57,8 @@ def test_the_minimal_kernel_issues_both_loads_and_keeps_nothing_in_local_memory(
     assert h["UTMALDG.2D"] >= 2 and not any(op.startswith(("LDL", "STL")) for op in h)
 
 
-def _tool():
-    spec = importlib.util.spec_from_file_location("pipeline_h200", ROOT / "tools" / "pipeline_h200.py")
+def _tool(name="pipeline_h200"):
+    spec = importlib.util.spec_from_file_location(name, ROOT / "tools" / f"{name}.py")
     tool = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(tool)
     return tool
@@ -99,3 +103,31 @@ def test_the_feed_tiles_take_the_widest_swizzle_their_k_rows_fill(bk, swizzle):
     assert problem.smem_swizzle == swizzle
     assert all(plan.smem.swizzle == pc.kmajor_smem_tensor(pc.bf16, 128, bk, swizzle).swizzle
                for plan in problem.loads(None).values())
+
+
+def test_the_gap_tools_kernels_run_whole_on_the_cpu_and_the_feeds_deliver_every_stage():
+    """tools/feed_gap_h200.py's hand-written baselines (consumers reading nothing, parities by hand) and its L2
+    prefetch variants: no deadlock, no stage overwritten before its release, the feeds' checksums right."""
+    tool = _tool("feed_gap_h200")
+    problem = FeedProblem(pc.bf16, 256, 256, 256, (128, 64, 64))
+    a, b = problem.arrays(0)
+    loads = problem.loads(None)
+    smem = FeedStream(problem, stages=tool.STAGES).pipeline.smem_bytes + ALIGN_SLACK
+    kernels = tool.hand_kernels(problem)
+    assert {"minimal", "feed", "hand-warp", "hand-lane", "feed+pf1", "minimal+pf1", "hand-warp+pf1"} <= set(kernels)
+    for name, (source, symbol, threads) in kernels.items():
+        checksum = np.zeros(1, np.uint64)
+        args = [tensor_map(loads["a"], a), tensor_map(loads["b"], b)] + ([checksum, 1] if symbol == "feed_stream" else [])
+        run_kernel(compile_cuda(source, arch="sm_90a"), symbol, grid=3, block=threads, smem=smem, args=args)
+        if symbol == "feed_stream":
+            assert int(checksum[0]) == expected_checksum(problem, a, b), name
+
+
+def test_the_gap_tools_variants_are_options_every_kernel_of_a_problem_takes():
+    tool = _tool("feed_gap_h200")
+    for name, options in tool.VARIANTS.items():
+        problem = tool.problem_of(tool.PROBLEMS[0], name)
+        minimal, feed = tool.kernels(problem)
+        assert minimal.scheduler == feed.scheduler == problem.scheduler()
+        assert all(attrs.asdict(problem)[k] == v for k, v in options.items())
+        assert feed.pipeline.load("a").tensor_map == problem.loads(None)["a"].tensor_map

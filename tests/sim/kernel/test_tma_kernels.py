@@ -13,7 +13,7 @@ from pycute.compile import compile_cuda
 from pycute.errors import EmulationError
 from pycute.harness.common import BUFFER_AND_BARRIER
 from pycute.harness.im2col import Im2colRoundTrip
-from pycute.harness.stream_feed import ALIGN_SLACK, FeedStream, expected_checksum
+from pycute.harness.stream_feed import ALIGN_SLACK, FeedProblem, FeedStream, expected_checksum
 from pycute.harness.tma import TmaRoundTrip
 from pycute.pipeline import Consumer, make_clc_scheduler
 from pycute.sim import RaceError, run_kernel, tensor_map
@@ -221,3 +221,17 @@ def test_the_feed_stream_delivers_every_stage_of_every_tile(config):
                smem=feed.pipeline.smem_bytes + ALIGN_SLACK,
                args=[tensor_map(loads["a"], a), tensor_map(loads["b"], b), checksum, 1])
     assert int(checksum[0]) == expected_checksum(feed.problem, a, b)
+
+
+def test_the_feed_stream_walks_its_raster_with_its_l2_options():
+    """A raster along N in bands of two, every box under an evict_last policy and 256-byte L2 promotion: still every
+    stage of every tile, checked by the emulator running the createpolicy and .L2::cache_hint forms."""
+    problem = FeedProblem(pc.bf16, 256, 384, 128, (128, 64, 64), swizzle=2, raster="n", cache_hint="evict_last",
+                          l2_promotion="256B")
+    feed = FeedStream(problem, stages=2)
+    a, b = problem.arrays(1)
+    loads = problem.loads(None)
+    checksum = np.zeros(1, np.uint64)
+    run_kernel(feed.compile(), "feed_stream", grid=3, block=32 * feed.warps, smem=feed.pipeline.smem_bytes + ALIGN_SLACK,
+               args=[tensor_map(loads["a"], a), tensor_map(loads["b"], b), checksum, 1])
+    assert int(checksum[0]) == expected_checksum(problem, a, b)

@@ -1,0 +1,339 @@
+"""Where the feed's gap to the minimal kernel at 8192 x 8192 x 4096 comes from (docs/pipelines.md section 5): the
+minimal kernel runs 5.6% faster there than at 7680 x 7680 x 4096 while the feed runs the same at both.
+
+* ``--sweep``: the best configuration (128x256x64, 3 stages) under each of ``VARIANTS`` -- the output tiles' raster
+  and band width, the loads' L2 promotion and L2 policy, options of ``FeedProblem`` that every kernel of the
+  problem takes alike -- the minimal kernel and the feed (one consumer warp) timed in turn, ``ROUNDS`` rounds of
+  the fastest of 3 launches, the feed's checksum verified under each, for both problems;
+* ``--ncu``: both kernels of the default variant at both problems under ``ncu --clock-control none``: duration, L2
+  hit rate, DRAM bytes read, L2 and DRAM throughput, the L2 fabric's traffic (what this ncu has of them);
+* ``--hand``: beside the minimal kernel and the feed, **hand-written load-only kernels with a consumer that reads
+  no data** (the issue's baseline: full and empty barriers, counts and parities written by hand; the consumer
+  warp waits on every lane and lane 0 releases, or lane 0 alone waits and releases), and each kernel with an L2
+  prefetch (``cp.async.bulk.prefetch.tensor``) of the load ``P`` loads ahead of the one its next wait gates, issued
+  before that wait (``+pfP``): timed in turn, ``ROUNDS`` rounds, checksums of the feeds verified.
+
+    PYTHONPATH=. python3 tools/feed_gap_h200.py --sweep OUT.jsonl
+    PYTHONPATH=. python3 tools/feed_gap_h200.py --ncu OUT.jsonl
+    PYTHONPATH=. python3 tools/feed_gap_h200.py --hand OUT.jsonl
+"""
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import subprocess
+import sys
+from typing import Any
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+PROBLEMS = [(8192, 8192, 4096), (7680, 7680, 4096)]
+TILE, STAGES = (128, 256, 64), 3
+#: name -> FeedProblem options
+VARIANTS: dict[str, dict[str, Any]] = {
+    "base": {}, "band16": {"swizzle": 16}, "band4": {"swizzle": 4}, "band1": {"swizzle": 1},
+    "n-band8": {"raster": "n"}, "n-band16": {"raster": "n", "swizzle": 16},
+    "l2-256B": {"l2_promotion": "256B"}, "evict-last": {"cache_hint": "evict_last"},
+}
+ROUNDS = 9
+#: Metric base names wanted from ncu (each kept only where ``ncu --query-metrics`` lists it).
+NCU_METRICS = ["gpu__time_duration", "dram__bytes_read", "lts__t_sector_hit_rate", "lts__t_sectors",
+               "lts__t_sectors_srcunit_ltcfabric", "lts__throughput", "dram__throughput", "sm__cycles_elapsed"]
+NCU_SUFFIX = {"lts__t_sector_hit_rate": ".pct", "lts__throughput": ".avg.pct_of_peak_sustained_elapsed",
+              "dram__throughput": ".avg.pct_of_peak_sustained_elapsed", "sm__cycles_elapsed": ".avg.per_second"}
+
+
+def problem_of(mnk: tuple[int, int, int], variant: str) -> Any:
+    import pycute as pc
+    from pycute.harness.stream_feed import FeedProblem
+    return FeedProblem(pc.bf16, *mnk, TILE, **VARIANTS[variant])
+
+
+def kernels(problem: Any) -> tuple[Any, Any]:
+    from pycute.harness.stream_feed import FeedStream, MinimalFeed
+    return MinimalFeed(problem, stages=STAGES), FeedStream(problem, stages=STAGES)
+
+
+def prebuild() -> None:
+    """Every kernel of the sweep into the compile cache, in parallel."""
+    from concurrent.futures import ProcessPoolExecutor
+    jobs = [(mnk, v) for mnk in PROBLEMS for v in VARIANTS]
+    with ProcessPoolExecutor(min(16, os.cpu_count() or 1)) as pool:
+        list(pool.map(_build, jobs))
+
+
+def _build(job: tuple) -> None:
+    for kernel in kernels(problem_of(*job)):
+        kernel.compile()
+
+
+def sweep(path: str) -> list[dict]:
+    from pycute.compile import runtime
+    from pycute.harness.stream_feed import expected_checksum
+    gpu = runtime.Gpu()
+    rows = []
+    with open(path, "w") as out:
+        for mnk in PROBLEMS:
+            base = problem_of(mnk, "base")
+            a, b = base.arrays(seed=3)
+            d_a, d_b = gpu.upload(a), gpu.upload(b)
+            want, moved = expected_checksum(base, a, b), base.bytes_moved()
+            pairs = {v: kernels(problem_of(mnk, v)) for v in VARIANTS}
+            times: dict[tuple[str, str], list[float]] = {}
+            ok: dict[str, bool] = {v: True for v in VARIANTS}
+            for _ in range(ROUNDS):
+                for v, (minimal, feed) in pairs.items():
+                    times.setdefault((v, "minimal"), []).append(minimal.run(gpu, d_a, d_b, repeats=3))
+                    ms, got = feed.run(gpu, d_a, d_b, repeats=3)
+                    times.setdefault((v, "feed"), []).append(ms)
+                    ok[v] = ok[v] and got == want
+            for (v, kind), ms in times.items():
+                row = {"mnk": list(mnk), "tile": list(TILE), "stages": STAGES, "variant": v,
+                       "options": VARIANTS[v], "kernel": kind, "ok": ok[v] if kind == "feed" else True,
+                       "ms_rounds": ms, "TBps_best": moved / min(ms) / 1e9,
+                       "TBps_median": moved / statistics.median(ms) / 1e9}
+                rows.append(row)
+                out.write(json.dumps(row) + "\n")
+                out.flush()
+    for mnk in PROBLEMS:
+        mine = [r for r in rows if r["mnk"] == list(mnk)]
+        best_min = max(r["TBps_best"] for r in mine if r["kernel"] == "minimal")
+        med_min = max(r["TBps_median"] for r in mine if r["kernel"] == "minimal")
+        print(f"== {'x'.join(map(str, mnk))}: best minimal {best_min:.2f} TB/s, by median {med_min:.2f}")
+        for v in VARIANTS:
+            m, f = (next(r for r in mine if r["variant"] == v and r["kernel"] == k) for k in ("minimal", "feed"))
+            print(f"{v:<11} minimal {m['TBps_best']:6.2f} / {m['TBps_median']:6.2f}  feed {f['TBps_best']:6.2f} / "
+                  f"{f['TBps_median']:6.2f} {'ok' if f['ok'] else 'WRONG'}  feed/own {f['TBps_best'] / m['TBps_best']:.1%}"
+                  f"  feed/best {f['TBps_best'] / best_min:.1%}  by median {f['TBps_median'] / med_min:.1%}")
+    return rows
+
+
+def one_launch(mnk: tuple[int, int, int]) -> None:
+    """The ncu child: each kernel of the default variant launched (the minimal twice, the feed three times)."""
+    from pycute.compile import runtime
+    problem = problem_of(mnk, "base")
+    gpu = runtime.Gpu()
+    a, b = problem.arrays(seed=3)
+    d_a, d_b = gpu.upload(a), gpu.upload(b)
+    minimal, feed = kernels(problem)
+    minimal.run(gpu, d_a, d_b, repeats=1)
+    feed.run(gpu, d_a, d_b, repeats=1)
+
+
+def ncu(path: str) -> list[dict]:
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from epilogue_h200 import ncu_path, parse_ncu
+    tool = ncu_path()
+    if tool is None:
+        return [{"error": "ncu not found"}]
+    listing = subprocess.run([tool, "--query-metrics"], capture_output=True, text=True, timeout=120).stdout
+    known = {line.split()[0] for line in listing.splitlines() if line.split()}
+    wanted = [m + NCU_SUFFIX.get(m, ".sum") for m in NCU_METRICS if m in known]
+    rows = []
+    for mnk in PROBLEMS:
+        cmd = [tool, "--clock-control", "none", "--csv", "--print-units", "base", "--metrics", ",".join(wanted),
+               "-k", "regex:^(minimal_feed|feed_stream)$", sys.executable, os.path.abspath(__file__),
+               "--one", ",".join(map(str, mnk))]
+        run = subprocess.run(cmd, capture_output=True, text=True, timeout=240, env={**os.environ})
+        got = parse_ncu(run.stdout)     # the last launch of each kernel (the timed one)
+        for name, values in got.items():
+            rows.append({"mnk": list(mnk), "kernel": name, "metrics": values})
+        if not got:
+            rows.append({"mnk": list(mnk), "error": (run.stderr or run.stdout)[-1500:]})
+    with open(path, "w") as out:
+        for r in rows:
+            out.write(json.dumps(r) + "\n")
+            print(json.dumps(r))
+    return rows
+
+
+# ---- hand-written baselines and L2 prefetch (experiments: source text, not plans) --------------------------------
+PREFETCH_AHEAD = (0, 1, 2)
+
+
+def _prefetch_functions(problem: Any) -> str:
+    """``pf_a`` / ``pf_b``: the loads' boxes as L2 prefetches, and ``pf_load(j)``: load ``j`` of this CTA's walk."""
+    loads = problem.loads(None)
+    kb = problem.k_blocks
+    return (loads["a"].prefetch().cuda(name="pf_a") + loads["b"].prefetch().cuda(name="pf_b") + f"""
+__device__ __forceinline__ void pf_load(const void* map_a, const void* map_b, unsigned j, unsigned loads) {{
+  if (j >= loads) return;
+  pycute_tile t;
+  sched_tile(sched_first() + j / {kb}u * gridDim.x, t);
+  pf_a(map_a, t.m, int(j % {kb}u));
+  pf_b(map_b, t.n, int(j % {kb}u));
+}}
+""")
+
+
+def minimal_prefetch_source(problem: Any, ahead: int) -> str:
+    """The minimal kernel prefetching load ``i + stages + ahead`` before the wait that gates load ``i + stages``."""
+    from pycute.harness.stream_feed import MinimalFeed
+    src = MinimalFeed(problem, stages=STAGES).source()
+    head = 'extern "C" __global__'
+    wait = "    pycute_mbarrier_wait_parity(b + 8u * st.index, st.phase);\n"
+    assert src.count(wait) == 1 and src.count(head) == 1
+    src = src.replace(head, _prefetch_functions(problem) + head, 1)
+    return src.replace(wait, f"    pf_load(map_a, map_b, i + mini_stages + {ahead}u, loads);\n" + wait)
+
+
+def feed_prefetch_source(problem: Any, ahead: int) -> str:
+    """The feed whose producer prefetches the load ``ahead`` loads after the one it is about to acquire a stage
+    for, before the acquire (``ahead`` < the k-blocks of a tile)."""
+    from pycute.harness.stream_feed import FeedStream
+    src = FeedStream(problem, stages=STAGES).source()
+    kb = problem.k_blocks
+    head = 'extern "C" __global__'
+    acquire = "          const unsigned full = feed_producer_acquire(b, st);\n"
+    assert src.count(acquire) == 1 and src.count(head) == 1 and ahead < kb
+    pf = problem.loads(None)
+    src = src.replace(head, pf["a"].prefetch().cuda(name="pf_a") + pf["b"].prefetch().cuda(name="pf_b") + head, 1)
+    return src.replace(acquire, f"""          {{
+            const int pk = kb + {ahead};
+            const unsigned pw = pk < {kb} ? w : sched_next(w);
+            if (pw < sched_units) {{
+              pycute_tile pt;
+              sched_tile(pw, pt);
+              pf_a(map_a, pt.m, pk % {kb});
+              pf_b(map_b, pt.n, pk % {kb});
+            }}
+          }}
+""" + acquire)
+
+
+def hand_source(problem: Any, consumer: str, ahead: int | None = None) -> str:
+    """A hand-written load-only kernel with a consumer warp that reads no data: thread 0 produces (waits on the
+    stage's empty barrier, arms its full barrier, issues the two loads), the second warp consumes (``"warp"``:
+    every lane waits, ``__syncwarp``, lane 0 arrives on the empty barrier; ``"lane"``: lane 0 alone waits and
+    arrives). Parities by hand: fill ``i`` of stage ``i % S`` completes the full barrier's phase ``i / S``."""
+    from pycute.harness.stream_feed import MinimalFeed
+    minimal = MinimalFeed(problem, stages=STAGES)
+    kb, s = problem.k_blocks, STAGES
+    src = minimal.source()
+    prefetch = _prefetch_functions(problem) if ahead is not None else ""
+    pf = f"      pf_load(map_a, map_b, i + {ahead}u, loads);\n" if ahead is not None else ""
+    waiter = "threadIdx.x >= 32" if consumer == "warp" else "threadIdx.x == 32"
+    return src + prefetch + f"""
+extern "C" __global__ void __launch_bounds__(64) hand_feed(const pycute_tensor_map* map_a,
+                                                          const pycute_tensor_map* map_b) {{
+  extern __shared__ unsigned char raw[];
+  __shared__ __align__(8) unsigned long long bars[2 * {s}];
+  const unsigned base = (pycute_smem_address(raw) + 1023u) & ~1023u, full = pycute_smem_address(bars);
+  const unsigned empty = full + {8 * s}u;
+  if (threadIdx.x == 0) {{
+    for (unsigned k = 0; k < {s}u; ++k) {{
+      pycute_mbarrier_init(full + 8u * k, 1u);
+      pycute_mbarrier_init(empty + 8u * k, 1u);
+    }}
+  }}
+  __syncthreads();
+  const unsigned tiles = sched_first() < sched_units ? (sched_units - sched_first() + gridDim.x - 1u) / gridDim.x : 0u;
+  const unsigned loads = tiles * {kb}u;
+  if (threadIdx.x == 0) {{
+    pycute_tensormap_acquire(map_a);
+    pycute_tensormap_acquire(map_b);
+    for (unsigned i = 0; i < loads; ++i) {{
+      const unsigned k = i % {s}u;
+{pf}      if (i >= {s}u) pycute_pipeline_wait(empty + 8u * k, (i / {s}u - 1u) & 1u);
+      mini_issue(map_a, map_b, base, full + 8u * k, i, k);
+    }}
+  }} else if ({waiter}) {{
+    for (unsigned i = 0; i < loads; ++i) {{
+      const unsigned k = i % {s}u;
+      pycute_pipeline_wait(full + 8u * k, (i / {s}u) & 1u);
+      {"__syncwarp();" if consumer == "warp" else ""}
+      if (threadIdx.x == 32) pycute_pipeline_release_local(empty + 8u * k);
+    }}
+  }}
+}}
+"""
+
+
+def hand_kernels(problem: Any) -> dict[str, tuple[str, str, int]]:
+    """name -> (source, kernel symbol, threads) of every kernel ``--hand`` times."""
+    from pycute.harness.stream_feed import FeedStream, MinimalFeed
+    out = {"minimal": (MinimalFeed(problem, stages=STAGES).source(), "minimal_feed", 32),
+           "feed": (FeedStream(problem, stages=STAGES).source(), "feed_stream", 64),
+           "hand-warp": (hand_source(problem, "warp"), "hand_feed", 64),
+           "hand-lane": (hand_source(problem, "lane"), "hand_feed", 64)}
+    for p in PREFETCH_AHEAD:
+        out[f"minimal+pf{p}"] = (minimal_prefetch_source(problem, p), "minimal_feed", 32)
+        out[f"feed+pf{p}"] = (feed_prefetch_source(problem, p), "feed_stream", 64)
+        out[f"hand-warp+pf{p}"] = (hand_source(problem, "warp", p), "hand_feed", 64)
+    return out
+
+
+def _build_hand(job: tuple) -> None:
+    from pycute.compile.nvrtc import compile_cuda
+    mnk, name = job
+    compile_cuda(hand_kernels(problem_of(mnk, "base"))[name][0], arch="sm_90a")
+
+
+def hand(path: str) -> list[dict]:
+    import numpy as np
+    from concurrent.futures import ProcessPoolExecutor
+
+    from pycute.compile import runtime
+    from pycute.compile.nvrtc import compile_cuda
+    from pycute.harness.stream_feed import ALIGN_SLACK, _launch_args, _time, expected_checksum
+    names = list(hand_kernels(problem_of(PROBLEMS[0], "base")))
+    with ProcessPoolExecutor(min(16, os.cpu_count() or 1)) as pool:
+        list(pool.map(_build_hand, [(mnk, n) for mnk in PROBLEMS for n in names]))
+    gpu = runtime.Gpu()
+    rows = []
+    with open(path, "w") as out:
+        for mnk in PROBLEMS:
+            problem = problem_of(mnk, "base")
+            a, b = problem.arrays(seed=3)
+            d_a, d_b = gpu.upload(a), gpu.upload(b)
+            want, moved = expected_checksum(problem, a, b), problem.bytes_moved()
+            maps = _launch_args(gpu, problem.loads(None), d_a, d_b)
+            from pycute.harness.stream_feed import FeedStream
+            feed = FeedStream(problem, stages=STAGES)
+            grid, smem = feed.grid(gpu), feed.pipeline.smem_bytes + ALIGN_SLACK
+            checksum = gpu.upload(np.zeros(1, dtype=np.uint64))
+            launch: dict[str, tuple[Any, tuple, int]] = {}
+            ok: dict[str, bool] = {}
+            for name, (src, symbol, threads) in hand_kernels(problem).items():
+                kernel = gpu.kernel(compile_cuda(src, arch="sm_90a"), symbol)
+                args: tuple = (*maps, checksum, np.int32(0)) if symbol == "feed_stream" else tuple(maps)
+                launch[name] = (kernel, args, threads)
+                if symbol == "feed_stream":          # the feeds' own check: every stage of every tile arrived
+                    verify = gpu.upload(np.zeros(1, dtype=np.uint64))
+                    gpu.launch(kernel, *maps, verify, np.int32(1), grid=grid, block=threads, dynamic_smem=smem)
+                    ok[name] = int(gpu.download(verify, np.uint64, 1)[0]) == want
+            times: dict[str, list[float]] = {n: [] for n in launch}
+            for _ in range(ROUNDS):
+                for name, (kernel, args, threads) in launch.items():
+                    times[name].append(_time(gpu, kernel, args, grid, threads, smem, 3))
+            for name, ms in times.items():
+                row = {"mnk": list(mnk), "tile": list(TILE), "stages": STAGES, "kernel": name,
+                       "ok": ok.get(name, True), "ms_rounds": ms, "TBps_best": moved / min(ms) / 1e9,
+                       "TBps_median": moved / statistics.median(ms) / 1e9}
+                rows.append(row)
+                out.write(json.dumps(row) + "\n")
+                out.flush()
+    for mnk in PROBLEMS:
+        mine = {r["kernel"]: r for r in rows if r["mnk"] == list(mnk)}
+        hand_best = max(mine[n]["TBps_best"] for n in mine if n.startswith("hand"))
+        print(f"== {'x'.join(map(str, mnk))}: best hand-written (consumers reading nothing) {hand_best:.2f} TB/s")
+        for n, r in mine.items():
+            print(f"{n:<16} {r['TBps_best']:6.2f} / {r['TBps_median']:6.2f} {'ok' if r['ok'] else 'WRONG'}  "
+                  f"of minimal {r['TBps_best'] / mine['minimal']['TBps_best']:.1%}  of best hand "
+                  f"{r['TBps_best'] / hand_best:.1%}")
+    return rows
+
+
+if __name__ == "__main__":
+    if sys.argv[1] == "--one":
+        one_launch(tuple(int(x) for x in sys.argv[2].split(",")))   # type: ignore[arg-type]
+    elif sys.argv[1] == "--prebuild":
+        prebuild()
+    elif sys.argv[1] == "--sweep":
+        prebuild()
+        sweep(sys.argv[2])
+    elif sys.argv[1] == "--hand":
+        hand(sys.argv[2])
+    else:
+        ncu(sys.argv[2])

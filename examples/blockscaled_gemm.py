@@ -143,7 +143,8 @@ class BlockScaledGemm:
         # anchor word), the dynamic buffer's alignment slack and 128 B for the placement of the static variables
         reserve = self.epilogue.smem_bytes + self.accumulators.barrier_bytes + 8 + 1024 + 128
         self.operands = pc.make_pipeline(loads, consumer=pc.Consumer("warp", 1, "commit", cta_group=g),
-                                         arch="sm_100a", reserve=reserve, name="mainloop")
+                                         producer=pc.Producer("tma", "warp"), arch="sm_100a", reserve=reserve,
+                                         name="mainloop")
 
     def _accumulators(self) -> None:
         """Two accumulators in TMEM (the allocation's first columns), their pipeline, and the epilogue that drains

@@ -11,11 +11,13 @@ minimal kernel runs 5.6% faster there than at 7680 x 7680 x 4096 while the feed 
   no data** (the issue's baseline: full and empty barriers, counts and parities written by hand; the consumer
   warp waits on every lane and lane 0 releases, or lane 0 alone waits and releases), and each kernel with an L2
   prefetch (``cp.async.bulk.prefetch.tensor``) of the load ``P`` loads ahead of the one its next wait gates, issued
-  before that wait (``+pfP``): timed in turn, ``ROUNDS`` rounds, checksums of the feeds verified.
+  before that wait (``+pfP``, with ``--prefetch``), and the feed under source edits that each take one difference
+  from the hand-written kernel away (``FEED_EDITS``, with ``--edits``): timed in turn, ``ROUNDS`` rounds, checksums
+  of the feeds verified.
 
     PYTHONPATH=. python3 tools/feed_gap_h200.py --sweep OUT.jsonl
     PYTHONPATH=. python3 tools/feed_gap_h200.py --ncu OUT.jsonl
-    PYTHONPATH=. python3 tools/feed_gap_h200.py --hand OUT.jsonl
+    PYTHONPATH=. python3 tools/feed_gap_h200.py --hand OUT.jsonl [--prefetch] [--edits]
 """
 from __future__ import annotations
 
@@ -185,20 +187,20 @@ def feed_prefetch_source(problem: Any, ahead: int) -> str:
     src = FeedStream(problem, stages=STAGES).source()
     kb = problem.k_blocks
     head = 'extern "C" __global__'
-    acquire = "          const unsigned full = feed_producer_acquire(b, st);\n"
+    acquire = "        const unsigned full = feed_producer_acquire(b, st);\n"
     assert src.count(acquire) == 1 and src.count(head) == 1 and ahead < kb
     pf = problem.loads(None)
     src = src.replace(head, pf["a"].prefetch().cuda(name="pf_a") + pf["b"].prefetch().cuda(name="pf_b") + head, 1)
-    return src.replace(acquire, f"""          {{
-            const int pk = kb + {ahead};
-            const unsigned pw = pk < {kb} ? w : sched_next(w);
-            if (pw < sched_units) {{
-              pycute_tile pt;
-              sched_tile(pw, pt);
-              pf_a(map_a, pt.m, pk % {kb});
-              pf_b(map_b, pt.n, pk % {kb});
-            }}
+    return src.replace(acquire, f"""        if (pycute_elect_one_sync()) {{
+          const int pk = kb + {ahead};
+          const unsigned pw = pk < {kb} ? w : sched_next(w);
+          if (pw < sched_units) {{
+            pycute_tile pt;
+            sched_tile(pw, pt);
+            pf_a(map_a, pt.m, pk % {kb});
+            pf_b(map_b, pt.n, pk % {kb});
           }}
+        }}
 """ + acquire)
 
 
@@ -250,36 +252,120 @@ extern "C" __global__ void __launch_bounds__(64) hand_feed(const pycute_tensor_m
 """
 
 
-def hand_kernels(problem: Any) -> dict[str, tuple[str, str, int]]:
-    """name -> (source, kernel symbol, threads) of every kernel ``--hand`` times."""
+#: The feed's source edits (``--edits``). Producer forms of its warp, each replacing the feed's (every lane waits
+#: for the stage, one elected lane arms and issues): ``elected`` (one elected lane runs the whole loop, waiting,
+#: arming and issuing, while the warp's other lanes wait at a ``__syncwarp``: the feed's form before 2026-12-02's
+#: run 4), ``elected-exit`` (the same, the other lanes leaving at once), ``electloop`` (the whole warp loops; each
+#: stage one elected lane waits, arms and issues while the others wait at ``__syncwarp``: the tcgen05 mainloop's form
+#: before run 4); and consumer edits: ``noverify`` drops the verification branch from the consumers' loop, ``lane0``
+#: releases from lane 0 instead of an elected lane.
+FEED_EDITS = ("elected", "elected-exit", "electloop", "noverify", "lane0")
+
+
+def _edit(src: str, old: str, new: str, edit: str) -> str:
+    assert src.count(old) == 1, edit
+    return src.replace(old, new)
+
+
+def feed_edited_source(problem: Any, edits: tuple[str, ...]) -> str:
+    from pycute.harness.stream_feed import FeedStream
+    feed = FeedStream(problem, stages=STAGES)
+    pipe = feed.pipeline
+    (_, a, sa), (_, b, sb) = pipe.stage_bytes
+    kb, s = problem.k_blocks, pipe.stages
+    src = feed.source()
+    producer = f"""    pycute_tensormap_acquire(map_a);
+    pycute_tensormap_acquire(map_b);
+    feed_state st = feed_producer_start();
+    for (unsigned w = sched_first(); w < sched_units; w = sched_next(w)) {{
+      pycute_tile t;
+      sched_tile(w, t);
+      for (int kb = 0; kb < {kb}; ++kb, st.advance()) {{
+        const unsigned full = feed_producer_acquire(b, st);
+        if (pycute_elect_one_sync()) {{
+          feed_a(map_a, base, full, t.m, kb, st.index);
+          feed_b(map_b, base, full, t.n, kb, st.index);
+        }}
+      }}
+    }}
+"""
+    stage = f"""pycute_pipeline_wait(b + ({s}u + st.index) * 8u, st.phase);
+          const unsigned full = b + st.index * 8u;
+          pycute_mbarrier_arrive_expect_tx(full, {pipe.expect_tx}u);
+          feed_a(map_a, base, full, t.m, kb, st.index);
+          feed_b(map_b, base, full, t.n, kb, st.index);"""
+    elected = f"""    if (pycute_elect_one_sync()) {{
+      pycute_tensormap_acquire(map_a);
+      pycute_tensormap_acquire(map_b);
+      feed_state st = feed_producer_start();
+      for (unsigned w = sched_first(); w < sched_units; w = sched_next(w)) {{
+        pycute_tile t;
+        sched_tile(w, t);
+        for (int kb = 0; kb < {kb}; ++kb, st.advance()) {{
+          {stage}
+        }}
+      }}
+    }}
+"""
+    forms = {"elected": elected + "    __syncwarp();\n", "elected-exit": elected,
+             "electloop": producer.replace(f"""        const unsigned full = feed_producer_acquire(b, st);
+        if (pycute_elect_one_sync()) {{
+          feed_a(map_a, base, full, t.m, kb, st.index);
+          feed_b(map_b, base, full, t.n, kb, st.index);
+        }}
+""", f"""        if (pycute_elect_one_sync()) {{
+          {stage}
+        }}
+        __syncwarp();
+""")}
+    for edit in edits:
+        if edit in forms:
+            src = _edit(src, producer, forms[edit], edit)
+        elif edit == "noverify":
+            src = _edit(src, f"""        if (verify && threadIdx.x == 32) {{
+          sum += *reinterpret_cast<const unsigned*>(buf + {a}u + st.index * {sa}u);
+          sum += *reinterpret_cast<const unsigned*>(buf + {b}u + st.index * {sb}u);
+        }}
+""", "", edit)
+        else:
+            src = _edit(src, "  __syncwarp();\n  if (pycute_elect_one_sync()) {\n    const unsigned empty",
+                        "  __syncwarp();\n  if (threadIdx.x % 32u == 0u) {\n    const unsigned empty", edit)
+    return src
+
+
+def hand_kernels(problem: Any, prefetch: bool = False, edits: bool = False) -> dict[str, tuple[str, str, int]]:
+    """name -> (source, kernel symbol, threads) of every kernel ``--hand`` times (``--prefetch``: and the L2
+    prefetch variants; ``--edits``: and the feed under each of ``FEED_EDITS`` and all of them)."""
     from pycute.harness.stream_feed import FeedStream, MinimalFeed
     out = {"minimal": (MinimalFeed(problem, stages=STAGES).source(), "minimal_feed", 32),
            "feed": (FeedStream(problem, stages=STAGES).source(), "feed_stream", 64),
            "hand-warp": (hand_source(problem, "warp"), "hand_feed", 64),
            "hand-lane": (hand_source(problem, "lane"), "hand_feed", 64)}
-    for p in PREFETCH_AHEAD:
+    for p in PREFETCH_AHEAD if prefetch else ():
         out[f"minimal+pf{p}"] = (minimal_prefetch_source(problem, p), "minimal_feed", 32)
         out[f"feed+pf{p}"] = (feed_prefetch_source(problem, p), "feed_stream", 64)
         out[f"hand-warp+pf{p}"] = (hand_source(problem, "warp", p), "hand_feed", 64)
+    for group in ([(e,) for e in FEED_EDITS] + [("elected-exit", "noverify", "lane0")]) if edits else ():
+        out["feed-" + "-".join(group)] = (feed_edited_source(problem, group), "feed_stream", 64)
     return out
 
 
 def _build_hand(job: tuple) -> None:
     from pycute.compile.nvrtc import compile_cuda
-    mnk, name = job
-    compile_cuda(hand_kernels(problem_of(mnk, "base"))[name][0], arch="sm_90a")
+    mnk, name, options = job
+    compile_cuda(hand_kernels(problem_of(mnk, "base"), **options)[name][0], arch="sm_90a")
 
 
-def hand(path: str) -> list[dict]:
+def hand(path: str, **options: bool) -> list[dict]:
     import numpy as np
     from concurrent.futures import ProcessPoolExecutor
 
     from pycute.compile import runtime
     from pycute.compile.nvrtc import compile_cuda
     from pycute.harness.stream_feed import ALIGN_SLACK, _launch_args, _time, expected_checksum
-    names = list(hand_kernels(problem_of(PROBLEMS[0], "base")))
+    names = list(hand_kernels(problem_of(PROBLEMS[0], "base"), **options))
     with ProcessPoolExecutor(min(16, os.cpu_count() or 1)) as pool:
-        list(pool.map(_build_hand, [(mnk, n) for mnk in PROBLEMS for n in names]))
+        list(pool.map(_build_hand, [(mnk, n, options) for mnk in PROBLEMS for n in names]))
     gpu = runtime.Gpu()
     rows = []
     with open(path, "w") as out:
@@ -295,11 +381,11 @@ def hand(path: str) -> list[dict]:
             checksum = gpu.upload(np.zeros(1, dtype=np.uint64))
             launch: dict[str, tuple[Any, tuple, int]] = {}
             ok: dict[str, bool] = {}
-            for name, (src, symbol, threads) in hand_kernels(problem).items():
+            for name, (src, symbol, threads) in hand_kernels(problem, **options).items():
                 kernel = gpu.kernel(compile_cuda(src, arch="sm_90a"), symbol)
                 args: tuple = (*maps, checksum, np.int32(0)) if symbol == "feed_stream" else tuple(maps)
                 launch[name] = (kernel, args, threads)
-                if symbol == "feed_stream":          # the feeds' own check: every stage of every tile arrived
+                if symbol == "feed_stream" and "noverify" not in name:   # every stage of every tile arrived
                     verify = gpu.upload(np.zeros(1, dtype=np.uint64))
                     gpu.launch(kernel, *maps, verify, np.int32(1), grid=grid, block=threads, dynamic_smem=smem)
                     ok[name] = int(gpu.download(verify, np.uint64, 1)[0]) == want
@@ -334,6 +420,6 @@ if __name__ == "__main__":
         prebuild()
         sweep(sys.argv[2])
     elif sys.argv[1] == "--hand":
-        hand(sys.argv[2])
+        hand(sys.argv[2], prefetch="--prefetch" in sys.argv, edits="--edits" in sys.argv)
     else:
         ncu(sys.argv[2])

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The lead's batching of H200 work into few device calls (each tool is documented in its own file): correctness
 # tools in parallel (small kernels, untimed), then the timed sweeps one after the other, alone on the GPU.
-#   bash tools/run_h200_batch.sh b|c|d|e|f|g|h|i|j   (outputs under $OUT, packed into one archive)
+#   bash tools/run_h200_batch.sh b|c|d|e|f|g|h|i|j|k|l   (outputs under $OUT, packed into one archive)
 set -u
 export PYTHONPATH=. PYTHONUNBUFFERED=1
 w=/tmp/h200-batch; mkdir -p "$w"
@@ -76,6 +76,19 @@ j)
   timeout 240 python3 tools/feed_gap_h200.py --hand "$w/feed-hand-h200.jsonl" > "$w/feed_hand.log" 2>&1
   timeout 330 python3 tools/sanitize_h200.py "$w/sanitizer-h200-run5.jsonl" --only mma-soft/nvfp4 --tools plain,racecheck \
     --jobs 1 --timeout 320 > "$w/sanitize5.log" 2>&1
+  ;;
+k)
+  # The feed under source edits that each take one difference from the hand-written kernel away, timed alone.
+  timeout 300 python3 tools/feed_gap_h200.py --hand "$w/feed-edits-h200.jsonl" --edits > "$w/feed_edits.log" 2>&1
+  ;;
+l)
+  # The feed with the warp producer: beside the hand-written kernels and the old forms; the rate run on both
+  # problems; the Hopper GEMM's load warp in both forms beside cuBLAS.
+  python3 tools/prebuild_h200.py --jobs 14 --only rate > "$w/prebuild.log" 2>&1
+  timeout 150 python3 tools/feed_gap_h200.py --hand "$w/feed-edits-h200-run5.jsonl" --edits > "$w/feed_edits5.log" 2>&1
+  timeout 200 python3 tools/pipeline_h200.py --rate "$w/pipeline-rate-h200-run4.jsonl" --mnk=8192,8192,4096 \
+    --mnk=7680,7680,4096 > "$w/pipeline_rate4.log" 2>&1
+  timeout 200 python3 tools/gemm_producer_h200.py "$w/gemm-producer-h200.jsonl" > "$w/gemm_producer.log" 2>&1
   ;;
 e)
   timeout 120 python3 tools/epilogue_h200.py "$w/epilogue-bank-ld.jsonl" --only bank --bank-every 4 --bank-ops ld \

@@ -52,14 +52,15 @@ def _load_tile(plan: MmaMainloop, f: PipelineFunction) -> list[str]:
     if any(plan.splits(n) for n in loads):
         body.append("  const int half = int(pycute_cluster_ctarank() & 1u);   // the CTA's half of the pair's B rows")
     body += ["#pragma unroll 1", "  for (unsigned kb = 0; kb < k_blocks; ++kb, st.advance()) {",
-             "    if (pycute_elect_one_sync()) {", f"      const unsigned full = {ops}_producer_acquire(bars, st);"]
+             f"    const unsigned full = {ops}_producer_acquire(bars, st);   // every lane waits, one arms",
+             "    if (pycute_elect_one_sync()) {"]
     for load, letters in plan.modes:
         coords = []
         for c in letters:
             coords.append({"m": "tile.m", "k": "int(kb)", "-": "0"}.get(c) or
                           ("tile.n * 2 + half" if plan.splits(load) else "tile.n"))
         body.append(f"      {ops}_{load}(src_{load}, smem, full, {', '.join(coords)}, st.index);")
-    body += ["    }", "    __syncwarp();", "  }"]
+    body += ["    }", "  }"]
     return _function(f, f"void {plan.name}_load_tile(unsigned bars, {ops}_state& st, unsigned k_blocks, unsigned smem"
                      f"{params}, const pycute_tile& tile)", body,
                      ("`src_<load>`: the load's tensor map (TMA) or array (bulk); `smem`: the 1024-byte aligned "

@@ -125,6 +125,7 @@ def _init(plan: PipelinePlan, f: PipelineFunction) -> list[str]:
 
 def _acquire(plan: PipelinePlan, f: PipelineFunction) -> list[str]:
     body = []
+    warp = plan.producer.caller == "warp" and plan.arms
     if plan.empty:
         body.append(f"  pycute_pipeline_wait({_barrier(plan, 'empty')}, st.phase);")
     body.append(f"  const unsigned full = {_barrier(plan, 'full')};")
@@ -132,10 +133,16 @@ def _acquire(plan: PipelinePlan, f: PipelineFunction) -> list[str]:
         tx = per_rank([b.tx for b in plan.full])
         body = _rank_line(tx) + body
         arm = f"pycute_mbarrier_arrive_expect_tx(full, {tx});"
-        body.append(f"  if ({tx}) {arm}" if 0 in [b.tx for b in plan.full] else f"  {arm}")
+        arm = f"if ({tx}) {arm}" if 0 in [b.tx for b in plan.full] else arm
+        body.append(f"  if (pycute_elect_one_sync()) {arm}" if warp else f"  {arm}")
     body.append("  return full;")
     notes = [] if plan.empty else ["No wait: the kernel's CTA / cluster barrier after the consumers' reads orders the "
                                    "refill."]
+    if warp:
+        # measured on the H200 (docs/pipelines.md section 5): one elected lane waiting while the other lanes of its
+        # warp sit at a __syncwarp costs the feed 5% at 8192 x 8192 x 4096; a converged wait costs nothing
+        notes.append("Every lane waits (the warp stays converged) and one arms; then issue the stage's loads from one "
+                     "lane: if (pycute_elect_one_sync()) { ... }.")
     if plan.producer.kind == "dsmem":
         notes.append("The receiving CTA calls it for its own stage; its peer's DSMEM copy completes the bytes.")
     return _function(f, "unsigned", f"unsigned bars, {plan.name}_state st", body, notes)

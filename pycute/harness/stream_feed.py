@@ -25,7 +25,8 @@ from ..copy.tma.planner import make_tma_copy
 from ..dtypes import DType
 from ..errors import CompileError
 from ..layout import Layout
-from ..pipeline import Consumer, PipelinePlan, TileScheduler, Raster, make_pipeline, make_tile_scheduler, smem_capacity
+from ..pipeline import (Consumer, PipelinePlan, Producer, Raster, TileScheduler, make_pipeline, make_tile_scheduler,
+                        smem_capacity)
 from ..tensor.canonical import kmajor_smem_tensor
 from ..tensor.gmem import make_global_tensor
 
@@ -168,8 +169,8 @@ class FeedStream:
 
     @property
     def pipeline(self) -> PipelinePlan:
-        return make_pipeline(self.problem.loads(self.multicast), consumer=self.consumer, stages=self.stages,
-                             name="feed", reserve=feed_reserve(self.ctas_per_sm))
+        return make_pipeline(self.problem.loads(self.multicast), consumer=self.consumer, producer=Producer("tma", "warp"),
+                             stages=self.stages, name="feed", reserve=feed_reserve(self.ctas_per_sm))
 
     @property
     def scheduler(self) -> TileScheduler:
@@ -193,22 +194,21 @@ extern "C" __global__ void __launch_bounds__({32 * self.warps}){cluster} feed_st
   const unsigned warp = pycute_warp_index();
   if (threadIdx.x == 0) feed_init(b);
   {"pycute_cluster_sync();" if cs > 1 else "__syncthreads();"}
-  if (warp == 0) {{                               // the producer
-    if (pycute_elect_one_sync()) {{
-      pycute_tensormap_acquire(map_a);
-      pycute_tensormap_acquire(map_b);
-      feed_state st = feed_producer_start();
-      for (unsigned w = sched_first(); w < sched_units; w = sched_next(w)) {{
-        pycute_tile t;
-        sched_tile(w, t);
-        for (int kb = 0; kb < {self.problem.k_blocks}; ++kb, st.advance()) {{
-          const unsigned full = feed_producer_acquire(b, st);
+  if (warp == 0) {{                               // the producer warp: every lane waits, one issues
+    pycute_tensormap_acquire(map_a);
+    pycute_tensormap_acquire(map_b);
+    feed_state st = feed_producer_start();
+    for (unsigned w = sched_first(); w < sched_units; w = sched_next(w)) {{
+      pycute_tile t;
+      sched_tile(w, t);
+      for (int kb = 0; kb < {self.problem.k_blocks}; ++kb, st.advance()) {{
+        const unsigned full = feed_producer_acquire(b, st);
+        if (pycute_elect_one_sync()) {{
           feed_a(map_a, base, full, t.m, kb, st.index);
           feed_b(map_b, base, full, t.n, kb, st.index);
         }}
       }}
     }}
-    __syncwarp();
   }} else {{                                      // the consumers: wait for each stage and release it
     unsigned long long sum = 0;
     feed_state st = feed_consumer_start();

@@ -5,8 +5,8 @@ output tile, so that a kernel's roles are a loop over its scheduler's tiles (doc
 
 Per tile of the CTA (``pycute_tile``: ``m``, ``n`` from the scheduler), for ``k_blocks`` k-blocks:
 
-* ``<name>_load_tile`` (the producer warp): for each k-block, one elected lane acquires the next stage and issues
-  every load of it; a load's coordinates come from ``modes`` (per array mode: the tile's ``m``, its ``n``, the
+* ``<name>_load_tile`` (the producer warp): for each k-block, the warp acquires the next stage (every lane waits
+  for its release, one arms it) and one elected lane issues every load of it; a load's coordinates come from ``modes`` (per array mode: the tile's ``m``, its ``n``, the
   k-block ``k``, or ``-`` for a mode of one tile), the MMA's B tile in a CTA pair being the CTA's half of N;
 * ``<name>_mma_tile`` (the MMA warp): acquires the next accumulator, then per k-block waits for the stage, copies
   its scale factors into the stage's TMEM regions, issues the k-block's MMAs and releases the stage with
@@ -111,8 +111,9 @@ class MmaMainloop:
                                  "address after the tcgen05 fences and the CTA / cluster barrier"),
                 PipelineFunction(f"{n}_finish", "every thread", cta, "after every role's last tile: the tcgen05 "
                                  "fence, the CTA / cluster barrier, and the allocating warp frees TMEM"),
-                PipelineFunction(f"{n}_load_tile", "producer", warp, "for each k-block of the tile, one lane "
-                                 "acquires the next stage and issues its loads; every lane advances the state"),
+                PipelineFunction(f"{n}_load_tile", "producer", warp, "for each k-block of the tile, the warp "
+                                 "acquires the next stage and one lane issues its loads; every lane advances the "
+                                 "state"),
                 PipelineFunction(f"{n}_mma_tile", "consumer", warp, "acquires the next accumulator, then per "
                                  "k-block waits for the stage, copies its scale factors into TMEM, issues the MMAs "
                                  "and releases the stage by tcgen05.commit; commits the accumulator"
@@ -161,6 +162,11 @@ def _check_pipelines(operands: PipelinePlan, accumulators: PipelinePlan, mma: Mm
         raise PlanError(f"make_mma_mainloop: the operand pipeline is filled by TMA / bulk loads and released by the "
                         f"MMA warp's commit (Consumer('warp', 1, 'commit', cta_group={g})), not {operands!r} with "
                         f"{operands.consumer!r}")
+    if operands.producer.caller != "warp":
+        # the load warp waits converged: one lane waiting while the others sit at __syncwarp cost the same TMA
+        # producer 5% of its rate on the H200 (docs/pipelines.md section 5)
+        raise PlanError(f"make_mma_mainloop: the operand pipeline's producer is the load warp (every lane waits, one "
+                        f"issues): make_pipeline(..., producer=Producer('tma', 'warp')), not {operands.producer!r}")
     if accumulators.loads or p.kind != "commit" or p.caller != "warp" or p.cta_group != g or \
             accumulators.consumer.release != "arrive":
         raise PlanError(f"make_mma_mainloop: the accumulator pipeline is filled by the MMA warp's commit "

@@ -106,21 +106,23 @@ def test_the_feed_tiles_take_the_widest_swizzle_their_k_rows_fill(bk, swizzle):
 
 
 def test_the_gap_tools_kernels_run_whole_on_the_cpu_and_the_feeds_deliver_every_stage():
-    """tools/feed_gap_h200.py's hand-written baselines (consumers reading nothing, parities by hand) and its L2
-    prefetch variants: no deadlock, no stage overwritten before its release, the feeds' checksums right."""
+    """tools/feed_gap_h200.py's hand-written baselines (consumers reading nothing, parities by hand), its L2
+    prefetch variants and its edited feeds: no deadlock, no stage overwritten before its release, the feeds'
+    checksums right (none without the verification branch)."""
     tool = _tool("feed_gap_h200")
     problem = FeedProblem(pc.bf16, 256, 256, 256, (128, 64, 64))
     a, b = problem.arrays(0)
     loads = problem.loads(None)
     smem = FeedStream(problem, stages=tool.STAGES).pipeline.smem_bytes + ALIGN_SLACK
-    kernels = tool.hand_kernels(problem)
-    assert {"minimal", "feed", "hand-warp", "hand-lane", "feed+pf1", "minimal+pf1", "hand-warp+pf1"} <= set(kernels)
+    kernels = tool.hand_kernels(problem, prefetch=True, edits=True)
+    assert {"minimal", "feed", "hand-warp", "hand-lane", "feed+pf1", "minimal+pf1", "hand-warp+pf1", "feed-elected",
+            "feed-elected-exit", "feed-electloop", "feed-elected-exit-noverify-lane0"} <= set(kernels)
     for name, (source, symbol, threads) in kernels.items():
         checksum = np.zeros(1, np.uint64)
         args = [tensor_map(loads["a"], a), tensor_map(loads["b"], b)] + ([checksum, 1] if symbol == "feed_stream" else [])
         run_kernel(compile_cuda(source, arch="sm_90a"), symbol, grid=3, block=threads, smem=smem, args=args)
         if symbol == "feed_stream":
-            assert int(checksum[0]) == expected_checksum(problem, a, b), name
+            assert int(checksum[0]) == (0 if "noverify" in name else expected_checksum(problem, a, b)), name
 
 
 def test_the_gap_tools_variants_are_options_every_kernel_of_a_problem_takes():

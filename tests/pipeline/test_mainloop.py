@@ -35,7 +35,7 @@ class Gemm:
             loads[name] = pc.make_bulk_copy(flat, packed)
         self.loads = loads
         self.operands = pc.make_pipeline(loads, consumer=pc.Consumer("warp", 1, "commit", cta_group=g), stages=3,
-                                         arch="sm_100a", name="ops")
+                                         producer=pc.Producer("tma", "warp"), arch="sm_100a", name="ops")
         self.accumulators = pc.make_pipeline(consumer=pc.Consumer("warp", 4), stages=2, arch="sm_100a",
                                              producer=pc.Producer("commit", "warp", cta_group=g), name="acc")
         self.alloc = pc.TmemAllocation(cta_group=g)
@@ -134,8 +134,11 @@ def test_start_and_finish_allocate_and_free_the_plans_columns(gemm):
     (lambda p: dict(accumulator=p.accumulator.at(acc=1)), r"one run-time index over the accumulator pipeline's 2"),
     (lambda p: dict(tmem=pc.TmemAllocation(cta_group=p.g)), r"is not placed in"),
     (lambda p: dict(threads=48), r"threads=48: the CTA's whole warps"),
+    (lambda p: dict(operands=pc.make_pipeline(p.loads, consumer=pc.Consumer("warp", 1, "commit", cta_group=p.g),
+                                              stages=3, arch="sm_100a", name="ops")),
+     r"the operand pipeline's producer is the load warp .*producer=Producer\('tma', 'warp'\)"),
 ], ids=["release", "missing-mode", "two-k", "unknown-load", "missing-sf", "swapped-sf", "swapped-ab", "no-ring",
-        "alloc", "threads"])
+        "alloc", "threads", "elected-producer"])
 def test_plans_that_do_not_fit_together_are_refused(gemm, change, error):
     with pytest.raises(pc.PlanError, match=error):
         gemm.mainloop(**change(gemm))

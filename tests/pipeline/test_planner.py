@@ -229,3 +229,24 @@ def test_a_bulk_load_re_planned_over_the_ring_keeps_its_l2_policy():
     load = pc.make_bulk_copy(smem, F32, cache_hint="evict_first")
     staged = make_pipeline({"a": load}, consumer=Consumer("warp"), stages=2).load("a")
     assert staged.cache_hint == load.cache_hint
+
+
+def test_a_warp_may_produce_tma_loads_every_lane_waiting_and_one_arming():
+    pipe = make_pipeline(loads(), consumer=Consumer("warp"), producer=Producer("tma", "warp"), stages=3)
+    acquire = next(f for f in pipe.functions if f.name.endswith("producer_acquire"))
+    assert acquire.convention.caller == "warp" and pipe.full == (BarrierInit(1, STAGE),)
+    body = pipe.cuda().split("pipeline_producer_acquire(unsigned bars, pipeline_state st) {")[1].split("}")[0]
+    assert body.index("pycute_pipeline_wait(") < body.index(
+        f"if (pycute_elect_one_sync()) pycute_mbarrier_arrive_expect_tx(full, {STAGE}u);")
+
+
+@pytest.mark.parametrize("build, message", [
+    (lambda: make_pipeline(loads(), consumer=Consumer("warp"), producer=Producer("tma", "warpgroup"), stages=3),
+     r"producer Producer\(kind='tma', caller='warpgroup'.* does not issue these loads: they make it .*"
+     r"\(or its caller 'warp'\)"),
+    (lambda: make_pipeline(loads(), consumer=Consumer("warp"), producer=Producer("cp_async", "warp"), stages=3),
+     r"producer Producer\(kind='cp_async'.* does not issue these loads"),
+])
+def test_a_producer_that_does_not_issue_the_loads_is_refused(build, message):
+    with pytest.raises(pc.PlanError, match=message):
+        build()

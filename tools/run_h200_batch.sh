@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The lead's batching of H200 work into few device calls (each tool is documented in its own file): correctness
 # tools in parallel (small kernels, untimed), then the timed sweeps one after the other, alone on the GPU.
-#   bash tools/run_h200_batch.sh b|c|d|e|f|g|h|i|j|k|l   (outputs under $OUT, packed into one archive)
+#   bash tools/run_h200_batch.sh b|c|d|e|f|g|h|i|j|k|l|m   (outputs under $OUT, packed into one archive)
 set -u
 export PYTHONPATH=. PYTHONUNBUFFERED=1
 w=/tmp/h200-batch; mkdir -p "$w"
@@ -89,6 +89,17 @@ l)
   timeout 200 python3 tools/pipeline_h200.py --rate "$w/pipeline-rate-h200-run4.jsonl" --mnk=8192,8192,4096 \
     --mnk=7680,7680,4096 > "$w/pipeline_rate4.log" 2>&1
   timeout 200 python3 tools/gemm_producer_h200.py "$w/gemm-producer-h200.jsonl" > "$w/gemm_producer.log" 2>&1
+  ;;
+m)
+  # The kernels whose load warp changed form: the feed and the Hopper GEMM under every tool, the block-scaled GEMM's
+  # soft build against the reference (the persistent cases) and under memcheck, racecheck and synccheck.
+  timeout 150 python3 tools/sanitize_h200.py "$w/sanitizer-h200-run6.jsonl" --only stream/feed --only example/hopper-gemm \
+    --tools plain,memcheck,racecheck,synccheck --jobs 6 --timeout 140 > "$w/sanitize6.log" 2>&1 &
+  timeout 330 python3 tools/sanitize_h200.py "$w/sanitizer-h200-run6-soft.jsonl" --only example/blockscaled-gemm-mxf8-g1-soft \
+    --tools plain,memcheck,racecheck,synccheck --jobs 3 --timeout 320 > "$w/sanitize6_soft.log" 2>&1 &
+  timeout 330 python3 tools/blockscaled_gemm_h200.py "$w/blockscaled-gemm-h200-run4.jsonl" --match persistent --jobs 8 \
+    > "$w/bsgemm4.log" 2>&1 &
+  wait
   ;;
 e)
   timeout 120 python3 tools/epilogue_h200.py "$w/epilogue-bank-ld.jsonl" --only bank --bank-every 4 --bank-ops ld \

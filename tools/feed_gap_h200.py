@@ -70,17 +70,21 @@ def _build(job: tuple) -> None:
         kernel.compile()
 
 
+def operands(gpu: Any, mnk: tuple[int, int, int]) -> tuple[Any, Any, Any, int, int]:
+    """The default variant's problem, A and B on the device, the verification checksum and the bytes moved."""
+    from pycute.harness.stream_feed import expected_checksum
+    problem = problem_of(mnk, "base")
+    a, b = problem.arrays(seed=3)
+    return problem, gpu.upload(a), gpu.upload(b), expected_checksum(problem, a, b), problem.bytes_moved()
+
+
 def sweep(path: str) -> list[dict]:
     from pycute.compile import runtime
-    from pycute.harness.stream_feed import expected_checksum
     gpu = runtime.Gpu()
     rows = []
     with open(path, "w") as out:
         for mnk in PROBLEMS:
-            base = problem_of(mnk, "base")
-            a, b = base.arrays(seed=3)
-            d_a, d_b = gpu.upload(a), gpu.upload(b)
-            want, moved = expected_checksum(base, a, b), base.bytes_moved()
+            _, d_a, d_b, want, moved = operands(gpu, mnk)
             pairs = {v: kernels(problem_of(mnk, v)) for v in VARIANTS}
             times: dict[tuple[str, str], list[float]] = {}
             ok: dict[str, bool] = {v: True for v in VARIANTS}
@@ -114,10 +118,8 @@ def sweep(path: str) -> list[dict]:
 def one_launch(mnk: tuple[int, int, int]) -> None:
     """The ncu child: each kernel of the default variant launched (the minimal twice, the feed three times)."""
     from pycute.compile import runtime
-    problem = problem_of(mnk, "base")
     gpu = runtime.Gpu()
-    a, b = problem.arrays(seed=3)
-    d_a, d_b = gpu.upload(a), gpu.upload(b)
+    problem, d_a, d_b, _, _ = operands(gpu, mnk)
     minimal, feed = kernels(problem)
     minimal.run(gpu, d_a, d_b, repeats=1)
     feed.run(gpu, d_a, d_b, repeats=1)
@@ -362,7 +364,7 @@ def hand(path: str, **options: bool) -> list[dict]:
 
     from pycute.compile import runtime
     from pycute.compile.nvrtc import compile_cuda
-    from pycute.harness.stream_feed import ALIGN_SLACK, _launch_args, _time, expected_checksum
+    from pycute.harness.stream_feed import ALIGN_SLACK, FeedStream, _launch_args, _time
     names = list(hand_kernels(problem_of(PROBLEMS[0], "base"), **options))
     with ProcessPoolExecutor(min(16, os.cpu_count() or 1)) as pool:
         list(pool.map(_build_hand, [(mnk, n, options) for mnk in PROBLEMS for n in names]))
@@ -370,12 +372,8 @@ def hand(path: str, **options: bool) -> list[dict]:
     rows = []
     with open(path, "w") as out:
         for mnk in PROBLEMS:
-            problem = problem_of(mnk, "base")
-            a, b = problem.arrays(seed=3)
-            d_a, d_b = gpu.upload(a), gpu.upload(b)
-            want, moved = expected_checksum(problem, a, b), problem.bytes_moved()
+            problem, d_a, d_b, want, moved = operands(gpu, mnk)
             maps = _launch_args(gpu, problem.loads(None), d_a, d_b)
-            from pycute.harness.stream_feed import FeedStream
             feed = FeedStream(problem, stages=STAGES)
             grid, smem = feed.grid(gpu), feed.pipeline.smem_bytes + ALIGN_SLACK
             checksum = gpu.upload(np.zeros(1, dtype=np.uint64))

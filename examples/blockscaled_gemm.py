@@ -5,9 +5,10 @@ pair's MMAs); any M and N, and any K whose rows are whole 16 bytes (TMA). docs/b
 
 Everything between the instructions comes from plans:
 
-* ``operands`` (``pc.make_pipeline``): a ring of stages (as many as shared memory holds) filled by the TMA loads of
-  A's and B's tiles and the bulk loads of their packed scale factors, released by the MMA warp's
-  ``tcgen05.commit``; in a pair the odd CTA's relay to the even CTA's barrier is derived;
+* ``operands`` (``pc.make_pipeline``): a ring of stages (as many as shared memory holds) filled by the load warp
+  (every lane waits for a stage, one arms it and issues) with the TMA loads of A's and B's tiles and the bulk loads
+  of their packed scale factors, released by the MMA warp's ``tcgen05.commit``; in a pair the odd CTA's relay to
+  the even CTA's barrier is derived;
 * ``accumulators`` (``pc.make_pipeline`` with no loads): two accumulators in TMEM, filled by the MMA's commit and
   released by the epilogue warps, so that the epilogue of one tile overlaps the MMAs of the next;
 * ``mainloop`` (``pc.make_mma_mainloop``): the SF copies into TMEM (``tcgen05.cp``, a region per stage), the MMA

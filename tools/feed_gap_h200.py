@@ -110,7 +110,8 @@ def sweep(path: str) -> list[dict]:
         for v in VARIANTS:
             m, f = (next(r for r in mine if r["variant"] == v and r["kernel"] == k) for k in ("minimal", "feed"))
             print(f"{v:<11} minimal {m['TBps_best']:6.2f} / {m['TBps_median']:6.2f}  feed {f['TBps_best']:6.2f} / "
-                  f"{f['TBps_median']:6.2f} {'ok' if f['ok'] else 'WRONG'}  feed/own {f['TBps_best'] / m['TBps_best']:.1%}"
+                  f"{f['TBps_median']:6.2f} {'ok' if f['ok'] else 'WRONG'}  "
+                  f"feed/own {f['TBps_best'] / m['TBps_best']:.1%}"
                   f"  feed/best {f['TBps_best'] / best_min:.1%}  by median {f['TBps_median'] / med_min:.1%}")
     return rows
 

@@ -44,10 +44,12 @@ def elected_source(source: str) -> str:
             mainloop_b(&map_b, smem, full, t.n, kb, st.index);
           }"""
     assert source.count(warp) == 1 and source.count(issue) == 1
-    return source.replace(warp, """    if (pycute_warp_index() == 0 && pycute_elect_one_sync()) {
-      mainloop_state st = mainloop_producer_start();""").replace(issue, """          const unsigned full = mainloop_producer_acquire(b, st);
+    elected = """    if (pycute_warp_index() == 0 && pycute_elect_one_sync()) {
+      mainloop_state st = mainloop_producer_start();"""
+    alone = """          const unsigned full = mainloop_producer_acquire(b, st);
           mainloop_a(&map_a, smem, full, t.m, kb, st.index);
-          mainloop_b(&map_b, smem, full, t.n, kb, st.index);""")
+          mainloop_b(&map_b, smem, full, t.n, kb, st.index);"""
+    return source.replace(warp, elected).replace(issue, alone)
 
 
 class Elected:

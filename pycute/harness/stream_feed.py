@@ -169,8 +169,9 @@ class FeedStream:
 
     @property
     def pipeline(self) -> PipelinePlan:
-        return make_pipeline(self.problem.loads(self.multicast), consumer=self.consumer, producer=Producer("tma", "warp"),
-                             stages=self.stages, name="feed", reserve=feed_reserve(self.ctas_per_sm))
+        return make_pipeline(self.problem.loads(self.multicast), consumer=self.consumer,
+                             producer=Producer("tma", "warp"), stages=self.stages, name="feed",
+                             reserve=feed_reserve(self.ctas_per_sm))
 
     @property
     def scheduler(self) -> TileScheduler:

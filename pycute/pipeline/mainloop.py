@@ -6,8 +6,9 @@ output tile, so that a kernel's roles are a loop over its scheduler's tiles (doc
 Per tile of the CTA (``pycute_tile``: ``m``, ``n`` from the scheduler), for ``k_blocks`` k-blocks:
 
 * ``<name>_load_tile`` (the producer warp): for each k-block, the warp acquires the next stage (every lane waits
-  for its release, one arms it) and one elected lane issues every load of it; a load's coordinates come from ``modes`` (per array mode: the tile's ``m``, its ``n``, the
-  k-block ``k``, or ``-`` for a mode of one tile), the MMA's B tile in a CTA pair being the CTA's half of N;
+  for its release, one arms it) and one elected lane issues every load of it; a load's coordinates come from
+  ``modes`` (per array mode: the tile's ``m``, its ``n``, the k-block ``k``, or ``-`` for a mode of one tile), the
+  MMA's B tile in a CTA pair being the CTA's half of N;
 * ``<name>_mma_tile`` (the MMA warp): acquires the next accumulator, then per k-block waits for the stage, copies
   its scale factors into the stage's TMEM regions, issues the k-block's MMAs and releases the stage with
   ``tcgen05.commit``; commits the filled accumulator. In the odd CTA of a pair it relays each landed stage instead;

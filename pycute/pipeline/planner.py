@@ -85,8 +85,8 @@ def _producer(items: list[tuple[str, Any]], producer: Producer | None) -> Produc
     derived = Producer(kind, "threads", items[0][1].threads) if kind == "cp_async" else Producer(kind)  # type: ignore
     if producer is None:
         return derived
-    # a warp may stand for the elected thread of TMA / bulk / DSMEM loads: every lane waits, one arms and issues
-    callers = ("elected", "warp") if derived.kind in ("tma", "dsmem") else (derived.caller,)
+    # a warp may stand for the elected thread of TMA / bulk loads: every lane waits, one arms and issues
+    callers = ("elected", "warp") if derived.kind == "tma" else (derived.caller,)
     if (producer.kind, producer.count) != (derived.kind, derived.count) or producer.caller not in callers:
         raise PlanError(f"make_pipeline: producer {producer!r} does not issue these loads: they make it {derived!r}"
                         + (" (or its caller 'warp')" if len(callers) > 1 else ""))

@@ -119,7 +119,8 @@ def test_the_gap_tools_kernels_run_whole_on_the_cpu_and_the_feeds_deliver_every_
             "feed-elected-exit", "feed-electloop", "feed-elected-exit-noverify-lane0"} <= set(kernels)
     for name, (source, symbol, threads) in kernels.items():
         checksum = np.zeros(1, np.uint64)
-        args = [tensor_map(loads["a"], a), tensor_map(loads["b"], b)] + ([checksum, 1] if symbol == "feed_stream" else [])
+        args = [tensor_map(loads["a"], a), tensor_map(loads["b"], b)]
+        args += [checksum, 1] if symbol == "feed_stream" else []
         run_kernel(compile_cuda(source, arch="sm_90a"), symbol, grid=3, block=threads, smem=smem, args=args)
         if symbol == "feed_stream":
             assert int(checksum[0]) == (0 if "noverify" in name else expected_checksum(problem, a, b)), name

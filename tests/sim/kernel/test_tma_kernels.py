@@ -232,6 +232,7 @@ def test_the_feed_stream_walks_its_raster_with_its_l2_options():
     a, b = problem.arrays(1)
     loads = problem.loads(None)
     checksum = np.zeros(1, np.uint64)
-    run_kernel(feed.compile(), "feed_stream", grid=3, block=32 * feed.warps, smem=feed.pipeline.smem_bytes + ALIGN_SLACK,
+    run_kernel(feed.compile(), "feed_stream", grid=3, block=32 * feed.warps,
+               smem=feed.pipeline.smem_bytes + ALIGN_SLACK,
                args=[tensor_map(loads["a"], a), tensor_map(loads["b"], b), checksum, 1])
     assert int(checksum[0]) == expected_checksum(problem, a, b)

@@ -277,50 +277,33 @@ def feed_edited_source(problem: Any, edits: tuple[str, ...]) -> str:
     (_, a, sa), (_, b, sb) = pipe.stage_bytes
     kb, s = problem.k_blocks, pipe.stages
     src = feed.source()
-    producer = f"""    pycute_tensormap_acquire(map_a);
+    def walk(stage_lines: str, indent: str = "") -> str:
+        """The producer's walk over its tiles and k-blocks with ``stage_lines`` per stage, indented by ``indent``."""
+        text = f"""    pycute_tensormap_acquire(map_a);
     pycute_tensormap_acquire(map_b);
     feed_state st = feed_producer_start();
     for (unsigned w = sched_first(); w < sched_units; w = sched_next(w)) {{
       pycute_tile t;
       sched_tile(w, t);
       for (int kb = 0; kb < {kb}; ++kb, st.advance()) {{
-        const unsigned full = feed_producer_acquire(b, st);
-        if (pycute_elect_one_sync()) {{
-          feed_a(map_a, base, full, t.m, kb, st.index);
-          feed_b(map_b, base, full, t.n, kb, st.index);
-        }}
-      }}
+{stage_lines}      }}
     }}
 """
-    stage = f"""pycute_pipeline_wait(b + ({s}u + st.index) * 8u, st.phase);
+        return "".join(indent + line if line.strip() else line for line in text.splitlines(True))
+
+    loads = """          feed_a(map_a, base, full, t.m, kb, st.index);
+          feed_b(map_b, base, full, t.n, kb, st.index);
+"""
+    producer = walk("        const unsigned full = feed_producer_acquire(b, st);\n"
+                    "        if (pycute_elect_one_sync()) {\n" + loads + "        }\n")
+    stage = f"""          pycute_pipeline_wait(b + ({s}u + st.index) * 8u, st.phase);
           const unsigned full = b + st.index * 8u;
           pycute_mbarrier_arrive_expect_tx(full, {pipe.expect_tx}u);
-          feed_a(map_a, base, full, t.m, kb, st.index);
-          feed_b(map_b, base, full, t.n, kb, st.index);"""
-    elected = f"""    if (pycute_elect_one_sync()) {{
-      pycute_tensormap_acquire(map_a);
-      pycute_tensormap_acquire(map_b);
-      feed_state st = feed_producer_start();
-      for (unsigned w = sched_first(); w < sched_units; w = sched_next(w)) {{
-        pycute_tile t;
-        sched_tile(w, t);
-        for (int kb = 0; kb < {kb}; ++kb, st.advance()) {{
-          {stage}
-        }}
-      }}
-    }}
-"""
+""" + loads
+    elected = "    if (pycute_elect_one_sync()) {\n" + walk(stage, "  ") + "    }\n"
     forms = {"elected": elected + "    __syncwarp();\n", "elected-exit": elected,
-             "electloop": producer.replace(f"""        const unsigned full = feed_producer_acquire(b, st);
-        if (pycute_elect_one_sync()) {{
-          feed_a(map_a, base, full, t.m, kb, st.index);
-          feed_b(map_b, base, full, t.n, kb, st.index);
-        }}
-""", f"""        if (pycute_elect_one_sync()) {{
-          {stage}
-        }}
-        __syncwarp();
-""")}
+             "electloop": walk("        if (pycute_elect_one_sync()) {\n" + stage + "        }\n"
+                               "        __syncwarp();\n")}
     for edit in edits:
         if edit in forms:
             src = _edit(src, producer, forms[edit], edit)

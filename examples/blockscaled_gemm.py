@@ -24,7 +24,7 @@ included (blank, comment and lone-brace lines not counted, as issue 34 counts th
 of them an address, a count, a parity or a register grouping.
 
 ``python examples/blockscaled_gemm.py`` prints the plans and the sm_100a SASS counts;
-examples/blockscaled_gemm_check.py runs the compiled kernel whole on the CPU (``pycute.sim.run_kernel``).
+examples/blockscaled_gemm_check.py runs the compiled kernel whole on the CPU (``pycute.interp.run_kernel``).
 """
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Checking examples/blockscaled_gemm.py without a GPU. ``run_whole`` runs the compiled sm_100a kernel whole on the
 CPU -- every CTA and thread, its pipelines and barriers checked, the copies and MMAs done by pycute's emulator
-(``pycute.sim.run_kernel``) -- and returns D beside the reference. ``trace`` runs one thread through pycute's
+(``pycute.interp.run_kernel``) -- and returns D beside the reference. ``trace`` runs one thread through pycute's
 single-thread PTX interpreter (loads read 0, waits pass at once): the instructions a role issues, to hold against
 the plans' streams."""
 from __future__ import annotations
@@ -10,8 +10,8 @@ import numpy as np
 from examples.blockscaled_gemm import WARPS, BlockScaledGemm
 from pycute.codegen import read_conventions
 from pycute.compile import compile_cuda
-from pycute.sim import run_kernel, tensor_map
-from pycute.sim.ptx import trace_entry
+from pycute.interp import run_kernel, tensor_map
+from pycute.interp.stream import trace_entry
 
 __all__ = ["run_whole", "trace", "barrier_names", "PARAMS", "SYMBOLS"]
 
@@ -30,7 +30,7 @@ def barrier_names(gemm: BlockScaledGemm) -> dict[str, tuple[str, ...]]:
 def run_whole(gemm: BlockScaledGemm, seed: int = 0, source: str | None = None,
               conventions: bool = False) -> tuple[np.ndarray, np.ndarray]:
     """``(D as the whole kernel writes it on the CPU, the reference)``: every CTA and thread of the sm_100a build
-    (or of ``source``, e.g. a mutated copy of ``gemm.source()``) run by ``pycute.sim.run_kernel``, which raises on
+    (or of ``source``, e.g. a mutated copy of ``gemm.source()``) run by ``pycute.interp.run_kernel``, which raises on
     a deadlock, a race or a misused mbarrier, naming the barrier; ``conventions``: also every generated function's
     calls against its calling convention. The pad columns of D must hold zeros (AssertionError otherwise)."""
     x = gemm.inputs(seed)

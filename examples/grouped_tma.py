@@ -27,7 +27,7 @@ from pycute import Layout
 from pycute.compile import compile_cuda
 from pycute.sim.emulator import Sm90Emulator
 from pycute.sim.executors.tma import TensorMap, TensorMapEdit, TensorMapPublish, replace_field
-from pycute.sim.ptx import trace_entry
+from pycute.interp.stream import trace_entry
 from pycute.tensor.values import smem_element_offsets
 
 ROWS, K = 1024, 128                       # A and C: ROWS x K bf16, row-major

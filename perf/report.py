@@ -313,7 +313,7 @@ def interpreter(results, out):
         rows.append((f"{kind} cta_group::{g}", f"{ctas} x 192", gemm.k_blocks, f"{seconds:.2f}",
                      "ok" if seconds <= INTERPRETER_TARGET_S and (got == want).all() else "OVER"))
         results[f"interpreter.gemm.{kind}.cg{g}"] = {"ctas": ctas, "seconds": seconds}
-    table(f"Whole kernels on the CPU (pycute.sim.run_kernel): the block-scaled GEMM example, every thread, seconds "
+    table(f"Whole kernels on the CPU (pycute.interp.run_kernel): the block-scaled GEMM example, every thread, seconds "
           f"(target <= {INTERPRETER_TARGET_S})", ("kernel", "CTAs x threads", "k-blocks", "seconds", ""), rows, out)
 
 

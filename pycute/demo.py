@@ -43,7 +43,7 @@ def _checks(plan):
     from .harness import RoundTrip
     from .codegen import probe_source
     from .compile import compile_cuda, utccp_instructions
-    from .sim import probe_stream
+    from .interp import probe_stream
     sass = utccp_instructions(RoundTrip(plan, "demo").compile("sm_100a").instructions())
     sass_ok = sass == [plan.atom.sass] * len(plan.instructions)
     ptx = compile_cuda(probe_source(plan, "demo")).ptx

@@ -29,8 +29,10 @@ LAYERS = [
     {"copy", "mma"},
     {"pipeline"},                                     # pipelines and tile schedulers: above copy and mma
     {"codegen"},
-    {"sim"},
+    {"sim"},                                          # the per-plan emulator, its executors, verify
+    {"interp"},                                       # the PTX interpreter (one thread; whole kernels) on sim's executors
     {"harness"},
+    {"kernels"},                                      # kernels users call, their launcher and torch ops
     {"cost", "viz"},
     {"demo", "cli", "__main__", "__init__", "compat"},
 ]

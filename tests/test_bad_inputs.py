@@ -251,9 +251,9 @@ BAD = {
     "RoundTrip of None": (lambda: __import__("pycute.harness", fromlist=["RoundTrip"]).RoundTrip(None), T,
                           "RoundTrip: expected a Tcgen05CpPlan"),
     "emulator cp opcode None": (lambda: Sm100Emulator().cp(None, 0, 0), T, "the opcode must be a string"),
-    "PTX interpreter malformed statement": (lambda: __import__("pycute.sim.ptx", fromlist=["run_entry"]).run_entry(
+    "PTX interpreter malformed statement": (lambda: __import__("pycute.interp.stream", fromlist=["run_entry"]).run_entry(
         ".visible .entry k(){\n\tadd.u32 ;\n}", {}, {}), C, "is malformed for the interpreter"),
-    "PTX interpreter not text": (lambda: __import__("pycute.sim.ptx", fromlist=["run_entry"]).run_entry(
+    "PTX interpreter not text": (lambda: __import__("pycute.interp.stream", fromlist=["run_entry"]).run_entry(
         None, {}, {}), T, "the PTX must be text"),
     # -- the kernel author's surface, now at the top level ------------------------------------------------------
     "commit_asm cta_group 3": (lambda: pc.commit_asm(3, "bar"), P, "cta_group must be 1 or 2, not 3"),

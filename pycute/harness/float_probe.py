@@ -1,7 +1,7 @@
 """The floating-point instructions the CPU interpreter runs, on the GPU and on the CPU, input for input: one kernel
 applies each instruction (inline ``asm``, one rounding mode or modifier each) to the same operand bit patterns --
 random bits (NaNs, infinities, subnormals included), random numbers of moderate size, and the special values -- so
-``tools/interp_h200.py`` can record where ``pycute.sim.run_kernel`` and the hardware differ (docs/interpreter.md)."""
+``tools/interp_h200.py`` can record where ``pycute.interp.run_kernel`` and the hardware differ (docs/interpreter.md)."""
 from __future__ import annotations
 
 import math
@@ -11,8 +11,8 @@ import numpy as np
 
 from ..compile.nvrtc import Compiled, compile_cuda
 from ..compile.runtime import Gpu, check_gpu
-from ..sim import run_kernel
-from ..sim.kernel.floats import FORMATS, decode
+from ..interp import run_kernel
+from ..interp.floats import FORMATS, decode
 
 __all__ = ["FloatProbe", "EXACT_OPS", "APPROX_OPS", "ulp_distance", "same_values"]
 

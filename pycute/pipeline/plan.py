@@ -185,7 +185,7 @@ class PipelinePlan:
 
     def barrier_names(self) -> tuple[str, ...]:
         """The barrier array's words by name (``mainloop.full[0]``, ..., ``mainloop.empty[0]``, ...): what a
-        whole-kernel run names them by (``pycute.sim.run_kernel(barriers=...)``)."""
+        whole-kernel run names them by (``pycute.interp.run_kernel(barriers=...)``)."""
         kinds = ("full", "empty") if self.empty else ("full",)
         return tuple(f"{self.name}.{k}[{s}]" for k in kinds for s in range(self.stages))
 

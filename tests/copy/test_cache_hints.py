@@ -12,7 +12,7 @@ from pycute.arch.sm80.cache import policy_of_ptx, policy_of_token
 from pycute.compile import compile_cuda
 from pycute.copy.bulk import make_bulk_copy
 from pycute.copy.cp_async import make_cp_async_copy
-from pycute.sim.ptx import trace_entry
+from pycute.interp.stream import trace_entry
 
 POLICY = pc.CachePolicy("evict_last", 0.25, "evict_first")
 ARRAY = pc.make_global_tensor(pc.f32, Layout((128, 96), (96, 1)))

@@ -3,7 +3,7 @@ kernel is at most 25 hand-written lines; its sm_100a build holds exactly the pla
 body; run whole on the CPU (every CTA and thread, several tiles per CTA, both accumulators in turn) it writes the
 reference D, f32 or bf16; pycute's single-thread interpreter finds each role issuing the plans' streams for the
 scheduler's tiles; the soft build compiles for sm_90a and, on a GPU with clusters, gives the reference D. The
-mutation tests of its pipelines are tests/sim/kernel/test_gemm_kernel.py."""
+mutation tests of its pipelines are tests/interp/test_gemm_kernel.py."""
 import json
 import re
 import subprocess

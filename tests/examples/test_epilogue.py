@@ -9,7 +9,7 @@ import pytest
 
 from examples.epilogue import Epilogue
 from pycute.compile import runtime
-from pycute.sim.ptx import trace_entry
+from pycute.interp.stream import trace_entry
 
 SOFT_REASON = None if runtime.device_info() is not None and runtime.device_info()[1][0] >= 9 else (
     "the soft build runs on a CUDA GPU of compute capability 9.0 or newer")

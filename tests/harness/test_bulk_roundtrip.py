@@ -7,7 +7,7 @@ import pytest
 
 import pycute as pc
 from pycute.harness.bulk import BulkRoundTrip
-from pycute.sim.ptx import trace_entry
+from pycute.interp.stream import trace_entry
 
 from tests.copy.flat_cases import BULK
 

@@ -13,7 +13,7 @@ from pycute.arch.sm90.smem import SMEM_PER_SM
 from pycute.compile.nvrtc import compile_cuda
 from pycute.harness.stream_feed import ALIGN_SLACK, FeedProblem, FeedStream, MinimalFeed, expected_checksum
 from pycute.pipeline import Consumer
-from pycute.sim import run_kernel, tensor_map
+from pycute.interp import run_kernel, tensor_map
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 

@@ -7,7 +7,7 @@ import pytest
 
 from pycute.compile.sass import opcode_histogram
 from pycute.harness.wgmma import WGMMA_CASES, compile_cases
-from pycute.sim.ptx import trace_entry
+from pycute.interp.stream import trace_entry
 
 
 @pytest.fixture(scope="module")

@@ -12,7 +12,7 @@ from pycute.sim.operand import reference_mma
 from pycute.sim.verify import run_tmem_copy
 from pycute.sim.verify_mma import exact_codes, read_d, write_tile
 from pycute.compile.nvrtc import compile_cuda
-from pycute.sim.ptx import trace_entry
+from pycute.interp.stream import trace_entry
 
 SEQ, HEAD = 128, 64
 

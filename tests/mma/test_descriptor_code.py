@@ -6,7 +6,7 @@ import pytest
 import pycute as pc
 from pycute import ComposedLayout, Layout
 from pycute.compile.nvrtc import compile_cuda
-from pycute.sim.ptx import trace_entry
+from pycute.interp.stream import trace_entry
 
 ATOM = pc.kmajor_smem_tensor(pc.bf16, 128, 64, "128B")
 

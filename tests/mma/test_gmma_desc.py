@@ -11,7 +11,7 @@ from pycute import ComposedLayout, Layout
 from pycute.arch.sm100.swizzle_modes import SwizzleMode
 from pycute.compile.nvrtc import compile_cuda
 from pycute.sim.operand import gmma_operand
-from pycute.sim.ptx import trace_entry
+from pycute.interp.stream import trace_entry
 from pycute.sim.verify_mma import write_tile
 
 

@@ -6,7 +6,7 @@ import pytest
 from pycute.codegen.mma import _forms, mma_helper
 from pycute.compile.nvrtc import compile_cuda
 from pycute.errors import CompileError
-from pycute.sim.ptx import trace_entry
+from pycute.interp.stream import trace_entry
 
 FORMS = list(_forms())
 SASS = {"f16": "UTCHMMA", "tf32": "UTCHMMA", "f8f6f4": "UTCQMMA", "i8": "UTCIMMA", "mxf8f6f4": "UTCQMMA",

@@ -8,7 +8,7 @@ import pycute as pc
 from pycute.compile.nvrtc import compile_cuda
 from pycute.errors import EmulationError
 from pycute.mma import make_mma
-from pycute.sim.ptx import trace_entry
+from pycute.interp.stream import trace_entry
 from pycute.sim.verify_mma import verify_mma
 
 D = pc.mma_accumulator(pc.f32, 128, 256)

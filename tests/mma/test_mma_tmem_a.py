@@ -9,7 +9,7 @@ from pycute.arch.sm100.datapath import data_path
 from pycute.compile.nvrtc import compile_cuda
 from pycute.errors import EmulationError
 from pycute.mma import make_mma
-from pycute.sim.ptx import trace_entry
+from pycute.interp.stream import trace_entry
 from pycute.sim.verify_mma import verify_mma
 
 

@@ -8,7 +8,7 @@ import pytest
 import pycute as pc
 from pycute.compile.nvrtc import compile_cuda
 from pycute.mma import make_mma
-from pycute.sim.ptx import trace_entry
+from pycute.interp.stream import trace_entry
 
 
 def ws(dtype=pc.bf16, k=64, n=128, d=pc.f32):

@@ -10,7 +10,7 @@ import pycute as pc
 from pycute.codegen.wgmma import fragment_formula
 from pycute.compile.nvrtc import compile_cuda
 from pycute.errors import CompileError
-from pycute.sim.ptx import trace_entry
+from pycute.interp.stream import trace_entry
 from pycute.tensor.values import layout_values
 
 LOOP = """

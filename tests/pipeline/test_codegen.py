@@ -12,7 +12,7 @@ from pycute.codegen import read_conventions
 from pycute.codegen.pipeline import per_rank
 from pycute.harness.stream_feed import FeedStream
 from pycute.pipeline import Consumer, Producer, make_pipeline
-from pycute.sim.ptx import trace_entry
+from pycute.interp.stream import trace_entry
 
 A = pc.make_global_tensor(pc.bf16, Layout((1024, 512), (512, 1)))
 

@@ -14,7 +14,7 @@ from pycute.codegen import read_conventions
 from pycute.harness.schedule import ScheduleProbe
 from pycute.pipeline import make_clc_scheduler, make_tile_scheduler
 from pycute.sim.clc import run_clc_schedule
-from pycute.sim.ptx import trace_entry
+from pycute.interp.stream import trace_entry
 
 
 def covered(schedule):

@@ -11,7 +11,7 @@ from pycute.arch.sm100.tcgen05_ldst import LDST_SHAPES
 from pycute.codegen.probe import ldst_probe_source
 from pycute.compile import compile_cuda
 from pycute.compile.sass import disassemble, function_instructions
-from pycute.sim.ptx import ldst_stream
+from pycute.interp.stream import ldst_stream
 
 
 def tensor(shape, num, pack):

@@ -7,7 +7,7 @@ import pycute as pc
 from pycute import Layout
 from pycute.compile.nvrtc import compile_cuda
 from pycute.copy.bulk import make_bulk_copy
-from pycute.sim.ptx import trace_entry
+from pycute.interp.stream import trace_entry
 
 from tests.copy.flat_cases import BULK
 

@@ -1,5 +1,5 @@
 """The generated cp.async function issues exactly the plan's stream: compiled by NVRTC, its PTX interpreted thread
-by thread (pycute.sim.ptx) gives the same shared addresses, global addresses, sizes and src-sizes as
+by thread (pycute.interp.stream) gives the same shared addresses, global addresses, sizes and src-sizes as
 ``plan.stream`` (the threads holding the vector that ends the array included), and SASS holds one LDGSTS per
 planned copy site on sm_80, sm_90a and sm_100a."""
 import re
@@ -9,7 +9,7 @@ import pytest
 from pycute.atoms.cp_async import CpAsyncIssue, CpAsyncResidue
 from pycute.compile.nvrtc import compile_cuda
 from pycute.copy.cp_async import make_cp_async_copy
-from pycute.sim.ptx import trace_entry
+from pycute.interp.stream import trace_entry
 
 from tests.copy.flat_cases import CP_ASYNC
 

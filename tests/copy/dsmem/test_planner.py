@@ -9,7 +9,7 @@ from pycute.compile.nvrtc import compile_cuda
 from pycute.copy.dsmem import make_dsmem_copy
 from pycute.errors import EmulationError
 from pycute.sim.emulator import Sm90Emulator
-from pycute.sim.ptx import trace_entry
+from pycute.interp.stream import trace_entry
 
 from tests.copy.flat_cases import DSMEM
 

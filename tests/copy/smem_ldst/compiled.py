@@ -7,7 +7,7 @@ import numpy as np
 
 from pycute.compile.nvrtc import compile_cuda
 from pycute.sim.emulator import Sm90Emulator
-from pycute.sim.ptx import trace_entry
+from pycute.interp.stream import trace_entry
 
 SEED = 0x3F81_2345
 SMEM = 0x400

@@ -10,7 +10,7 @@ from pycute import Layout
 from pycute.compile.nvrtc import compile_cuda
 from pycute.copy.smem_ldst import make_epilogue
 from pycute.sim.emulator import Sm90Emulator
-from pycute.sim.ptx import trace_entry
+from pycute.interp.stream import trace_entry
 from pycute.sim.verify_smem import expected_array
 from pycute.tensor.values import smem_bytes_needed
 

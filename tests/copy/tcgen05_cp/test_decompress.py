@@ -11,7 +11,7 @@ from pycute.atoms import cp_candidates
 from pycute.codegen.probe import probe_source
 from pycute.compile import compile_cuda
 from pycute.compile.sass import utccp_instructions
-from pycute.sim.ptx import probe_stream
+from pycute.interp.stream import probe_stream
 
 PITCH = {"none": 16, "32B": 32, "64B": 64, "128B": 128}
 SW = {"none": None, "32B": 1, "64B": 2, "128B": 3}

@@ -5,7 +5,7 @@ import pycute as pc
 from pycute import Layout, TCol, TLane
 from pycute.codegen.probe import probe_source
 from pycute.compile import compile_cuda
-from pycute.sim.ptx import probe_stream
+from pycute.interp.stream import probe_stream
 from perf.cases import staged_copies
 
 CASES = staged_copies()

@@ -6,7 +6,7 @@ import pytest
 import pycute as pc
 from pycute import Layout
 from pycute.compile.nvrtc import compile_cuda
-from pycute.sim.ptx import trace_entry
+from pycute.interp.stream import trace_entry
 
 ACC = pc.make_tmem_tensor(pc.f32, Layout((128, 32, 8), (pc.TLane, pc.TCol, 32 * pc.TCol)), columns=256)
 CHUNK = ACC[:, :, pc.dynamic("chunk")]

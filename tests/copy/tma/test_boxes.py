@@ -15,7 +15,7 @@ from pycute.compile import compile_cuda
 from pycute.copy.tma import TensorMapParams, make_tma_copy
 from pycute.copy.tma.multicast import Multicast
 from pycute.sim.emulator import Sm90Emulator
-from pycute.sim.ptx import trace_entry
+from pycute.interp.stream import trace_entry
 from pycute.sim.verify import verify_tma
 
 from .cases_boxes import BOXES, MULTICAST, NARROW

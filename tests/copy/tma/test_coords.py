@@ -12,7 +12,7 @@ from pycute import Layout
 from pycute.compile import compile_cuda
 from pycute.harness.tma import TmaRoundTrip
 from pycute.sim.emulator import Sm90Emulator
-from pycute.sim.ptx import trace_entry
+from pycute.interp.stream import trace_entry
 from pycute.tensor.values import smem_element_offsets
 
 from .cases import ELEMENT

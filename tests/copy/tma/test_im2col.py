@@ -13,7 +13,7 @@ from pycute.arch.sm90.tma import TMA_SWIZZLES
 from pycute.compile import compile_cuda
 from pycute.copy.tma.im2col import Im2colMapParams
 from pycute.sim.emulator import Sm90Emulator
-from pycute.sim.ptx import trace_entry
+from pycute.interp.stream import trace_entry
 
 from .cases_im2col import IM2COL, activations
 

@@ -131,7 +131,7 @@ def test_encoding_a_tensor_map_without_a_driver_is_a_clear_error():
                                        ("u8-5d", (1, 2, 1, 0, 0))])
 def test_the_compiled_code_issues_the_plans_boxes(name, tile):
     """The PTX interpreter reads the compiled load and store back as the plan's own stream."""
-    from pycute.sim.ptx import trace_entry
+    from pycute.interp.stream import trace_entry
     _, g, s, _ = next(c for c in CASES if c[0] == name)
     load, store = make_tma_copy(s, g), make_tma_copy(g, s)
     n = len(tile)
@@ -181,7 +181,7 @@ def test_only_loads_multicast():
 
 @pytest.mark.parametrize("arch", ["sm_90a", "sm_100a"])
 def test_a_prefetch_names_the_loads_boxes_and_assembles_to_utmapf(arch):
-    from pycute.sim.ptx import trace_entry
+    from pycute.interp.stream import trace_entry
     _, g, s, _ = next(c for c in CASES if c[0] == "f32-512-rows-two-boxes")
     load = make_tma_copy(s, g)
     prefetch = load.prefetch()

@@ -9,7 +9,7 @@ from pycute import Layout
 from pycute.compile import compile_cuda
 from pycute.errors import EmulationError
 from pycute.sim.executors.tma import TensorMap, TensorMapEdit, TensorMapPublish, replace_field
-from pycute.sim.ptx import trace_entry
+from pycute.interp.stream import trace_entry
 
 A = pc.make_global_tensor(pc.bf16, Layout((1024, 256), (256, 1)))
 TILE = pc.kmajor_smem_tensor(pc.bf16, 128, 64, "128B")

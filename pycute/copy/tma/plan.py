@@ -71,7 +71,9 @@ class TmaPlan(ArrayTilePlan):
     cache_hint: CachePolicy | None = None   # the L2 policy every box is issued with (.L2::cache_hint)
     notes: tuple[str, ...] = attrs.field(default=(), eq=False)   # how the array became the map (view.py)
     origin: tuple[TmaOrigin, ...] = ()      # the box origin per array mode in elements; () = tile indices
-    views: tuple[tuple[int, int], ...] = () # per tensor-map dimension: (array mode or -1, step in map elements)
+    views: tuple[tuple[int, int], ...] = () # per tensor-map dimension: (array mode; -1 none, -2 a sub-mode or
+    #                                         modes merged into one; step in map elements)
+    limits: tuple[TmaPrecondition, ...] = ()  # bounds the planner derived (merged modes, a store's partial unit)
 
     VARIANT: ClassVar[str] = "tma"
 
@@ -144,15 +146,16 @@ class TmaPlan(ArrayTilePlan):
         under ``-DPYCUTE_CHECKED``): along the contiguous mode the start sits on a 16-byte unit (the H200 raised
         an illegal-instruction exception otherwise, for loads, stores, reductions and prefetches: docs/tma.md); a
         store's start is never negative (PTX ISA #data-movement-and-conversion-instructions-tensor-copy-
-        restrictions); a NaN-filling load's along the contiguous mode is not negative (unsettled on the H200); an
-        origin along a mode the map views in parts is a multiple of the part."""
+        restrictions); an origin along a mode the map views in parts is a multiple of the part; and the bounds
+        the planner derived (``limits``: a tile index along a mode merged into the next one's dimension, a
+        store's boxes before a row's partial 16-byte unit)."""
         out = []
         store = self.direction == "store"
         if not self.origin:
             return tuple(TmaPrecondition(f"t{k}", "at_least", 0, "a store's tile index is never negative "
                                          "(a store's coordinates are non-negative, PTX ISA)")
-                         for k in range(len(self.tile_shape))) if store else ()
-        inner = contiguous_mode(self.array_modes)
+                         for k in range(len(self.tile_shape)) if store) + self.limits
+        inner = self.views[0][0] if self.views else contiguous_mode(self.array_modes)   # dimension 0's mode
         for o in self.origin:
             if o.name is None:
                 continue
@@ -164,7 +167,7 @@ class TmaPlan(ArrayTilePlan):
             if store:
                 out.append(TmaPrecondition(o.name, "at_least", 0, "a store's coordinates are non-negative (PTX ISA "
                                            "#data-movement-and-conversion-instructions-tensor-copy-restrictions)"))
-        return tuple(out)
+        return tuple(out) + self.limits
 
     def _inner_unit(self, o: TmaOrigin) -> int:
         """Elements of the tensors' type in one 16-byte unit along the contiguous mode."""
@@ -205,6 +208,8 @@ class TmaPlan(ArrayTilePlan):
             raise PlanError(f"the tile index has {len(tile)} entries; the array has {len(self.tile_shape)} modes")
         coords, _ = self._split(tile, {k: v for k, v in values.items() if k in self.coordinate_names}, "coords: ")
         base = [0] * self.tensor_map.rank
+        for p in self.preconditions:
+            p.check(coords[p.name], "coords: ")
         if not self.origin:
             for t in self.tile:
                 value = coords[f"t{t.mode}"]
@@ -212,12 +217,10 @@ class TmaPlan(ArrayTilePlan):
                     raise PlanError(f"tile index {value} of mode {t.mode} is negative")
                 base[t.dim] += t.value(value)
         else:
-            for p in self.preconditions:
-                p.check(coords[p.name], "coords: ")
             for o in self.origin:
                 base[o.dim] += origin_value(o, coords) // o.step
         if self.multicast is not None:
-            base[self.multicast.dim] += self._slice(cta) * self.multicast.coord_step
+            base[self.multicast.dim] += self._slice(cta) * (0 if self.multicast.plain else self.multicast.coord_step)
         return [tuple(o + c for o, c in zip(base, i.coords)) for i in self.instructions]
 
     def origin_elements(self, *args: int, **values: int) -> tuple[int, ...]:
@@ -261,7 +264,8 @@ class TmaPlan(ArrayTilePlan):
                 if p.name in coords:
                     p.check(coords[p.name], "at: ")
             plan = attrs.evolve(self, origin=tuple(attrs.evolve(o, value=coords[o.name], name=None)
-                                                   if o.name in coords else o for o in self.origin))
+                                                   if o.name in coords else o for o in self.origin),
+                                limits=tuple(p for p in self.limits if p.name not in coords))
             if not stage_values:
                 return plan
         shift = self.stage_offset(**stage_values)
@@ -278,7 +282,7 @@ class TmaPlan(ArrayTilePlan):
         mc = self.multicast
         shift = (self._slice(cta) * mc.smem_step if mc else 0) + self.stage_offset(**stage_values)
         coords = self.coords(tuple(tile), cta, **{k: v for k, v in values.items() if k not in stage_values})
-        mask = mc.spec.mask_of(cta) if mc else None
+        mask = mc.spec.mask_of(cta) if mc and not mc.plain else None
         return [TmaIssue(i.ptx, c, 0 if self.direction == "prefetch" else smem_base + shift + i.smem_offset, mask,
                          self.cache_hint)
                 for i, c in zip(self.instructions, coords)]
@@ -347,7 +351,13 @@ class TmaPlan(ArrayTilePlan):
         if self.atom.pair:
             lines.append(f"  pair        .cta_group::2 ({', '.join(self.targets[:2])}, ...): each CTA of the pair loads "
                          f"its own tile; both complete on the even CTA's mbarrier, which expects the {self.expect_tx} B")
-        if self.multicast is not None:
+        if self.multicast is not None and self.multicast.plain:
+            spec = self.multicast.spec
+            who = (f"CTA rank {spec.participants()[0]} loads the whole tile into its own shared memory and the "
+                   f"others issue nothing" if spec.mask is not None else "every CTA loads its own tile")
+            lines.append(f"  multicast   {spec.describe()}: each mask names its issuer alone, so the load is a plain "
+                         f"one (no .multicast::cluster): {who}")
+        elif self.multicast is not None:
             mc = self.multicast
             lines.append(f"  multicast   {mc.spec.describe()}: the k-th CTA of a mask issues the boxes moved by k x "
                          f"{mc.coord_step} on dim {mc.dim} and k x {mc.smem_step} B, written to every CTA of the mask")

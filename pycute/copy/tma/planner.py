@@ -28,7 +28,7 @@ from ...modes import make_identity_layout
 from ...swizzle import Swizzle
 from ...tensor.gmem import GlobalTensor
 from ...tensor.smem import SmemTensor
-from ...tensor.tile import layout_modes
+from ...tensor.tile import layout_modes, mode_extents
 from ..protocol import Reject, Rejection, load_or_store
 from ...tensor.stages import smem_stages
 from .widen import WIDE_TYPES, widen
@@ -37,8 +37,9 @@ from .params import DTYPE_BYTES, TensorMapParams, smem_capacity
 from .plan import TmaInstruction, TmaPlan
 from .multicast import Multicast, check_pair_multicast, split_multicast
 from .rules import (capability, check_array, check_cta_group, check_fill, check_map, check_multicast, check_reduce,
-                    check_smem, data_type, size1_stride)
-from .view import NarrowRows, array_view, check_store_target, narrow_rows, tile_coords_of
+                    check_smem, data_type, size1_stride, store_row_limits, window_notes)
+from .origin import TmaPrecondition
+from .view import ArrayView, NarrowRows, array_view, check_store_target, narrow_rows, tile_coords_of
 
 __all__ = ["make_tma_copy", "Origin"]
 
@@ -106,6 +107,19 @@ def _split_256(modes: list) -> list:
             n, step = n // inner, step * inner
         out.append((n, axis, step))
     return out
+
+
+def _split_span(modes: list, mode: TmaSwizzle, elem: int) -> list:
+    """Under a swizzle, a first run longer than the pattern's row split at it: TMA's box row is at most a pattern
+    row (``CU_TENSOR_MAP_SWIZZLE_*``: boxDim[0] x element bytes <= the span), and rows of exactly the span, one
+    after another, are the dense run a swizzled tile's layout describes (PTX ISA #tensor-swizzling-modes)."""
+    if mode.byte_swizzle is None or not modes:
+        return modes
+    n, axis, step = modes[0]
+    row = mode.span // elem
+    if n <= row or n % row:
+        return modes
+    return [(row, axis, step), (n // row, axis, step * row)] + modes[1:]
 
 
 def _box(modes: list, first_axis: int, arrays: list, whole: frozenset[int] = frozenset()
@@ -225,7 +239,7 @@ def _place(modes: list, first: int, arrays: list, tile: tuple, smem: SmemTensor,
     origins: a box that views no mode in parts where a static origin falls between them."""
     whole: frozenset[int] = frozenset()
     while True:
-        box, rest, why = _box(_split_256(rows.split(modes, where)), first, arrays, whole)
+        box, rest, why = _box(_split_256(_split_span(rows.split(modes, where), mode, elem)), first, arrays, whole)
         if not box:
             raise PlanError(f"make_tma_copy: no box fits: {why[0].reason}{where}")
         box, rest = _within_rank(box, rest, len(arrays), why)
@@ -255,7 +269,10 @@ def _check_capacity(plan: TmaPlan, where: str) -> None:
 def _plan(direction: TmaDirection, gmem: GlobalTensor, smem: SmemTensor, multicast: Multicast | None,
           reduce: ReduceOp | None, oob_fill: OobFill, pair: bool = False, origin: tuple | None = None,
           unit: int = 1, ftz: bool = False, l2: int = L2_PROMOTION_128B, hint: CachePolicy | None = None) -> TmaPlan:
-    """The plan of one element type (the tensors' own, or ``unit`` of them widened to one)."""
+    """The plan of one element type (the tensors' own, or ``unit`` of them widened to one): over the array's own
+    modes, and over a view with every pair of contiguous modes the tile covers the inner one of merged (fewer,
+    longer dimensions: a box may then take rows the modes split, a narrow swizzled row among them), whichever has
+    fewer boxes (the array's own modes on a tie)."""
     where = _where(gmem, smem)
     if gmem.dtype.name not in DATA_TYPES:
         raise PlanError(f"make_tma_copy: a tensor map has no type for {gmem.dtype.name} (it names "
@@ -264,16 +281,45 @@ def _plan(direction: TmaDirection, gmem: GlobalTensor, smem: SmemTensor, multica
     op = None if reduce is None else check_reduce(reduce, direction, gmem.dtype.name, where)
     fill = check_fill(oob_fill, direction, gmem.dtype.name, where)
     map_type = data_type(gmem.dtype.name, ftz, where)
-    if direction == "store":
-        check_store_target(gmem, where)
     mode = _swizzle(smem, elem, where)
     stages = smem_stages(smem, SMEM_ALIGN, "make_tma_copy")
     smem = smem.at(**{d.name: 0 for d in smem.dynamic}) if smem.dynamic else smem
-    view = array_view(_array_modes(gmem, where), smem, where)
-    if origin is not None and view.notes:
+    if direction == "store":
+        check_store_target(gmem, mode_extents(smem.layout), where)
+    modes = _array_modes(gmem, where)
+    view = array_view(modes, smem, where)
+    if origin is not None and any(owner < 0 for owner in view.owners):
         raise PlanError(f"make_tma_copy: element origins are planned on arrays whose modes are each one tensor-map "
                         f"dimension; this one's are not ({'; '.join(view.notes)}): place its tiles by tile index"
                         f"{where}")
+    args = (direction, gmem, smem, multicast, op, fill, map_type, mode, stages, pair, origin, unit, l2, hint)
+    best, error = None, None
+    try:
+        best = _plan_view(view, *args)
+    except (PlanError, Reject) as e:
+        error = e
+    if origin is None and (best is None or len(best.instructions) > 1):
+        try:
+            merged = array_view(modes, smem, where, merge=True)
+            if merged.arrays != view.arrays:
+                plan = _plan_view(merged, *args)
+                if best is None or len(plan.instructions) < len(best.instructions):
+                    best = plan
+        except (PlanError, Reject):
+            pass
+    if best is None:
+        assert error is not None
+        raise error
+    return best
+
+
+def _plan_view(view: ArrayView, direction: TmaDirection, gmem: GlobalTensor, smem: SmemTensor,
+               multicast: Multicast | None, op: ReduceOp | None, fill: int, map_type: int, mode: TmaSwizzle,
+               stages: tuple, pair: bool, origin: tuple | None, unit: int, l2: int,
+               hint: CachePolicy | None) -> TmaPlan:
+    """The plan over one view of the array."""
+    where = _where(gmem, smem)
+    elem = DTYPE_BYTES[gmem.dtype.name]
     arrays = list(view.arrays)
     first = check_array(arrays, gmem, elem, where)
     rows = narrow_rows(view.smem, mode, elem)
@@ -296,17 +342,16 @@ def _plan(direction: TmaDirection, gmem: GlobalTensor, smem: SmemTensor, multica
                              tuple(d[1] for d in dims[1:]), tuple(d[2] for d in dims), (1,) * len(dims), mode,
                              l2_promotion=l2, oob_fill=fill)
     check_map(params, where)
-    atom = tma_atom(direction, len(dims), mc is not None, op, pair, hint is not None)
+    atom = tma_atom(direction, len(dims), mc is not None and not mc.plain, op, pair, hint is not None)
     insts = _instructions(rest, box_elems * (mc.ctas if mc else 1), dims, atom.ptx, elem, smem.offset * elem, rows,
                           where)
-    if direction == "store" and (params.global_dims[0] * elem) % INNER_BOX_ALIGN:
-        raise PlanError(f"make_tma_copy: the array's rows are {params.global_dims[0] * elem} B; a TMA store writes "
-                        f"every {INNER_BOX_ALIGN}-byte unit it touches whole (a reduction is held to the same rule), "
-                        f"so the bytes past each row's end up to "
-                        f"the next {INNER_BOX_ALIGN}-byte boundary would be overwritten (measured on the H200, "
-                        f"docs/tma.md){where}")
+    limits = [TmaPrecondition(f"t{m}", "at_most", bound, why) for m, bound, why in view.limits]
+    if direction == "store":
+        limits += store_row_limits(params, tuple(insts), tuple(tile_coords), origins, elem, where)
+    notes = view.notes + tuple(window_notes(arrays, elem))
+    views = tuple((view.owners[d[3]] if d[3] >= 0 else -1, d[4]) for d in dims)
     plan = TmaPlan(direction, atom, gmem, smem, params, tuple(tile_coords), tuple(insts), tuple(why), mc, stages,
-                   origin=origins, views=tuple((d[3], d[4]) for d in dims), cache_hint=hint, notes=view.notes)
+                   origin=origins, views=views, cache_hint=hint, notes=notes, limits=tuple(dict.fromkeys(limits)))
     _check_capacity(plan, where)
     return plan
 
@@ -326,22 +371,26 @@ def make_tma_copy(dst: GlobalTensor | SmemTensor, src: GlobalTensor | SmemTensor
     (it takes a signed element coordinate per mode, ``int c0, c1, ...``), or per mode an ``int`` (static) or
     ``pc.dynamic(name)`` (run-time ``int name``); a load at any signed origin reads the array there and fills
     what lies outside, and ``plan.preconditions`` lists what a run-time origin must keep (along the contiguous
-    mode a whole 16-byte unit, as the H200 faults otherwise; a store's non-negative). ``multicast=n`` splits a
-    load over CTAs 0..n-1 of a cluster, ``multicast=Multicast(cluster, mask=...)`` over any CTAs of a 1-3-D cluster
-    shape, ``Multicast(cluster, along="y")`` over every line of CTAs along an axis, each CTA writing its slice into
-    all of them (``.multicast::cluster``); ``reduce`` makes a store a reduction into the array (``"add"``,
-    ``"min"``, ..., each for the element types PTX allows); ``oob_fill="nan"`` loads out-of-bounds float elements
-    as NaN (negative rows too; along the contiguous mode from 0 on, the negative side being unsettled on the H200:
-    docs/tma.md); ``ftz=True`` names the FTZ map type (on the H200 a load through it flushes nothing); tf32 tensors
-    travel through a TFLOAT32 map, which rounds each value to nearest even tf32 and loads any NaN as 0x7FFFE000.
-    The fewest boxes (largest legal box; the tensor map's element widened where that gives fewer, or where the
-    type has no tensor-map type: 4-bit floats), the tensor map's parameters and ``expect_tx``; ``cta_group=2``
-    makes a load the sm_100a pair form (``.cta_group::2``: both CTAs' bytes on the even CTA's barrier).
-    ``l2_promotion`` is the map's L2 fill size (``"none"``, ``"64B"``, ``"128B"``, ``"256B"``) and ``cache_hint``
-    (``"evict_first"``, ... or a ``CachePolicy``) issues every box with that L2 policy (createpolicy,
-    ``.L2::cache_hint``). The array may be hierarchical (a sub-mode a dimension), have more than five modes
-    (contiguous ones merged) and, for loads, stride-0 or overlapping modes; a swizzled tile may start at any
-    128-byte offset and have rows narrower than the swizzle's. PlanError names the broken rule."""
+    mode a whole 16-byte unit, as the H200 faults otherwise; a store's non-negative; a store's boxes ending before
+    a row's partial 16-byte unit). ``multicast=n`` splits a load over CTAs 0..n-1 of a cluster,
+    ``multicast=Multicast(cluster, mask=...)`` over any CTAs of a 1-3-D cluster shape, ``Multicast(cluster,
+    along="y")`` over every line of CTAs along an axis, each CTA writing its slice into all of them
+    (``.multicast::cluster``); a mask naming one CTA (``multicast=1``, one CTA along the axis) is a plain load by
+    that CTA. ``reduce`` makes a store a reduction into the array (``"add"``, ``"min"``, ..., each for the element
+    types PTX allows); ``oob_fill="nan"`` loads out-of-bounds float elements as NaN (negative rows and columns on
+    the 16-byte unit too: docs/tma.md); ``ftz=True`` names the FTZ map type (on the H200 a load through it
+    flushes nothing); tf32 tensors travel through a TFLOAT32 map, which rounds each value to nearest even tf32 and
+    loads any NaN as 0x7FFFE000. The fewest boxes (largest legal box; the tensor map's element widened where that
+    gives fewer, or where the type has no tensor-map type: 4-bit floats; contiguous modes merged into one
+    dimension where that gives fewer, as rows packed under a swizzle or rows under 16 B need), the tensor map's
+    parameters and ``expect_tx``; ``cta_group=2`` makes a load the sm_100a pair form (``.cta_group::2``: both
+    CTAs' bytes on the even CTA's barrier). ``l2_promotion`` is the map's L2 fill size (``"none"``, ``"64B"``,
+    ``"128B"``, ``"256B"``) and ``cache_hint`` (``"evict_first"``, ... or a ``CachePolicy``) issues every box with
+    that L2 policy (createpolicy, ``.L2::cache_hint``). The array may be hierarchical (a nested mode whose
+    sub-modes coalesce is one dimension, else a sub-mode a dimension), have more than five modes (contiguous ones
+    merged), two modes of one stride, stride-0 or overlapping modes (a store only where its tile addresses each
+    element once); a swizzled tile may start at any 128-byte offset and have rows narrower than the swizzle's.
+    PlanError names the broken rule."""
     direction, gmem, smem = _operands(dst, src)
     pair = check_cta_group(cta_group, direction)
     where = _where(gmem, smem)

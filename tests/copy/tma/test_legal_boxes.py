@@ -11,6 +11,7 @@ from pycute import ComposedLayout, Layout, Swizzle
 from pycute.compile import compile_cuda
 from pycute.copy.tma import make_tma_copy
 from pycute.copy.tma.multicast import Multicast
+from pycute.copy.tma.rules import check_map
 from pycute.sim.emulator import Sm90Emulator
 from pycute.sim.verify import verify_tma
 
@@ -35,9 +36,10 @@ def test_every_case_stores_as_the_layouts_say(name, g, s, tiles, load, store):
 
 @pytest.mark.parametrize("name,g,s,tiles,load,store", LEGAL, ids=[c[0] for c in LEGAL])
 def test_every_plans_tensor_map_keeps_the_encoders_rules(name, g, s, tiles, load, store):
-    """What cuTensorMapEncodeTiled checks, on the final parameters (no driver here): strides 16-byte multiples,
-    rows whole 16-byte units within the swizzle's span, boxes of 1..256."""
+    """What cuTensorMapEncodeTiled checks, on the final parameters (no driver here; tools/tma_boxes.py encodes them
+    on the GPU): strides 16-byte multiples, rows whole 16-byte units within the swizzle's span, boxes of 1..256."""
     m = make_tma_copy(s, g, **load).tensor_map
+    check_map(m, "")
     elem = pc.dtype(m.dtype).bits // 8
     assert all(st % 16 == 0 for st in m.global_strides) and all(1 <= b <= 256 for b in m.box)
     assert (m.box[0] * elem) % 16 == 0 and m.box[0] * elem <= m.swizzle.span

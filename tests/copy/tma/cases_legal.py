@@ -64,6 +64,8 @@ EQUAL_STRIDES = [
          smem(pc.f32, Layout((64, 16, 1), (1, 64, 0))), [(0, 0, 0), (0, 3, 7), (0, 4, 8)], store={}),
     case("bf16-window-view", pc.bf16, Layout((97, 32, 64), (64, 64, 1)), smem(pc.bf16, Layout((1, 32, 64), (0, 64, 1))),
          [(0, 0, 0), (60, 0, 0), (96, 0, 0), (97, 0, 0)], store={}),
+    case("f32-overlapping-rows-one-row-tiles", pc.f32, Layout((200, 64), (16, 1)), smem(pc.f32, Layout((1, 64), (64, 1))),
+         [(0, 0), (5, 0), (199, 0), (200, 0)], store={}),
 ]
 
 #: Hierarchical modes with a sub-mode a few bytes apart (not a tensor-map stride): merged with the sub-mode inside

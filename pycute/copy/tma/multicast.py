@@ -77,7 +77,7 @@ class Multicast:
     def ctas(self) -> int:
         """CTAs sharing one tile (the slices it is split into); 1: each CTA that loads is its own mask's only CTA,
         and its load is a plain one (PTX ISA: a ``ctaMask`` naming the issuer alone writes only its own shared
-        memory; CuTe issues SM90_TMA_LOAD when the multicast mode has one CTA)."""
+        memory; CUTLASS's sm90_cluster_shape_to_tma_atom picks SM90_TMA_LOAD when the multicast mode has one CTA)."""
         return bin(self.mask).count("1") if self.mask is not None else self.cluster[AXES.index(self.along or "x")]
 
     @property

@@ -298,6 +298,7 @@ def _plan(direction: TmaDirection, gmem: GlobalTensor, smem: SmemTensor, multica
         best = _plan_view(view, *args)
     except (PlanError, Reject) as e:
         error = e
+    merged_error = None
     if origin is None and (best is None or len(best.instructions) > 1):
         try:
             merged = array_view(modes, smem, where, merge=True)
@@ -305,11 +306,14 @@ def _plan(direction: TmaDirection, gmem: GlobalTensor, smem: SmemTensor, multica
                 plan = _plan_view(merged, *args)
                 if best is None or len(plan.instructions) < len(best.instructions):
                     best = plan
-        except (PlanError, Reject):
-            pass
+        except (PlanError, Reject) as e:
+            merged_error = str(e).split("\n")[0].removeprefix("make_tma_copy: ")
     if best is None:
         assert error is not None
-        raise error
+        if merged_error is None or not isinstance(error, PlanError):
+            raise error
+        head, _, rest = str(error).partition("\n")
+        raise PlanError(f"{head}; with the contiguous modes merged into one dimension: {merged_error}\n{rest}")
     return best
 
 

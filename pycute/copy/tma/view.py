@@ -144,10 +144,10 @@ def _merge_limit(arrays: list, tiles: list, terms: list, i: int, j: int, exact: 
         return None
     if nj == 1 and not exact:                   # a one-element mode never moves the merged window
         return []
-    if dj != ni * di:
+    if dj != ni * di and nj != 1:               # (a one-element mode's stride is any: it never moves an element)
         return None
     if tiles[i] == ni:
-        return None if exact and (ni == 1 or nj == 1) else [(mode, 0) for mode, _ in on_i]
+        return None if exact and ni == 1 else [(mode, 0) for mode, _ in on_i]
     if not exact and tiles[j] == 1 and ni % tiles[i] == 0:
         return [(mode, ni // tiles[i] - 1) for mode, _ in on_i]
     return None

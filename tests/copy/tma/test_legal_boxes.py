@@ -5,6 +5,7 @@ Each case of cases_legal.py is emulated against the two layouts alone; each rule
 what it refuses."""
 import numpy as np
 import pytest
+from hypothesis import given, settings, strategies as st
 
 import pycute as pc
 from pycute import ComposedLayout, Layout, Swizzle
@@ -12,6 +13,7 @@ from pycute.compile import compile_cuda
 from pycute.copy.tma import make_tma_copy
 from pycute.copy.tma.multicast import Multicast
 from pycute.copy.tma.rules import check_map
+from pycute.interp.stream import trace_entry
 from pycute.sim.emulator import Sm90Emulator
 from pycute.sim.verify import verify_tma
 
@@ -120,6 +122,52 @@ def test_a_tile_index_past_a_merged_modes_only_tile_is_refused_and_trapped():
     with pytest.raises(pc.PlanError, match=r"t1 = 1 breaks t1 <= 0: array modes of extents 8 and 256"):
         plan.coords((0, 1))
     assert "if (t1 > 0) {" in plan.cuda("ld")
+
+
+def test_the_checked_build_traps_on_a_tile_index_past_the_merged_bound_and_issues_the_box_within_it():
+    _, g, s, _, _, _ = named(MERGED, "bf16-16B-rows-packed-in-128B")
+    plan = make_tma_copy(s, g)
+    src = plan.cuda("ld") + ('extern "C" __global__ void k(const void* map, unsigned smem, unsigned mbar, int a, '
+                             'int b) { ld(map, smem, mbar, a, b); }')
+    checked = compile_cuda(src, arch="sm_90a", checked=True)
+    bad = trace_entry(checked.ptx, {0: 0x7000_0000, 1: 0x400, 2: 0x80, 3: 2, 4: 1}, {}, "k")
+    assert bad.tma == [] and bad.trap.startswith("pycute: ld: t1 = 1 breaks t1 <= 0: array modes of extents 8")
+    good = trace_entry(checked.ptx, {0: 0x7000_0000, 1: 0x400, 2: 0x80, 3: 2, 4: 0}, {}, "k")
+    assert good.trap is None and good.tma == plan.stream(0x400, 2, 0)
+
+
+SWIZZLES = {None: None, 32: (1, 4, 3), 64: (2, 4, 3), 128: (3, 4, 3)}          # on bytes
+
+
+@settings(max_examples=30, deadline=None)
+@given(dtype=st.sampled_from([pc.u8, pc.bf16, pc.f32]), row_bytes=st.sampled_from([4, 8, 16, 32, 48, 64]),
+       rows=st.integers(1, 300), tile_rows=st.sampled_from([8, 16, 32, 64]), span=st.sampled_from(list(SWIZZLES)),
+       t=st.integers(0, 5))
+def test_rows_packed_back_to_back_load_and_store_as_the_layouts_say_or_are_refused_naming_a_rule(
+        dtype, row_bytes, rows, tile_rows, span, t):
+    """Arrays of ``rows`` rows of ``row_bytes`` back to back, tiles of ``tile_rows`` rows packed the same way under
+    a swizzle of ``span`` bytes (or none): planned (and emulated as the layouts say) wherever whole pattern rows of
+    the merged run fill the tile and the array, else refused naming the rule."""
+    elem = dtype.bits // 8
+    cols = row_bytes // elem
+    if cols == 0 or (span and tile_rows * row_bytes % span):
+        return
+    sw = SWIZZLES[span]
+    layout = Layout((tile_rows, cols), (cols, 1))
+    tile = pc.make_smem_tensor(dtype, layout if sw is None else ComposedLayout(Swizzle(sw[0], sw[1] - (elem.bit_length()
+                                                                                                     - 1), sw[2]),
+                                                                                 0, layout))
+    array = pc.make_global_tensor(dtype, Layout((rows, cols), (cols, 1)))
+    whole = span or 16
+    must = (rows * row_bytes) % whole == 0 and row_bytes <= whole and whole % row_bytes == 0
+    try:
+        load, store = make_tma_copy(tile, array), make_tma_copy(array, tile)
+    except pc.PlanError as e:
+        assert not must, str(e)
+        assert str(e).startswith("make_tma_copy: ")
+        return
+    verify_tma(load, seed=t)
+    verify_tma(store, seed=t)
 
 
 def test_rows_under_16_bytes_back_to_back_are_one_run_of_whole_units():

@@ -143,12 +143,9 @@ class TmaPlan(ArrayTilePlan):
     @property
     def preconditions(self) -> tuple[TmaPrecondition, ...]:
         """What the run-time coordinates must satisfy (stream and at check it; the generated code traps on it
-        under ``-DPYCUTE_CHECKED``): along the contiguous mode the start sits on a 16-byte unit (the H200 raised
-        an illegal-instruction exception otherwise, for loads, stores, reductions and prefetches: docs/tma.md); a
-        store's start is never negative (PTX ISA #data-movement-and-conversion-instructions-tensor-copy-
-        restrictions); an origin along a mode the map views in parts is a multiple of the part; and the bounds
-        the planner derived (``limits``: a tile index along a mode merged into the next one's dimension, a
-        store's boxes before a row's partial 16-byte unit)."""
+        under ``-DPYCUTE_CHECKED``): along the contiguous mode the start on a 16-byte unit (the H200 faults
+        otherwise: docs/tma.md); a store's start non-negative (PTX ISA #data-movement-and-conversion-instructions-
+        tensor-copy-restrictions); an origin a multiple of the part the map views its mode in; and ``limits``."""
         out = []
         store = self.direction == "store"
         if not self.origin:
@@ -351,16 +348,8 @@ class TmaPlan(ArrayTilePlan):
         if self.atom.pair:
             lines.append(f"  pair        .cta_group::2 ({', '.join(self.targets[:2])}, ...): each CTA of the pair loads "
                          f"its own tile; both complete on the even CTA's mbarrier, which expects the {self.expect_tx} B")
-        if self.multicast is not None and self.multicast.plain:
-            spec = self.multicast.spec
-            who = (f"CTA rank {spec.participants()[0]} loads the whole tile into its own shared memory and the "
-                   f"others issue nothing" if spec.mask is not None else "every CTA loads its own tile")
-            lines.append(f"  multicast   {spec.describe()}: each mask names its issuer alone, so the load is a plain "
-                         f"one (no .multicast::cluster): {who}")
-        elif self.multicast is not None:
-            mc = self.multicast
-            lines.append(f"  multicast   {mc.spec.describe()}: the k-th CTA of a mask issues the boxes moved by k x "
-                         f"{mc.coord_step} on dim {mc.dim} and k x {mc.smem_step} B, written to every CTA of the mask")
+        if self.multicast is not None:
+            lines.append(self._multicast_line())
         if self.rejected:
             lines.append("  larger boxes refused:")
             lines += [f"    {r.candidate:<22} {r.reason}" for r in self.rejected]
@@ -387,6 +376,19 @@ class TmaPlan(ArrayTilePlan):
         if n > 16:
             lines.append(f"    ... {n - 16} more")
         return "\n".join(lines)
+
+    def _multicast_line(self) -> str:
+        """explain()'s line for a multicast: how the tile is split over the CTAs of a mask, or that each mask
+        names its issuer alone (a plain load)."""
+        mc = self.multicast
+        assert mc is not None
+        if mc.plain:
+            who = (f"CTA rank {mc.spec.participants()[0]} loads the whole tile into its own shared memory and the "
+                   f"others issue nothing" if mc.spec.mask is not None else "every CTA loads its own tile")
+            return (f"  multicast   {mc.spec.describe()}: each mask names its issuer alone, so the load is a plain one "
+                    f"(no .multicast::cluster): {who}")
+        return (f"  multicast   {mc.spec.describe()}: the k-th CTA of a mask issues the boxes moved by k x "
+                f"{mc.coord_step} on dim {mc.dim} and k x {mc.smem_step} B, written to every CTA of the mask")
 
     def __repr__(self) -> str:
         m = self.tensor_map

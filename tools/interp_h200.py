@@ -4,7 +4,7 @@ fault loses nothing but that run) and on the CPU. One JSON line per instruction:
 differ (bit for bit, and apart from NaN payloads), the first difference, and for the ``.approx`` instructions the largest distance in ulps; a summary table
 last.
 
-    PYTHONPATH=. python3 tools/interp_h200.py [docs/interpreter-h200.jsonl]     (default: $OUT/interpreter-h200.jsonl)
+    PYTHONPATH=. python3 tools/interp_h200.py [docs/runs/interpreter/interpreter-h200.jsonl]     (default: $OUT/interpreter-h200.jsonl)
 """
 from __future__ import annotations
 

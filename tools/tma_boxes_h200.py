@@ -264,7 +264,7 @@ def case_names() -> list[str]:
     names += [f"rank-order/{x}x{y}x{z}" for x, y, z in CLUSTERS]
     names += [f"encode/{n}" for n in _encode_cases()]
     names += [f"interleave/{n}" for n in INTERLEAVE]
-    # hinted cp.async raised illegal-instruction exceptions on the H200 (docs/tma-h200-boxes.jsonl): now refused
+    # hinted cp.async raised illegal-instruction exceptions on the H200 (docs/runs/tma/tma-h200-boxes.jsonl): now refused
     names += [f"hint/bulk/{p}" for p in ("evict-first", "evict-last", "fractional")]
     names += [f"im2col/{c[0]}" for c in IM2COL]
     return names

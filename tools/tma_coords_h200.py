@@ -11,7 +11,7 @@ the child's verdict, or ``{"fault": true, "rc": ..., "error": "CUDA_ERROR_...", 
 lines], "planned": ..., "output": ...}``. ``planned`` says whether pycute promises the case (False: a case outside
 its promises, run on purpose, with ``refused`` naming pycute's rule; its verdict ends "(outside pycute's promises:
 refused)"). Every planned case should read ``equal`` (``completed`` for a prefetch); the last line counts those
-that do not. Run 2 (docs/tma-h200-coords.jsonl, docs/tma.md section 5) settled the rules the planner keeps now: a
+that do not. Run 2 (docs/runs/tma/tma-h200-coords.jsonl, docs/tma.md section 5) settled the rules the planner keeps now: a
 box starting off a 16-byte unit along the contiguous mode faults for every direction, negative rows of a NaN fill
 load as the layouts say. Families:
 

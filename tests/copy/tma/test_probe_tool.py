@@ -15,7 +15,7 @@ TOOL = ROOT / "tools" / "tma_coords_h200.py"
 def _coordinate_cases(name: str) -> list[tuple[str, bool]]:
     """(case, faulted) of a recorded run's loads, stores, reductions, prefetches and NaN-filling loads."""
     return [(r["case"], bool(r.get("fault")))
-            for r in map(json.loads, (ROOT / "docs" / name).read_text().splitlines())
+            for r in map(json.loads, (ROOT / "docs" / "runs" / "tma" / name).read_text().splitlines())
             if r["case"].startswith(("coord/", "nan/"))]
 
 

@@ -15,11 +15,10 @@ import re
 import attrs
 
 HERE = pathlib.Path(__file__).resolve().parent
-#: Scripts still run as ``python tools/<name>.py``, each becoming a question: those that build the GEMM examples
-#: when the GEMMs move to pycute/kernels/, the rest as they are converted.
+#: Scripts that build the GEMM examples, still run as ``python tools/<name>.py``; they become questions when those
+#: GEMMs move to pycute/kernels/.
 SCRIPTS = frozenset({"blockscaled_gemm_h200", "gemm_producer_h200", "hopper_gemm_h200", "prebuild_h200",
-                     "sanitize_h200", "epilogue_h200", "feed_gap_h200", "feed_variants_h200", "pipeline_h200",
-                     "tma_boxes_h200", "tma_coords_h200", "tma_encode_probe", "tma_nan_probe", "tma_torch_probe"})
+                     "sanitize_h200"})
 #: Names a question may not carry: it is named by what it answers, not by the GPU it first ran on.
 DEVICE_NAME = re.compile(r"(^|_)(h100|h200|h800|h20|a100|b100|b200|gb200)(_|$)")
 

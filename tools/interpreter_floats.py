@@ -52,8 +52,9 @@ def table(rows: list[dict]) -> str:
     lines = [f"{'instruction':32} {'differ':>8} {'but NaNs':>9} {'max ulp':>8}"]
     lines += [f"{r['op']:32} {r['differ']:>8} {r['differ_but_nan']:>9} {r.get('max_ulp', ''):>8}" for r in rows]
     exact = [r for r in rows if not r["approx"]]
-    lines.append(f"\nexact instructions whose values differ: {sum(1 for r in exact if r['differ_but_nan'])} of "
-                 f"{len(exact)}; whose NaN bits differ: {sum(1 for r in exact if r['differ'] and not r['differ_but_nan'])}")
+    values = sum(1 for r in exact if r["differ_but_nan"])
+    nans = sum(1 for r in exact if r["differ"] and not r["differ_but_nan"])
+    lines.append(f"\nexact instructions whose values differ: {values} of {len(exact)}; whose NaN bits differ: {nans}")
     return "\n".join(lines)
 
 

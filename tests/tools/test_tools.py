@@ -23,6 +23,10 @@ def test_every_named_script_is_still_there():
     assert sorted(tools.SCRIPTS - set(tools.module_names())) == [], "a converted script leaves tools.SCRIPTS"
 
 
+def test_no_shell_scripts_beside_the_questions():
+    assert sorted(p.name for p in tools.HERE.iterdir() if p.suffix == ".sh") == []
+
+
 def test_the_readme_lists_exactly_the_questions():
     text = (tools.HERE / "README.md").read_text()
     assert tools.readme(text) == text, "run `PYTHONPATH=. python -m tools --readme`"
@@ -116,3 +120,12 @@ def test_python_m_tools_runs_a_question_in_its_own_process():
 @pytest.mark.parametrize("question", ["interpreter_floats", "wgmma"])
 def test_the_dry_runs_pass_on_the_cpu(question, capsys):
     assert main([question, "--dry"]) == 0, capsys.readouterr().out
+
+
+@pytest.mark.parametrize("question, args", [("epilogue", ["--only", "convert,bank", "--bank-every", "16"]),
+                                            ("flat_copies", ["--only", "u8"]),
+                                            ("pipelines", ["--only", "minimal"]),
+                                            ("feed_gap", ["--waits", "--jobs", "2"]),
+                                            ("tma_every_box", ["--only", "torch/"])])
+def test_each_questions_dry_run_builds_what_it_launches(question, args, capsys):
+    assert main([question, "--dry", *args]) == 0, capsys.readouterr().out

@@ -33,7 +33,8 @@ SMEM_ALIGN = 128              # a box's shared-memory address (CUDA Programming 
 MAX_MULTICAST = 16           # ctaMask is 16 bits: one per CTA rank of the cluster
 #: The most bytes one box may have: a box lands in (or leaves) one CTA's shared memory, 227 KiB on sm_90. The H200's
 #: driver refused boxes of 256 KiB (256 x 256 f32, 256 x 256 x 4 u8) and 256^5 u8 (docs/tma.md); where between
-#: the largest box seen accepted and 256 KiB its own limit lies is probed by tools/tma_coords_h200.py's encode case.
+#: the largest box seen accepted and 256 KiB its own limit lies is probed by the encode case of
+#: ``python -m tools tma_coordinates``.
 MAX_BOX_BYTES = SMEM_MAX_BYTES
 TX_LIMIT = (1 << 20) - 1      # an mbarrier phase's transaction count (PTX #parallel-synchronization-and-
 #                               communication-instructions-mbarrier)

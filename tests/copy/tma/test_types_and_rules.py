@@ -56,8 +56,8 @@ def test_a_float32_ftz_map_loads_every_value_unchanged_subnormals_included(x):
     assert bits(x, 10) == x
 
 
-# Run 1 of tools/tma_coords_h200.py: the patterns written first into array A of its type/* cases (the rest random
-# bits, seed 0), and the model its emulator had then (round to nearest even keeping NaNs, FTZ flushing subnormal
+# Run 1 of the coordinate probe (python -m tools tma_coordinates): the patterns written first into array A of its
+# type/* cases (the rest random bits, seed 0), and the model its emulator had then (round to nearest even keeping NaNs, FTZ flushing subnormal
 # inputs to a zero of their sign): each record is the first difference between the H200's image and that model.
 RUN1_SPECIALS = [0x3F800FFF, 0x3F801000, 0x3F803000, 0x3F801001, 0xBF803000, 0x3FFFF000, 0x7F7FFFFF, 0x7F800000,
                  0xFF800000, 0x7FC00FFF, 0x7F800001, 0xFFFFFFFF, 0x007FFFFF, 0x00000001, 0x80000FFF, 0x00001000,
@@ -149,7 +149,7 @@ def test_ftz_is_for_f32_and_tf32_maps(dtype, ftz, error, match):
 @pytest.mark.parametrize("record", [json.loads(x) for x in (RUNS / "tma-h200-nan-fill.jsonl").read_text().splitlines()],
                          ids=lambda r: r["dtype"])
 def test_the_emulator_replays_the_nan_fill_the_h200_wrote(record):
-    """tools/tma_nan_probe.py's load (the map's fill forced to NaN) emulated: the out-of-bounds rows hold exactly
+    """The NaN-fill probe's load (the map's fill forced to NaN) emulated: the out-of-bounds rows hold exactly
     the byte patterns the H200 wrote (docs/runs/tma/tma-h200-nan-fill.jsonl)."""
     import attrs
     dtype = pc.dtype(record["dtype"])

@@ -1,5 +1,6 @@
 """The API reference builds: ``mkdocs build --strict`` (warnings are errors) renders docs/ and every name of
 ``pycute.__all__`` from its docstring. MkDocs and mkdocstrings are in the test extras."""
+import collections
 import importlib.util
 import pathlib
 import re
@@ -87,3 +88,17 @@ def test_every_cited_run_file_exists():
     cited = {(p.relative_to(ROOT), m) for p in _tracked_text()
              for m in re.findall(r"docs/runs/[\w./-]+?\.(?:jsonl|json|log)\b", p.read_text(encoding="utf-8"))}
     assert sorted(f"{p} cites {m}" for p, m in cited if not (ROOT / m).is_file()) == []
+
+
+def _repeats(text: str, n: int = 12) -> list[str]:
+    """Every run of ``n`` words a page's prose (code blocks and table rows left out) says more than once."""
+    text = re.sub(r"```.*?```", "", text, flags=re.S)
+    words = " ".join(line for line in text.splitlines() if not line.lstrip().startswith("|")).split()
+    seen = collections.Counter(" ".join(words[k:k + n]) for k in range(len(words) - n + 1))
+    return [run for run, count in seen.items() if count > 1]
+
+
+@pytest.mark.parametrize("page", sorted([*DOCS.glob("*.md"), ROOT / "README.md"]), ids=lambda p: p.name)
+def test_no_page_says_the_same_twelve_words_twice(page):
+    """A page spliced from two edits repeats itself (docs/interpreter.md's arguments and Speed paragraphs did)."""
+    assert _repeats(page.read_text()) == []

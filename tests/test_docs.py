@@ -102,3 +102,17 @@ def _repeats(text: str, n: int = 12) -> list[str]:
 def test_no_page_says_the_same_twelve_words_twice(page):
     """A page spliced from two edits repeats itself (docs/interpreter.md's arguments and Speed paragraphs did)."""
     assert _repeats(page.read_text()) == []
+
+
+@pytest.mark.parametrize("ldd, rule", [(517, "a tensor map stride is a multiple of 16 B"),
+                                       (520, "a TMA store writes every 16-byte unit it touches whole")])
+def test_hopper_gemm_md_names_the_rule_that_refuses_each_unaligned_d(ldd, rule):
+    """The GEMM's epilogue plan (make_epilogue -> make_tma_copy) on a bf16 D of 517 columns refuses with the rule
+    docs/hopper-gemm.md quotes for that pitch."""
+    from pycute import Layout
+    d = pc.make_global_tensor(pc.bf16, Layout((333, 517), (ldd, 1)))
+    ring = pc.make_stages(pc.kmajor_smem_tensor(pc.bf16, 64, 64, "128B"), 2)[:, :, pc.dynamic("slot")]
+    with pytest.raises(pc.PlanError, match=re.escape(rule)):
+        pc.make_epilogue(pc.wgmma_accumulator(pc.f32, 64, 64), ring, d, barrier_id=pc.dynamic("bar"))
+    page = re.sub(r"\s+", " ", (DOCS / "hopper-gemm.md").read_text())
+    assert f"`ldd = N = 517`" in page and "`ldd=520`" in page and rule in page

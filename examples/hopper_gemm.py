@@ -1,10 +1,25 @@
-"""The Hopper GEMM, ``D = scale * A B^T`` on sm_90a, lives in pycute/kernels/hopper_gemm (docs/kernels.md,
-docs/hopper-gemm.md). ``python examples/hopper_gemm.py`` prints the configuration ``choose`` picks for a problem,
-its plans, and the sm_90a SASS counts of its compiled kernel."""
+"""The Hopper GEMM from torch (pycute/kernels/hopper_gemm; docs/kernels.md, docs/hopper-gemm.md): one call,
+``pycute.kernels.gemm(a, b, scale)`` = ``scale * a @ b.T`` in bf16. On a GPU it launches on torch's current stream;
+on the CPU the very same compiled kernel runs thread by thread in pycute's interpreter (small problems only).
+
+    PYTHONPATH=. python examples/hopper_gemm.py [--explain]
+
+``--explain`` also prints the configuration ``choose`` picks for the problem and its plans."""
+import sys
+
+import torch
+
+import pycute.kernels
 from pycute.kernels.hopper_gemm import choose
 
-if __name__ == "__main__":
-    g = choose(4096, 4096, 4096)
-    print(g.explain())
-    sass = g.compile().histogram()
-    print("sm_90a SASS:", {op: n for op, n in sorted(sass.items()) if "GMMA" in op or op.startswith(("STSM", "UTMA"))})
+device = "cuda" if torch.cuda.is_available() else "cpu"
+M, N, K = (4096, 4096, 4096) if device == "cuda" else (128, 72, 96)
+a = torch.randn(M, K, device=device).to(torch.bfloat16)
+b = torch.randn(N, K, device=device).to(torch.bfloat16)
+
+d = pycute.kernels.gemm(a, b)                       # bf16, M x N
+
+error = (d.double() - a.double() @ b.double().T).norm() / (a.double() @ b.double().T).norm()
+print(f"{M} x {N} x {K} on {device}: relative error {error:.2e} (bf16 output)")
+if "--explain" in sys.argv:
+    print(choose(M, N, K).explain())

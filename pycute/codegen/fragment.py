@@ -1,0 +1,117 @@
+"""CUDA C++ for register fragments: the coordinate helpers of ``fragment_coords`` (docs/fragments.md).
+
+``coords.cuda(name)`` writes, from the ``(thread, value) -> (row, col)`` layout, one formula per axis split into a
+per-thread base and a ``constexpr`` per-value offset: in an unrolled loop over the values the offsets are constants
+and the base is computed once, so a mask or a bound written against ``<name>_col(t, v)`` costs what the hand-derived
+``8 * (v / 4) + 2 * (t % 4) + v % 2`` costs (tests/codegen/test_fragment_code.py compares the SASS).
+"""
+from __future__ import annotations
+
+from ..errors import CompileError
+from ..tensor.coords import Axis, FragmentCoords, coord_modes
+from ..views import provides
+from .common import ABI_VERSION, check_function_name
+
+__all__ = ["emit_fragment_coords", "c_axis", "c_slot"]
+
+_AXES: tuple[Axis, Axis] = ("row", "col")
+
+
+def c_axis(modes: list[tuple[int, int, int]], axis: int, x: str, top: bool = True) -> str:
+    """The C expression (unsigned) of the ``axis`` component of a ``(size, axis, step)`` mode list at index ``x``:
+    ``sum((x % (prefix * size)) / prefix * step)``. ``top``: the last mode's ``% size`` is left out (``x`` is in range)."""
+    parts, prefix = [], 1
+    last = max((k for k, (n, _, _) in enumerate(modes) if n > 1), default=-1)
+    for k, (n, a, step) in enumerate(modes):
+        if n > 1 and a == axis and step:
+            digit = x if top and k == last else f"{x} % {prefix * n}u"     # (x % (prefix n)) / prefix: the hand form
+            digit = digit if prefix == 1 else (f"{x} / {prefix}u" if digit == x else f"({digit}) / {prefix}u")
+            parts.append(f"({digit})" + (f" * {step}u" if step != 1 else ""))
+        prefix *= n
+    return " + ".join(parts) or "0u"
+
+
+def slot_modes(modes: list[tuple[int, int, int]], axis: int) -> list[tuple[int, int, int]]:
+    """The modes of a value's slot along ``axis``: its digits on the ``axis`` modes, compacted (mixed radix in mode
+    order), which is ``FragmentCoords.slots``' order; the other modes only count."""
+    out, radix = [], 1
+    for n, a, step in modes:
+        on = n > 1 and a == axis and step != 0
+        out.append((n, 0 if on else -1, radix if on else 0))
+        radix *= n if on else 1
+    return out
+
+
+def c_slot(modes: list[tuple[int, int, int]], axis: int, x: str) -> str:
+    """The C expression of value ``x``'s slot along ``axis``."""
+    return c_axis(slot_modes(modes, axis), 0, x)
+
+
+def _check(coords: FragmentCoords) -> None:
+    if coords.layout is None:
+        raise CompileError(f"{coords.fragment!r}: its (thread, value) -> (row, col) map is not a layout; the device "
+                           f"helpers need one (the tables .row / .col still hold)")
+    for axis, name in enumerate(_AXES):
+        modes = coord_modes(coords.layout[1])
+        slot_of = _slot_values(modes, axis, coords.values)
+        want = [0] * coords.values
+        for s, vs in enumerate(coords.slots(name)):
+            for v in vs:
+                want[v] = s
+        if slot_of != want:
+            raise CompileError(f"{coords.fragment!r}: two value digits give one {name} offset; the slot helpers need "
+                               f"distinct offsets")
+
+
+def _slot_values(modes: list[tuple[int, int, int]], axis: int, values: int) -> list[int]:
+    sm = slot_modes(modes, axis)
+    out = []
+    for v in range(values):
+        slot, prefix = 0, 1
+        for n, a, step in sm:
+            slot += (v // prefix) % n * step if a == 0 else 0
+            prefix *= n
+        out.append(slot)
+    return out
+
+
+@provides("cuda", FragmentCoords)
+def emit_fragment_coords(coords: FragmentCoords, name: str) -> str:
+    """``<name>_row(t, v)``, ``<name>_col(t, v)`` with their parts ``<name>_row_thread(t)`` / ``<name>_row_value(v)``
+    (``constexpr``), ``<name>_values``, the slot helpers ``<name>_row_slots`` / ``<name>_row_slot(v)`` (and
+    ``col``), and ``<name>_for_each(t, f)``: ``f(v, row, col)`` for every value, unrolled."""
+    check_function_name(name)
+    _check(coords)
+    assert coords.layout is not None
+    threads, values = coords.layout[0], coords.layout[1]
+    tm, vm = coord_modes(threads), coord_modes(values)
+    rows, cols = coords.shape
+    lines = [f"// {name}: the coordinates of {coords.fragment!r}",
+             f"// pycute C ABI {ABI_VERSION}: value v (0 <= v < {coords.values}) of fragment thread t (0 <= t < "
+             f"{coords.threads}) holds element ({name}_row(t, v), {name}_col(t, v))",
+             f"// of the {rows} x {cols} tile; (thread, value) -> (row, col) is {coords.layout!r}.",
+             f"// Each coordinate is a per-thread base plus a constexpr per-value offset: in an unrolled loop over v "
+             f"the offsets fold to constants.",
+             f"constexpr int {name}_values = {coords.values};"]
+    for axis, ax in enumerate(_AXES):
+        lines += [
+            f"__device__ __forceinline__ int {name}_{ax}_thread(unsigned t) {{ return int({c_axis(tm, axis, 't')}); }}",
+            f"__host__ __device__ constexpr int {name}_{ax}_value(int v) {{ "
+            f"return int({c_axis(vm, axis, 'unsigned(v)')}); }}",
+            f"__device__ __forceinline__ int {name}_{ax}(unsigned t, int v) {{ "
+            f"return {name}_{ax}_thread(t) + {name}_{ax}_value(v); }}",
+            f"// a thread holds {name}_{ax}_slots {ax}s (a per-{ax} state array's size); value v lies on slot "
+            f"{name}_{ax}_slot(v)",
+            f"constexpr int {name}_{ax}_slots = {len(coords.slots(ax))};",
+            f"__host__ __device__ constexpr int {name}_{ax}_slot(int v) {{ "
+            f"return int({c_slot(vm, axis, 'unsigned(v)')}); }}"]
+    lines += [
+        f"// f(v, row, col) for every value v of thread t, in value order (a lambda: [&](int v, int row, int col) "
+        f"{{ ... }})",
+        "template <class F>",
+        f"__device__ __forceinline__ void {name}_for_each(unsigned t, F&& f) {{",
+        f"  const int row = {name}_row_thread(t), col = {name}_col_thread(t);",
+        "#pragma unroll",
+        f"  for (int v = 0; v < {coords.values}; ++v) f(v, row + {name}_row_value(v), col + {name}_col_value(v));",
+        "}"]
+    return "\n".join(lines) + "\n"

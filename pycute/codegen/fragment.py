@@ -1,4 +1,5 @@
-"""CUDA C++ for register fragments: the coordinate helpers of ``fragment_coords`` (docs/fragments.md).
+"""CUDA C++ for register fragments (docs/fragments.md): the coordinate helpers of ``fragment_coords`` and the
+reductions of ``make_reduction``.
 
 ``coords.cuda(name)`` writes, from the ``(thread, value) -> (row, col)`` layout, one formula per axis split into a
 per-thread base and a ``constexpr`` per-value offset: in an unrolled loop over the values the offsets are constants
@@ -7,12 +8,14 @@ and the base is computed once, so a mask or a bound written against ``<name>_col
 """
 from __future__ import annotations
 
+from ..arch.sm90.warp import FULL_WARP_MASK
 from ..errors import CompileError
+from ..mma.reduce import ReducePlan
 from ..tensor.coords import Axis, FragmentCoords, coord_modes
 from ..views import provides
 from .common import ABI_VERSION, check_function_name
 
-__all__ = ["emit_fragment_coords", "c_axis", "c_slot"]
+__all__ = ["emit_fragment_coords", "emit_reduction", "c_axis", "c_slot"]
 
 _AXES: tuple[Axis, Axis] = ("row", "col")
 
@@ -115,3 +118,57 @@ def emit_fragment_coords(coords: FragmentCoords, name: str) -> str:
         f"  for (int v = 0; v < {coords.values}; ++v) f(v, row + {name}_row_value(v), col + {name}_col_value(v));",
         "}"]
     return "\n".join(lines) + "\n"
+
+
+_COMBINE = {"max": "fmaxf({}, {})", "sum": "({} + {})"}
+
+
+def _tree_expr(op: str, xs: list[str]) -> str:
+    """``ReducePlan``'s thread step as one expression: neighbours combined level by level."""
+    while len(xs) > 1:
+        xs = [_COMBINE[op].format(xs[i], xs[i + 1]) if i + 1 < len(xs) else xs[i] for i in range(0, len(xs), 2)]
+    return xs[0]
+
+
+def _lanes(plan: ReducePlan, op: str, var: str) -> list[str]:
+    return [f"  for (int s = 0; s < {len(plan.slots)}; ++s) {var}[s] = "
+            + _COMBINE[op].format(f"{var}[s]", f"__shfl_xor_sync(0x{FULL_WARP_MASK:X}u, {var}[s], {m})") + ";"
+            for m in plan.masks]
+
+
+@provides("cuda", ReducePlan)
+def emit_reduction(plan: ReducePlan, name: str) -> str:
+    """The functions of ``ReducePlan.cuda``: every one unrolled, the slots' trees and shuffles interleaved (the
+    order within each slot is the plan's)."""
+    check_function_name(name)
+    ax, values, slots = plan.axis, plan.coords.values, len(plan.slots)
+    frag, state = f"const float (&frag)[{values}]", f"float (&x)[{slots}]"
+    lanes = ", ".join(str(m) for m in plan.masks)
+    out = [f"// {name}_{ax}_*: reductions along the {ax}s of {plan.fragment!r}",
+           f"// pycute C ABI {ABI_VERSION}: slot s (0 <= s < {slots}) is the thread's s-th {ax} "
+           f"(fragment_coords' slots); order: the slot's values",
+           f"// as a pairwise tree in value order, then x op= shfl_xor(x, m) for m in {{{lanes}}} from the lowest, then "
+           f"the state (docs/fragments.md)."]
+
+    def function(op: str, suffix: str, lanes_too: bool, with_frag: bool) -> list[str]:
+        conv = plan.convention if lanes_too else plan.partial_convention
+        head = [conv.comment(),
+                f"__device__ __forceinline__ void {name}_{ax}_{suffix}({frag + ', ' if with_frag else ''}{state}) {{"]
+        if with_frag:
+            body = [f"  float p[{slots}];"]
+            body += [f"  p[{s}] = {_tree_expr(op, [f'frag[{v}]' for v in vs])};" for s, vs in enumerate(plan.slots)]
+            body += _lanes(plan, op, "p") if lanes_too else []
+            body += [f"  for (int s = 0; s < {slots}; ++s) x[s] = " + _COMBINE[op].format("x[s]", "p[s]") + ";"]
+        else:
+            body = _lanes(plan, op, "x")
+        return head + [("#pragma unroll\n" if line.startswith("  for") else "") + line for line in body] + ["}"]
+
+    for op in ("max", "sum"):
+        into = "max(x[s], {})" if op == "max" else "x[s] + {}"
+        out += [f"// x[s] = {into.format(f'the {op} of {ax} slot s over the fragment')}"]
+        out += function(op, op, True, True)
+        out += [f"// x[s] = {into.format(f'the {op} of the values this thread holds on {ax} slot s')}"]
+        out += function(op, f"{op}_partial", False, True)
+        out += [f"// x[s] = the {op} of x[s] over the threads sharing {ax} slot s (their partials), in place"]
+        out += function(op, f"allreduce_{op}", True, False)
+    return "\n".join(out) + "\n"

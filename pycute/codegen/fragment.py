@@ -1,5 +1,5 @@
-"""CUDA C++ for register fragments (docs/fragments.md): the coordinate helpers of ``fragment_coords`` and the
-reductions of ``make_reduction``.
+"""CUDA C++ for register fragments (docs/fragments.md): the coordinate helpers of ``fragment_coords``, the
+reductions of ``make_reduction`` and the conversions of ``make_fragment_convert``.
 
 ``coords.cuda(name)`` writes, from the ``(thread, value) -> (row, col)`` layout, one formula per axis split into a
 per-thread base and a ``constexpr`` per-value offset: in an unrolled loop over the values the offsets are constants
@@ -8,14 +8,18 @@ and the base is computed once, so a mask or a bound written against ``<name>_col
 """
 from __future__ import annotations
 
-from ..arch.sm90.warp import FULL_WARP_MASK
+from typing import Sequence
+
+from ..arch.sm90.warp import FULL_WARP_MASK, WARP_THREADS
 from ..errors import CompileError
+from ..mma.convert import FragmentConvertPlan, Unit
 from ..mma.reduce import ReducePlan
 from ..tensor.coords import Axis, FragmentCoords, coord_modes
 from ..views import provides
 from .common import ABI_VERSION, check_function_name
+from .smem_ldst import cvt_helper
 
-__all__ = ["emit_fragment_coords", "emit_reduction", "c_axis", "c_slot"]
+__all__ = ["emit_fragment_coords", "emit_reduction", "emit_fragment_convert", "lane_expr", "c_axis", "c_slot"]
 
 _AXES: tuple[Axis, Axis] = ("row", "col")
 
@@ -172,3 +176,77 @@ def emit_reduction(plan: ReducePlan, name: str) -> str:
         out += [f"// x[s] = the {op} of x[s] over the threads sharing {ax} slot s (their partials), in place"]
         out += function(op, f"allreduce_{op}", True, False)
     return "\n".join(out) + "\n"
+
+
+def lane_expr(table: Sequence[int], lane: str = "lane") -> str:
+    """A per-lane constant ``table[lane]`` (32 entries) as a C expression of ``lane``: a constant, a select on the
+    one lane bit it depends on, or a lookup in a packed 64-bit constant indexed by the lane bits it depends on."""
+    values = [int(x) for x in table]
+    if len(set(values)) == 1:
+        return f"{values[0]}u"
+    bits = [b for b in range(5) if any(values[ln] != values[ln ^ (1 << b)] for ln in range(WARP_THREADS))]
+    if len(bits) == 1:
+        b = 1 << bits[0]
+        if (values[0], values[b]) == (0, 1):
+            return f"(({lane} >> {bits[0]}) & 1u)"
+        return f"(({lane} & {b}u) ? {values[b]:#x}u : {values[0]:#x}u)"
+    width, n = max(values).bit_length(), 1 << len(bits)
+    if width * n > 64:
+        raise CompileError(f"a per-lane table depending on lane bits {bits} with {width}-bit values does not fit a "
+                           f"64-bit constant: {values}")
+    contiguous = bits == list(range(bits[0], bits[0] + len(bits)))
+    idx = (f"(({lane} >> {bits[0]}) & {n - 1}u)" if contiguous else
+           "(" + " | ".join(f"((({lane} >> {b}) & 1u) << {i})" for i, b in enumerate(bits)) + ")")
+    packed = sum(values[sum(1 << b for i, b in enumerate(bits) if (j >> i) & 1)] << (j * width) for j in range(n))
+    return f"unsigned(({packed:#x}ull >> ({idx} * {width}u)) & {(1 << width) - 1:#x}u)"
+
+
+def _unit_name(u: Unit) -> str:
+    return f"u{u.hi}_{u.lo}"
+
+
+@provides("cuda", FragmentConvertPlan)
+def emit_fragment_convert(plan: FragmentConvertPlan, name: str = "pycute_fragment_convert") -> str:
+    """``name(const float (&src)[n], unsigned (&dst)[m])``: the plan's ``cvt``s, shuffles and ``prmt``s."""
+    check_function_name(name)
+    conv = plan.conversion
+    cvt = cvt_helper(conv.dst, conv.satfinite)
+    per = 32 // conv.result_bits
+    n, m = plan.src_registers, plan.dst_registers
+    permuted = any(k != p for k, p in enumerate(plan.permutation))
+    lines = ['#include "pycute/smem_ldst.cuh"', "",
+             f"// {name}: {plan!r}",
+             f"// pycute C ABI {ABI_VERSION}: {plan.src!r} -> {plan.dst!r} with {conv.ptx} (the first source in the "
+             f"upper part);",
+             f"// `src` the thread's {n} accumulator values, `dst` its {m} A registers (value v in register "
+             f"v / {32 // plan.dst.dtype.bits}, from the low bits)."]
+    if permuted:
+        lines.append(f"// A's column k holds the source's column p[k], p = {list(plan.permutation)}: permute the next "
+                     f"MMA's B rows alike.")
+    lines += [plan.convention.comment(),
+              f"__device__ __forceinline__ void {name}(const float (&src)[{n}], unsigned (&dst)[{m}]) {{"]
+    if not plan.rounds:
+        for r, units in enumerate(plan.registers):
+            parts = [f"{cvt}(src[{u.hi}], src[{u.lo}])" for u in units]
+            lines.append(f"  dst[{r}] = " + (parts[0] if per == 1 else f"pycute_pack_b16x2({', '.join(parts)})") + ";")
+        return "\n".join(lines + ["}"]) + "\n"
+    kind = "unsigned" if per == 1 else "unsigned short"
+    lines += ["  unsigned lane;", '  asm("mov.u32 %0, %%laneid;" : "=r"(lane));']
+    lines += [f"  const {kind} {_unit_name(u)} = {cvt}(src[{u.hi}], src[{u.lo}]);" for u in plan.units]
+
+    def word(units: tuple[Unit, ...]) -> str:
+        names = [_unit_name(u) for u in units]
+        return names[0] if per == 1 else f"pycute_pack_b16x2({', '.join(names)})"
+
+    for c, rnd in enumerate(plan.rounds):
+        options = list(dict.fromkeys(rnd.send))
+        pick = lane_expr([options.index(w) for w in rnd.send])
+        offered = word(options[0])
+        for i, w in enumerate(options[1:], 1):
+            offered = f"({pick} == {i}u ? {word(w)} : {offered})" if len(options) > 2 else \
+                f"({pick} ? {word(w)} : {offered})"
+        distance = lane_expr([s ^ ln for ln, s in enumerate(rnd.src_lane)])
+        lines.append(f"  const unsigned r{c} = __shfl_sync(0x{FULL_WARP_MASK:X}u, {offered}, lane ^ {distance});")
+    for r, asm in enumerate(plan.assembly):
+        lines.append(f"  dst[{r}] = __byte_perm(r{asm.a}, r{asm.b}, {lane_expr(asm.selector)});")
+    return "\n".join(lines + ["}"]) + "\n"

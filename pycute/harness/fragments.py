@@ -5,6 +5,8 @@ buffer that runs on a GPU (``pycute.compile.runtime.Gpu``) or whole on the CPU (
   ``<name>_for_each`` hands its lambda and the value's row slot; they must be ``fragment_coords``' tables.
 * ``ReduceRoundTrip``: every thread loads its values and a running state and writes what each of a reduction plan's
   six functions leaves; they must be ``ReducePlan.reference``'s, bit for bit (NaN as NaN).
+
+The accumulator -> A operand chain is ``pycute.harness.fragment_chain``.
 """
 from __future__ import annotations
 
@@ -17,7 +19,7 @@ from ..errors import CompileError
 from ..mma.reduce import ReducePlan
 from ..tensor.coords import FragmentCoords
 
-__all__ = ["CoordsRoundTrip", "ReduceRoundTrip", "same_floats", "reduce_inputs"]
+__all__ = ["CoordsRoundTrip", "ReduceRoundTrip", "same_floats", "reduce_inputs", "REDUCE_OUTPUTS"]
 
 #: ReduceRoundTrip's outputs per slot, in order.
 REDUCE_OUTPUTS = ("max", "sum", "max_partial", "sum_partial", "allreduce_max", "allreduce_sum")
@@ -181,3 +183,4 @@ extern "C" __global__ void __launch_bounds__({t}, 1) {entry}(const float* in, fl
         out = check_gpu(gpu).run(self.compile(arch).cubin, "reduce_roundtrip", grid=1, block=self.threads,
                                  dynamic_smem=0, inputs=self.input(seed), out_words=self.out_words)
         return self.got(out)
+

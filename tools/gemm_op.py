@@ -217,7 +217,8 @@ def part_host(quick: bool) -> list[dict]:
     bd = poisoned(M, N)
     calls = {"torch.matmul": lambda: torch.matmul(a, b.t()), "gemm": lambda: gemm(a, b),
              "gemm out=": lambda: gemm(a, b, out=d), "torch.ops.pycute.gemm": lambda: torch.ops.pycute.gemm(a, b, 1.0),
-             "raw launch": launch_raw, "benchmarks prepare + launch": lambda: bench_launch(bench_launch.prepare(a, b, bd))}
+             "raw launch": launch_raw,
+             "benchmarks prepare + launch": lambda: bench_launch(bench_launch.prepare(a, b, bd))}
     for name, fn in calls.items():
         rows.append({"part": "host", "call": name, "shape": [M, N, K], **host_us(fn, 100 if quick else 300)})
     # a first call on a new shape whose configuration is loaded: choose, the grid, three tensor maps

@@ -1,4 +1,4 @@
-"""Checking examples/blockscaled_gemm.py without a GPU. ``run_whole`` runs the compiled sm_100a kernel whole on the
+"""Checking the block-scaled GEMM without a GPU. ``run_whole`` runs the compiled sm_100a kernel whole on the
 CPU -- every CTA and thread, its pipelines and barriers checked, the copies and MMAs done by pycute's emulator
 (``pycute.interp.run_kernel``) -- and returns D beside the reference. ``trace`` runs one thread through pycute's
 single-thread PTX interpreter (loads read 0, waits pass at once): the instructions a role issues, to hold against
@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from examples.blockscaled_gemm import WARPS, BlockScaledGemm
-from pycute.codegen import read_conventions
-from pycute.compile import compile_cuda
-from pycute.interp import run_kernel, tensor_map
-from pycute.interp.stream import trace_entry
+from ...codegen import read_conventions
+from ...compile import compile_cuda
+from ...interp import run_kernel, tensor_map
+from ...interp.stream import trace_entry
+from .config import WARPS, BlockScaledGemm
 
 __all__ = ["run_whole", "trace", "barrier_names", "PARAMS", "SYMBOLS"]
 
@@ -42,6 +42,7 @@ def run_whole(gemm: BlockScaledGemm, seed: int = 0, source: str | None = None,
                 sfb=data["sfb"], map_d=tensor_map(gemm.epilogue.store.tma, data["d"]), tiles_m=gemm.tiles[0],
                 tiles_n=gemm.tiles[1], k_blocks=gemm.k_blocks)
     run_kernel(compiled, "blockscaled_gemm", grid=gemm.grid, block=32 * WARPS, args=args, smem=gemm.smem_bytes,
+               cluster=gemm.launch_shape.cluster,
                barriers=barrier_names(gemm), conventions=read_conventions(gemm.source()) if conventions else None)
     got, pad = gemm.result(data["d"])
     assert not np.any(pad != 0), f"the pad columns of D hold {np.count_nonzero(pad != 0)} non-zero value(s)"

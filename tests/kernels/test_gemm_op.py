@@ -10,6 +10,7 @@ import pycute as pc
 
 torch = pytest.importorskip("torch")
 import pycute.kernels  # noqa: E402
+import pycute.kernels.ops  # noqa: E402,F401  registers torch.ops.pycute.*
 from pycute.kernels.tensors import CPU_LIMIT  # noqa: E402
 
 

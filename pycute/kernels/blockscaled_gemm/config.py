@@ -113,13 +113,21 @@ def packed_sf_array(sf, row_tiles: int, k_blocks: int) -> GlobalTensor:
 def pack_scale_factors(codes: np.ndarray, sf, row_tiles: int, k_blocks: int, fill: int) -> np.ndarray:
     """``codes`` (rows x SFs along K) as the packed array: stage (tile, k-block) holds its rows' and k-block's SFs
     where ``scale_factor_smem`` places them (the blocked SF layout); rows and SFs past ``codes`` are ``fill``."""
+    index = sf_pack_index(sf, codes.shape[0], codes.shape[1], row_tiles, k_blocks)
+    return np.where(index >= 0, codes.astype(np.uint8).reshape(-1)[np.maximum(index, 0)], np.uint8(fill))
+
+
+def sf_pack_index(sf, rows: int, sfs: int, row_tiles: int, k_blocks: int) -> np.ndarray:
+    """For each byte of the packed SF array, the flat index (``row * sfs + k``) of the code of a ``rows x sfs``
+    matrix it holds, or -1 for a pad (a row or SF past the matrix): the packing as one gather, on any device."""
     slots = sf.mmas * sf.scale_vec
     offsets = smem_element_offsets(scale_factor_smem(sf))           # index row + rows * slot -> byte
-    out = np.full((row_tiles, k_blocks, stage_bytes(sf)), fill, dtype=np.uint8)
+    flat = np.arange(rows * sfs, dtype=np.int64).reshape(rows, sfs)
+    out = np.full((row_tiles, k_blocks, stage_bytes(sf)), -1, dtype=np.int64)
     for t in range(row_tiles):
         for kb in range(k_blocks):
-            block = np.full((sf.rows, slots), fill, dtype=np.uint8)
-            part = codes[t * sf.rows:(t + 1) * sf.rows, kb * slots:(kb + 1) * slots]
+            block = np.full((sf.rows, slots), -1, dtype=np.int64)
+            part = flat[t * sf.rows:(t + 1) * sf.rows, kb * slots:(kb + 1) * slots]
             block[:part.shape[0], :part.shape[1]] = part
             out[t, kb, offsets] = block.T.reshape(-1)
     return out.reshape(-1)

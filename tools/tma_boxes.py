@@ -1,7 +1,8 @@
-"""Does the GPU copy every box issue 43 made pycute plan, as the emulator says, bit for bit?
+"""Does the GPU copy the boxes pycute used to refuse (one-CTA masks, merged modes, equal strides) as the emulator says?
 
-    PYTHONPATH=. python -m tools tma_boxes [--dry] [--only PREFIX] [--timeout SECONDS]
-    (until the tools entry point lands: PYTHONPATH=. python -m tools.tma_boxes ...)
+    PYTHONPATH=. python -m tools tma_boxes [OUT.jsonl] [--only PREFIX] [--timeout SECONDS]
+                                           (default $OUT/tma_boxes.jsonl)
+    PYTHONPATH=. python -m tools tma_boxes --dry [--only PREFIX]   (no GPU: the kernels run whole on the CPU)
 
 The cases (tests/copy/tma/cases_legal.py; docs/tma.md, section 8):
 
@@ -19,21 +20,17 @@ The cases (tests/copy/tma/cases_legal.py; docs/tma.md, section 8):
   last, partial unit): the bytes past the row overwritten, as the emulator models it.
 
 Each case runs in its own child process with a time limit (a fault or a hang loses that case, never the run); one
-JSON line per case to ``$OUT/tma_boxes.jsonl`` (or docs/runs/tma/ without $OUT), a table last. ``--dry`` runs the
-same kernels whole on the CPU (pycute.interp.run_kernel) in place of the GPU, against the same emulator (to
-``$OUT/tma_boxes-dry.jsonl``, or the temporary folder).
+JSON line per case, a table last. ``--dry`` runs the same kernels whole on the CPU (pycute.interp.run_kernel) in
+place of the GPU, against the same emulator.
 """
 from __future__ import annotations
 
+import argparse
 import json
-import os
-import pathlib
-import subprocess
-import sys
-import tempfile
 import time
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
+from tools._common import JsonLines, last_json, out_path, run_question
+
 SPIN = 1 << 26
 GROUPS = {"one-cta": "ONE_CTA", "merged": "MERGED", "partial-row": "PARTIAL_ROW", "equal-strides": "EQUAL_STRIDES",
           "nested": "NESTED"}
@@ -138,8 +135,8 @@ def one(name: str, dry: bool) -> dict:
     start = time.time()
     out = overwrite_case(rest, gpu) if group == "overwrite" else legal_case(group, rest, gpu)
     info = None if dry else runtime.device_info()
-    return {"case": name, "device": info[0] if info else "cpu (pycute.interp)", "seconds": round(time.time() - start, 2),
-            **out}
+    return {"case": name, "device": info[0] if info else "cpu (pycute.interp)",
+            "seconds": round(time.time() - start, 2), **out}
 
 
 def _detail(v: dict) -> str:
@@ -155,9 +152,9 @@ def _detail(v: dict) -> str:
 
 
 def main(argv: list[str]) -> int:
-    import argparse
-    parser = argparse.ArgumentParser(prog="tma_boxes", description=__doc__.splitlines()[0])
-    parser.add_argument("--dry", action="store_true", help="run the kernels on the CPU (pycute.interp)")
+    parser = argparse.ArgumentParser(prog="python -m tools tma_boxes", description=__doc__.splitlines()[0])
+    parser.add_argument("out", nargs="?", help="the JSON lines file (default $OUT/tma_boxes.jsonl)")
+    parser.add_argument("--dry", action="store_true", help="run the kernels whole on the CPU (pycute.interp)")
     parser.add_argument("--only", default="", help="the cases whose name starts with this")
     parser.add_argument("--timeout", type=int, default=240, help="seconds per case before it counts as a hang")
     parser.add_argument("--one", help=argparse.SUPPRESS)
@@ -165,33 +162,15 @@ def main(argv: list[str]) -> int:
     if args.one:
         print(json.dumps(one(args.one, args.dry)))
         return 0
-    if os.environ.get("OUT"):
-        out_dir = pathlib.Path(os.environ["OUT"])
-    else:
-        out_dir = pathlib.Path(tempfile.gettempdir()) if args.dry else ROOT / "docs" / "runs" / "tma"
-    out_dir.mkdir(parents=True, exist_ok=True)
-    path = out_dir / ("tma_boxes-dry.jsonl" if args.dry else "tma_boxes.jsonl")
-    verdicts = []
-    with open(path, "w") as out:
+    with JsonLines(out_path("tma_boxes", args.out)) as out:
         for name in (n for n in case_names() if n.startswith(args.only)):
-            command = [sys.executable, "-m", "tools.tma_boxes", "--one", name] + (["--dry"] if args.dry else [])
-            try:
-                run = subprocess.run(command, capture_output=True, text=True, timeout=args.timeout, cwd=ROOT,
-                                     env={**os.environ, "PYTHONPATH": str(ROOT)})
-                verdict = json.loads(run.stdout.strip().splitlines()[-1]) if run.returncode == 0 else \
-                    {"case": name, "ok": False, "error": f"exit {run.returncode}: {run.stderr.strip()[-1500:]}"}
-            except subprocess.TimeoutExpired:
-                verdict = {"case": name, "ok": False, "error": f"timed out after {args.timeout} s (a hang or a fault)"}
-            verdicts.append(verdict)
-            out.write(json.dumps(verdict) + "\n")
-            out.flush()
+            child = run_question("tma_boxes", ["--one", name] + (["--dry"] if args.dry else []), args.timeout)
+            verdict = last_json(child.stdout) if child.ok else None
+            out.write(verdict or {"case": name, "ok": False, "error": child.error()})
+    verdicts = out.rows
     width = max([len(v["case"]) for v in verdicts] + [4])
     print(f"{'case':<{width}}  ok   detail")
     for v in verdicts:
         print(f"{v['case']:<{width}}  {'yes' if v.get('ok') else 'NO ':<3}  {_detail(v)}")
-    print(f"\n{len(verdicts)} cases, {sum(1 for v in verdicts if v.get('ok'))} ok -> {path}")
+    print(f"\n{len(verdicts)} cases, {sum(1 for v in verdicts if v.get('ok'))} ok -> {out.path}")
     return 0 if all(v.get("ok") for v in verdicts) else 1
-
-
-if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))

@@ -32,10 +32,10 @@ def test_a_forced_store_over_the_partial_unit_overwrites_the_bytes_past_each_row
 
 
 def test_the_command_writes_a_line_per_case_and_a_table(tmp_path):
-    run = subprocess.run([sys.executable, "-m", "tools.tma_boxes", "--dry", "--only", "nested/u8-nested-rows"],
+    run = subprocess.run([sys.executable, "-m", "tools", "tma_boxes", "--dry", "--only", "nested/u8-nested-rows"],
                          capture_output=True, text=True, cwd=ROOT, timeout=300,
                          env={**os.environ, "PYTHONPATH": str(ROOT), "OUT": str(tmp_path)})
     assert run.returncode == 0, run.stdout + run.stderr
-    lines = (tmp_path / "tma_boxes-dry.jsonl").read_text().splitlines()
+    lines = (tmp_path / "tma_boxes.jsonl").read_text().splitlines()
     assert [json.loads(x)["case"] for x in lines] == ["nested/u8-nested-rows-8B-apart"]
     assert "nested/u8-nested-rows-8B-apart  yes  3 tiles equal (3 stored)" in run.stdout

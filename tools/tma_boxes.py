@@ -37,8 +37,8 @@ GROUPS = {"one-cta": "ONE_CTA", "merged": "MERGED", "partial-row": "PARTIAL_ROW"
 #: Stores pycute refuses, forced: (case of cases_legal.py whose load is issued as a store, the tile reaching the
 #: row's partial unit, the reduction or None). The load fills the unit's bytes past the row with zeros, so the
 #: reduction is ``min`` (an ``add`` of zeros would leave them as they were).
-OVERWRITE = {"bf16-box-over-the-partial-unit": ("bf16-store-before-the-partial-unit", (0, 1), None),
-             "u32-min-box-over-the-partial-unit": ("u32-add-before-the-partial-unit", (0, 1), "min")}
+OVERWRITE = {"bf16-box-over-the-partial-unit": ("bf16-store-before-the-partial-unit", (0, 64), None),
+             "u32-min-box-over-the-partial-unit": ("u32-add-before-the-partial-unit", (0, 16), "min")}
 
 
 def _diff(got, want) -> dict | None:

@@ -197,7 +197,8 @@ def _plan_view(view: ArrayView, direction: TmaDirection, gmem: GlobalTensor, sme
                           where)
     limits = [TmaPrecondition(f"t{m}", "at_most", bound, why) for m, bound, why in view.limits]
     if direction == "store":
-        limits += store_row_limits(params, tuple(insts), tuple(tile_coords), origins, elem, where)
+        tiles = tuple(-(-n // t) for n, t in zip(mode_extents(gmem.layout), mode_extents(smem.layout)))
+        limits += store_row_limits(params, tuple(insts), tuple(tile_coords), origins, elem, tiles, where)
     notes = view.notes + tuple(window_notes(arrays, elem))
     views = tuple((view.owners[d[3]] if d[3] >= 0 else -1, d[4]) for d in dims)
     plan = TmaPlan(direction, atom, gmem, smem, params, tuple(tile_coords), tuple(insts), tuple(why), mc, stages,

@@ -93,43 +93,39 @@ def check_map(params: TensorMapParams, where: str) -> None:
 
 
 def store_row_limits(params: TensorMapParams, insts: tuple, tile: tuple, origins: tuple[TmaOrigin, ...], elem: int,
-                     where: str) -> list[TmaPrecondition]:
+                     tiles: tuple[int, ...], where: str) -> list[TmaPrecondition]:
     """A store into rows that end inside a 16-byte unit: the H200 wrote every 16-byte unit a store touched whole, so
     a box reaching into a row's last, partial unit overwrote the bytes past the row up to the unit's end
-    (docs/tma.md); a box ending before that unit wrote only its own bytes. The bound that keeps the plan's boxes
-    before the unit (on the tile index or the element origin along dimension 0), or PlanError where none can."""
+    (docs/tma.md); a box ending before that unit writes only its own bytes. An element origin along the rows gets
+    the bound that keeps the boxes before the unit (checked, or a precondition); a tile-index store covers every
+    tile of the array (``tiles``: their count per array mode), the last of which along the rows reaches the unit,
+    so it is refused, pointing to element coordinates."""
     row = params.global_dims[0] * elem
     if row % STORE_UNIT == 0:
         return []
     unit = row // STORE_UNIT * STORE_UNIT // elem        # the partial unit's first element along dimension 0
     reach = max(i.coords[0] for i in insts) + params.box[0]
     past = STORE_UNIT - row % STORE_UNIT
-    why = (f"a row is {row} B, so its last 16-byte unit (row bytes {unit * elem}..{unit * elem + STORE_UNIT - 1}) "
-           f"holds {row % STORE_UNIT} B of the row and {past} B past it; a TMA store writes a unit it touches whole "
-           f"(measured on the H200, docs/tma.md), so a box reaching element {unit} of a row would overwrite those "
-           f"{past} B")
-    refuse = PlanError(f"make_tma_copy: the store's boxes reach {reach} elements along the rows from the tile's "
-                       f"start, past element {unit}, for every placement of the tile: {why} (a reduction is held to "
-                       f"the same rule; a tile ending at or before element {unit} of a row is planned){where}")
+    why = (f"the array's rows are {row} B; a TMA store writes every 16-byte unit it touches whole (measured on the "
+           f"H200, docs/tma.md), so a box reaching a row's last unit (row bytes {unit * elem}..{unit * elem + 15}: "
+           f"{row % STORE_UNIT} B of the row, {past} B past it) overwrites those {past} B; its boxes must end at or "
+           f"before element {unit} of a row (a reduction is held to the same rule)")
     on = [o for o in origins if o.dim == 0]
     if on:
         o = on[0]
-        if o.value is not None:
-            if reach + o.value // o.step > unit:
-                raise refuse
-            return []
-        if reach > unit:
-            raise refuse
-        return [TmaPrecondition(str(o.name), "at_most", (unit - reach) * o.step, why)]
-    terms = [t for t in tile if t.dim == 0]
-    if not terms:
-        if reach > unit:
-            raise refuse
-        return []
-    t = terms[0]
-    if len(terms) > 1 or t.divisor != 1 or t.modulus or t.scale < 1 or reach > unit:
-        raise refuse
-    return [TmaPrecondition(f"t{t.mode}", "at_most", (unit - reach) // (t.scale * t.factor), why)]
+        if reach > unit or (o.value is not None and reach + o.value // o.step > unit):
+            at = "" if o.value is None else f" at element {o.value}"
+            raise PlanError(f"make_tma_copy: the store's boxes{at} reach element {reach + (o.value or 0) // o.step} "
+                            f"of a row: {why}{where}")
+        return [] if o.value is not None else [TmaPrecondition(str(o.name), "at_most", (unit - reach) * o.step, why)]
+    last = [(t, tiles[t.mode] - 1) for t in tile if t.dim == 0]
+    if any(t.value(n) + reach > unit for t, n in last) or (not last and reach > unit):
+        t, n = last[0] if last else (None, 0)
+        which = "" if t is None else f" (t{t.mode} = {n}, the array's last along its rows)"
+        raise PlanError(f"make_tma_copy: {why}. A tile-index store covers every tile of the array, and the last"
+                        f"{which} reaches past element {unit}: store the tiles before it with element coordinates "
+                        f"(origin=(..., pc.dynamic('col')): planned up to that element, a checked precondition){where}")
+    return []
 
 
 def check_smem(smem: SmemTensor, mode: TmaSwizzle, box0_bytes: int, row_bytes: int | None, where: str) -> None:

@@ -45,16 +45,17 @@ MERGED = [
          store={}),
 ]
 
-#: Stores into rows that end inside a 16-byte unit, whose boxes end at or before that unit.
+#: Stores into rows that end inside a 16-byte unit, at element origins whose boxes end at or before that unit (a
+#: tile-index store covers the array's last tile, which reaches the unit: refused).
 PARTIAL_ROW = [
     case("bf16-store-before-the-partial-unit", pc.bf16, Layout((64, 100), (112, 1)),
-         smem(pc.bf16, Layout((64, 64), (64, 1))), [(0, 0)], store={}),
+         smem(pc.bf16, Layout((64, 64), (64, 1))), [(0, 0), (17, 32)], dict(origin=_AT), store=dict(origin=_AT)),
     case("f32-store-ends-at-the-partial-unit", pc.f32, Layout((70, 30), (32, 1)),
-         smem(pc.f32, Layout((32, 28), (28, 1))), [(0, 0), (2, 0)], store={}),
+         smem(pc.f32, Layout((32, 28), (28, 1))), [(0, 0), (40, 0)], dict(origin=_AT), store=dict(origin=_AT)),
     case("u8-store-run-time-origin", pc.u8, Layout((40, 50), (64, 1)), smem(pc.u8, Layout((32, 16), (16, 1))),
          [(0, 0), (8, 16), (20, 32)], dict(origin=_AT), store=dict(origin=_AT)),
     case("u32-add-before-the-partial-unit", pc.u32, Layout((50, 30), (32, 1)), smem(pc.u32, Layout((32, 16), (16, 1))),
-         [(0, 0), (1, 0)], store=dict(reduce="add")),
+         [(0, 0), (20, 12)], dict(origin=_AT), store=dict(origin=_AT, reduce="add")),
 ]
 
 #: Arrays with two modes of one stride (overlapping views the driver encodes): loads, and stores whose tile

@@ -28,7 +28,7 @@ def test_a_case_runs_whole_on_the_cpu_and_leaves_the_emulators_image_and_array()
 def test_a_forced_store_over_the_partial_unit_overwrites_the_bytes_past_each_row_as_the_emulator_models():
     verdict = TOOL.one("overwrite/u32-min-box-over-the-partial-unit", dry=True)
     assert verdict["ok"] and verdict["rows_overwritten"] == verdict["emulator_rows_overwritten"] == 32
-    assert "t1 = 1 breaks t1 <= 0" in verdict["refused"]
+    assert "c = 16 breaks c <= 12" in verdict["refused"]
 
 
 def test_the_command_writes_a_line_per_case_and_a_table(tmp_path):

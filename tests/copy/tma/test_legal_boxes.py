@@ -202,15 +202,23 @@ def test_a_retarget_of_a_merged_map_is_refused_naming_the_merge():
 
 # --- a store before a row's partial 16-byte unit --------------------------------------------------------------------
 
-def test_a_store_ending_before_the_partial_unit_is_planned_with_the_bound_that_keeps_it_there():
+def test_a_store_at_an_element_origin_before_the_partial_unit_is_planned_with_the_bound_that_keeps_it_there():
     _, g, s, _, _, store = named(PARTIAL_ROW, "bf16-store-before-the-partial-unit")
     plan = make_tma_copy(g, s, **store)
     bound = next(p for p in plan.preconditions if p.kind == "at_most")
-    assert bound.rule == "t1 <= 0"
-    assert ("a row is 200 B, so its last 16-byte unit (row bytes 192..207) holds 8 B of the row and 8 B past it; a TMA "
-            "store writes a unit it touches whole") in bound.why
-    with pytest.raises(pc.PlanError, match=r"t1 = 1 breaks t1 <= 0: a row is 200 B"):
-        plan.stream(0, 0, 1)
+    assert bound.rule == "c <= 32"
+    assert ("the array's rows are 200 B; a TMA store writes every 16-byte unit it touches whole (measured on the "
+            "H200, docs/tma.md), so a box reaching a row's last unit (row bytes 192..207: 8 B of the row, 8 B past it) "
+            "overwrites those 8 B") in bound.why
+    with pytest.raises(pc.PlanError, match=r"c = 40 breaks c <= 32: the array's rows are 200 B"):
+        plan.stream(0, 0, 40)
+
+
+def test_a_tile_index_store_covers_the_arrays_last_tile_so_it_is_refused_pointing_to_element_coordinates():
+    _, g, s, _, _, _ = named(PARTIAL_ROW, "bf16-store-before-the-partial-unit")
+    with pytest.raises(pc.PlanError, match=r"\(t1 = 1, the array's last along its rows\) reaches past element 96: "
+                                           r"store the tiles before it with element coordinates"):
+        make_tma_copy(g, s)
 
 
 def test_only_a_box_touching_the_partial_unit_overwrites_past_the_row():
@@ -233,8 +241,9 @@ def test_a_static_store_origin_is_planned_where_its_box_ends_before_the_partial_
     if planned:
         verify_tma(make_tma_copy(g, s, origin=origin))
         return
-    with pytest.raises(pc.PlanError, match=r"last 16-byte unit \(row bytes 48..63\) holds 2 B of the row and 14 B "
-                                           r"past it.*a tile ending at or before element 48 of a row is planned"):
+    with pytest.raises(pc.PlanError, match=rf"the store's boxes at element {origin[1]} reach element "
+                                           rf"{origin[1] + 16} of a row: the array's rows are 50 B.*\(row bytes "
+                                           r"48..63: 2 B of the row, 14 B past it\).*must end at or before element 48"):
         make_tma_copy(g, s, origin=origin)
 
 
@@ -242,14 +251,14 @@ def test_a_run_time_store_origin_keeps_its_box_before_the_partial_unit_and_the_c
     _, g, s, _, _, store = named(PARTIAL_ROW, "u8-store-run-time-origin")
     plan = make_tma_copy(g, s, **store)
     assert [p.rule for p in plan.preconditions if p.name == "c"] == ["c % 16 == 0", "c >= 0", "c <= 32"]
-    with pytest.raises(pc.PlanError, match=r"c = 48 breaks c <= 32: a row is 50 B"):
+    with pytest.raises(pc.PlanError, match=r"c = 48 breaks c <= 32: the array's rows are 50 B"):
         plan.at(c=48)
     assert "if (c > 32) {" in plan.cuda("st")
 
 
 def test_a_reduction_is_held_to_the_same_bound():
     _, g, s, _, _, store = named(PARTIAL_ROW, "u32-add-before-the-partial-unit")
-    assert [p.rule for p in make_tma_copy(g, s, **store).preconditions if p.kind == "at_most"] == ["t1 <= 0"]
+    assert [p.rule for p in make_tma_copy(g, s, **store).preconditions if p.kind == "at_most"] == ["c <= 12"]
 
 
 # --- two modes of one stride ----------------------------------------------------------------------------------------

@@ -199,7 +199,7 @@ def _plan_view(view: ArrayView, direction: TmaDirection, gmem: GlobalTensor, sme
     if direction == "store":
         tiles = tuple(-(-n // t) for n, t in zip(mode_extents(gmem.layout), mode_extents(smem.layout)))
         limits += store_row_limits(params, tuple(insts), tuple(tile_coords), origins, elem, tiles, where)
-    notes = view.notes + tuple(window_notes(arrays, elem))
+    notes = view.notes + tuple(window_notes(layout_modes(gmem.layout), elem))
     views = tuple((view.owners[d[3]] if d[3] >= 0 else -1, d[4]) for d in dims)
     plan = TmaPlan(direction, atom, gmem, smem, params, tuple(tile_coords), tuple(insts), tuple(why), mc, stages,
                    origin=origins, views=views, cache_hint=hint, notes=notes, limits=tuple(dict.fromkeys(limits)))

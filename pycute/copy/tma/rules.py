@@ -2,11 +2,13 @@
 API; docs/tma.md records which were measured on the H200), what PTX leaves undefined, and the options' own rules."""
 from __future__ import annotations
 
+from typing import Any
+
 from ...arch.sm90.tma import (DATA_TYPES, DIM_LIMIT, FTZ_DATA_TYPES, GLOBAL_ALIGN, INNER_BOX_ALIGN, MAX_BOX,
                               MAX_BOX_BYTES, MAX_MULTICAST, MAX_RANK, NAN_FILL_TYPES, OOB_FILL_NAN, OOB_FILL_NONE,
                               REDUCE_TYPES, SMEM_ALIGN, STORE_UNIT, STRIDE_ALIGN, STRIDE_LIMIT, ReduceOp, TmaSwizzle)
 from ...errors import PlanError
-from ...int_tuple import as_int
+from ...int_tuple import as_int, is_int
 from ...tensor.gmem import GlobalTensor
 from ...tensor.smem import SmemTensor
 from .multicast import Multicast, multicast_spec
@@ -35,16 +37,16 @@ def check_array(modes: list, gmem: GlobalTensor, elem: int, where: str) -> int:
     return unit[0]
 
 
-def window_notes(modes: list, elem: int) -> list[str]:
+def window_notes(modes: list[tuple[Any, Any]], elem: int) -> list[str]:
     """What a view with two array modes of one stride (a window start and an offset over one dimension, or any
     overlapping view the driver encodes) means for the plan: TMA bounds each coordinate by its own dimension's
     extent, so an element is in bounds where every coordinate is, whatever bytes lie beyond; a box whose start
     lies past one mode's extent loads zeros although the addresses it names hold elements (the H200's
     ``window-view`` case, docs/tma.md). The view is planned as given; the note says so."""
     out = []
-    for i, (n_i, d_i) in enumerate(modes):
-        for j in range(i + 1, len(modes)):
-            n_j, d_j = modes[j]
+    flat = [(k, int(n), int(d)) for k, (n, d) in enumerate(modes) if is_int(n)]      # hierarchical modes: their own
+    for a, (i, n_i, d_i) in enumerate(flat):
+        for j, n_j, d_j in flat[a + 1:]:
             if n_i > 1 and n_j > 1 and d_i == d_j != 0:
                 out.append(f"array modes {i} and {j} both step {d_i * elem} B (an overlapping view): TMA bounds each "
                            f"coordinate by its own mode's extent ({n_i} and {n_j}), so a box past either extent "

@@ -9,6 +9,8 @@ gives every value's shared address. Every form the target has is tried (``stmatr
 """
 from __future__ import annotations
 
+from typing import Callable
+
 import numpy as np
 
 from ...arch.sm100.matrix import B8_MATRIX_TARGETS, b8_forms, unpack_forms
@@ -24,7 +26,8 @@ from ...tensor.tile import mode_extents
 from ...tensor.values import layout_values, smem_element_offsets
 from ..protocol import Reject, Rejection
 from ..tcgen05_cp.decompress import unpadded_source
-from .forms import matrix_moves, vector_moves
+from .address import address_plan, byte_swizzle
+from .forms import Move, matrix_moves, vector_moves
 from .plan import Candidate, SmemCopyPlan
 
 __all__ = ["make_smem_copy"]
@@ -88,8 +91,10 @@ def _extents(shape: object) -> tuple[int, ...]:
     return tuple(product(m) for m in (shape if isinstance(shape, tuple) else (shape,)))
 
 
-def _candidates(op: MatrixOp, e: int, arch: str | None, unpack: bool = False) -> list:
-    """``(name, planner)`` per form family, in preference order for equal cost (matrix before vector)."""
+def _candidates(op: MatrixOp, e: int, arch: str | None, addressable: Callable[[list[np.ndarray]], bool],
+                unpack: bool = False) -> list:
+    """``(name, planner)`` per form family, in preference order for equal cost (matrix before vector); each
+    planner gives the moves and the fewest wavefronts any plan of the family takes."""
     out = []
     families = [m8n8_forms(op)[:3], m8n8_forms(op)[3:]]                   # non-transposed, transposed
     if arch in B8_MATRIX_TARGETS:
@@ -101,27 +106,46 @@ def _candidates(op: MatrixOp, e: int, arch: str | None, unpack: bool = False) ->
         if (e == 1 and forms[0].element_bits == 16 and forms[0].trans) or (arch and arch not in forms[0].targets):
             continue
         out.append((forms[0].ptx.replace(".x4", "").replace(".x2", ""), lambda a, f, forms=forms:
-                    matrix_moves(forms, e, a, f)))
+                    matrix_moves(forms, e, a, f, addressable)))
     for w in SHARED_WIDTHS:
         if w >= e and (arch is None or arch in SHARED_TARGETS) and not unpack:
             name = f"{op}.shared {w} B"
-            out.append((name, lambda a, f, w=w: vector_moves(op, w, e, a, f)))
+            out.append((name, lambda a, f, w=w: _exact(vector_moves(op, w, e, a, f))))
     return out
 
 
-def _choose(op: MatrixOp, e: int, addr: np.ndarray, fixed: bool, arch: str | None, unpack: bool = False) -> tuple:
+def _exact(moves: list[Move]) -> tuple[list[Move], int]:
+    """A family whose values leave no choice: its bound is its plan's wavefronts."""
+    return moves, sum(m.wavefronts for m in moves)
+
+
+def _addressable(tile: SmemTensor) -> Callable[[list[np.ndarray]], bool]:
+    """Whether the generated code can compute instructions' per-thread addresses (``address.address_plan``)."""
+    sw = byte_swizzle(tile)
+
+    def check(addresses: list[np.ndarray]) -> bool:
+        try:
+            address_plan(addresses, sw, tile.base_align, "")
+        except PlanError:
+            return False
+        return True
+    return check
+
+
+def _choose(op: MatrixOp, e: int, addr: np.ndarray, fixed: bool, arch: str | None,
+            addressable: Callable[[list[np.ndarray]], bool], unpack: bool = False) -> tuple:
     """The moves of the fewest wavefronts, then the fewest instructions; and every candidate weighed."""
     best: tuple | None = None
     weighed, rejected = [], []
-    for rank, (name, plan) in enumerate(_candidates(op, e, arch, unpack)):
+    for rank, (name, plan) in enumerate(_candidates(op, e, arch, addressable, unpack)):
         try:
-            moves = plan(addr, fixed)
+            moves, bound = plan(addr, fixed)
         except Reject as why:
             weighed.append(Candidate(name, None, None, str(why)))
             rejected.append(Rejection(name, why))
             continue
         waves = sum(m.wavefronts for m in moves)
-        weighed.append(Candidate(name, len(moves), waves))
+        weighed.append(Candidate(name, len(moves), waves, bound=bound))
         key = (waves, len(moves), rank)
         if best is None or key < best[0]:
             best = (key, moves, name)
@@ -157,7 +181,7 @@ def make_smem_copy(dst: SmemTensor | RegisterFragment, src: RegisterFragment | S
     table = _table(frag, tile, op)
     e = tile.bits // 8
     addr = smem_element_offsets(tile)[table] * e
-    moves, weighed, rejected = _choose(op, e, addr, conversion is None, arch)
+    moves, weighed, rejected = _choose(op, e, addr, conversion is None, arch, _addressable(tile))
     covers = bool(np.unique(table).size == tile.layout.size())
     return SmemCopyPlan(op, frag, tile, conversion, tuple(moves), table, weighed, stages, rejected, covers)
 
@@ -177,6 +201,6 @@ def _unpacking_load(frag: RegisterFragment, smem: SmemTensor, arch: str | None) 
     view = unpadded_source(tile, "make_smem_copy")
     table = _table(frag, view, "ld")
     addr = smem_element_offsets(view)[table]
-    moves, weighed, rejected = _choose("ld", 1, addr, True, arch, unpack=True)
+    moves, weighed, rejected = _choose("ld", 1, addr, True, arch, _addressable(view), unpack=True)
     return SmemCopyPlan("ld", frag, view, None, tuple(moves), table, weighed, stages, rejected,
                         bool(np.unique(table).size == view.layout.size()), source=tile)

@@ -62,6 +62,7 @@ class SmemCopyPlan:
     rejected: tuple[Rejection, ...] = ()
     covers: bool = True                          # every tile element is some thread's value
     source: SmemTensor | None = None             # an unpacking load's packed tile (``smem`` is its 8-bit view)
+    pinned: str | None = None                    # the form the caller pinned (make_smem_copy's ``form``)
 
     VARIANT: ClassVar[str] = "smem_ldst"
 

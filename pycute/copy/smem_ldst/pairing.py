@@ -106,27 +106,32 @@ def _xor_pairings(n: int, cost: np.ndarray) -> list[list[tuple[int, int]]]:
     return [[(i, i ^ m) for i in range(n) if not i & (m & -m)] for _, m in order]
 
 
-def _optimum(cost: np.ndarray, hist: list[np.ndarray], fits: list[np.ndarray],
-             upper: int) -> tuple[int, list[tuple[int, int]]] | None:
-    """The cheapest perfect matching (cost, pairs) by a dynamic programme over groups of interchangeable units
-    (same histograms, same classes), or None past ``STATE_LIMIT`` states. ``upper``: a known matching's cost."""
-    n = cost.shape[0]
-    keys: dict[bytes, int] = {}
-    group = np.empty(n, dtype=np.int64)
-    for u in range(n):
+def _groups(cost: np.ndarray, hist: list[np.ndarray], fits: list[np.ndarray]) -> tuple[list[list[int]], np.ndarray]:
+    """Units grouped by what their costs depend on (histograms, classes), each group's members in index order; and
+    the group-to-group cost (any two members stand for all; a group of one cannot pair with itself)."""
+    keys: dict[bytes, list[int]] = {}
+    for u in range(cost.shape[0]):
         key = hist[0][u].tobytes() + hist[1][u].tobytes() + bytes([bool(fits[0][u]), bool(fits[1][u])])
-        group[u] = keys.setdefault(key, len(keys))
-    k = len(keys)
-    rep = [int(np.flatnonzero(group == g)[0]) for g in range(k)]
-    members = [[int(u) for u in np.flatnonzero(group == g)] for g in range(k)]
-    counts = tuple(len(m) for m in members)
-    # group-to-group cost: any two members stand for all (a group with one member cannot pair with itself)
+        keys.setdefault(key, []).append(u)
+    members = list(keys.values())
+    k = len(members)
     gcost = np.full((k, k), _NONE, dtype=np.int64)
     for g in range(k):
         for h in range(k):
-            a, b = rep[g], (rep[h] if g != h else (members[g][1] if len(members[g]) > 1 else None))
-            if b is not None:
-                gcost[g, h] = cost[a, b]
+            if g != h:
+                gcost[g, h] = cost[members[g][0], members[h][0]]
+            elif len(members[g]) > 1:
+                gcost[g, g] = cost[members[g][0], members[g][1]]
+    return members, gcost
+
+
+def _optimum(cost: np.ndarray, hist: list[np.ndarray], fits: list[np.ndarray],
+             upper: int) -> tuple[int, list[tuple[int, int]]] | None:
+    """The cheapest perfect matching (cost, pairs; no pairs when it costs ``upper``, a known matching's cost) by a
+    dynamic programme over the counts left in each group of interchangeable units, or None past ``STATE_LIMIT``
+    states."""
+    members, gcost = _groups(cost, hist, fits)
+    k = len(members)
     memo: dict[tuple[int, ...], tuple[int, int]] = {}
 
     def best(state: tuple[int, ...]) -> int:
@@ -141,35 +146,37 @@ def _optimum(cost: np.ndarray, hist: list[np.ndarray], fits: list[np.ndarray],
         for h in range(g, k):
             if state[h] < (2 if h == g else 1) or gcost[g, h] >= _NONE:
                 continue
-            nxt = list(state)
-            nxt[g] -= 1
-            nxt[h] -= 1
-            got = int(gcost[g, h]) + best(tuple(nxt))
+            got = int(gcost[g, h]) + best(_take(state, g, h))
             if got < result:
                 result, choice = got, h
         memo[state] = (result, choice)
         return result
 
     try:
-        total = best(counts)
+        total = best(tuple(len(m) for m in members))
     except _Stop:
         return None
-    if total >= _NONE or total >= upper:
-        return (total, []) if total < _NONE else None
-    # realise the group pairs with actual units, each group's members in index order
-    pool = [list(m) for m in members]
-    pairs, state = [], counts
+    if total >= _NONE:
+        return None
+    if total >= upper:
+        return total, []
+    pool = [list(m) for m in members]                 # the group pairs realised in index order
+    pairs, state = [], tuple(len(m) for m in members)
     while any(state):
         g = next(i for i, c in enumerate(state) if c)
         h = memo[state][1]
         a = pool[g].pop(0)
-        b = pool[h].pop(0)
-        pairs.append(_orient(a, b, hist, fits))
-        nxt = list(state)
-        nxt[g] -= 1
-        nxt[h] -= 1
-        state = tuple(nxt)
+        pairs.append(_orient(a, pool[h].pop(0), hist, fits))
+        state = _take(state, g, h)
     return total, pairs
+
+
+def _take(state: tuple[int, ...], g: int, h: int) -> tuple[int, ...]:
+    """The counts left once a unit of group ``g`` and one of ``h`` are paired."""
+    out = list(state)
+    out[g] -= 1
+    out[h] -= 1
+    return tuple(out)
 
 
 class _Stop(Exception):

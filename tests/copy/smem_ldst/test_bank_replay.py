@@ -10,9 +10,9 @@ import pytest
 
 from tests.gpu.epilogue_probe import bank_plan
 
-DOCS = pathlib.Path(__file__).resolve().parents[3] / "docs"
+RUNS_DIR = pathlib.Path(__file__).resolve().parents[3] / "docs" / "runs" / "epilogue"
 RUNS = ["epilogue-bank-h200.jsonl", "epilogue-bank-ld-h200.jsonl"]
-RECORDS = [(name, r) for name in RUNS for r in map(json.loads, (DOCS / name).read_text().splitlines())
+RECORDS = [(name, r) for name in RUNS for r in map(json.loads, (RUNS_DIR / name).read_text().splitlines())
            if r.get("section") == "bank"]
 
 

@@ -23,6 +23,7 @@ the search stopped), so it is a true lower bound for the form whichever pairing 
 """
 from __future__ import annotations
 
+from functools import partial
 from typing import Callable, Sequence
 
 import attrs
@@ -69,33 +70,28 @@ def _histograms(starts: np.ndarray) -> np.ndarray:
     return onehot.sum(axis=2)
 
 
-def _costs(hist: list[np.ndarray], fits: list[np.ndarray]) -> np.ndarray:
-    """``(n, n)``: the wavefronts of the register pairing units ``a`` and ``b`` (the cheaper orientation that
-    fits), ``_NONE`` where neither does."""
-    cost = (hist[0][:, None] + hist[1][None, :]).max(axis=-1).sum(axis=-1)       # a in class 0, b in class 1
-    cost = np.where(fits[0][:, None] & fits[1][None, :], cost, _NONE)
-    cost = np.minimum(cost, cost.T)
-    np.fill_diagonal(cost, _NONE)
-    return cost
+def _costs(hist: list[np.ndarray], fits: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """``(n, n)`` twice: the wavefronts of the register of unit ``a`` in class 0 and ``b`` in class 1 (``_NONE``
+    where that does not fit), and of the pair in its cheaper orientation."""
+    directed = (hist[0][:, None] + hist[1][None, :]).max(axis=-1).sum(axis=-1)
+    directed = np.where(fits[0][:, None] & fits[1][None, :], directed, _NONE)
+    np.fill_diagonal(directed, _NONE)
+    return directed, np.minimum(directed, directed.T)
 
 
-def _orient(a: int, b: int, hist: list[np.ndarray], fits: list[np.ndarray]) -> tuple[int, int]:
+def _orient(a: int, b: int, directed: np.ndarray) -> tuple[int, int]:
     """``(class-0 unit, class-1 unit)`` for the pair: the cheaper orientation that fits, the lower unit in class 0
     on a tie (as the instructions' order puts it: one formula for every instruction's addresses)."""
-    def cost(x: int, y: int) -> tuple[int, int]:
-        if not (fits[0][x] and fits[1][y]):
-            return _NONE, x
-        return int((hist[0][x] + hist[1][y]).max(axis=-1).sum()), x
-    return (a, b) if cost(a, b) <= cost(b, a) else (b, a)
+    return (a, b) if (directed[a, b], a) <= (directed[b, a], b) else (b, a)
 
 
 def _total(pairs: list[tuple[int, int]], cost: np.ndarray) -> int:
     return int(sum(cost[a, b] for a, b in pairs))
 
 
-def _xor_pairings(n: int, cost: np.ndarray) -> list[list[tuple[int, int]]]:
-    """Unit ``i`` with unit ``i ^ m`` for every mask ``m`` (``n`` a power of two) that pairs every unit, cheapest
-    first (then the smaller mask)."""
+def _xor_pairings(n: int, cost: np.ndarray) -> list[tuple[int, list[tuple[int, int]]]]:
+    """``(cost, pairs)``: unit ``i`` with unit ``i ^ m`` for every mask ``m`` (``n`` a power of two) that pairs
+    every unit, cheapest first (then the smaller mask)."""
     if n & (n - 1) or n < 2:
         return []
     units = np.arange(n)
@@ -103,10 +99,11 @@ def _xor_pairings(n: int, cost: np.ndarray) -> list[list[tuple[int, int]]]:
     totals = cost[units[None, :], units[None, :] ^ masks[:, None]]                  # (masks, units)
     ok = np.all(totals < _NONE, axis=1)
     order = sorted((int(totals[k].sum()) // 2, int(m)) for k, m in enumerate(masks) if ok[k])
-    return [[(i, i ^ m) for i in range(n) if not i & (m & -m)] for _, m in order]
+    return [(total, [(i, i ^ m) for i in range(n) if not i & (m & -m)]) for total, m in order]
 
 
-def _groups(cost: np.ndarray, hist: list[np.ndarray], fits: list[np.ndarray]) -> tuple[list[list[int]], np.ndarray]:
+def _groups(cost: np.ndarray, hist: list[np.ndarray],
+            fits: list[np.ndarray]) -> tuple[list[list[int]], np.ndarray]:
     """Units grouped by what their costs depend on (histograms, classes), each group's members in index order; and
     the group-to-group cost (any two members stand for all; a group of one cannot pair with itself)."""
     keys: dict[bytes, list[int]] = {}
@@ -125,7 +122,7 @@ def _groups(cost: np.ndarray, hist: list[np.ndarray], fits: list[np.ndarray]) ->
     return members, gcost
 
 
-def _optimum(cost: np.ndarray, hist: list[np.ndarray], fits: list[np.ndarray],
+def _optimum(cost: np.ndarray, directed: np.ndarray, hist: list[np.ndarray], fits: list[np.ndarray],
              upper: int) -> tuple[int, list[tuple[int, int]]] | None:
     """The cheapest perfect matching (cost, pairs; no pairs when it costs ``upper``, a known matching's cost) by a
     dynamic programme over the counts left in each group of interchangeable units, or None past ``STATE_LIMIT``
@@ -166,7 +163,7 @@ def _optimum(cost: np.ndarray, hist: list[np.ndarray], fits: list[np.ndarray],
         g = next(i for i, c in enumerate(state) if c)
         h = memo[state][1]
         a = pool[g].pop(0)
-        pairs.append(_orient(a, pool[h].pop(0), hist, fits))
+        pairs.append(_orient(a, pool[h].pop(0), directed))
         state = _take(state, g, h)
     return total, pairs
 
@@ -194,7 +191,7 @@ def pair_units(units: Sequence[Unit], starts: tuple[np.ndarray, np.ndarray], fit
     n = len(units)
     hist = [_histograms(starts[0]), _histograms(starts[1])]
     fit = [np.asarray(fits[0], dtype=bool), np.asarray(fits[1], dtype=bool)]
-    cost = _costs(hist, fit)
+    directed, cost = _costs(hist, fit)
     cheapest = cost.min(axis=1)
     if n % 2 or np.any(cheapest >= _NONE):
         return None
@@ -202,22 +199,23 @@ def pair_units(units: Sequence[Unit], starts: tuple[np.ndarray, np.ndarray], fit
     index = {u: i for i, u in enumerate(units)}
 
     def registers(pairs: list[tuple[int, int]]) -> list[Register]:
-        oriented = [_orient(a, b, hist, fit) for a, b in pairs]
+        oriented = [_orient(a, b, directed) for a, b in pairs]
         return [(units[a], units[b]) for a, b in sorted(oriented, key=lambda p: units[p[0]])]
 
-    tried: list[tuple[int, list[Register]]] = []
+    tried: list[tuple[int, Callable[[], list[Register]]]] = []       # registers made only when weighed
     if greedy is not None:
-        tried.append((_total([(index[a], index[b]) for a, b in greedy], cost), list(greedy)))
+        tried.append((_total([(index[a], index[b]) for a, b in greedy], cost), lambda: list(greedy)))
     if not tried or tried[0][0] > bound:
-        tried += [(_total(p, cost), registers(p)) for p in _xor_pairings(n, cost)]
+        tried += [(total, partial(registers, p)) for total, p in _xor_pairings(n, cost)]
     upper = min((t[0] for t in tried), default=_NONE)
     if upper > bound:
-        found = _optimum(cost, hist, fit, upper)
+        found = _optimum(cost, directed, hist, fit, upper)
         if found is not None:                                # else the search stopped: the bound stays
             bound = found[0]
             if found[1]:
-                tried.append((found[0], registers(found[1])))
-    for total, regs in sorted(tried, key=lambda t: t[0]):
+                tried.append((found[0], partial(registers, found[1])))
+    for total, make in sorted(tried, key=lambda t: t[0]):
+        regs = make()
         if emittable(regs):
             return Pairing(tuple(regs), total, min(bound, total))
     return None

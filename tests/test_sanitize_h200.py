@@ -51,7 +51,7 @@ def test_case_names_are_unique_and_name_their_family():
     assert len(set(names)) == len(names)
     assert {n.split("/")[0] for n in names} == {"cp-async", "bulk", "dsmem", "tma", "tcgen05-cp-soft",
                                                  "tcgen05-ldst-soft", "mma-soft", "chain-soft", "stream", "example",
-                                                 "wgmma", "epilogue"}
+                                                 "wgmma", "epilogue", "fragments"}
 
 
 def test_the_two_findings_of_issue_34_are_cases():

@@ -327,6 +327,35 @@ def wgmma_case(index: int) -> SanitizeCase:
                         lambda arch: make().compile(arch), launch)
 
 
+def fragments_case(kind: str) -> SanitizeCase:
+    """A register-fragment round trip (real on Hopper): the coordinate helpers, a row reduction's functions, or the
+    S = Q K^T -> P -> O = P V chain with e4m3's shuffles (docs/fragments.md)."""
+    def make():
+        import pycute as pc
+        from pycute.harness.fragment_chain import ChainCase
+        from pycute.harness.fragments import CoordsRoundTrip, ReduceRoundTrip
+        if kind == "coords":
+            return CoordsRoundTrip(pc.fragment_coords(pc.wgmma_accumulator(pc.f32, 128, 64)))
+        if kind == "reduce":
+            return ReduceRoundTrip(pc.make_reduction(pc.wgmma_accumulator(pc.f32, 64, 64)))
+        return ChainCase("f8e4m3", d=32).roundtrip()
+
+    def launch(gpu, arch: str) -> bool:
+        import numpy as np
+        from pycute.harness.fragments import same_floats
+        rt = make()
+        if kind == "coords":
+            return bool(np.array_equal(rt.run(gpu, arch=arch), rt.expected()))
+        if kind == "reduce":
+            return bool(same_floats(rt.run(gpu, 7, arch), rt.expected(7)).all())
+        check = rt.check(rt.run(gpu, 7, arch), 7)
+        return all(v == 0 for k, v in check.items() if k not in ("s_rounded", "elements"))
+    kernel = {"coords": "pycute.harness.fragments.CoordsRoundTrip",
+              "reduce": "pycute.harness.fragments.ReduceRoundTrip",
+              "chain": "pycute.harness.fragment_chain.ChainRoundTrip"}[kind]
+    return SanitizeCase(f"fragments/{kind}", kernel, lambda arch: make().compile(arch), launch)
+
+
 def epilogue_case(name: str) -> SanitizeCase:
     """A fragment through stmatrix / st.shared and a TMA store to global memory, and back (real on Hopper)."""
     def make():
@@ -500,6 +529,7 @@ def registry() -> list[SanitizeCase]:
              dsmem_ring_case(2), dsmem_ring_case(4)] +
             [wgmma_case(i) for i in (0, 1, len(_wgmma_cases()) - 1)] +
             [epilogue_case(n) for n in ("wgmma-bf16-row-128B", "tmem32-e4m3-row-32B", "user-f32-row-128B")] +
+            [fragments_case(k) for k in ("coords", "reduce", "chain")] +
             [conversion_case(), epilogue_stream_case(), epilogue_example_case()] +
             [feed_case("warpgroups-multicast"), feed_case("minimal"), schedule_case(), grouped_case()] +
             [hopper_gemm_case("bf16"), hopper_gemm_case("e4m3")] +

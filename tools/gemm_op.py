@@ -82,7 +82,7 @@ def raw(config: Any, a: Any, b: Any, d: Any, scale: float) -> tuple[Callable[[],
     N = b.shape[0]
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     grid = run.grid(M, N, sms * config.ctas_per_sm)
-    args = (run.map_a.encode(a), run.map_b.encode(b), run.map_d.encode(d), M, N, K, float(scale))
+    args = (run.map_a.encode(a), run.map_b.encode(b), run.map_d.encode(d), M, N, K, float(scale), b"\0")
     launcher = Launcher.of(config, torch.cuda.current_device())
     return (lambda: launcher(grid, *args)), grid
 
@@ -308,7 +308,7 @@ def dry() -> list[dict]:
             t0 = time.perf_counter()
             layout = param_layout(g.compile().ptx, g.launch_shape.entry)
             rows.append({"part": "dry", "config": repr(g), "compile_s": time.perf_counter() - t0,
-                         "params": layout.packer.format, "ok": layout.size == 400})
+                         "params": layout.packer.format, "ok": layout.size == 401})
     for M, N, K, dtype in ((100, 72, 40, "bf16"), (70, 24, 48, "e4m3")):
         a, b = operands(M, N, K, dtype, device="cpu")
         err = rel_err(gemm(a, b, 0.5), reference(a, b, 0.5))

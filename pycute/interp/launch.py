@@ -27,7 +27,7 @@ from .operands import MASK
 from .scheduler import UNLAUNCHED, Cluster, Cta, Thread, World, run
 from .warp import Warp
 
-__all__ = ["run_kernel", "KernelRun", "TensorMapArg", "tensor_map", "SHARED_START", "MAX_SHARED"]
+__all__ = ["run_kernel", "KernelRun", "TensorMapArg", "tensor_map", "StructArg", "SHARED_START", "MAX_SHARED"]
 
 #: The shared-window address of a CTA's first variable: the model leaves the first KiB unused, so that no variable
 #: sits at address 0 (CUDA reserves 1 KiB of shared memory per block, cudaDevAttrReservedSharedMemoryPerBlock).
@@ -54,6 +54,15 @@ def tensor_map(plan: Any, array: np.ndarray) -> TensorMapArg:
         raise TypeError(f"tensor_map: a TMA plan (or its map parameters) and a numpy array, got {type(plan).__name__}, "
                         f"{type(array).__name__}")
     return TensorMapArg(params, _bytes_of(array, "tensor_map"))
+
+
+@attrs.frozen(eq=False)
+class StructArg:
+    """A parameter passed by value that holds pointers (a struct of arrays and numbers, as a kernel's
+    ``__grid_constant__`` struct): ``fields`` are ``(offset, value)`` pairs, a value a numpy array (placed in global
+    memory, its 8-byte address written at the offset) or the bytes to write there; the rest of the struct is 0."""
+
+    fields: tuple[tuple[int, Any], ...]
 
 
 @attrs.frozen(eq=False)
@@ -227,6 +236,16 @@ def _argument(p: Param, value: Any, label: str, gmem: GlobalMemory, maps: dict) 
             return image
         value = np.frombuffer(image, dtype=np.uint8).copy()
         label = f"the tensor map of {label}"
+    if isinstance(value, StructArg):
+        out = bytearray(p.size)
+        for k, (off, v) in enumerate(value.fields):
+            raw = gmem.add(f"{label}.{k}", _bytes_of(v, f"argument {label}")).address.to_bytes(8, "little") \
+                if isinstance(v, np.ndarray) else bytes(v)
+            if not (0 <= off and off + len(raw) <= p.size):
+                raise EmulationError(f"parameter {label}: a field of {len(raw)} B at offset {off} is outside its "
+                                     f"{p.size} bytes")
+            out[off:off + len(raw)] = raw
+        return bytes(out)
     if isinstance(value, np.ndarray):
         if p.size != 8:
             raise EmulationError(f"parameter {label} (.{p.type}) is not a pointer: an array cannot bind to it")

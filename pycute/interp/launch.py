@@ -24,6 +24,7 @@ from .conventions import attribute, check_conventions
 from .front import Entry, Module, Param, Variable, demangle, parse_entry
 from .memory import TENSOR_MAP_MAGIC as _MAGIC, GlobalMemory
 from .operands import MASK
+from .params import StructArg
 from .scheduler import UNLAUNCHED, Cluster, Cta, Thread, World, run
 from .warp import Warp
 
@@ -54,15 +55,6 @@ def tensor_map(plan: Any, array: np.ndarray) -> TensorMapArg:
         raise TypeError(f"tensor_map: a TMA plan (or its map parameters) and a numpy array, got {type(plan).__name__}, "
                         f"{type(array).__name__}")
     return TensorMapArg(params, _bytes_of(array, "tensor_map"))
-
-
-@attrs.frozen(eq=False)
-class StructArg:
-    """A parameter passed by value that holds pointers (a struct of arrays and numbers, as a kernel's
-    ``__grid_constant__`` struct): ``fields`` are ``(offset, value)`` pairs, a value a numpy array (placed in global
-    memory, its 8-byte address written at the offset) or the bytes to write there; the rest of the struct is 0."""
-
-    fields: tuple[tuple[int, Any], ...]
 
 
 @attrs.frozen(eq=False)
@@ -237,15 +229,7 @@ def _argument(p: Param, value: Any, label: str, gmem: GlobalMemory, maps: dict) 
         value = np.frombuffer(image, dtype=np.uint8).copy()
         label = f"the tensor map of {label}"
     if isinstance(value, StructArg):
-        out = bytearray(p.size)
-        for k, (off, v) in enumerate(value.fields):
-            raw = gmem.add(f"{label}.{k}", _bytes_of(v, f"argument {label}")).address.to_bytes(8, "little") \
-                if isinstance(v, np.ndarray) else bytes(v)
-            if not (0 <= off and off + len(raw) <= p.size):
-                raise EmulationError(f"parameter {label}: a field of {len(raw)} B at offset {off} is outside its "
-                                     f"{p.size} bytes")
-            out[off:off + len(raw)] = raw
-        return bytes(out)
+        return value.image(p.size, label, lambda k, v: gmem.add(f"{label}.{k}", _bytes_of(v, f"argument {label}")))
     if isinstance(value, np.ndarray):
         if p.size != 8:
             raise EmulationError(f"parameter {label} (.{p.type}) is not a pointer: an array cannot bind to it")

@@ -183,68 +183,74 @@ class FusedEpilogue:
         ``<name>_load_cols(e, thread, col0, N, p)`` and ``<name>_chunk(e, acc, block, j, frag, thread, row0, col0,
         M, N, scale, p)``: value v of ``frag`` (chunk ``j`` of ``acc``, element (row0 + row, col0 + col)) is the
         expression of ``acc``'s value there."""
-        at = f"{name}_at"
         coords = fragment_coords(chunk)
-        step = _register_step(acc, chunk)
-        row_offsets = [int(coords.value_row[vs[0]]) for vs in coords.slots("row")]
-        col_offsets = [int(coords.value_col[vs[0]]) for vs in coords.slots("col")]
-        width = _vector_width(col_offsets, coords.thread_col, coords.shape[1])
+        rows = [int(coords.value_row[vs[0]]) for vs in coords.slots("row")]
+        cols = [int(coords.value_col[vs[0]]) for vs in coords.slots("col")]
         kinds = self._kinds()
-        lines = ["#include <cuda_bf16.h>", "#include <cuda_fp16.h>", coords.cuda(at).rstrip(),
-                 f"// {name}: D = {self.text}, acc = scale * (A B^T); the inputs by value (the host packs them: "
-                 f"FusedEpilogue.struct_bytes)",
-                 f"struct {name}_params {{" + "".join(f" {f.ctype} {f.name};" for f in self.fields()) + " };",
-                 f"// the per-row values of {blocks} row block(s) (loaded once per tile) and the per-column values "
-                 f"of a chunk (once per chunk)",
-                 f"struct {name}_tile {{" + "".join(
-                     f" float row_{n}[{blocks}][{len(row_offsets)}];" if k == "row" else
-                     f" float col_{n}[{len(col_offsets)}];" for n, k in kinds.items() if k in ("row", "col")) + " };",
-                 *_load_helpers(name),
-                 f"__device__ __forceinline__ void {name}_load_rows({name}_tile& e, unsigned block, unsigned thread, "
-                 f"int row0, int M, const {name}_params& p) {{"]
-        rows = [n for n, k in kinds.items() if k == "row"]
-        if rows:
-            lines.append(f"  const int r = row0 + {at}_row_thread(thread);")
-        for n in rows:
-            for s, off in enumerate(row_offsets):
-                lines.append(f"  e.row_{n}[block][{s}] = r + {off} < M ? {name}_load(p.{n} + r + {off}) : 0.0f;")
-        lines += ["}", f"__device__ __forceinline__ void {name}_load_cols({name}_tile& e, unsigned thread, int col0, "
-                       f"int N, const {name}_params& p) {{"]
-        cols = [n for n, k in kinds.items() if k == "col"]
-        if cols:
-            lines.append(f"  const int c = col0 + {at}_col_thread(thread);")
-        for n in cols:
-            for s in range(0, len(col_offsets), width):
-                off = col_offsets[s]
-                outs = ", ".join(f"e.col_{n}[{s + i}]" for i in range(width))
-                lines.append(f"  {name}_load{width}(p.{n}, c + {off}, N, {outs});")
-        lines += ["}", f"__device__ __forceinline__ void {name}_chunk(const {name}_tile& e, const float "
-                       f"(&acc)[{_values(acc)}], unsigned block, unsigned j, float (&frag)[{coords.values}], "
-                       f"unsigned thread, int row0, int col0, int M, int N, float scale, const {name}_params& p) {{",
-                  f"  const int r = row0 + {at}_row_thread(thread), c = col0 + {at}_col_thread(thread);"]
+        return "\n".join([
+            "#include <cuda_bf16.h>", "#include <cuda_fp16.h>", coords.cuda(f"{name}_at").rstrip(),
+            f"// {name}: D = {self.text}, acc = scale * (A B^T); the inputs by value (the host packs them: "
+            f"FusedEpilogue.struct_bytes)",
+            f"struct {name}_params {{" + "".join(f" {f.ctype} {f.name};" for f in self.fields()) + " };",
+            f"// the per-row values of {blocks} row block(s) (loaded once per tile) and the per-column values of a "
+            f"chunk (once per chunk)",
+            f"struct {name}_tile {{" + "".join(
+                f" float row_{n}[{blocks}][{len(rows)}];" if k == "row" else f" float col_{n}[{len(cols)}];"
+                for n, k in kinds.items() if k in ("row", "col")) + " };",
+            *_load_helpers(name), *self._c_rows(name, rows), *self._c_cols(name, cols, coords),
+            *self._c_chunk(name, acc, chunk)]) + "\n"
+
+    def _c_rows(self, name: str, offsets: list[int]) -> list[str]:
+        """``<name>_load_rows``: each row input's value at each of the thread's row slots, 0 past M."""
+        rows = [n for n, k in self._kinds().items() if k == "row"]
+        out = [f"__device__ __forceinline__ void {name}_load_rows({name}_tile& e, unsigned block, unsigned thread, "
+               f"int row0, int M, const {name}_params& p) {{"]
+        out += [f"  const int r = row0 + {name}_at_row_thread(thread);"] if rows else []
+        out += [f"  e.row_{n}[block][{s}] = r + {off} < M ? {name}_load(p.{n} + r + {off}) : 0.0f;"
+                for n in rows for s, off in enumerate(offsets)]
+        return out + ["}"]
+
+    def _c_cols(self, name: str, offsets: list[int], coords: Any) -> list[str]:
+        """``<name>_load_cols``: each column input's values at the thread's column slots, as vectors of the widest
+        aligned run, 0 past N."""
+        cols = [n for n, k in self._kinds().items() if k == "col"]
+        width = _vector_width(offsets, coords.thread_col, coords.shape[1])
+        out = [f"__device__ __forceinline__ void {name}_load_cols({name}_tile& e, unsigned thread, int col0, int N, "
+               f"const {name}_params& p) {{"]
+        out += [f"  const int c = col0 + {name}_at_col_thread(thread);"] if cols else []
+        out += [f"  {name}_load{width}(p.{n}, c + {offsets[s]}, N, "
+                + ", ".join(f"e.col_{n}[{s + i}]" for i in range(width)) + ");"
+                for n in cols for s in range(0, len(offsets), width)]
+        return out + ["}"]
+
+    def _c_chunk(self, name: str, acc: RegisterFragment, chunk: RegisterFragment) -> list[str]:
+        """``<name>_chunk``: per group of values (pairs a residual is read in), the residual, then per value its
+        accumulator register (by coordinates) and the expression."""
+        coords, step, kinds = fragment_coords(chunk), _register_step(acc, chunk), self._kinds()
+        out = [f"__device__ __forceinline__ void {name}_chunk(const {name}_tile& e, const float "
+               f"(&acc)[{_values(acc)}], unsigned block, unsigned j, float (&frag)[{coords.values}], unsigned thread, "
+               f"int row0, int col0, int M, int N, float scale, const {name}_params& p) {{",
+               f"  const int r = row0 + {name}_at_row_thread(thread), c = col0 + {name}_at_col_thread(thread);"]
         residuals = [n for n, k in kinds.items() if k == "residual"]
         for group in _pairs(coords) if residuals else [(v,) for v in range(coords.values)]:
-            v0 = group[0]
-            row, col = int(coords.value_row[v0]), int(coords.value_col[v0])
-            lines.append(f"  {{   // values {', '.join(map(str, group))}: row r + {row}, columns c + {col}"
-                         + (f"..{col + len(group) - 1}" if len(group) > 1 else ""))
+            row, col = int(coords.value_row[group[0]]), int(coords.value_col[group[0]])
+            out.append(f"  {{   // values {', '.join(map(str, group))}: row r + {row}, columns c + {col}"
+                       + (f"..{col + len(group) - 1}" if len(group) > 1 else ""))
             for n in residuals:
-                outs = ", ".join(f"in_{n}{i}" for i in range(len(group)))
-                lines += [f"    float {outs};",
-                          f"    if (r + {row} < M) {name}_load{len(group)}(p.{n} + (long long)(r + {row}) * p.{n}_ld, "
-                          f"c + {col}, N, {outs});",
-                          f"    else {' = '.join(f'in_{n}{i}' for i in range(len(group)))} = 0.0f;"]
+                names = [f"in_{n}{i}" for i in range(len(group))]
+                out += [f"    float {', '.join(names)};",
+                        f"    if (r + {row} < M) {name}_load{len(group)}(p.{n} + (long long)(r + {row}) * p.{n}_ld, "
+                        f"c + {col}, N, {', '.join(names)});", f"    else {' = '.join(names)} = 0.0f;"]
             for i, v in enumerate(group):
-                names = {"acc": f"acc[{step}u * j + {v}u] * scale"}
+                values = {"acc": f"acc[{step}u * j + {v}u] * scale"}
                 for n, k in kinds.items():
-                    names[n] = {"row": f"e.row_{n}[block][{coords.slots('row').index(_slot(coords, 'row', v))}]",
-                                "col": f"e.col_{n}[{coords.slots('col').index(_slot(coords, 'col', v))}]",
-                                "scalar": f"p.{n}", "residual": f"in_{n}{i}"}[k]
-                lines += [f"    {{ float out;", *(f"      {t}" for t in c_expression(self.epilogue.expr, names)),
-                          f"      frag[{v}] = out; }}"]
-            lines.append("  }")
-        lines.append("}")
-        return "\n".join(lines) + "\n"
+                    values[n] = {"row": f"e.row_{n}[block][{coords.slots('row').index(_slot(coords, 'row', v))}]",
+                                 "col": f"e.col_{n}[{coords.slots('col').index(_slot(coords, 'col', v))}]",
+                                 "scalar": f"p.{n}", "residual": f"in_{n}{i}"}[k]
+                out += ["    { float out;", *(f"      {t}" for t in c_expression(self.epilogue.expr, values)),
+                        f"      frag[{v}] = out; }}"]
+            out.append("  }")
+        return out + ["}"]
 
     # ---- the reference ------------------------------------------------------------------------------------------
     def reference(self, acc: Any, inputs: dict[str, Any]) -> Any:

@@ -19,11 +19,14 @@ import numpy as np
 
 from ...errors import LaunchError
 from ..fused import PLAIN, Epilogue, FusedEpilogue, bias_activation
-from ..launcher import Launcher, torch_module
-from ..tensor_maps import TensorMapSpec, torch_dtype_name
+from ..launcher import Launcher, sm_count, torch_module
+from ..tensor_maps import torch_dtype_name
 from ..tensors import check_cpu_size, empty_rows, from_bits, row_pitch, tma_rows, to_bits
+from ..tuner import tuning_enabled
 from .config import HopperGemm, choose
 from .plans import Dtype
+from .runs import GemmRun, gemm_run
+from .tune import tune, tuned
 
 __all__ = ["gemm", "GemmRun", "gemm_run", "config_for"]
 
@@ -35,50 +38,27 @@ _CPU_CTAS = 2             # CTAs (whole clusters) a CPU run launches: each walks
 _NO_INPUTS = b"\0"        # the empty epilogue_params struct (C++: one byte)
 
 
-@attrs.frozen(eq=False)
-class GemmRun:
-    """What a configuration's launches share: its tensor-map specs, its scheduler and the grids of the problems
-    seen (a dictionary: the scheduler's model is asked once per tile count)."""
-
-    config: HopperGemm
-    map_a: TensorMapSpec
-    map_b: TensorMapSpec
-    map_d: TensorMapSpec
-    _grids: dict = attrs.field(factory=dict)
-
-    def grid(self, M: int, N: int, ctas: int) -> int:
-        """CTAs to launch for ``M x N`` on ``ctas`` SMs x CTAs per SM (whole clusters, no more than the work)."""
-        g = self.config
-        key = (-(-M // g.BM), -(-N // g.BN), ctas)
-        found = self._grids.get(key)
-        if found is None:
-            found = self._grids[key] = g.plans.sched.at(key[:2]).grid(ctas)
-        return found
-
-
-_runs: dict[HopperGemm, GemmRun] = {}
 _configs: dict[tuple, HopperGemm] = {}
-_sms: dict[int, int] = {}
 _parsed: dict[str, Epilogue] = {"acc": PLAIN}
 
 
-def gemm_run(config: HopperGemm) -> GemmRun:
-    """The configuration's ``GemmRun`` (made once)."""
-    run = _runs.get(config)
-    if run is None:
-        a, b, d = (TensorMapSpec.of(m) for m in config.plans.maps())
-        run = _runs[config] = GemmRun(config, a, b, d)
-    return run
-
-
 def config_for(M: int, N: int, K: int, dtype: Dtype, sms: int, out: str = "bf16",
-               fused: FusedEpilogue | None = None, base: HopperGemm | None = None) -> HopperGemm:
-    """``choose``'s configuration for the problem (or ``base``), with D's type and the fused epilogue
-    (remembered)."""
-    key = (M, N, K, dtype, sms, out, fused, base)
+               fused: FusedEpilogue | None = None, base: HopperGemm | None = None,
+               device: int | None = None) -> HopperGemm:
+    """The configuration for the problem, with D's type and the fused epilogue (remembered): ``base`` if given,
+    else on CUDA device ``device`` the tuned winner of its shape class (tuned first under ``PYCUTE_TUNE=1``), else
+    ``choose``'s first guess."""
+    key = (M, N, K, dtype, sms, out, fused, base, device)
     g = _configs.get(key)
     if g is None:
-        g = base if base is not None else choose(M, N, K, dtype, sms)
+        g = base
+        if g is None and device is not None:
+            name = torch.cuda.get_device_name(device)
+            g = tuned(M, N, K, dtype, name)
+            if g is None and tuning_enabled():
+                g = tune(M, N, K, dtype, device).winner
+        if g is None:
+            g = choose(M, N, K, dtype, sms)
         if g.dtype != dtype:
             raise LaunchError(f"gemm: the configuration {g!r} reads {g.dtype} operands; a and b are {dtype}")
         if out != g.out or (fused or FusedEpilogue()) != g.epilogue:
@@ -145,24 +125,17 @@ def _values(fused: FusedEpilogue, tensors: list, scalars: Any, place: Any) -> di
     return values
 
 
-def _sm_count(device: int) -> int:
-    n = _sms.get(device)
-    if n is None:
-        n = _sms[device] = torch.cuda.get_device_properties(device).multi_processor_count
-    return n
-
-
 def _gemm_cuda(a: Any, b: Any, scale: float, text: str = "acc", tensors: Any = (), scalars: Any = (),
                out_dtype: str = "bf16", out: Any = None, config: HopperGemm | None = None) -> Any:
     M, N, K, dtype = _check(a, b)
     device = a.device.index
-    sms = _sm_count(device)
+    sms = sm_count(device)
     if text == "acc" and not tensors:                       # the plain GEMM: nothing to bind
         fused, params = None, _NO_INPUTS
     else:
         tensors, fused = _inputs(_epilogue(text), tensors, scalars, M, N, a.device)
         params = fused.struct_bytes(_values(fused, tensors, scalars, lambda t: t.data_ptr()))
-    g = config_for(M, N, K, dtype, sms, out_dtype, fused, config)
+    g = config_for(M, N, K, dtype, sms, out_dtype, fused, config, device)
     run = gemm_run(g)
     a, b = tma_rows(a), tma_rows(b)
     if out is None:

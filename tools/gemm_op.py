@@ -1,6 +1,6 @@
 """Does the GEMM op run as fast as its raw launch and cuBLAS, with microseconds of host time, in CUDA graphs?
 
-    PYTHONPATH=. python -m tools gemm_op [--quick] [OUT.jsonl]
+    PYTHONPATH=. python -m tools gemm_op [--quick] [--parts check,speed,...] [OUT.jsonl]
     PYTHONPATH=. python -m tools gemm_op --dry          # on the CPU: every configuration compiled, the op run whole
 
 Four parts, each in its own child process (a fault loses one part, never the run), every timed output first checked
@@ -103,6 +103,7 @@ def part_check(quick: bool) -> list[dict]:
     from pycute.kernels import gemm
     from pycute.kernels.hopper_gemm import candidates
     rows = []
+    prebuild(candidates("bf16") + candidates("e4m3"))
     for dtype in ("bf16", "e4m3"):
         for g in candidates(dtype):                               # every configuration, through the launcher
             for M, N, K in CHECK_SHAPES[:3] if quick else CHECK_SHAPES:
@@ -297,6 +298,20 @@ def part_graph(quick: bool) -> list[dict]:
     return rows
 
 
+def _compile(config: Any) -> str:
+    config.compile()
+    return repr(config)
+
+
+def prebuild(configs: list[Any]) -> None:
+    """Compile ``configs`` into pycute's compile cache in parallel processes (NVRTC is single-threaded; the timed
+    parts then find every kernel built)."""
+    from concurrent.futures import ProcessPoolExecutor
+    unique = list(dict.fromkeys(configs))
+    with ProcessPoolExecutor(max_workers=max(1, min(len(unique), (os.cpu_count() or 2) - 1))) as pool:
+        list(pool.map(_compile, unique))
+
+
 # ---- fused --------------------------------------------------------------------------------------------------------
 def part_fused(quick: bool) -> list[dict]:
     torch = _torch()
@@ -321,6 +336,18 @@ def part_fused(quick: bool) -> list[dict]:
              ("bias gelu_tanh residual", dict(bias=bias, activation="gelu_tanh", residual=res)),
              ("bias silu", dict(bias=bias, activation="silu")),
              ("gated rows columns residual scalar", dict(epilogue=gated, s=scale_m, bias=bias, r=res, alpha=0.1))]
+    from pycute.kernels.hopper_gemm.op import config_for
+    from pycute.kernels.tensor_maps import torch_dtype_name
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    tensors = {"bias": bias, "residual": res, "s": scale_m, "r": res}
+
+    def config(kw: dict, out: str, shape: tuple) -> Any:
+        ep = kw.get("epilogue") or pk.bias_activation("bias" in kw, kw.get("activation"), "residual" in kw)
+        fused = FusedEpilogue(ep, tuple(torch_dtype_name(tensors[n].dtype) for n in ep.tensors))
+        return config_for(*shape, "bf16", sms, out, fused)
+    prebuild([config(kw, out, (M, N, K)) for _, kw in forms for out in ("bf16", "f16", "f32", "f8e4m3")]
+             + [config(dict(bias=bias, activation=act), "bf16", shape) for act in ("relu", "gelu")
+                for shape in ((8192, 8192, 8192), (4096, 4096, 4096))])
     for label, kw in forms:
         ep = kw.get("epilogue") or pk.bias_activation("bias" in kw, kw.get("activation"), "residual" in kw)
         names = {"bias": bias, "residual": res, "s": scale_m, "r": res}
@@ -370,10 +397,11 @@ def part_tune(quick: bool) -> list[dict]:
     import triton
 
     from pycute.kernels.hopper_gemm.op import config_for
-    from pycute.kernels.hopper_gemm.tune import tune
+    from pycute.kernels.hopper_gemm.tune import ranked, tune
     rows = []
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     shapes = [(1000, 1000, 8192), (777, 4104, 2056), (4096, 4096, 4096)]
+    prebuild([g for s in shapes for g in ranked(*s, "bf16", sms)])
     for M, N, K in shapes[:2] if quick else shapes:
         result = tune(M, N, K)
         a, b = operands(M, N, K, "bf16")
@@ -458,6 +486,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("out", nargs="?", help="the JSON lines file (default $OUT/gemm_op.jsonl)")
     parser.add_argument("--dry", action="store_true", help="on the CPU: compile everything, run the op whole")
     parser.add_argument("--quick", action="store_true", help="fewer shapes and rounds")
+    parser.add_argument("--parts", default=",".join(PARTS), help=f"the parts to run, of {','.join(PARTS)}")
     parser.add_argument("--one", choices=PARTS, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.one:                                                  # a child: one part, its rows on stdout
@@ -472,7 +501,8 @@ def main(argv: list[str]) -> int:
             out.extend(dry())
         else:
             checked = True
-            for part in PARTS:
+            parts = [p for p in PARTS if p in args.parts.split(",")]
+            for part in parts:
                 if part != "check" and not checked:
                     out.write({"part": part, "error": "not run: the check part failed", "ok": False})
                     continue

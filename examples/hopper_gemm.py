@@ -9,15 +9,6 @@ import torch
 
 import pycute.kernels as pk
 
-device = "cuda" if torch.cuda.is_available() else "cpu"
-M, N, K = (4096, 4096, 4096) if device == "cuda" else (64, 40, 32)
-a = torch.randn(M, K, device=device).to(torch.bfloat16)
-b = torch.randn(N, K, device=device).to(torch.bfloat16)
-bias = torch.randn(N, device=device).to(torch.bfloat16)
-
-d = pk.gemm(a, b)                                          # bf16, M x N
-d_relu = pk.gemm(a, b, bias=bias, activation="relu")       # relu(a @ b.T + bias), fused
-
 
 @pk.epilogue
 def leaky_bias(acc, bias: pk.Col, slope: float):           # a user's epilogue: traced once, generated to CUDA
@@ -25,9 +16,23 @@ def leaky_bias(acc, bias: pk.Col, slope: float):           # a user's epilogue: 
     return pk.where(x > 0, x, slope * x)
 
 
-d_leaky = pk.gemm(a, b, epilogue=leaky_bias, bias=bias, slope=0.1)
+def main() -> None:
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    M, N, K = (4096, 4096, 4096) if device == "cuda" else (64, 40, 32)
+    a = torch.randn(M, K, device=device).to(torch.bfloat16)
+    b = torch.randn(N, K, device=device).to(torch.bfloat16)
+    bias = torch.randn(N, device=device).to(torch.bfloat16)
 
-exact = a.double() @ b.double().T
-for name, got, want in (("plain", d, exact), ("bias + relu", d_relu, torch.relu(exact + bias.double())),
-                        ("leaky bias", d_leaky, torch.nn.functional.leaky_relu(exact + bias.double(), 0.1))):
-    print(f"{name:12} {M} x {N} x {K} on {device}: relative error {(got.double() - want).norm() / want.norm():.2e}")
+    d = pk.gemm(a, b)                                          # bf16, M x N
+    d_relu = pk.gemm(a, b, bias=bias, activation="relu")       # relu(a @ b.T + bias), fused
+    d_leaky = pk.gemm(a, b, epilogue=leaky_bias, bias=bias, slope=0.1)
+
+    exact = a.double() @ b.double().T
+    for name, got, want in (("plain", d, exact), ("bias + relu", d_relu, torch.relu(exact + bias.double())),
+                            ("leaky bias", d_leaky, torch.nn.functional.leaky_relu(exact + bias.double(), 0.1))):
+        error = (got.double() - want).norm() / want.norm()
+        print(f"{name:12} {M} x {N} x {K} on {device}: relative error {error:.2e}")
+
+
+if __name__ == "__main__":
+    main()

@@ -40,7 +40,7 @@ BODY = Path(__file__).with_name("kernel.cuh")
 WGMMA_ROWS = 64     # rows of one warpgroup's wgmma slice
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class HopperGemm:
     """One kernel configuration: the tile (BN columns; ``m_blocks`` 64-row wgmma blocks per consumer warpgroup),
     the consumers and how they share the tiles, the stages (None: as many as fit), the cluster (CTAs along M that
@@ -60,6 +60,14 @@ class HopperGemm:
     def __attrs_post_init__(self) -> None:
         if self.out not in OUT_TYPES:
             raise PlanError(f"HopperGemm: D's type is one of {', '.join(OUT_TYPES)}, not {self.out!r}")
+
+    def __repr__(self) -> str:
+        """The fields, D's type and the epilogue only where they are not the plain GEMM's."""
+        fields = ", ".join(f"{f}={getattr(self, f)!r}" for f in ("dtype", "BN", "m_blocks", "consumers", "mode",
+                                                                  "stages", "cluster", "group"))
+        extra = (f", out={self.out!r}" if self.out != "bf16" else "") + \
+            (f", epilogue={self.epilogue.text!r} {self.epilogue.dtypes}" if self.epilogue != FusedEpilogue() else "")
+        return f"HopperGemm({fields}{extra})"
 
     @property
     def BK(self) -> int:

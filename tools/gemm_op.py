@@ -59,23 +59,21 @@ def operands(M: int, N: int, K: int, dtype: str, device: str = "cuda", seed: int
 
 
 def reference(a: Any, b: Any, scale: float = 1.0) -> Any:
-    """The float64 product ``scale * a @ b.T``."""
-    return (a.double() @ b.double().T) * scale
+    """The float64 product ``scale * a @ b.T`` (``pycute.testing.gemm``, on the operands' device)."""
+    from pycute.testing import gemm as exact
+    return exact(a, b) * scale
 
 
 def rel_err(out: Any, ref: Any) -> float:
     """Relative Frobenius error; NaN when ``out`` holds a NaN (an element the kernel did not write)."""
-    torch = _torch()
-    out = out.double()
-    if torch.isnan(out).any():
-        return float("nan")
-    return float(torch.linalg.norm(out - ref) / torch.linalg.norm(ref))
+    from pycute.testing import rel_err as relative
+    return relative(out, ref)
 
 
 def poisoned(M: int, N: int) -> Any:
     """An M x N bf16 output filled with NaN (rows of whole 16-byte units: N a multiple of 8)."""
-    torch = _torch()
-    return torch.full((M, N), float("nan"), dtype=torch.bfloat16, device="cuda")
+    from pycute.testing import poisoned_tensor
+    return poisoned_tensor((M, N), _torch().bfloat16)
 
 
 def raw(config: Any, a: Any, b: Any, d: Any, scale: float) -> tuple[Callable[[], None], int]:

@@ -62,7 +62,7 @@ from .sim import check_pipeline, verify, verify_plan, verify_tmem_copy
 from .sim.operand import reference_mma, verify_operand
 from .viz import draw_layout, draw_plan, draw_smem, layout_grid, print_layout
 
-__version__ = "0.2.0"
+from .version import __version__  # noqa: E402  (one source: pycute/version.py)
 
 __all__ = [
     # values and errors

@@ -24,10 +24,11 @@ from .conventions import attribute, check_conventions
 from .front import Entry, Module, Param, Variable, demangle, parse_entry
 from .memory import TENSOR_MAP_MAGIC as _MAGIC, GlobalMemory
 from .operands import MASK
+from .params import StructArg
 from .scheduler import UNLAUNCHED, Cluster, Cta, Thread, World, run
 from .warp import Warp
 
-__all__ = ["run_kernel", "KernelRun", "TensorMapArg", "tensor_map", "SHARED_START", "MAX_SHARED"]
+__all__ = ["run_kernel", "KernelRun", "TensorMapArg", "tensor_map", "StructArg", "SHARED_START", "MAX_SHARED"]
 
 #: The shared-window address of a CTA's first variable: the model leaves the first KiB unused, so that no variable
 #: sits at address 0 (CUDA reserves 1 KiB of shared memory per block, cudaDevAttrReservedSharedMemoryPerBlock).
@@ -227,6 +228,8 @@ def _argument(p: Param, value: Any, label: str, gmem: GlobalMemory, maps: dict) 
             return image
         value = np.frombuffer(image, dtype=np.uint8).copy()
         label = f"the tensor map of {label}"
+    if isinstance(value, StructArg):
+        return value.image(p.size, label, lambda k, v: gmem.add(f"{label}.{k}", _bytes_of(v, f"argument {label}")))
     if isinstance(value, np.ndarray):
         if p.size != 8:
             raise EmulationError(f"parameter {label} (.{p.type}) is not a pointer: an array cannot bind to it")

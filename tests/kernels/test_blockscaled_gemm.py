@@ -1,9 +1,10 @@
-"""The persistent block-scaled GEMM (pycute/kernels/blockscaled_gemm), MXF8 and NVFP4, cta_group 1 and 2: its
-body (kernel.cuh, as it is after the configuration's constants) is at most 25 hand-written lines; its sm_100a build
-holds exactly the planned instructions in each role's loop body; run whole on the CPU (every CTA and thread, several tiles per CTA, both accumulators in turn) it writes the
-reference D, f32 or bf16; pycute's single-thread interpreter finds each role issuing the plans' streams for the
-scheduler's tiles; the soft build compiles for sm_90a and, on a GPU with clusters, gives the reference D. The
-mutation tests of its pipelines are tests/kernels/test_blockscaled_gemm_mutations.py."""
+"""The persistent block-scaled GEMM (pycute/kernels/blockscaled_gemm), MXF8 and NVFP4, cta_group 1 and 2: its body
+(kernel.cuh, as it is after the configuration's constants) is at most 25 hand-written lines; its sm_100a build holds
+exactly the planned instructions in each role's loop body; run whole on the CPU (every CTA and thread, several tiles
+per CTA, both accumulators in turn) it writes the reference D, f32 or bf16; pycute's single-thread interpreter finds
+each role issuing the plans' streams for the scheduler's tiles; the soft build compiles for sm_90a and, on a GPU with
+clusters, gives the reference D. The mutation tests of its pipelines are
+tests/kernels/test_blockscaled_gemm_mutations.py."""
 import json
 import re
 import subprocess

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import pycute as pc
-from examples.grouped_tma import SMEM, TILE_BYTES, GroupedTma
+from examples.grouped_tma import SMEM, TILE_BYTES, GroupedTma, Work
 from pycute import ComposedLayout, Layout, Swizzle
 from pycute.compile import compile_cuda
 from pycute.errors import EmulationError
@@ -54,6 +54,33 @@ def test_a_copy_through_a_republished_map_without_the_acquire_fence_is_refused()
                                              r"tensormap\.cp_fenceproxy rewrote, without a "
                                              r"fence\.proxy\.tensormap::generic\.acquire"):
         run_grouped(example, kernel, example.work()[:1])
+
+
+def test_the_checked_retarget_says_which_precondition_a_warp_broke():
+    # every lane of warp 0 finds rows = 0: a warp vote, the lowest lane prints, the warp meets, then it traps -- the
+    # message comes out on the CPU (and on the GPU: no lane traps before it is printed)
+    example = GroupedTma()
+    bad = [Work(0, 0, 0, 0)]
+    with pytest.raises(EmulationError, match=r"executed 'trap' .* the kernel traps; it printed before: pycute: "
+                                             r"retarget_a: rows = 0 breaks rows >= 1: a tensor-map dimension has at "
+                                             r"least one element"):
+        run_grouped(example, example.compile(checked=True), bad)
+
+
+def test_a_trap_reports_what_an_elected_lane_printed_even_when_a_sibling_traps_first():
+    source = r"""
+extern "C" __global__ void guarded(const int* v) {
+  unsigned elected;
+  asm volatile("{\n\t.reg .pred p;\n\telect.sync _|p, 0xffffffff;\n\tselp.u32 %0, 1, 0, p;\n\t}" : "=r"(elected));
+  if (v[0] < 0) {
+    if (!elected) __trap();                  // a sibling lane reaches its trap first
+    printf("reason: v = %d\n", v[0]);
+    __trap();
+  }
+}
+"""
+    with pytest.raises(EmulationError, match=r"the kernel traps; it printed before: reason: v = -5"):
+        run_kernel(compile_cuda(source, arch="sm_90a"), "guarded", block=32, args=[np.array([-5], np.int32)])
 
 
 # --- multicast masks and cache policies -----------------------------------------------------------------------------

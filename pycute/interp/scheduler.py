@@ -9,6 +9,7 @@ threads; when none are in flight either and some thread still waits, that is a d
 """
 from __future__ import annotations
 
+import random
 import time
 from collections import deque
 
@@ -103,6 +104,7 @@ class Cta(MemoryMixin, SyncMixin, WarpMixin, AsyncMixin, TensorMixin, WarpgroupM
         self.threads: list[Thread] = []
         self.warps: list[Warp] = []
         self.bars: dict = {}
+        self.bar_groups: dict = {}                     # (barrier id, count) -> the last phase's warps, clock, lines
         self.mbarriers: dict = {}
         self.elected: dict = {}
         self.live = 0
@@ -198,6 +200,7 @@ class World:
         self.owners: list = []
         self.printed: list[str] = []
         self.trapped: tuple | None = None              # (thread, PTX line, statement) of the first trap
+        self.order: random.Random | None = None         # a seeded schedule's choices (None: thread order)
         self.conventions: dict = {}
         self.barrier_names: dict[str, tuple[str, ...]] = {}      # shared array -> the names of its 8-byte words
         self.seconds = 0.0
@@ -308,12 +311,15 @@ def run(world: World, slice_blocks: int = 256) -> None:
     """Run every thread to its exit; DeadlockError when all that remain wait and nothing in flight can help."""
     t0 = time.perf_counter()
     world.ready.extend(th for th in world.threads if th.state == READY)
+    order = world.order
     while True:
         while world.ready:
+            if order is not None:                      # a seeded schedule: any ready thread, for any slice
+                world.ready.rotate(-order.randrange(len(world.ready)))
             th = world.ready.popleft()
             if th.state != READY:
                 continue
-            world.steps += _run_thread(world, th, slice_blocks)
+            world.steps += _run_thread(world, th, slice_blocks if order is None else order.randint(1, slice_blocks))
             if world.trapped is not None:
                 _end_with_trap(world, slice_blocks)
             if world.steps > world.max_steps:

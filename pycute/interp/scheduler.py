@@ -67,7 +67,7 @@ class Thread:
         self.wg_groups: list = []
         self.wg_fence: list | None = None
         self.wg_written: dict = {}
-        self.map_acquired: dict = {}                   # fence.proxy.tensormap acquires: address -> version seen
+        self.map_acquired: dict = {}                   # fence.proxy.tensormap acquires: address -> (clock, line)
         self.reg_seq = 0                               # setmaxnreg instructions executed
 
     def tick(self) -> None:
@@ -205,7 +205,7 @@ class World:
         self.barrier_names: dict[str, tuple[str, ...]] = {}      # shared array -> the names of its 8-byte words
         self.seconds = 0.0
         self.registers: int | None = None              # per thread at launch (the cubin's), for setmaxnreg
-        self.map_versions: dict = {}                   # tensor maps published during the run: address -> count
+        self.map_publish: dict = {}                    # a map's address -> its last publish: lanes' clocks, who, line
         self.pending: deque = deque()                  # clusters not launched yet (run_kernel(resident=...))
         self.cancelled: list = []                      # clusters clusterlaunchcontrol.try_cancel cancelled
 

@@ -82,6 +82,7 @@ _F32 = struct.Struct("<f")
 _U32 = struct.Struct("<I")
 _F16 = struct.Struct("<e")
 _U16 = struct.Struct("<H")
+_HALF = 2 ** 16 - 1                                  # an f16 register's bits
 
 
 def decode(bits: int, fmt: FloatFormat) -> float:
@@ -92,7 +93,7 @@ def decode(bits: int, fmt: FloatFormat) -> float:
     if name == "f32":                                   # the IEEE formats through the C library's own reading
         return _F32.unpack(_U32.pack(bits & 0xFFFFFFFF))[0]
     if name == "f16":
-        return _F16.unpack(_U16.pack(bits & 0xFFFF))[0]
+        return _F16.unpack(_U16.pack(bits & _HALF))[0]
     code = bits >> fmt.shift
     neg = bool(code & (fmt.sign_bit >> fmt.shift)) if fmt.signed else False
     mag = code & ((1 << (fmt.exp_bits + fmt.man_bits)) - 1)

@@ -25,6 +25,7 @@ from .conventions import attribute, check_conventions
 from .front import Entry, Module, Param, Variable, demangle, parse_entry
 from .memory import TENSOR_MAP_MAGIC as _MAGIC, GlobalMemory
 from .operands import MASK
+from .schedules import ScheduleError, run_schedules
 from .scheduler import UNLAUNCHED, Cluster, Cta, Thread, World, run
 from .warp import Warp
 
@@ -338,22 +339,6 @@ def _hold_back(world: World, resident: int | None) -> None:
                 th.state = UNLAUNCHED
 
 
-class ScheduleError(EmulationError):
-    """A kernel whose output depends on the order its threads run in: two schedules left different bytes in an
-    argument array (run_kernel's ``schedules``)."""
-
-
-def _arrays(args: Sequence[Any] | Mapping[str, Any]) -> list[tuple[str, np.ndarray]]:
-    """The argument arrays a run may write (numpy arrays and tensor maps' arrays), by label."""
-    items = args.items() if isinstance(args, Mapping) else enumerate(args)
-    out = []
-    for key, v in items:
-        a = v.array if isinstance(v, TensorMapArg) else v
-        if isinstance(a, np.ndarray):
-            out.append((f"argument {key!r}" if isinstance(key, str) else f"argument {key}", a))
-    return out
-
-
 def run_kernel(kernel: Any, entry: str | None = None, *, grid: Any = 1, block: Any = 128, cluster: Any = None,
                args: Sequence[Any] | Mapping[str, Any] = (), smem: int = 0, check_unwritten: bool = True,
                max_steps: int = 20_000_000, conventions: Mapping[str, Any] | None = None,
@@ -368,38 +353,11 @@ def run_kernel(kernel: Any, entry: str | None = None, *, grid: Any = 1, block: A
     call is checked against its function's convention (ConventionError). ``barriers`` names the 8-byte words of
     shared arrays in reports (``{"bars": pipeline.barrier_names()}``: ``mainloop.full[0]`` rather than
     ``bars[0]``). With ``resident`` only that many clusters run at once, the others launching in grid order as
-    clusters exit (what ``clusterlaunchcontrol.try_cancel`` cancels). With ``schedules`` k > 1 the kernel runs k
-    times from the same inputs: first in thread order, then under k - 1 schedules seeded from ``seed`` (any ready
-    thread next, for a random slice); every run's checks apply, and an argument array that ends differently from
-    the first run's is a ``ScheduleError`` (the arrays keep the first run's result)."""
-    if isinstance(schedules, bool) or not isinstance(schedules, (int, np.integer)) or schedules < 1:
-        raise EmulationError(f"run_kernel: schedules is a number of runs (at least 1), got {schedules!r}")
-    arrays = _arrays(args)
-    before = [a.copy() for _, a in arrays] if schedules > 1 else []
-    first = _run_kernel(kernel, entry, grid, block, cluster, args, smem, check_unwritten, max_steps, conventions,
-                        barriers, resident, None)
-    if schedules == 1:
-        return first
-    after = [a.copy() for _, a in arrays]
-    for k in range(1, int(schedules)):
-        for (_, a), b in zip(arrays, before):
-            a[...] = b
-        try:
-            _run_kernel(kernel, entry, grid, block, cluster, args, smem, check_unwritten, max_steps, conventions,
-                        barriers, resident, random.Random(seed * 1_000_003 + k))
-        except EmulationError as e:
-            raise type(e)(f"{e} (in schedule {k} of {schedules}, seed {seed}; thread order passed)") from None
-        differ = [(label, a.copy(), b) for (label, a), b in zip(arrays, after) if not np.array_equal(a, b)]
-        for (_, a), b in zip(arrays, after):
-            a[...] = b
-        if differ:
-            label, got, want = differ[0]
-            x, y = _bytes_of(np.ascontiguousarray(want), label), _bytes_of(np.ascontiguousarray(got), label)
-            at = int(np.flatnonzero(x != y)[0])
-            raise ScheduleError(f"run_kernel: the output depends on the order the threads run in: {label} differs "
-                                f"at byte {at:#x} ({int(x[at]):#04x} in thread order, {int(y[at]):#04x} in schedule "
-                                f"{k} of {schedules}, seed {seed}; {int((x != y).sum())} bytes differ)")
-    return first
+    clusters exit (what ``clusterlaunchcontrol.try_cancel`` cancels). With ``schedules`` k > 1 it runs k times,
+    k - 1 of them under orders seeded from ``seed``: an array left differently is a ``ScheduleError`` (schedules)."""
+    launch = functools.partial(_run_kernel, kernel, entry, grid, block, cluster, args, smem, check_unwritten,
+                               max_steps, conventions, barriers, resident)
+    return run_schedules(launch, args, schedules, seed)
 
 
 def _run_kernel(kernel: Any, entry: str | None, grid: Any, block: Any, cluster: Any,

@@ -4,7 +4,7 @@ tensor-descriptor copy where Triton is importable); the epilogue stream against 
 CTAs per SM, cluster size) are planned and timed; the best is reported with what it was; every timed copy is
 checked (bit for bit, or a position-weighted checksum for the load-only stream). The pipeline feed row holds a
 GEMM's producer and pipeline, with consumers that only release stages, against the hand-minimal TMA load kernel of
-the same loads in the same run (tools/pipeline_h200.py sweeps more)."""
+the same loads in the same run (``python -m tools pipelines`` sweeps more)."""
 from __future__ import annotations
 
 import datetime
@@ -235,12 +235,12 @@ def report(out) -> dict:
 
 
 def gemm(out) -> dict:
-    """The Hopper GEMM (examples/hopper_gemm.py, ``choose``'s configuration) at 8192^3 beside cuBLAS, Triton and
+    """The Hopper GEMM (pycute/kernels/hopper_gemm, ``choose``'s configuration) at 8192^3 beside cuBLAS, Triton and
     ``torch._scaled_mm`` in the same run (perf/gpu_gemm.py; docs/hopper-gemm.md has the whole sweep)."""
     try:
         import torch
 
-        from examples.hopper_gemm import choose
+        from pycute.kernels.hopper_gemm import choose
 
         from .gpu_gemm import TRITON_CONFIGS, Launch, bench, inputs, reference, rel_err, run_ours, triton_mm
     except ImportError as e:

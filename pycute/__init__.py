@@ -17,7 +17,7 @@ lets a lower-layer value offer a view a higher layer implements (``plan.cuda()``
 from .basis import E, ScaledBasis
 from .dtypes import (DType, bf16, dtype, f4e2m1, f6e2m3, f6e3m2, f8e4m3, f8e5m2, f16, f32, f64, i8, i16, i32, i64,
                      tf32, u8, u16, u32, u64)
-from .errors import CompileError, DescriptorError, EmulationError, LayoutError, PlanError, PycuteError
+from .errors import CompileError, DescriptorError, EmulationError, LaunchError, LayoutError, PlanError, PycuteError
 from .int_tuple import (ceil_div, congruent, crd2crd, crd2idx, elem_scale, flatten, has_none, idx2crd, inner_product,
                         is_int, is_tuple, prefix_product, product, product_each, shape_div, signum, slice_, tuple_max,
                         weakly_congruent)
@@ -35,6 +35,7 @@ from .arch.sm100 import SmemDescriptor, SwizzleMode, TCol, TLane
 from .arch.sm100.tmem import alloc_columns_for
 from .tensor import (GlobalTensor, RegisterFragment, SmemTensor, TmemAllocation, TmemTensor, dynamic,
                      global_tensor_from, kmajor_smem_buffer, kmajor_smem_tensor, make_fragment, make_global_tensor, make_smem_tensor,
+                     FragmentCoords, fragment_coords,
                      make_stages, make_tmem_tensor, mnmajor_smem_tensor)
 from .atoms import CopyAtom, Tcgen05CpAtom, TmemLoadAtom, TmemStoreAtom, atom_tmem_tensor
 from .copy import (BulkPlan, CopyPlan, CpAsyncPlan, DsmemPlan, Plan, Tcgen05CpPlan, Tcgen05LdStPlan, TmaPlan,
@@ -46,6 +47,7 @@ from .copy.tma import (ConvProblem, Gather4Plan, Im2colPlan, Im2colWPlan, Multic
 from .arch.sm80.cache import CachePolicy
 from .mma import MmaPlan, make_mma, mma_accumulator
 from .mma import GmmaDescriptor, WgmmaPlan, make_gmma_desc, wgmma_a_fragment, wgmma_accumulator
+from .mma import FragmentConvertPlan, ReducePlan, make_fragment_convert, make_reduction
 from .pipeline import (ClcScheduler, Consumer, PipelinePlan, Producer, TileScheduler, make_clc_scheduler,
                        make_pipeline, make_tile_scheduler)
 from .pipeline import AccumulatorEpilogue, MmaMainloop, make_accumulator_epilogue, make_mma_mainloop
@@ -67,7 +69,7 @@ __all__ = [
     "Layout", "ComposedLayout", "Swizzle", "ScaledBasis", "E", "TLane", "TCol", "DType", "SmemDescriptor",
     "SwizzleMode", "Plan", "Tcgen05CpPlan", "Tcgen05LdStPlan", "CopyPlan", "TmemCopyPlan", "PycuteError",
     "LayoutError", "PlanError", "CompileError", "DescriptorError",
-    "EmulationError",
+    "EmulationError", "LaunchError",
     # dtypes
     "dtype", "u8", "i8", "f8e4m3", "f8e5m2", "bf16", "f16", "f32", "tf32", "u16", "i16", "u32", "i32", "f4e2m1",
     "f6e2m3", "f6e3m2", "u64", "i64", "f64",
@@ -103,6 +105,9 @@ __all__ = [
     "ScaleFactorTensor", "check_scale_factor_copy", "verify_operand", "reference_mma",
     # Hopper's wgmma (sm_90a): make_mma with a register accumulator
     "wgmma_accumulator", "wgmma_a_fragment", "make_gmma_desc", "GmmaDescriptor", "WgmmaPlan", "mnmajor_smem_tensor",
+    # register fragments: each value's (row, col), reductions along rows, the accumulator as the next MMA's A
+    "fragment_coords", "FragmentCoords", "make_reduction", "ReducePlan", "make_fragment_convert",
+    "FragmentConvertPlan",
     # kernels around the instructions: pipelines (roles, barriers, phases) and tile schedulers
     "make_pipeline", "PipelinePlan", "Producer", "Consumer", "check_pipeline", "make_tile_scheduler",
     "TileScheduler", "make_clc_scheduler", "ClcScheduler",

@@ -12,10 +12,8 @@ process (a trap ends the CUDA context); the message must be in its output. One J
 from __future__ import annotations
 
 import argparse
-import json
-import os
-import subprocess
-import sys
+
+from tools._common import JsonLines, out_path, run_question
 
 QUESTION = "checked_message"
 MESSAGE = "pycute: retarget_a: rows = 0 breaks rows >= 1"
@@ -78,7 +76,7 @@ def dry() -> list[dict]:
 def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(prog=f"python -m tools {QUESTION}", description=__doc__.splitlines()[0])
     ap.add_argument("--dry", action="store_true", help="both builds through run_kernel on the CPU")
-    ap.add_argument("--out", default=os.environ.get("OUT", "."))
+    ap.add_argument("--out", help=f"the JSON lines file (default $OUT/{QUESTION}.jsonl)")
     ap.add_argument("--child", choices=("vote", "elected"), help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.child:
@@ -90,21 +88,14 @@ def main(argv: list[str]) -> int:
         rows = []
         for variant in ("vote", "elected"):
             for k in range(LAUNCHES):
-                run = subprocess.run([sys.executable, "-m", "tools.checked_message", "--child", variant],
-                                     capture_output=True, text=True, timeout=300)
+                run = run_question(QUESTION, ["--child", variant], timeout=300)
                 out = run.stdout + run.stderr
-                rows.append({"variant": variant, "launch": k, "returncode": run.returncode,
-                             "trapped": run.returncode != 0, "message": MESSAGE in out, "tail": out[-600:]})
-    os.makedirs(args.out, exist_ok=True)
-    with open(os.path.join(args.out, f"{QUESTION}.jsonl"), "w") as f:
-        for row in rows:
-            f.write(json.dumps(row) + "\n")
+                rows.append({"variant": variant, "launch": k, "returncode": run.rc, "trapped": run.rc != 0,
+                             "message": MESSAGE in out, "tail": out[-600:]})
+    with JsonLines(out_path(QUESTION, args.out)) as lines:
+        lines.extend(rows)
     for variant in ("vote", "elected"):
         mine = [r for r in rows if r["variant"] == variant]
         print(f"{variant:8} launches {len(mine)}  trapped {sum(r['trapped'] for r in mine)}  "
               f"message out {sum(r['message'] for r in mine)}")
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))

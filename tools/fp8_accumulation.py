@@ -1,5 +1,7 @@
-"""How does Hopper's wgmma sum fp8 products (how many bits survive, truncated or rounded, per block or per
-instruction, and what becomes of C)? bf16 and f16 kernels run beside as controls.
+"""How many bits does Hopper's wgmma keep when it sums fp8 products, and how does it drop the rest?
+
+Which bits survive, truncated or rounded, per block or per instruction, and what becomes of C; bf16 and f16
+kernels run beside as controls.
 
 Twelve kernels (``KERNELS``: e4m3 / e5m2 in all four pairings into f32, two into f16, K 32 and chained K 64 / 128;
 bf16 and f16 into f32 and f16) each run ``pycute.harness.wgmma_accumulation.accumulation_tiles``: 22 CTAs of 64 x 64
@@ -24,10 +26,7 @@ from __future__ import annotations
 
 import argparse
 import itertools
-import json
 import os
-import subprocess
-import sys
 import time
 
 import attrs
@@ -37,6 +36,7 @@ from pycute.arch.sm90.wgmma import EXACT_ACCUMULATION, WgmmaAccumulation
 from pycute.harness.wgmma_accumulation import AccumulationKernel, Tiles, accumulation_tiles, kernels_source
 from pycute.sim.executors.wgmma import d_values
 from pycute.sim.operand import decode
+from tools._common import JsonLines, out_path, run_question
 
 QUESTION = "fp8_accumulation"
 K = AccumulationKernel
@@ -66,25 +66,25 @@ def _tiles(k: AccumulationKernel, ctas: tuple[int, ...] | None) -> Tiles:
     return Tiles(t.a[idx], t.b[idx], t.c[idx], t.scale_d[idx], tuple(t.kind[i] for i in idx))
 
 
-def run_gpu(path: str) -> None:
-    """The child: every kernel on the GPU, D codes saved to ``path`` (.npz, one array per kernel)."""
+def run_gpu(path: str, kernels: tuple[AccumulationKernel, ...] = KERNELS) -> None:
+    """The child: the kernels on the GPU, D codes saved to ``path`` (.npz, one array per kernel)."""
     from pycute.compile import runtime
     from pycute.compile.nvrtc import compile_cuda
     gpu = runtime.Gpu()
-    compiled = compile_cuda(kernels_source(KERNELS), arch="sm_90a")
+    compiled = compile_cuda(kernels_source(kernels), arch="sm_90a")
     out: dict = {}
-    for k in KERNELS:
+    for k in kernels:
         out[k.entry] = k.run_gpu(gpu, _tiles(k, None), compiled)
     out["device"] = np.array(repr(gpu))
     np.savez_compressed(path, **out)
 
 
-def run_dry() -> dict:
-    """Every kernel compiled; ``DRY_CTAS`` of each run whole through run_kernel."""
+def run_dry(kernels: tuple[AccumulationKernel, ...] = KERNELS) -> dict:
+    """The kernels compiled; ``DRY_CTAS`` of each run whole through run_kernel."""
     from pycute.compile.nvrtc import compile_cuda
-    compiled = compile_cuda(kernels_source(KERNELS), arch="sm_90a")
+    compiled = compile_cuda(kernels_source(kernels), arch="sm_90a")
     out: dict = {"device": np.array("CPU: pycute.interp.run_kernel (the emulator's model)")}
-    for k in KERNELS:
+    for k in kernels:
         out[k.entry] = k.run_cpu(_tiles(k, DRY_CTAS), compiled)
     return out
 
@@ -238,11 +238,10 @@ def analyse(runs: dict, how: str, out_dir: str) -> list[dict]:
                               for n, c, per in final[:5]],
                      "exact_model": next({"differ": n, "per_kernel": per} for n, c, per in final
                                          if c == Candidate(EXACT_ACCUMULATION))})
-    path = os.path.join(out_dir, f"{QUESTION}.jsonl")
-    with open(path, "w") as f:
-        for row in rows:
-            f.write(json.dumps(row) + "\n")
-    _print(rows, path)
+    path = out_path(QUESTION, os.path.join(out_dir, f"{QUESTION}.jsonl"))
+    with JsonLines(path) as out:
+        out.extend(rows)
+    _print(rows, str(path))
     return rows
 
 
@@ -270,28 +269,29 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--from", dest="raw", help="re-analyse a saved run (.npz)")
     ap.add_argument("--fit", choices=("quick", "full"), default="quick")
     ap.add_argument("--out", default=os.environ.get("OUT", "."), help="where the .npz and .jsonl go ($OUT)")
+    ap.add_argument("--only", help="the kernels to run, by entry (acc_f8e4m3_f8e4m3_f32_k32,...)")
     ap.add_argument("--gpu-child", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
+    kernels = KERNELS if not args.only else tuple(k for k in KERNELS if k.entry in args.only.split(","))
+    if not kernels:
+        print(f"error: --only names none of {', '.join(k.entry for k in KERNELS)}")
+        return 2
     if args.gpu_child:
-        run_gpu(args.gpu_child)
+        run_gpu(args.gpu_child, kernels)
         return 0
     os.makedirs(args.out, exist_ok=True)
     if args.raw:
         runs = dict(np.load(args.raw))
     elif args.dry:
-        runs = run_dry()
+        runs = run_dry(kernels)
         np.savez_compressed(os.path.join(args.out, f"{QUESTION}-dry.npz"), **runs)
     else:
-        raw = os.path.join(args.out, f"{QUESTION}.npz")
-        child = subprocess.run([sys.executable, "-m", "tools.fp8_accumulation", "--gpu-child", raw],
-                               capture_output=True, text=True, timeout=600)
-        if child.returncode != 0:
-            print(json.dumps({"error": child.stderr[-3000:]}))
+        raw = os.path.abspath(os.path.join(args.out, f"{QUESTION}.npz"))
+        child = run_question(QUESTION, ["--gpu-child", raw] + (["--only", args.only] if args.only else []),
+                             timeout=600)
+        if not child.ok:
+            print(f"error: the GPU run failed: {child.error()}")
             return 1
         runs = dict(np.load(raw))
     analyse(runs, args.fit, args.out)
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))

@@ -17,7 +17,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def _gemm(i: int) -> str:
-    from examples.hopper_gemm import HopperGemm, candidates
+    from pycute.kernels.hopper_gemm import HopperGemm, candidates
     variants = candidates() + candidates("e4m3") + [
         HopperGemm(cluster=1), HopperGemm(BN=128, m_blocks=2, mode="pingpong", stages=4),
         HopperGemm(BN=128, m_blocks=2, mode="pingpong", cluster=1),
@@ -52,7 +52,7 @@ def _feed_kernel(mnk: tuple, config: tuple, variant: tuple | None) -> None:
 
 
 def _feed(i: int) -> str:
-    from tools.pipeline_h200 import SWEEP, SWEEP_MNK, VARIANTS
+    from tools.pipelines import SWEEP, SWEEP_MNK, VARIANTS
     jobs = [(config, v) for config in SWEEP for v in (None, *VARIANTS)]
     if i >= len(jobs):
         return ""
@@ -61,7 +61,7 @@ def _feed(i: int) -> str:
 
 
 def _rate(i: int) -> str:
-    from tools.pipeline_h200 import RATE, RATE_MNK
+    from tools.pipelines import RATE, RATE_MNK
     jobs = [(config, v) for config in RATE for v in (None, ("warp", 1, None), ("warpgroup", 2, None))]
     if i >= len(jobs):
         return ""

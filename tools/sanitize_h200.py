@@ -307,10 +307,10 @@ def sf_pipeline_case(cta_group: int) -> SanitizeCase:
 
 def gemm_case(kind: str, cta_group: int) -> SanitizeCase:
     def make():
-        from examples.blockscaled_gemm import BlockScaledGemm
+        from pycute.kernels.blockscaled_gemm import BlockScaledGemm
         return BlockScaledGemm(kind, cta_group, 128, 256, 256, sms=cta_group)   # one CTA (pair) walks both tiles
     return SanitizeCase(f"example/blockscaled-gemm-{kind}-g{cta_group}-soft",
-                        "examples.blockscaled_gemm.BlockScaledGemm", lambda arch: make().compile(arch, soft=True),
+                        "pycute.kernels.blockscaled_gemm.BlockScaledGemm", lambda arch: make().compile(arch, soft=True),
                         lambda gpu, arch: _same(make().run(gpu, arch=arch, soft=True, seed=7)), timeout=420.0)
 
 
@@ -440,7 +440,7 @@ def grouped_case() -> SanitizeCase:
 def hopper_gemm_case(dtype: str) -> SanitizeCase:
     """The Hopper GEMM (real wgmma, TMA multicast, the epilogue's TMA stores) on a problem of partial tiles."""
     def make():
-        from examples.hopper_gemm import HopperGemm
+        from pycute.kernels.hopper_gemm import HopperGemm
         return HopperGemm(dtype=dtype)  # type: ignore[arg-type]
 
     def launch(gpu, arch: str) -> bool:
@@ -449,7 +449,7 @@ def hopper_gemm_case(dtype: str) -> SanitizeCase:
         a, b = inputs(300, 520, 1040, dtype)
         d, _ = run_ours(g, Launch(g), a, b, 0.5)
         return rel_err(d, reference(a, b, 0.5)) < 1e-2
-    return SanitizeCase(f"example/hopper-gemm-{dtype}", "examples.hopper_gemm.HopperGemm",
+    return SanitizeCase(f"example/hopper-gemm-{dtype}", "pycute.kernels.hopper_gemm.HopperGemm",
                         lambda arch: make().compile(), launch)
 
 

@@ -92,8 +92,9 @@ def main(argv: list[str]) -> int:
                 out = run.stdout + run.stderr
                 rows.append({"variant": variant, "launch": k, "returncode": run.rc, "trapped": run.rc != 0,
                              "message": MESSAGE in out, "tail": out[-600:]})
-    with JsonLines(out_path(QUESTION, args.out)) as lines:
-        lines.extend(rows)
+    if not args.dry or args.out:
+        with JsonLines(out_path(QUESTION, args.out)) as lines:
+            lines.extend(rows)
     for variant in ("vote", "elected"):
         mine = [r for r in rows if r["variant"] == variant]
         print(f"{variant:8} launches {len(mine)}  trapped {sum(r['trapped'] for r in mine)}  "

@@ -203,7 +203,8 @@ def _summary(r: dict) -> str:
 
 # ---- the report ---------------------------------------------------------------------------------------------------
 
-def analyse(runs: dict, how: str, out_dir: str) -> list[dict]:
+def analyse(runs: dict, how: str, out_dir: str | None) -> list[dict]:
+    """Fit and read out ``runs``; the rows written to ``out_dir`` (None: printed only)."""
     rows: list[dict] = [{"question": QUESTION, "device": str(runs["device"]), "seed": SEED,
                          "date": time.strftime("%Y-%m-%d")}]
     kernels = [k for k in KERNELS if k.entry in runs]
@@ -238,10 +239,11 @@ def analyse(runs: dict, how: str, out_dir: str) -> list[dict]:
                               for n, c, per in final[:5]],
                      "exact_model": next({"differ": n, "per_kernel": per} for n, c, per in final
                                          if c == Candidate(EXACT_ACCUMULATION))})
-    path = out_path(QUESTION, os.path.join(out_dir, f"{QUESTION}.jsonl"))
-    with JsonLines(path) as out:
-        out.extend(rows)
-    _print(rows, str(path))
+    path = out_path(QUESTION, os.path.join(out_dir, f"{QUESTION}.jsonl")) if out_dir is not None else None
+    if path is not None:
+        with JsonLines(path) as out:
+            out.extend(rows)
+    _print(rows, str(path or "not written"))
     return rows
 
 
@@ -268,7 +270,8 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--dry", action="store_true", help="the CPU run: compile, interpret 3 CTAs of each kernel")
     ap.add_argument("--from", dest="raw", help="re-analyse a saved run (.npz)")
     ap.add_argument("--fit", choices=("quick", "full"), default="quick")
-    ap.add_argument("--out", default=os.environ.get("OUT", "."), help="where the .npz and .jsonl go ($OUT)")
+    ap.add_argument("--out", default=os.environ.get("OUT"), help="where the .npz and .jsonl go ($OUT, else the "
+                    "current folder; a dry run writes only where one is given)")
     ap.add_argument("--only", help="the kernels to run, by entry (acc_f8e4m3_f8e4m3_f32_k32,...)")
     ap.add_argument("--gpu-child", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
@@ -279,19 +282,22 @@ def main(argv: list[str]) -> int:
     if args.gpu_child:
         run_gpu(args.gpu_child, kernels)
         return 0
-    os.makedirs(args.out, exist_ok=True)
+    out_dir = args.out or (None if args.dry else ".")
+    if out_dir is not None:
+        os.makedirs(out_dir, exist_ok=True)
     if args.raw:
         runs = dict(np.load(args.raw))
     elif args.dry:
         runs = run_dry(kernels)
-        np.savez_compressed(os.path.join(args.out, f"{QUESTION}-dry.npz"), **runs)
+        if out_dir is not None:
+            np.savez_compressed(os.path.join(out_dir, f"{QUESTION}-dry.npz"), **runs)
     else:
-        raw = os.path.abspath(os.path.join(args.out, f"{QUESTION}.npz"))
+        raw = os.path.abspath(os.path.join(str(out_dir), f"{QUESTION}.npz"))
         child = run_question(QUESTION, ["--gpu-child", raw] + (["--only", args.only] if args.only else []),
                              timeout=600)
         if not child.ok:
             print(f"error: the GPU run failed: {child.error()}")
             return 1
         runs = dict(np.load(raw))
-    analyse(runs, args.fit, args.out)
+    analyse(runs, args.fit, out_dir)
     return 0

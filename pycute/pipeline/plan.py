@@ -308,6 +308,10 @@ class PipelinePlan:
                                 ("waits for the stage's release, " if self.empty else "")
                                 + ("arms its full barrier with the stage's bytes, " if self.arms else "")
                                 + "returns the full barrier's address (the loads' mbar)")]
+        if self.fills:
+            out.append(PipelineFunction(f"{n}_fill", "producer", p.convention,
+                                        "the producer's whole fill of its next stage: acquires it, issues every load "
+                                        "(one lane), advances the state"))
         if p.kind in ("arrive", "commit"):
             out.append(PipelineFunction(f"{n}_producer_commit", "producer", p.convention,
                                         "signals the stage full (" + ("fence for the async proxy, then arrive"
@@ -336,6 +340,12 @@ class PipelinePlan:
         empty: tuple[ArrivalKind, ...] = () if not self.empty else ("commit",) if self.consumer.release == "commit" \
             else ("remote_arrive",) if remote else ("arrive",)
         return {"full": full + (("remote_arrive",) if self.relay else ()), "empty": empty}
+
+    @property
+    def fills(self) -> bool:
+        """Whether ``<name>_fill`` is generated: every load is a TMA load (its map and tile coordinates are the
+        fill's parameters)."""
+        return bool(self.loads) and all(isinstance(p, TmaPlan) for _, p in self.loads)
 
     @property
     def arms(self) -> bool:

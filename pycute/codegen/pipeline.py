@@ -194,6 +194,8 @@ def _signals(plan: PipelinePlan, fn: dict[str, PipelineFunction]) -> list[str]:
                              "a release")
             body = _by_caller(c.caller, [f"const unsigned empty = {empty};", *_arrive(plan, "empty", reach, True)])
         out += _function(fn["consumer_release"], "void", state, body)
+        out += _function(fn["consumer_advance"], "void", f"unsigned bars, {plan.name}_state& st",
+                         [f"  {plan.name}_consumer_release(bars, st);", "  st.advance();"])
     if "relay" in fn:           # called as the consumer is (the odd CTA's MMA warp): every caller waits, one arrives
         out += _function(fn["relay"], "void", state,
                          [f"  const unsigned full = {_barrier(plan, 'full')};",

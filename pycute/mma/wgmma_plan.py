@@ -79,6 +79,11 @@ class WgmmaPlan:
         return self.d.layout
 
     @property
+    def fragment_tensor(self) -> RegisterFragment:
+        """D, the register fragment the plan writes (``fragment_coords`` reads it)."""
+        return self.d
+
+    @property
     def a_in_registers(self) -> bool:
         return isinstance(self.a, RegisterFragment)
 
@@ -123,12 +128,13 @@ class WgmmaPlan:
                 int(atom.trans_b) if atom.transposes else None, inst.a_registers, tuple(range(self.d_registers))))
         return out
 
-    def cuda(self, name: str = "pycute_wgmma", wait: int | None = None) -> str:
+    def cuda(self, name: str = "pycute_wgmma", wait: int | None = None, commit: bool = False) -> str:
         """A ``__device__`` function all 128 threads of a warpgroup call: ``name(unsigned smem_a | const unsigned
         (&a)[...], unsigned smem_b, <D> (&d)[...], unsigned scale_d[, unsigned warpgroup], <stages>)``, one
         wgmma.mma_async per k-step. It issues only: the caller fences before, commits and waits after
-        (``pycute/wgmma.cuh``), unless ``wait`` N asks the function to fence, commit and ``wait_group<N>`` itself."""
-        return view("cuda", self, name, wait=wait)
+        (``pycute/wgmma.cuh``), unless ``commit`` asks the function to fence and commit its group itself (the
+        caller waits: several groups in flight) or ``wait`` N to fence, commit and ``wait_group<N>``."""
+        return view("cuda", self, name, wait=wait, commit=commit)
 
     def verify(self, seed: int = 0) -> None:
         """Emulate every warpgroup's instructions on operands whose products and sums are exact and compare D with

@@ -322,6 +322,8 @@ class PipelinePlan:
             out.append(PipelineFunction(f"{n}_consumer_release", "consumer", c.convention,
                                         "releases the stage to the CTA(s) whose producers fill it ("
                                         + ("tcgen05.commit" if c.release == "commit" else "mbarrier arrivals") + ")"))
+            out.append(PipelineFunction(f"{n}_consumer_advance", "consumer", c.convention,
+                                        "releases the stage and moves the state to the next"))
         if self.relay:
             out.append(PipelineFunction(f"{n}_relay", "relay", c.convention, "in the odd CTA of a pair, called as "
                                         "the consumer is: waits for its own stage to land, then arrives on the even "

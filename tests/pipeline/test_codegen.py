@@ -169,3 +169,10 @@ def test_only_tma_pipelines_have_a_fill():
                                  threads=128, completion="arrive")
     pipe = make_pipeline({"a": load}, consumer=Consumer("warp", 4))
     assert not pipe.fills and "_fill(" not in pipe.cuda()
+
+
+def test_a_consumer_advance_releases_the_stage_and_moves_the_state_on():
+    pipe = make_pipeline({"a": tma()}, consumer=Consumer("warpgroup", 2), stages=3, name="ring")
+    advance = function(pipe.cuda(), "ring_consumer_advance")
+    assert advance.startswith(" ring_consumer_advance(unsigned bars, ring_state& st) {")
+    assert [line.strip() for line in advance.splitlines()[1:]] == ["ring_consumer_release(bars, st);", "st.advance();"]

@@ -271,9 +271,8 @@ class PipelinePlan:
         """The shared tile load ``name`` fills, over the ring the pipeline laid out (a run-time index ``stage``):
         what the consumers' plans -- a store, an MMA's descriptors -- are planned over. ``view``: another whole
         tile of the same bytes (the 4-bit elements a TMA load moves as bytes, the SF layout a flat bulk copy
-        fills), placed and staged as the load's ring (``rings.ring_view``). ``index`` renames the run-time stage
-        index (an MMA reading the rings of two pipelines, Q's and K's, takes each pipeline's stage by its own
-        name)."""
+        fills), placed and staged as the load's ring (``rings.ring_view``). ``index`` renames the stage index (an
+        MMA reading two pipelines' rings, Q's and K's, takes each stage by its own name)."""
         for n, ring in self.rings:
             if n == name:
                 out = ring if view is None else ring_view(self.name, name, ring, view)
@@ -309,9 +308,8 @@ class PipelinePlan:
                                 + ("arms its full barrier with the stage's bytes, " if self.arms else "")
                                 + "returns the full barrier's address (the loads' mbar)")]
         if self.fills:
-            out.append(PipelineFunction(f"{n}_fill", "producer", p.convention,
-                                        "the producer's whole fill of its next stage: acquires it, issues every load "
-                                        "(one lane), advances the state"))
+            out.append(PipelineFunction(f"{n}_fill", "producer", p.convention, "the producer's whole fill of its "
+                                        "next stage: acquires it, issues every load (one lane), advances the state"))
         if p.kind in ("arrive", "commit"):
             out.append(PipelineFunction(f"{n}_producer_commit", "producer", p.convention,
                                         "signals the stage full (" + ("fence for the async proxy, then arrive"
@@ -345,8 +343,7 @@ class PipelinePlan:
 
     @property
     def fills(self) -> bool:
-        """Whether ``<name>_fill`` is generated: every load is a TMA load (its map and tile coordinates are the
-        fill's parameters)."""
+        """Whether ``<name>_fill`` is generated: every load is a TMA load (its map and coordinates the fill's)."""
         return bool(self.loads) and all(isinstance(p, TmaPlan) for _, p in self.loads)
 
     @property
@@ -361,12 +358,11 @@ class PipelinePlan:
         for load, offset, size in self.stage_bytes:
             lines.append(f"  load {load:<10} {size} B per stage at +{offset} B ({self.load(load)!r})")
         if self.loads:
-            used = self.smem_bytes + self.barrier_bytes + self.before + self.reserve
             earlier = f" + earlier pipelines' barriers {self.before} B" if self.before else ""
             rings = f"rings [{self.start}, {self.smem_bytes}) B after earlier rings" if self.start else \
                 f"rings {self.smem_bytes} B"
-            lines.append(f"  shared      {rings} + barriers {self.barrier_bytes} B{earlier} + reserve {self.reserve} B "
-                         f"= {used} B of {self.capacity} B")
+            lines.append(f"  shared      {rings} + barriers {self.barrier_bytes} B{earlier} + reserve {self.reserve} B = "
+                         f"{self.smem_bytes + self.barrier_bytes + self.before + self.reserve} B of {self.capacity} B")
         lines.append(f"  producer    {p.kind}, called by {p.convention.who}" + (
             f" in CTAs {list(self.producer_ctas())}" if len(self.producer_ctas()) < self.ctas else ""))
         lines.append(f"  consumer    releases by {c.release}, called by {c.convention.who} x {c.count}" + (

@@ -7,3 +7,4 @@ from .emulator import Sm100Emulator
 from .footprint import InstructionCells, plan_footprint
 from .pipeline import PipelineCheck, PipelineError, check_pipeline
 from .verify import VERIFIERS, run_tmem_copy, verify, verify_plan, verify_tmem_copy
+from .fragment import byte_perm, emulate_convert, reference_convert

@@ -5,13 +5,18 @@ variable-length sequences or a dense batch, the tile (``block_m`` rows of Q per 
 every configuration is checked against the rules it must keep, each refusal naming the rule and the values."""
 from __future__ import annotations
 
+import functools
 from typing import Literal
 
 import attrs
 
 from ...arch.sm90.smem import SMEM_MAX_BYTES
 from ...arch.sm90.wgmma import MAXNREG_RANGE, WARPGROUP_THREADS, WGMMA_M, n_values
+from ...compile.nvrtc import Compiled, compile_cuda
 from ...errors import PlanError
+from ..protocol import LaunchShape, make_launch_shape
+from .kernel import ENTRY, source
+from .plans import AttentionPlans
 
 __all__ = ["Dtype", "AttentionConfig", "HEAD_DIMS", "REGISTERS_PER_SM"]
 
@@ -98,6 +103,39 @@ class AttentionConfig:
     def name(self) -> str:
         mode = ("causal" if self.causal else "full") + ("_varlen" if self.varlen else "")
         return f"attention_{self.dtype}_d{self.head_dim}_{self.block_m}x{self.block_n}_{mode}"
+
+    # ---- the kernel protocol (pycute/kernels/protocol.py) -----------------------------------------------------------
+    @functools.cached_property
+    def plans(self) -> AttentionPlans:
+        """The plans the compiled kernel is generated from (made for large arrays: a real problem's plans issue the
+        same boxes, ``AttentionPlans.issues_as``)."""
+        return AttentionPlans.template(self)
+
+    @property
+    def launch_shape(self) -> LaunchShape:
+        return make_launch_shape(ENTRY, self.threads, self.smem_bytes)
+
+    def source(self) -> str:
+        """The constants, the plans' functions, then ``attention.cuh`` (``kernel.py``)."""
+        return source(self)
+
+    def compile(self) -> Compiled:
+        """The sm_90a build (NVRTC's on-disk cache answers a configuration built before)."""
+        return _compiled(self)
+
+    def explain(self) -> str:
+        """The configuration's launch and its plans, each explained."""
+        p, s = self.plans, self.launch_shape
+        head = (f"{self!r}: {self.block_m} x {self.block_n} tiles, {s.threads} threads, {s.smem_bytes} B of shared "
+                f"memory, {self.consumer_registers} registers a consumer thread")
+        parts = [head, p.q.explain(), p.k.explain(), p.v.explain(), p.qk.explain(), p.pv.explain(), p.store_o.explain(),
+                 p.sched.explain()]
+        return "\n\n".join(parts + ([p.turns.explain()] if p.turns is not None else []))
+
+
+@functools.lru_cache(maxsize=64)
+def _compiled(config: AttentionConfig) -> Compiled:
+    return compile_cuda(config.source(), arch="sm_90a", options=("-std=c++17",))
 
 
 def check_config(c: AttentionConfig) -> None:

@@ -19,7 +19,7 @@ strides with a contiguous head dim); a tile is ``(rows, head_dim, 1, 1)``, place
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Protocol
 
 import attrs
 
@@ -31,9 +31,8 @@ from ...pipeline import (Consumer, PipelinePlan, Producer, TileScheduler, TurnsP
                          make_tile_scheduler, make_turns)
 from ...swizzle import ComposedLayout
 from ...tensor import dynamic, kmajor_smem_tensor, make_fragment, make_global_tensor, make_smem_tensor, make_stages
-from .config import AttentionConfig
 
-__all__ = ["Problem", "AttentionPlans", "TEMPLATE"]
+__all__ = ["Problem", "AttentionPlans", "Tiling", "TEMPLATE"]
 
 DTYPES = {"bf16": bf16, "f16": f16}
 #: The compiled kernel's plans are made for arrays this large (the text does not depend on the problem: tensor maps
@@ -41,6 +40,37 @@ DTYPES = {"bf16": bf16, "f16": f16}
 TEMPLATE = 1 << 15
 #: Named barriers: each consumer warpgroup's epilogue takes 1 + its index, the turns the ids after them.
 EPILOGUE_BARRIER = 1
+
+
+class Tiling(Protocol):
+    """What the plans read of a configuration (``AttentionConfig``)."""
+
+    @property
+    def dtype(self) -> str: ...
+
+    @property
+    def head_dim(self) -> int: ...
+
+    @property
+    def varlen(self) -> bool: ...
+
+    @property
+    def block_m(self) -> int: ...
+
+    @property
+    def block_n(self) -> int: ...
+
+    @property
+    def consumers(self) -> int: ...
+
+    @property
+    def q_stages(self) -> int: ...
+
+    @property
+    def kv_stages(self) -> int: ...
+
+    @property
+    def turns(self) -> bool: ...
 
 
 @attrs.frozen
@@ -99,7 +129,7 @@ def _transposed(tile: Any) -> Any:
 class AttentionPlans:
     """The plans of ``config`` for ``problem`` (see the module docstring)."""
 
-    config: AttentionConfig
+    config: Tiling
     q: PipelinePlan
     k: PipelinePlan
     v: PipelinePlan
@@ -110,7 +140,7 @@ class AttentionPlans:
     turns: TurnsPlan | None
 
     @classmethod
-    def of(cls, config: AttentionConfig, problem: Problem) -> "AttentionPlans":
+    def of(cls, config: Tiling, problem: Problem) -> "AttentionPlans":
         c, p = config, problem
         dt, d = DTYPES[c.dtype], c.head_dim
         batch = 1 if c.varlen else p.batch
@@ -145,7 +175,7 @@ class AttentionPlans:
         return cls(c, q, k, v, qk, pv, store_o, sched, turns)
 
     @classmethod
-    def template(cls, config: AttentionConfig) -> "AttentionPlans":
+    def template(cls, config: Tiling) -> "AttentionPlans":
         """The plans the compiled kernel is generated from."""
         return cls.of(config, Problem.dense(4, TEMPLATE, TEMPLATE, 8, 8, config.head_dim))
 

@@ -1,0 +1,41 @@
+"""The compiled attention kernel run whole on the CPU (``pycute.interp.run_kernel``): every thread of a small grid,
+the TMA loads and stores, the wgmma and the pipelines' barriers, with the interpreter's deadlock, race and overwrite
+checks. What the tests and ``tools/attention_speed.py --dry`` run."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ...interp import run_kernel, tensor_map
+
+from .config import AttentionConfig
+from .kernel import ENTRY
+from .plans import AttentionPlans, Problem
+
+__all__ = ["run_on_cpu", "NAN_BITS"]
+
+#: A NaN of each type: O is filled with it before a run, so an element the kernel does not write stays NaN.
+NAN_BITS = {"bf16": 0x7FC0, "f16": 0x7E00}
+
+
+def run_on_cpu(config: AttentionConfig, q: np.ndarray, k: np.ndarray, v: np.ndarray, scale: float, grid: int = 2
+               ) -> tuple[np.ndarray, np.ndarray]:
+    """``(O bits, lse)`` of the kernel for ``(batch, seqlen, heads, head_dim)`` arrays of ``config.dtype`` bits
+    (uint16), on ``grid`` persistent CTAs."""
+    batch, sq, heads, d = q.shape
+    sk, kv_heads = k.shape[1], k.shape[2]
+    problem = Problem.dense(batch, sq, sk, heads, kv_heads, d)
+    plans = AttentionPlans.of(config, problem)
+    if not plans.issues_as(config.plans):
+        raise AssertionError(f"the plans of {problem} issue other boxes than the compiled kernel's")
+    o = np.full(q.shape, NAN_BITS[config.dtype], dtype=np.uint16)
+    lse = np.full((batch, heads, sq), np.nan, dtype=np.float32)
+    mq, mk, mv, mo = plans.maps()
+    names = plans.q.barrier_names() + plans.k.barrier_names() + plans.v.barrier_names()
+    run_kernel(config.compile(), ENTRY, grid=grid, block=config.threads, smem=config.smem_bytes,
+               args=[tensor_map(mq, np.ascontiguousarray(q)), tensor_map(mk, np.ascontiguousarray(k)),
+                     tensor_map(mv, np.ascontiguousarray(v)), tensor_map(mo, o), lse, sq, sk, heads,
+                     heads // kv_heads, batch, scale * math.log2(math.e)],
+               barriers={"bars": names})
+    return o, lse

@@ -179,6 +179,19 @@ class AttentionPlans:
         """The plans the compiled kernel is generated from."""
         return cls.of(config, Problem.dense(4, TEMPLATE, TEMPLATE, 8, 8, config.head_dim))
 
+    @staticmethod
+    def maps_of(config: Tiling, problem: Problem) -> tuple[Any, Any, Any, Any]:
+        """The tensor-map parameters of Q, K, V and O for ``problem`` alone (the four TMA copies planned over the
+        kernel's tiles; the rings, MMAs and schedule do not depend on the problem): what a launch encodes."""
+        c, p = config, problem
+        dt, d = DTYPES[c.dtype], c.head_dim
+        batch = 1 if c.varlen else p.batch
+        q_tile, kv_tile = _tile(dt, c.block_m, d), _tile(dt, c.block_n, d)
+        return (make_tma_copy(q_tile, _array(dt, p.seqlen_q, d, p.heads, batch, p.q_strides)).tensor_map,
+                make_tma_copy(kv_tile, _array(dt, p.seqlen_k, d, p.kv_heads, batch, p.k_strides)).tensor_map,
+                make_tma_copy(kv_tile, _array(dt, p.seqlen_k, d, p.kv_heads, batch, p.v_strides)).tensor_map,
+                make_tma_copy(_array(dt, p.seqlen_q, d, p.heads, batch, p.o_strides), _tile(dt, 64, d)).tensor_map)
+
     def maps(self) -> tuple[Any, Any, Any, Any]:
         """The tensor-map parameters of Q, K, V and O (``TensorMapParams``: ``.encode(address)``)."""
         return (self.q.load("q").tensor_map, self.k.load("k").tensor_map, self.v.load("v").tensor_map,

@@ -1,0 +1,209 @@
+"""Attention forward as a torch operation: ``pycute::attention(q, k, v, causal, scale) -> (O, lse)`` on
+``(batch, seqlen, heads, head_dim)`` tensors, a custom op (``torch.library``) with a fake implementation, so that
+``torch.compile(fullgraph=True)`` traces it; on CUDA tensors the compiled kernel launched on torch's current stream
+(``Launcher``), on CPU tensors the same kernel compiled for one consumer warpgroup (``cpu_config``) run thread by
+thread by ``pycute.interp.run_kernel`` (the GPU's arithmetic but for ``ex2.approx``; slow: small problems only).
+
+``attention`` is the call: in eager mode it goes straight to the launch (the configuration, the grid and the tensor
+maps' parameters of a problem seen before are dictionary lookups), under ``torch.compile`` it is the op. Importing
+this module imports torch and registers the op."""
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import attrs
+import numpy as np
+
+from ...errors import LaunchError
+from ..launcher import Launcher, torch_module
+from ..tensor_maps import TensorMapSpec
+from ..tensors import check_cpu_size, from_bits, to_bits
+from .config import HEAD_DIMS, AttentionConfig, Dtype
+from .plans import AttentionPlans, Problem
+
+__all__ = ["attention", "launch", "AttentionCall", "call_for", "cpu_config"]
+
+torch = torch_module()
+_DTYPES: dict[Any, Dtype] = {torch.bfloat16: "bf16", torch.float16: "f16"}
+_NAN = {"bf16": 0x7FC0, "f16": 0x7E00}
+_CPU_CTAS = 2
+_LOG2E = math.log2(math.e)
+_sms: dict[int, int] = {}
+
+
+def _strides(t: Any) -> tuple[int, int, int]:
+    """(row, head, batch) strides in elements of a ``(batch, seqlen, heads, head_dim)`` tensor."""
+    return t.stride(1), t.stride(2), t.stride(0)
+
+
+@attrs.frozen(eq=False)
+class AttentionCall:
+    """What a configuration's launches for one problem share: the problem, its grid and its four maps' specs and
+    parameters (Q, K, V, O, each a ``(batch, seqlen, heads, head_dim)`` view of its tensor)."""
+
+    config: AttentionConfig
+    problem: Problem
+    units: int
+    maps: tuple[Any, ...]
+    specs: tuple[TensorMapSpec, ...]
+
+    def encode(self, tensors: tuple[Any, ...]) -> list[bytes]:
+        """The four 128-byte tensor maps of ``tensors`` (Q, K, V, O), cached by the specs."""
+        out = []
+        for spec, params, t, what in zip(self.specs, self.maps, tensors, ("q", "k", "v", "O")):
+            size = t.element_size()
+            strides = tuple(s // size for s in reversed(params.global_strides)) + (1,)
+            out.append(spec.encode_raw(t.data_ptr(), tuple(reversed(params.global_dims)), strides)
+                       if t.is_cuda else b"")
+        return out
+
+
+_calls: dict[tuple, AttentionCall] = {}
+
+
+def call_for(config: AttentionConfig, problem: Problem) -> AttentionCall:
+    """The configuration's ``AttentionCall`` for ``problem`` (planned once: the four maps checked to issue the
+    compiled kernel's boxes)."""
+    key = (config, problem)
+    found = _calls.get(key)
+    if found is None:
+        maps = AttentionPlans.maps_of(config, problem)
+        kernel = config.plans.maps()
+        if [(m.box, m.swizzle, m.element_strides) for m in maps] != \
+                [(m.box, m.swizzle, m.element_strides) for m in kernel]:
+            raise LaunchError(f"attention: the maps of {problem} take other boxes than the compiled kernel's")
+        units = -(-problem.seqlen_q // config.block_m) * problem.batch * problem.heads
+        found = _calls[key] = AttentionCall(config, problem, units, maps, tuple(TensorMapSpec.of(m) for m in maps))
+    return found
+
+
+def _check(q: Any, k: Any, v: Any) -> tuple[Problem, Dtype]:
+    for name, t in (("q", q), ("k", k), ("v", v)):
+        if not isinstance(t, torch.Tensor):
+            raise TypeError(f"attention: {name} is a torch tensor, got {type(t).__name__}")
+        if t.dim() != 4:
+            raise LaunchError(f"attention: {name} is (batch, seqlen, heads, head_dim), got shape {tuple(t.shape)}")
+    if q.dtype not in _DTYPES or k.dtype != q.dtype or v.dtype != q.dtype:
+        raise LaunchError(f"attention: q, k and v are all bfloat16 or all float16, got {q.dtype}, {k.dtype}, "
+                          f"{v.dtype}")
+    if not (q.device == k.device == v.device):
+        raise LaunchError(f"attention: q, k and v are on {q.device}, {k.device}, {v.device}")
+    batch, seqlen_q, heads, d = q.shape
+    if tuple(k.shape) != tuple(v.shape) or k.shape[0] != batch or k.shape[3] != d:
+        raise LaunchError(f"attention: k and v are (batch, seqlen_k, kv_heads, head_dim) like q's batch and head dim: "
+                          f"q {tuple(q.shape)}, k {tuple(k.shape)}, v {tuple(v.shape)}")
+    if d not in HEAD_DIMS:
+        raise LaunchError(f"attention: head dim {d}: the kernel is built for head dims {list(HEAD_DIMS)}")
+    kv_heads = k.shape[2]
+    if heads % kv_heads:
+        raise LaunchError(f"attention: {heads} query heads over {kv_heads} key / value heads: grouped-query attention "
+                          f"needs the key / value heads to divide the query heads")
+    if min(batch, seqlen_q, heads, k.shape[1]) == 0:
+        raise LaunchError(f"attention: an empty problem: q {tuple(q.shape)}, k {tuple(k.shape)}")
+    return (Problem(batch, seqlen_q, k.shape[1], heads, kv_heads, _strides(q), _strides(k), _strides(v),
+                    (heads * d, d, seqlen_q * heads * d)), _DTYPES[q.dtype])
+
+
+def _tma_view(t: Any) -> Any:
+    """``t`` if TMA reads it as it is (the head dim contiguous, every other stride and the address in whole 16-byte
+    units), else a contiguous copy."""
+    size = t.element_size()
+    if t.stride(3) == 1 and all(s * size % 16 == 0 for s in t.stride()[:3]) and t.data_ptr() % 16 == 0:
+        return t
+    return t.contiguous()
+
+
+def _scale(scale: float | None, head_dim: int) -> float:
+    return 1.0 / math.sqrt(head_dim) if scale is None else float(scale)
+
+
+def _sm_count(device: int) -> int:
+    n = _sms.get(device)
+    if n is None:
+        n = _sms[device] = torch.cuda.get_device_properties(device).multi_processor_count
+    return n
+
+
+def launch(config: AttentionConfig, q: Any, k: Any, v: Any, o: Any, lse: Any, scale: float | None = None) -> None:
+    """``config``'s kernel on torch's current stream, writing ``o`` (contiguous, q's shape) and ``lse`` ((batch,
+    heads, seqlen_q) f32) for CUDA tensors TMA reads as they are (``attention`` copies those it cannot)."""
+    problem, dtype = _check(q, k, v)
+    if dtype != config.dtype or q.shape[3] != config.head_dim:
+        raise LaunchError(f"attention: {config!r} is built for {config.dtype} head dim {config.head_dim}, not "
+                          f"{dtype} head dim {q.shape[3]}")
+    if not o.is_contiguous() or tuple(o.shape) != tuple(q.shape) or o.dtype != q.dtype:
+        raise LaunchError(f"attention: O is a contiguous {q.dtype} tensor of q's shape {tuple(q.shape)}")
+    call = call_for(config, problem)
+    device, p = q.device.index, problem
+    Launcher.of(config, device)(min(call.units, _sm_count(device)), *call.encode((q, k, v, o)), lse.data_ptr(),
+                                p.seqlen_q, p.seqlen_k, p.heads, p.group, p.batch,
+                                _scale(scale, q.shape[3]) * _LOG2E)
+
+
+def _attention_cuda(q: Any, k: Any, v: Any, causal: bool, scale: float | None) -> tuple[Any, Any]:
+    q, k, v = _tma_view(q), _tma_view(k), _tma_view(v)
+    problem, dtype = _check(q, k, v)
+    o = torch.empty(q.shape, dtype=q.dtype, device=q.device)
+    lse = torch.empty((problem.batch, problem.heads, problem.seqlen_q), dtype=torch.float32, device=q.device)
+    launch(AttentionConfig.choose(q.shape[3], causal, dtype), q, k, v, o, lse, scale)
+    return o, lse
+
+
+def cpu_config(head_dim: int, causal: bool, dtype: Dtype) -> AttentionConfig:
+    """The configuration CPU tensors run: one consumer warpgroup on 64 x 64 tiles (the interpreter runs every
+    thread in Python: the fewest threads and the smallest tiles that take every path of the kernel)."""
+    return AttentionConfig(dtype, head_dim, causal, block_n=64, consumers=1)
+
+
+def _attention_cpu(q: Any, k: Any, v: Any, causal: bool, scale: float | None) -> tuple[Any, Any]:
+    from ...interp import run_kernel, tensor_map
+    q, k, v = q.contiguous(), k.contiguous(), v.contiguous()
+    problem, dtype = _check(q, k, v)
+    p = problem
+    check_cpu_size("attention", 2 * p.batch * p.heads * p.seqlen_q * p.seqlen_k * q.shape[3])
+    config = cpu_config(q.shape[3], causal, dtype)
+    call = call_for(config, problem)
+    o = np.full(tuple(q.shape), _NAN[dtype], dtype=np.uint16)          # NaN: every element is written
+    lse = np.full((p.batch, p.heads, p.seqlen_q), np.nan, dtype=np.float32)
+    maps = [tensor_map(m, bits) for m, bits in zip(call.maps, (to_bits(q), to_bits(k), to_bits(v), o))]
+    shape = config.launch_shape
+    run_kernel(config.compile(), shape.entry, grid=min(call.units, _CPU_CTAS), block=shape.threads,
+               smem=shape.smem_bytes, args=[*maps, lse, p.seqlen_q, p.seqlen_k, p.heads, p.group, p.batch,
+                                            _scale(scale, q.shape[3]) * _LOG2E])
+    return from_bits(o, q.dtype), torch.from_numpy(lse)
+
+
+@torch.library.custom_op("pycute::attention", mutates_args=(),
+                         schema="(Tensor q, Tensor k, Tensor v, bool causal=False, float? scale=None) -> "
+                                "(Tensor, Tensor)")
+def _attention_op(q: Any, k: Any, v: Any, causal: bool = False, scale: float | None = None) -> tuple[Any, Any]:
+    if q.is_cuda:
+        return _attention_cuda(q, k, v, causal, scale)
+    if q.device.type == "cpu":
+        return _attention_cpu(q, k, v, causal, scale)
+    raise LaunchError(f"attention: no implementation on {q.device}")
+
+
+@_attention_op.register_fake
+def _attention_fake(q: Any, k: Any, v: Any, causal: bool = False, scale: float | None = None) -> tuple[Any, Any]:
+    problem, _ = _check(q, k, v)
+    return (q.new_empty(tuple(q.shape)),
+            q.new_empty((problem.batch, problem.heads, problem.seqlen_q), dtype=torch.float32))
+
+
+def attention(q: Any, k: Any, v: Any, causal: bool = False, scale: float | None = None) -> tuple[Any, Any]:
+    """``O = softmax(scale q k^T) v`` and each row's log-sum-exp (natural log of the scaled scores), for ``q``
+    ``(batch, seqlen_q, heads, head_dim)`` and ``k``, ``v`` ``(batch, seqlen_k, kv_heads, head_dim)``: bfloat16 or
+    float16, head dim 64, 128 or 256, ``kv_heads`` dividing ``heads`` (grouped-query attention). ``causal``: query
+    ``i`` sees keys ``j <= i + seqlen_k - seqlen_q`` (the diagonal at the bottom right, as FlashAttention aligns
+    it); ``scale`` defaults to ``1 / sqrt(head_dim)``. O is ``(batch, seqlen_q, heads, head_dim)`` in q's dtype, the
+    log-sum-exp ``(batch, heads, seqlen_q)`` f32; a row that sees no key has O = 0 and log-sum-exp -inf."""
+    if not isinstance(q, torch.Tensor):
+        raise TypeError(f"attention: q is a torch tensor, got {type(q).__name__}")
+    if type(q) is torch.Tensor and q.is_cuda and not torch.compiler.is_compiling():
+        if q.device.index == torch.cuda.current_device():
+            return _attention_cuda(q, k, v, causal, scale)
+        with torch.cuda.device(q.device):
+            return _attention_cuda(q, k, v, causal, scale)
+    return torch.ops.pycute.attention(q, k, v, causal, scale)

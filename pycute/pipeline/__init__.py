@@ -2,8 +2,8 @@
 
 ``make_pipeline`` derives a ring of shared-memory stages, its producer and consumer roles and its barriers (counts,
 bytes, phases) from the producer's copy plans (``plan``, ``planner``); ``make_tile_scheduler`` plans a persistent
-CTA's walk over output tiles and ``make_clc_scheduler`` Blackwell's cluster launch control (``scheduler``); ``make_turns`` groups of consumers that
-read the same stages taking turns at the tensor cores (``turns``). Their
+CTA's walk over output tiles and ``make_clc_scheduler`` Blackwell's cluster launch control (``scheduler``); ``make_turns`` groups
+of consumers that read the same stages taking turns at the tensor cores (``turns``). Their
 CUDA comes from ``pycute.codegen``; ``pycute.sim.pipeline`` model-checks a pipeline's protocol and
 ``pycute.sim.clc`` emulates cluster launch control (docs/pipelines.md)."""
 from .plan import (BarrierInit, Consumer, PipelineFunction, PipelinePlan, Producer, ProducerKind, Release,

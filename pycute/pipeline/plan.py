@@ -361,8 +361,8 @@ class PipelinePlan:
             earlier = f" + earlier pipelines' barriers {self.before} B" if self.before else ""
             rings = f"rings [{self.start}, {self.smem_bytes}) B after earlier rings" if self.start else \
                 f"rings {self.smem_bytes} B"
-            lines.append(f"  shared      {rings} + barriers {self.barrier_bytes} B{earlier} + reserve {self.reserve} B = "
-                         f"{self.smem_bytes + self.barrier_bytes + self.before + self.reserve} B of {self.capacity} B")
+            lines.append(f"  shared      {rings} + barriers {self.barrier_bytes} B{earlier} + reserve {self.reserve} "
+                         f"B = {self.smem_bytes + self.barrier_bytes + self.before + self.reserve} B of {self.capacity} B")
         lines.append(f"  producer    {p.kind}, called by {p.convention.who}" + (
             f" in CTAs {list(self.producer_ctas())}" if len(self.producer_ctas()) < self.ctas else ""))
         lines.append(f"  consumer    releases by {c.release}, called by {c.convention.who} x {c.count}" + (

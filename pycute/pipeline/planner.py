@@ -281,8 +281,8 @@ def make_pipeline(loads: Any = (), *, consumer: Consumer, producer: Producer | N
             raise PlanError(f"make_pipeline: load {n!r} ({p!r}) exists on {', '.join(p.targets)}, not {arch}")
     per_stage = 1 if consumer.release == "sync" else 2
     if items:
-        staged, stages, layout, ring_bytes, chosen, rings = lay_out_rings(items, stages, capacity, held, per_stage, arch,
-                                                                          start)
+        staged, stages, layout, ring_bytes, chosen, rings = lay_out_rings(items, stages, capacity, held, per_stage,
+                                                                          arch, start)
     elif stages is None:
         raise PlanError("make_pipeline: without loads the stage count is given (stages=): nothing in shared memory "
                         "sizes it")

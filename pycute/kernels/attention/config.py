@@ -101,8 +101,11 @@ class AttentionConfig:
 
     @property
     def name(self) -> str:
-        mode = ("causal" if self.causal else "full") + ("_varlen" if self.varlen else "")
-        return f"attention_{self.dtype}_d{self.head_dim}_{self.block_m}x{self.block_n}_{mode}"
+        """A name that tells configurations apart: type, head dim, tile, stages, turns, mask, lengths."""
+        mode = ("causal" if self.causal else "full") + ("_varlen" if self.varlen else "") + \
+            ("" if self.turns or self.consumers == 1 else "_noturns")
+        return (f"attention_{self.dtype}_d{self.head_dim}_{self.block_m}x{self.block_n}_q{self.q_stages}"
+                f"kv{self.kv_stages}_{mode}")
 
     # ---- the kernel protocol (pycute/kernels/protocol.py) -----------------------------------------------------------
     @functools.cached_property

@@ -6,7 +6,8 @@ by ``make_fragment_convert`` (the P V MMA's A fragment).
 Per row slot (``s_row_slots`` rows a thread: a state array's index) the warpgroup keeps the running max ``m`` and
 sum ``l`` of its rows (FlashAttention's online softmax, in base 2: ``scale_log2 = scale * log2 e``):
 
-    m' = max(m, max_j s_j);  c = 2^((m - m') scale_log2);  p_j = 2^(s_j scale_log2 - m' scale_log2);  l' = c l + sum_j p_j
+    m' = max(m, max_j s_j);   c = 2^((m - m') scale_log2);
+    p_j = 2^(s_j scale_log2 - m' scale_log2);   l' = c l + sum_j p_j
 
 and O is rescaled by ``c`` once the previous P V has landed. A row that has seen only masked keys keeps ``m = -inf``
 (its exponent base is taken as 0 so that no ``-inf - -inf`` appears): its ``p`` are 0 and, at the end, its O is 0 and
@@ -71,7 +72,7 @@ class OnlineSoftmax:
         return ["// Scores past each query's last key (past seqlen_k, or past the causal diagonal) become -inf.",
                 "__device__ __forceinline__ void attn_mask(attn_registers& r, unsigned t, const attn_tile& tile, "
                 "unsigned warpgroup, int n, int seqlen_q, int seqlen_k) {",
-                "  pycute_wgmma_fence_operand(r.s);          // S's reads and writes stay after the wait that landed it",
+                "  pycute_wgmma_fence_operand(r.s);          // S's reads and writes after the wait that landed it",
                 f"  const int row0 = attn_first_row(tile, warpgroup), col0 = n * {self.block_n};",
                 "  s_for_each(t, [&](int v, int row, int col) {",
                 "    if (col0 + col > attn_last_key(row0 + row, seqlen_q, seqlen_k)) r.s[v] = -attn_inf();",

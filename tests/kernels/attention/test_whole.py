@@ -59,7 +59,7 @@ def test_a_k_stage_released_before_its_s_has_landed_is_a_race():
     q, k, v = inputs("bf16", 1, 64, 320, 1, 1, 64)
     plans = AttentionPlans.of(config, Problem.dense(1, 64, 320, 1, 1, 64))
     maps = [tensor_map(m, x) for m, x in zip(plans.maps(), (q, k, v, np.zeros_like(q)))]
-    with pytest.raises(RaceError, match=r"TMA load .* overwrites shared byte .* which the wgmma of warpgroup 1 of CTA 0 "
-                                        r"read and has not released to the writer"):
+    with pytest.raises(RaceError, match=r"TMA load .* overwrites shared byte .* which the wgmma of warpgroup 1 of "
+                                        r"CTA 0 read and has not released to the writer"):
         run_kernel(compile_cuda(early, arch="sm_90a", options=("-std=c++17",)), ENTRY, block=config.threads,
                    smem=config.smem_bytes, args=[*maps, np.zeros((1, 1, 64), np.float32), 64, 320, 1, 1, 1, 1.0])

@@ -1,0 +1,26 @@
+"""tools/attention_speed.py, the attention speed question: the configurations it times are valid ones (each fits
+shared memory and the register budget: the constructor refuses the others) and different, FlashAttention-3's
+protocol keeps 16k tokens and a hidden size of 2048, and its dry run builds and runs whole what it launches."""
+import pytest
+
+from tools import attention_speed
+from tools.__main__ import main
+
+
+@pytest.mark.parametrize("quick", [True, False])
+def test_the_protocol_keeps_16k_tokens_and_a_2048_hidden_size(quick):
+    for head_dim, _, seqlens, _ in attention_speed.plan(quick):
+        for s in seqlens:
+            assert (attention_speed.TOKENS // s) * s == 16384
+            assert (attention_speed.HIDDEN // head_dim) * head_dim == 2048
+
+
+def test_the_variants_are_distinct_configurations_the_first_guess_first():
+    from pycute.kernels.attention.config import AttentionConfig
+    for head_dim in (64, 128, 256):
+        vs = attention_speed.variants(head_dim, False)
+        assert vs[0] == AttentionConfig.choose(head_dim) and len({v.name for v in vs}) == len(vs)
+
+
+def test_the_dry_run_builds_the_first_guesses_and_runs_a_small_problem_whole(capsys):
+    assert main(["attention_speed", "--dry", "--only", "d64", "--first"]) == 0, capsys.readouterr().out

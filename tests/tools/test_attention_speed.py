@@ -22,5 +22,7 @@ def test_the_variants_are_distinct_configurations_the_first_guess_first():
         assert vs[0] == AttentionConfig.choose(head_dim) and len({v.name for v in vs}) == len(vs)
 
 
-def test_the_dry_run_builds_the_first_guesses_and_runs_a_small_problem_whole(capsys):
-    assert main(["attention_speed", "--dry", "--only", "d64", "--first"]) == 0, capsys.readouterr().out
+def test_the_dry_run_builds_the_first_guesses_and_runs_a_small_problem_whole(tmp_path, capsys):
+    out = tmp_path / "attention_speed.jsonl"
+    assert main(["attention_speed", str(out), "--dry", "--only", "d64", "--first"]) == 0, capsys.readouterr().out
+    assert out.read_text().count('"kind": "build"') == 2 and '"kind": "cpu"' in out.read_text()

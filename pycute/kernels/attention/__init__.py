@@ -3,19 +3,19 @@
 (``tiles``), the softmax written against fragment coordinates (``softmax``), the source (``kernel``), the torch
 operation (``op``) and the float64 reference (``reference``).
 
-``from pycute.kernels.attention import attention`` is the call (``op.attention``; torch is imported, and the op
-registered as ``torch.ops.pycute.attention``, on first use: importing this package needs neither torch nor a
-GPU)."""
+``from pycute.kernels.attention import attention, attention_varlen`` are the calls (``op``; torch is imported, and
+the ops registered as ``torch.ops.pycute.attention`` / ``attention_varlen``, on first use: importing this package
+needs neither torch nor a GPU)."""
 from typing import Any
 
 from .config import AttentionConfig
 from .plans import AttentionPlans, Problem
 
-__all__ = ["AttentionConfig", "AttentionPlans", "Problem", "attention"]
+__all__ = ["AttentionConfig", "AttentionPlans", "Problem", "attention", "attention_varlen"]
 
 
 def __getattr__(name: str) -> Any:
-    if name == "attention":
-        from .op import attention
-        return attention
+    if name in ("attention", "attention_varlen"):
+        from . import op
+        return getattr(op, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -6,39 +6,44 @@
 // warpgroups 1.. consume, 64 rows of the tile each. A consumer walks the tile's key blocks from the last down: in
 // its turn at the tensor cores it issues S = Q K_n^T and O += P V_{n+1} together, then masks and exponentiates S
 // (the online softmax) while P V runs, rescales O once it has landed and converts S to the next P in registers.
+// Packed sequences (cu_seqlens_q / _k, the tensors q, k, v, o and this CTA's map sets in `maps`) read maps the
+// load warp points at each tile's sequence; a dense batch passes them as null and reads the four maps given.
 
 extern "C" __global__ void __launch_bounds__(THREADS, 1)
 attention(const __grid_constant__ pycute_tensor_map map_q, const __grid_constant__ pycute_tensor_map map_k,
           const __grid_constant__ pycute_tensor_map map_v, const __grid_constant__ pycute_tensor_map map_o,
-          float* lse, int seqlen_q, int seqlen_k, int heads, int group, int batch, float scale_log2) {
+          float* lse, const int* cu_seqlens_q, const int* cu_seqlens_k, const void* q, const void* k, const void* v,
+          void* o, pycute_tensor_map* maps, int seqlen_q, int seqlen_k, int heads, int group, int batch,
+          float scale_log2) {
   extern __shared__ unsigned char raw[];
   __shared__ attn_barrier_array bars;
-  const unsigned smem = attn_buffer(raw), wg = pycute_warpgroup_index(), units = attn_units(seqlen_q, batch, heads);
+  const unsigned smem = attn_buffer(raw), wg = pycute_warpgroup_index();
   const attn_barriers b = attn_barriers_at(bars);
+  const attn_problem pr = attn_problem_of(seqlen_q, seqlen_k, heads, group, batch, cu_seqlens_q, cu_seqlens_k);
+  const attn_maps m = attn_maps_of(&map_q, &map_k, &map_v, &map_o, q, k, v, o, maps);
   if (threadIdx.x == 0) attn_init(b);
   __syncthreads();
   if (wg == 0) {
     pycute_setmaxnreg_dec<PRODUCER_REGISTERS>();
     if (pycute_warp_index() == 0) {             // the load warp: every lane waits for a stage, one issues
       attn_states st = attn_producer_start();
-      for (unsigned w = sched_first(); w < units; w = sched_next(w)) {
-        const attn_tile t = attn_tile_at(w, seqlen_q, seqlen_k, batch, heads, group);
-        k_fill(b.k, st.k, smem, &map_k, t.end - 1, 0, t.kv_h, t.b);
-        q_fill(b.q, st.q, smem, &map_q, t.m, 0, t.h, t.b);
+      for (unsigned w = attn_first(pr); w < pr.units; w = attn_next(w, pr)) {
+        const attn_tile t = attn_tile_at(w, pr);
+        const unsigned slot = attn_fill_q(b.q, st.q, smem, m, t, pr);
+        k_fill(b.k, st.k, smem, attn_map(m, slot, 1), t.end - 1, 0, t.kv_h, t.b);
         for (int n = t.end - 1; n >= 0; --n) {    // K of the block before this one, then V of this one
-          if (n > 0) k_fill(b.k, st.k, smem, &map_k, n - 1, 0, t.kv_h, t.b);
-          v_fill(b.v, st.v, smem, &map_v, n, 0, t.kv_h, t.b);
+          if (n > 0) k_fill(b.k, st.k, smem, attn_map(m, slot, 1), n - 1, 0, t.kv_h, t.b);
+          v_fill(b.v, st.v, smem, attn_map(m, slot, 2), n, 0, t.kv_h, t.b);
         }
       }
     }
   } else {
     pycute_setmaxnreg_inc<CONSUMER_REGISTERS>();
     const unsigned cw = wg - 1u, thread = pycute_warpgroup_thread();
-    attn_states st = attn_consumer_start();
+    attn_states st = attn_consumer_start(cw);
     attn_registers r;
-    mma_start(cw);
-    for (unsigned w = sched_first(); w < units; w = sched_next(w)) {
-      const attn_tile t = attn_tile_at(w, seqlen_q, seqlen_k, batch, heads, group);
+    for (unsigned w = attn_first(pr); w < pr.units; w = attn_next(w, pr)) {
+      const attn_tile t = attn_tile_at(w, pr);
       q_consumer_wait(b.q, st.q);
       k_consumer_wait(b.k, st.k);
       mma_wait(cw);
@@ -46,7 +51,7 @@ attention(const __grid_constant__ pycute_tensor_map map_q, const __grid_constant
       mma_pass(cw);
       pycute_wgmma_wait_group<0>();
       k_consumer_advance(b.k, st.k);
-      if (t.mask_from < t.end) attn_mask(r, thread, t, cw, t.end - 1, seqlen_q, seqlen_k);
+      if (t.mask_from < t.end) attn_mask(r, thread, t, cw, t.end - 1);
       attn_softmax(r, scale_log2, true);
       attn_to_p(r);
       for (int n = t.end - 2; n >= 0; --n) {      // S of block n and O += P V of block n + 1, in flight together
@@ -58,7 +63,7 @@ attention(const __grid_constant__ pycute_tensor_map map_q, const __grid_constant
         mma_pass(cw);
         pycute_wgmma_wait_group<1>();             // S is in
         k_consumer_advance(b.k, st.k);
-        if (n >= t.mask_from) attn_mask(r, thread, t, cw, n, seqlen_q, seqlen_k);
+        if (n >= t.mask_from) attn_mask(r, thread, t, cw, n);
         attn_softmax(r, scale_log2, false);
         pycute_wgmma_wait_group<0>();             // O is in
         v_consumer_advance(b.v, st.v);
@@ -69,9 +74,9 @@ attention(const __grid_constant__ pycute_tensor_map map_q, const __grid_constant
       pv(r.p, smem, r.o, t.end > 1 ? 1u : 0u, st.v.index);     // O += P V of block 0
       pycute_wgmma_wait_group<0>();
       v_consumer_advance(b.v, st.v);
-      attn_finish(r, lse, thread, t, cw, seqlen_q, heads, scale_log2);
-      store_o(&map_o, smem, thread, r.o, attn_first_row(t, cw), 0, t.h, t.b, st.q.index, cw, EPILOGUE_BARRIER + cw);
-      store_o_drain(thread, EPILOGUE_BARRIER + cw);
+      attn_finish(r, lse, thread, t, cw, scale_log2);
+      attn_store_o(m, st.q, smem, thread, r, t, cw);
+      attn_drain(thread, cw);
       q_consumer_advance(b.q, st.q);
     }
   }

@@ -157,6 +157,9 @@ def check_config(c: AttentionConfig) -> None:
     if c.q_stages < 1 or c.kv_stages < 2:
         raise PlanError(f"attention: q_stages={c.q_stages}, kv_stages={c.kv_stages}: at least one Q stage and two K "
                         f"and V stages (the next key block loads while this one is multiplied)")
+    if c.varlen and c.q_stages > 2:
+        raise PlanError(f"attention: q_stages={c.q_stages}: packed sequences take at most 2 Q stages (a CTA's two "
+                        f"map sets follow the tiles' Q fills)")
     if c.smem_bytes > SMEM_MAX_BYTES:
         q, kv = c.tile_bytes
         raise PlanError(f"attention: {c.q_stages} Q stage(s) x {q} B + 2 x {c.kv_stages} K/V stages x {kv} B + 1024 B "

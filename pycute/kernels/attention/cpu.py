@@ -11,12 +11,17 @@ from ...interp import run_kernel, tensor_map
 
 from .config import AttentionConfig
 from .kernel import ENTRY
+from .maps import SLOTS
 from .plans import AttentionPlans, Problem
 
-__all__ = ["run_on_cpu", "NAN_BITS"]
+__all__ = ["run_on_cpu", "run_varlen_on_cpu", "NAN_BITS", "DENSE", "MAP_SET_BYTES"]
 
 #: A NaN of each type: O is filled with it before a run, so an element the kernel does not write stays NaN.
 NAN_BITS = {"bf16": 0x7FC0, "f16": 0x7E00}
+#: A dense batch's packed-sequence arguments (cu_seqlens_q, cu_seqlens_k, q, k, v, o, maps): none.
+DENSE = (0,) * 7
+#: Packed sequences: the bytes of a CTA's map sets (``maps.SLOTS`` sets of four 128-byte tensor maps).
+MAP_SET_BYTES = SLOTS * 4 * 128
 
 
 def run_on_cpu(config: AttentionConfig, q: np.ndarray, k: np.ndarray, v: np.ndarray, scale: float, grid: int = 2
@@ -35,7 +40,29 @@ def run_on_cpu(config: AttentionConfig, q: np.ndarray, k: np.ndarray, v: np.ndar
     names = plans.q.barrier_names() + plans.k.barrier_names() + plans.v.barrier_names()
     run_kernel(config.compile(), ENTRY, grid=grid, block=config.threads, smem=config.smem_bytes,
                args=[tensor_map(mq, np.ascontiguousarray(q)), tensor_map(mk, np.ascontiguousarray(k)),
-                     tensor_map(mv, np.ascontiguousarray(v)), tensor_map(mo, o), lse, sq, sk, heads,
+                     tensor_map(mv, np.ascontiguousarray(v)), tensor_map(mo, o), lse, *DENSE, sq, sk, heads,
                      heads // kv_heads, batch, scale * math.log2(math.e)],
                barriers={"bars": names})
+    return o, lse
+
+
+def run_varlen_on_cpu(config: AttentionConfig, q: np.ndarray, k: np.ndarray, v: np.ndarray, cu_q: list[int],
+                      cu_k: list[int], scale: float, grid: int = 2) -> tuple[np.ndarray, np.ndarray]:
+    """``(O bits, lse)`` of the kernel for packed sequences: ``(total, heads, head_dim)`` arrays of ``config.dtype``
+    bits, sequence ``b`` rows ``[cu_q[b], cu_q[b + 1])`` of q (``cu_k`` of k and v); lse ``(heads, total_q)``."""
+    total_q, heads, d = q.shape
+    total_k, kv_heads = k.shape[0], k.shape[1]
+    lengths_q, lengths_k = np.diff(cu_q), np.diff(cu_k)
+    problem = Problem(1, total_q, total_k, heads, kv_heads, (heads * d, d, total_q * heads * d),
+                      (kv_heads * d, d, total_k * kv_heads * d), (kv_heads * d, d, total_k * kv_heads * d),
+                      (heads * d, d, total_q * heads * d))
+    maps = AttentionPlans.maps_of(config, problem)
+    o = np.full(q.shape, NAN_BITS[config.dtype], dtype=np.uint16)
+    lse = np.full((heads, total_q), np.nan, dtype=np.float32)
+    q, k, v = (np.ascontiguousarray(x) for x in (q, k, v))
+    run_kernel(config.compile(), ENTRY, grid=grid, block=config.threads, smem=config.smem_bytes,
+               args=[*(tensor_map(m, x) for m, x in zip(maps, (q, k, v, o))), lse, np.asarray(cu_q, np.int32),
+                     np.asarray(cu_k, np.int32), q, k, v, o, np.zeros(grid * MAP_SET_BYTES, np.uint8),
+                     int(lengths_q.max()), int(lengths_k.max()), heads, heads // kv_heads, len(cu_q) - 1,
+                     scale * math.log2(math.e)])
     return o, lse

@@ -10,6 +10,7 @@ from ...arch.sm90.mbarrier import MBARRIER_BYTES
 from ...dtypes import f32
 from ...mma import WgmmaPlan, wgmma_accumulator
 from ..source import handwritten_lines, kernel_source, read_body
+from .maps import AttentionMaps
 from .plans import EPILOGUE_BARRIER, AttentionPlans
 from .softmax import OnlineSoftmax
 from .tiles import AttentionTiles
@@ -20,7 +21,7 @@ BODY = Path(__file__).with_name("attention.cuh")
 #: The kernel's entry.
 ENTRY = "attention"
 #: The body's hand-written lines (issue 40: at most 60), held by a test.
-HANDWRITTEN_LINES = 58
+HANDWRITTEN_LINES = 59
 
 
 class Built(Protocol):
@@ -43,6 +44,15 @@ class Built(Protocol):
 
     @property
     def causal(self) -> bool: ...
+
+    @property
+    def varlen(self) -> bool: ...
+
+    @property
+    def q_stages(self) -> int: ...
+
+    @property
+    def head_dim(self) -> int: ...
 
     @property
     def plans(self) -> AttentionPlans: ...
@@ -79,14 +89,27 @@ def _shared(align: int) -> str:
         "  const unsigned q = pycute_smem_address(bars.words);",
         f"  return attn_barriers{{q, q + q_barrier_words * {w}u, q + (q_barrier_words + k_barrier_words) * {w}u}};",
         "}",
-        "// One thread initialises every barrier; then a CTA barrier before any role runs.",
+        "// One thread initialises every barrier (and forgets the map sets' sequences); then a CTA barrier before any",
+        "// role runs.",
         "__device__ __forceinline__ void attn_init(const attn_barriers& b) {",
-        "  q_init(b.q);", "  k_init(b.k);", "  v_init(b.v);", "}",
+        "  q_init(b.q);", "  k_init(b.k);", "  v_init(b.v);", "  attn_forget_maps();", "}",
         "struct attn_states { q_state q; k_state k; v_state v; };   // a role's place in each ring",
         "__device__ __forceinline__ attn_states attn_producer_start() {",
         "  return attn_states{q_producer_start(), k_producer_start(), v_producer_start()};", "}",
-        "__device__ __forceinline__ attn_states attn_consumer_start() {",
+        "// A consumer warpgroup's start: its place in each ring, and (group 0) the first turn at the tensor cores.",
+        "__device__ __forceinline__ attn_states attn_consumer_start(unsigned warpgroup) {",
+        "  mma_start(warpgroup);",
         "  return attn_states{q_consumer_start(), k_consumer_start(), v_consumer_start()};", "}"])
+
+
+#: The epilogue plan's store of a consumer warpgroup's O: its rows of the tile, through the tile's O map, staged in
+#: its part of the tile's Q stage, on its own named barrier.
+_STORE_O = """__device__ __forceinline__ void attn_store_o(const attn_maps& m, const q_state& st, unsigned smem,
+                                             unsigned thread, const attn_registers& r, const attn_tile& t,
+                                             unsigned warpgroup) {
+  store_o(attn_o_map(m, attn_consumer_slot(st)), smem, thread, r.o, attn_first_row(t, warpgroup), 0, t.h, t.b,
+          st.index, warpgroup, EPILOGUE_BARRIER + warpgroup);
+}"""
 
 
 def generated(config: Built) -> list[str]:
@@ -96,10 +119,12 @@ def generated(config: Built) -> list[str]:
     softmax = OnlineSoftmax(wgmma_accumulator(f32, 64, c.block_n), p.pv.d, p.pv.a,           # type: ignore[arg-type]
                             c.block_n)
     qk: WgmmaPlan = p.qk
+    maps = AttentionMaps(p, c.varlen, c.q_stages, c.head_dim, 2)
     return [p.q.cuda(), p.k.cuda(), p.v.cuda(), qk.cuda("qk", commit=True, warpgroup_arg=True),
             p.pv.cuda("pv", commit=True), p.store_o.cuda("store_o"), p.sched.cuda(),
-            p.turns.cuda() if p.turns is not None else _no_turns(), _shared(p.q.ring("q").base_align),
-            AttentionTiles(c.block_m, c.block_n, c.causal).cuda(), softmax.cuda()]
+            p.turns.cuda() if p.turns is not None else _no_turns(),
+            AttentionTiles(c.block_m, c.block_n, c.causal, c.varlen).cuda(), maps.cuda(),
+            _shared(p.q.ring("q").base_align), softmax.cuda(), _STORE_O]
 
 
 def source(config: Built) -> str:

@@ -20,9 +20,10 @@ from ..launcher import Launcher, torch_module
 from ..tensor_maps import TensorMapSpec
 from ..tensors import check_cpu_size, from_bits, to_bits
 from .config import HEAD_DIMS, AttentionConfig, Dtype
+from .cpu import MAP_SET_BYTES
 from .plans import AttentionPlans, Problem
 
-__all__ = ["attention", "launch", "AttentionCall", "call_for", "cpu_config"]
+__all__ = ["attention", "attention_varlen", "launch", "launch_varlen", "AttentionCall", "call_for", "cpu_config"]
 
 torch = torch_module()
 _DTYPES: dict[Any, Dtype] = {torch.bfloat16: "bf16", torch.float16: "f16"}
@@ -30,6 +31,7 @@ _NAN = {"bf16": 0x7FC0, "f16": 0x7E00}
 _CPU_CTAS = 2
 _LOG2E = math.log2(math.e)
 _ENCODED_LIMIT = 1024
+_DENSE = (0,) * 7        # a dense batch's packed-sequence arguments: cu_seqlens_q, _k, q, k, v, o, maps
 _sms: dict[int, int] = {}
 
 
@@ -145,7 +147,7 @@ def launch(config: AttentionConfig, q: Any, k: Any, v: Any, o: Any, lse: Any, sc
     call = call_for(config, problem)
     device, p = q.device.index, problem
     Launcher.of(config, device)(min(call.units, _sm_count(device)), *call.encode((q, k, v, o)), lse.data_ptr(),
-                                p.seqlen_q, p.seqlen_k, p.heads, p.group, p.batch,
+                                *_DENSE, p.seqlen_q, p.seqlen_k, p.heads, p.group, p.batch,
                                 _scale(scale, q.shape[3]) * _LOG2E)
 
 
@@ -158,10 +160,10 @@ def _attention_cuda(q: Any, k: Any, v: Any, causal: bool, scale: float | None) -
     return o, lse
 
 
-def cpu_config(head_dim: int, causal: bool, dtype: Dtype) -> AttentionConfig:
+def cpu_config(head_dim: int, causal: bool, dtype: Dtype, varlen: bool = False) -> AttentionConfig:
     """The configuration CPU tensors run: one consumer warpgroup on 64 x 64 tiles (the interpreter runs every
     thread in Python: the fewest threads and the smallest tiles that take every path of the kernel)."""
-    return AttentionConfig(dtype, head_dim, causal, block_n=64, consumers=1)
+    return AttentionConfig(dtype, head_dim, causal, varlen, block_n=64, consumers=1)
 
 
 def _attention_cpu(q: Any, k: Any, v: Any, causal: bool, scale: float | None) -> tuple[Any, Any]:
@@ -177,8 +179,8 @@ def _attention_cpu(q: Any, k: Any, v: Any, causal: bool, scale: float | None) ->
     maps = [tensor_map(m, bits) for m, bits in zip(call.maps, (to_bits(q), to_bits(k), to_bits(v), o))]
     shape = config.launch_shape
     run_kernel(config.compile(), shape.entry, grid=min(call.units, _CPU_CTAS), block=shape.threads,
-               smem=shape.smem_bytes, args=[*maps, lse, p.seqlen_q, p.seqlen_k, p.heads, p.group, p.batch,
-                                            _scale(scale, q.shape[3]) * _LOG2E])
+               smem=shape.smem_bytes, args=[*maps, lse, *_DENSE, p.seqlen_q, p.seqlen_k, p.heads, p.group,
+                                            p.batch, _scale(scale, q.shape[3]) * _LOG2E])
     return from_bits(o, q.dtype), torch.from_numpy(lse)
 
 
@@ -215,3 +217,108 @@ def attention(q: Any, k: Any, v: Any, causal: bool = False, scale: float | None 
         with torch.cuda.device(q.device):
             return _attention_cuda(q, k, v, causal, scale)
     return torch.ops.pycute.attention(q, k, v, causal, scale)
+
+
+# ---- packed sequences of different lengths ------------------------------------------------------------------------
+def _check_varlen(q: Any, k: Any, v: Any, cu_q: Any, cu_k: Any, max_q: int, max_k: int) -> tuple[Problem, Dtype]:
+    for name, t in (("q", q), ("k", k), ("v", v), ("cu_seqlens_q", cu_q), ("cu_seqlens_k", cu_k)):
+        if not isinstance(t, torch.Tensor):
+            raise TypeError(f"attention_varlen: {name} is a torch tensor, got {type(t).__name__}")
+    for name, t in (("q", q), ("k", k), ("v", v)):
+        if t.dim() != 3:
+            raise LaunchError(f"attention_varlen: {name} is (total, heads, head_dim), got shape {tuple(t.shape)}")
+    if cu_q.dim() != 1 or cu_q.shape != cu_k.shape or cu_q.dtype != torch.int32 or cu_k.dtype != torch.int32 \
+            or cu_q.shape[0] < 2:
+        raise LaunchError(f"attention_varlen: cu_seqlens_q and cu_seqlens_k are int32 (batch + 1) offsets, got "
+                          f"{tuple(cu_q.shape)} {cu_q.dtype} and {tuple(cu_k.shape)} {cu_k.dtype}")
+    if cu_q.device != q.device or cu_k.device != q.device:
+        raise LaunchError(f"attention_varlen: the offsets are on {cu_q.device} / {cu_k.device}, q on {q.device}")
+    if not (isinstance(max_q, int) and isinstance(max_k, int)) or max_q < 1 or max_k < 0:
+        raise LaunchError(f"attention_varlen: max_seqlen_q and max_seqlen_k are the longest sequences' lengths (ints, "
+                          f"max_seqlen_q >= 1), got {max_q!r} and {max_k!r}")
+    dense, dtype = _check(q[None], k[None], v[None])
+    d = q.shape[2]
+    return (Problem(1, q.shape[0], k.shape[0], dense.heads, dense.kv_heads, (dense.heads * d, d, q.numel()),
+                    (dense.kv_heads * d, d, k.numel()), (dense.kv_heads * d, d, k.numel()),
+                    (dense.heads * d, d, q.numel())), dtype)
+
+
+def launch_varlen(config: AttentionConfig, q: Any, k: Any, v: Any, cu_q: Any, cu_k: Any, max_q: int, max_k: int,
+                  o: Any, lse: Any, scale: float | None = None) -> None:
+    """``config``'s packed-sequence kernel (``config.varlen``) on torch's current stream, writing ``o`` (q's shape)
+    and ``lse`` ((heads, total_q) f32), for contiguous CUDA tensors."""
+    problem, dtype = _check_varlen(q, k, v, cu_q, cu_k, max_q, max_k)
+    if not config.varlen or dtype != config.dtype or q.shape[2] != config.head_dim:
+        raise LaunchError(f"attention_varlen: {config!r} is not a packed-sequence kernel for {dtype} head dim "
+                          f"{q.shape[2]}")
+    for name, t in (("q", q), ("k", k), ("v", v), ("O", o)):
+        if not t.is_contiguous():
+            raise LaunchError(f"attention_varlen: {name} is contiguous (total, heads, head_dim)")
+    call = call_for(config, problem)
+    device, p, batch = q.device.index, problem, cu_q.shape[0] - 1
+    grid = min(-(-max_q // config.block_m) * batch * p.heads, _sm_count(device))
+    maps = torch.empty(grid * MAP_SET_BYTES, dtype=torch.uint8, device=q.device)
+    Launcher.of(config, device)(grid, *call.encode((q, k, v, o)), lse.data_ptr(), cu_q.data_ptr(), cu_k.data_ptr(),
+                                q.data_ptr(), k.data_ptr(), v.data_ptr(), o.data_ptr(), maps.data_ptr(), max_q,
+                                max_k, p.heads, p.group, batch, _scale(scale, q.shape[2]) * _LOG2E)
+
+
+def _varlen_cuda(q: Any, k: Any, v: Any, cu_q: Any, cu_k: Any, max_q: int, max_k: int, causal: bool,
+                 scale: float | None) -> tuple[Any, Any]:
+    q, k, v = q.contiguous(), k.contiguous(), v.contiguous()
+    problem, dtype = _check_varlen(q, k, v, cu_q, cu_k, max_q, max_k)
+    o = torch.empty(q.shape, dtype=q.dtype, device=q.device)
+    lse = torch.empty((problem.heads, q.shape[0]), dtype=torch.float32, device=q.device)
+    launch_varlen(AttentionConfig.choose(q.shape[2], causal, dtype, varlen=True), q, k, v, cu_q, cu_k, max_q, max_k,
+                  o, lse, scale)
+    return o, lse
+
+
+def _varlen_cpu(q: Any, k: Any, v: Any, cu_q: Any, cu_k: Any, max_q: int, max_k: int, causal: bool,
+                scale: float | None) -> tuple[Any, Any]:
+    from .cpu import run_varlen_on_cpu
+    q, k, v = q.contiguous(), k.contiguous(), v.contiguous()
+    problem, dtype = _check_varlen(q, k, v, cu_q, cu_k, max_q, max_k)
+    offsets_q, offsets_k = cu_q.tolist(), cu_k.tolist()
+    check_cpu_size("attention_varlen", 2 * problem.heads * q.shape[2] * sum(
+        (offsets_q[b + 1] - offsets_q[b]) * (offsets_k[b + 1] - offsets_k[b]) for b in range(len(offsets_q) - 1)))
+    o, lse = run_varlen_on_cpu(cpu_config(q.shape[2], causal, dtype, True), to_bits(q), to_bits(k), to_bits(v),
+                               offsets_q, offsets_k, _scale(scale, q.shape[2]), grid=_CPU_CTAS)
+    return from_bits(o, q.dtype), torch.from_numpy(lse)
+
+
+@torch.library.custom_op("pycute::attention_varlen", mutates_args=(),
+                         schema="(Tensor q, Tensor k, Tensor v, Tensor cu_seqlens_q, Tensor cu_seqlens_k, "
+                                "int max_seqlen_q, int max_seqlen_k, bool causal=False, float? scale=None) -> "
+                                "(Tensor, Tensor)")
+def _varlen_op(q: Any, k: Any, v: Any, cu_q: Any, cu_k: Any, max_q: int, max_k: int, causal: bool = False,
+               scale: float | None = None) -> tuple[Any, Any]:
+    if q.is_cuda:
+        return _varlen_cuda(q, k, v, cu_q, cu_k, max_q, max_k, causal, scale)
+    if q.device.type == "cpu":
+        return _varlen_cpu(q, k, v, cu_q, cu_k, max_q, max_k, causal, scale)
+    raise LaunchError(f"attention_varlen: no implementation on {q.device}")
+
+
+@_varlen_op.register_fake
+def _varlen_fake(q: Any, k: Any, v: Any, cu_q: Any, cu_k: Any, max_q: int, max_k: int, causal: bool = False,
+                 scale: float | None = None) -> tuple[Any, Any]:
+    problem, _ = _check_varlen(q, k, v, cu_q, cu_k, max_q, max_k)
+    return q.new_empty(tuple(q.shape)), q.new_empty((problem.heads, q.shape[0]), dtype=torch.float32)
+
+
+def attention_varlen(q: Any, k: Any, v: Any, cu_seqlens_q: Any, cu_seqlens_k: Any, max_seqlen_q: int,
+                     max_seqlen_k: int, causal: bool = False, scale: float | None = None) -> tuple[Any, Any]:
+    """Attention over packed sequences of different lengths: ``q`` ``(total_q, heads, head_dim)``, ``k`` and ``v``
+    ``(total_k, kv_heads, head_dim)``, sequence ``b`` the rows ``[cu_seqlens_q[b], cu_seqlens_q[b + 1])`` of q (of
+    k and v: ``cu_seqlens_k``), int32 offsets on q's device, ``max_seqlen_q`` / ``_k`` the longest sequences'
+    lengths (host ints, as FlashAttention takes them). Each sequence attends to its own keys only (causal: aligned
+    at its own bottom right), nothing is read or written outside a sequence (the maps are pointed at each sequence
+    on the device). O is ``(total_q, heads, head_dim)``, the log-sum-exp ``(heads, total_q)`` f32."""
+    if not isinstance(q, torch.Tensor):
+        raise TypeError(f"attention_varlen: q is a torch tensor, got {type(q).__name__}")
+    if type(q) is torch.Tensor and q.is_cuda and not torch.compiler.is_compiling():
+        with torch.cuda.device(q.device):
+            return _varlen_cuda(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, causal, scale)
+    return torch.ops.pycute.attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, causal,
+                                             scale)

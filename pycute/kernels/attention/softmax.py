@@ -71,11 +71,11 @@ class OnlineSoftmax:
     def _mask(self) -> list[str]:
         return ["// Scores past each query's last key (past seqlen_k, or past the causal diagonal) become -inf.",
                 "__device__ __forceinline__ void attn_mask(attn_registers& r, unsigned t, const attn_tile& tile, "
-                "unsigned warpgroup, int n, int seqlen_q, int seqlen_k) {",
+                "unsigned warpgroup, int n) {",
                 "  pycute_wgmma_fence_operand(r.s);          // S's reads and writes after the wait that landed it",
                 f"  const int row0 = attn_first_row(tile, warpgroup), col0 = n * {self.block_n};",
                 "  s_for_each(t, [&](int v, int row, int col) {",
-                "    if (col0 + col > attn_last_key(row0 + row, seqlen_q, seqlen_k)) r.s[v] = -attn_inf();",
+                "    if (col0 + col > attn_last_key(row0 + row, tile.seqlen_q, tile.seqlen_k)) r.s[v] = -attn_inf();",
                 "  });", "}"]
 
     def _finish(self) -> list[str]:
@@ -85,7 +85,7 @@ class OnlineSoftmax:
                "// log-sum-exp of each row below seqlen_q (natural log of the scaled scores; -inf for no key), written",
                "// by the lane whose columns start at 0.",
                "__device__ __forceinline__ void attn_finish(attn_registers& r, float* lse, unsigned t, "
-               "const attn_tile& tile, unsigned warpgroup, int seqlen_q, int heads, float scale_log2) {",
+               "const attn_tile& tile, unsigned warpgroup, float scale_log2) {",
                "  pycute_wgmma_fence_operand(r.o);",
                "  s_row_allreduce_sum(r.sum);",
                "  float inv[s_row_slots];",
@@ -93,11 +93,11 @@ class OnlineSoftmax:
                "  for (int i = 0; i < s_row_slots; ++i) inv[i] = r.sum[i] > 0.f ? 1.f / r.sum[i] : 0.f;",
                "#pragma unroll", "  for (int v = 0; v < o_values; ++v) r.o[v] *= inv[o_row_slot(v)];",
                "  if (s_col_thread(t) != 0) return;",
-               "  float* out = attn_lse_row(lse, tile, seqlen_q, heads);",
+               "  float* out = attn_lse_row(lse, tile);",
                "  const int row = attn_first_row(tile, warpgroup) + s_row_thread(t);"]
         for i, vs in enumerate(s.slots("row")):
             off = int(s.value_row[vs[0]])
-            out += [f"  if (row + {off} < seqlen_q)",
+            out += [f"  if (row + {off} < tile.seqlen_q)",
                     f"    out[row + {off}] = r.sum[{i}] > 0.f ? (r.max[{i}] * scale_log2 + log2f(r.sum[{i}])) * {_LN2} "
                     f": -attn_inf();"]
         return out + ["}"]

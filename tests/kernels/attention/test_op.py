@@ -11,7 +11,7 @@ import pytest
 import pycute as pc
 
 torch = pytest.importorskip("torch")
-from pycute.kernels.attention import attention  # noqa: E402
+from pycute.kernels.attention import attention, attention_varlen  # noqa: E402
 from pycute.kernels.attention.reference import attention_reference, tolerance  # noqa: E402
 
 
@@ -40,16 +40,43 @@ def test_the_fake_implementation_gives_the_outputs_shapes():
 
 def test_opcheck_passes():
     q, k, v = tensors((1, 16, 1, 64), (1, 16, 1, 64))
-    torch.library.opcheck(torch.ops.pycute.attention.default, (q, k, v, False, None),
+    torch.library.opcheck(torch.ops.pycute.attention.default, (q, k, v, True, None),
                           test_utils=("test_schema", "test_faketensor"))
 
 
 def test_torch_compile_traces_the_op_in_one_graph():
     q, k, v = tensors((1, 16, 1, 64), (1, 16, 1, 64), seed=3)
-    fn = torch.compile(lambda q, k, v: attention(q, k, v)[0].float().relu(), fullgraph=True,
+    fn = torch.compile(lambda q, k, v: attention(q, k, v, causal=True)[0].float().relu(), fullgraph=True,
                        backend="aot_eager")
-    want = attention_reference(q.double().numpy(), k.double().numpy(), v.double().numpy(), 1 / math.sqrt(64), False)[0]
+    want = attention_reference(q.double().numpy(), k.double().numpy(), v.double().numpy(), 1 / math.sqrt(64), True)[0]
     assert np.abs(fn(q, k, v).numpy() - np.maximum(want, 0)).max() <= tolerance("bf16") * v.abs().max().item()
+
+
+def test_the_varlen_op_gives_each_sequences_reference():
+    q, k, v = tensors((50, 2, 64), (60, 1, 64), seed=7)
+    cu_q, cu_k = torch.tensor([0, 20, 50], dtype=torch.int32), torch.tensor([0, 40, 60], dtype=torch.int32)
+    o, lse = attention_varlen(q, k, v, cu_q, cu_k, 30, 40, causal=True, scale=0.125)
+    assert o.shape == q.shape and lse.shape == (2, 50)
+    for b in range(2):
+        rows, keys = slice(int(cu_q[b]), int(cu_q[b + 1])), slice(int(cu_k[b]), int(cu_k[b + 1]))
+        want_o, want_lse = attention_reference(*(x[None, s].double().numpy() for x, s in ((q, rows), (k, keys),
+                                                                                           (v, keys))), 0.125, True)
+        assert np.abs(o[rows].double().numpy() - want_o[0]).max() <= tolerance("bf16") * v.abs().max().item()
+        got, seen = lse[:, rows].numpy(), np.isfinite(want_lse[0])
+        assert (got[~seen] == -np.inf).all() and np.abs(got[seen] - want_lse[0][seen]).max() <= 1e-5
+    with torch._subclasses.fake_tensor.FakeTensorMode() as mode:
+        fo, flse = torch.ops.pycute.attention_varlen(*(mode.from_tensor(t) for t in (q, k, v, cu_q, cu_k)), 30, 40,
+                                                     True, 0.125)
+    assert fo.shape == o.shape and flse.shape == lse.shape
+
+
+def test_bad_offsets_are_refused_naming_them():
+    q, k, v = tensors((50, 2, 64), (60, 1, 64))
+    with pytest.raises(pc.LaunchError, match=r"cu_seqlens_q and cu_seqlens_k are int32 \(batch \+ 1\) offsets"):
+        attention_varlen(q, k, v, torch.tensor([0, 50]), torch.tensor([0, 60]), 50, 60)
+    with pytest.raises(pc.LaunchError, match=r"max_seqlen_q and max_seqlen_k are the longest sequences' lengths"):
+        attention_varlen(q, k, v, torch.tensor([0, 50], dtype=torch.int32), torch.tensor([0, 60], dtype=torch.int32),
+                         0, 60)
 
 
 @pytest.mark.parametrize("q, kv, dtypes, error", [

@@ -41,27 +41,58 @@ def test_a_causal_schedule_takes_the_query_blocks_from_the_last_one():
     assert [AttentionTiles(128, 128, False).query_block(m, 4) for m in range(4)] == [0, 1, 2, 3]
 
 
-@pytest.mark.parametrize("causal", [False, True])
-def test_the_device_functions_give_the_python_models_tiles(causal):
-    tiles, sched = AttentionTiles(128, 64, causal), make_tile_scheduler(None, raster="n", swizzle=1)
-    seqlen_q, seqlen_k, batch, heads, group = 300, 200, 2, 4, 2
-    units = -(-seqlen_q // 128) * batch * heads
+def run_tiles(tiles, seqlen_q, seqlen_k, batch, heads, group, cu_q=None, cu_k=None) -> np.ndarray:
+    """Every work unit the generated functions give (``attn_first`` / ``attn_next``), as rows (work, m, h, kv_h,
+    seq, b, q0, seqlen_q, seqlen_k, end, mask_from, lse0, first row of warpgroup 1)."""
+    sched = make_tile_scheduler(None, raster="n", swizzle=1)
     source = sched.cuda() + tiles.cuda() + f"""
-extern "C" __global__ void tiles(int* out) {{
-  for (unsigned w = 0; w < attn_units({seqlen_q}, {batch}, {heads}); ++w) {{
-    const attn_tile t = attn_tile_at(w, {seqlen_q}, {seqlen_k}, {batch}, {heads}, {group});
-    int* o = out + 7 * w;
-    o[0] = t.m; o[1] = t.h; o[2] = t.kv_h; o[3] = t.b; o[4] = t.end; o[5] = t.mask_from;
-    o[6] = attn_first_row(t, 1u);
+extern "C" __global__ void tiles(int* out, const int* cu_q, const int* cu_k) {{
+  const attn_problem pr = attn_problem_of({seqlen_q}, {seqlen_k}, {heads}, {group}, {batch}, cu_q, cu_k);
+  int n = 0;
+  for (unsigned w = attn_first(pr); w < pr.units; w = attn_next(w, pr), ++n) {{
+    const attn_tile t = attn_tile_at(w, pr);
+    int* o = out + 13 * n;
+    o[0] = (int)w; o[1] = t.m; o[2] = t.h; o[3] = t.kv_h; o[4] = t.seq; o[5] = t.b; o[6] = t.q0; o[7] = t.seqlen_q;
+    o[8] = t.seqlen_k; o[9] = t.end; o[10] = t.mask_from; o[11] = (int)t.lse0; o[12] = attn_first_row(t, 1u);
   }}
+  out[13 * n] = -1;
 }}
 """
-    out = np.full(7 * units, -7, dtype=np.int32)
-    run_kernel(compile_cuda(source, arch="sm_90a"), "tiles", block=1, args=[out])
+    out = np.full(13 * 200, -7, dtype=np.int32)
+    args = [out, np.asarray(cu_q if cu_q is not None else [0], np.int32), np.asarray(cu_k if cu_k is not None else [0],
+                                                                                    np.int32)]
+    run_kernel(compile_cuda(source, arch="sm_90a"), "tiles", block=1, args=args)
+    rows = out.reshape(-1, 13)
+    return rows[:np.argmax(rows[:, 0] == -1)]
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_the_device_functions_give_the_python_models_tiles(causal):
+    tiles = AttentionTiles(128, 64, causal)
+    seqlen_q, seqlen_k, batch, heads, group = 300, 200, 2, 4, 2
     want = []
-    for w in range(units):
-        m, n = w % 3, w // 3                                   # the scheduler's order: a head's query blocks in turn
-        b = tiles.blocks(tiles.query_block(m, 3), seqlen_q, seqlen_k)
-        want.append([tiles.query_block(m, 3), n % heads, n % heads // group, n // heads, b.end, b.mask_from,
-                     tiles.query_block(m, 3) * 128 + 64])
-    assert out.reshape(units, 7).tolist() == want
+    for w in range(3 * batch * heads):
+        m, n = tiles.query_block(w % 3, 3), w // 3                 # the scheduler's order: a head's query blocks
+        b = tiles.blocks(m, seqlen_q, seqlen_k)
+        seq, h = n // heads, n % heads
+        want.append([w, m, h, h // group, seq, seq, 0, seqlen_q, seqlen_k, b.end, b.mask_from,
+                     (seq * heads + h) * seqlen_q, m * 128 + 64])
+    assert run_tiles(tiles, seqlen_q, seqlen_k, batch, heads, group).tolist() == want
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_packed_sequences_take_their_own_lengths_and_skip_the_query_blocks_past_them(causal):
+    tiles = AttentionTiles(64, 64, causal, varlen=True)
+    cu_q, cu_k = [0, 70, 100, 230], [0, 50, 150, 160]             # lengths q (70, 30, 130), k (50, 100, 10)
+    heads, group = 2, 2
+    want = []
+    for w in range(3 * 3 * heads):                                 # 3 query blocks of the longest, 3 sequences
+        m, n = tiles.query_block(w % 3, 3), w // 3
+        seq, h = n // heads, n % heads
+        sq, sk = cu_q[seq + 1] - cu_q[seq], cu_k[seq + 1] - cu_k[seq]
+        if m * 64 >= sq:
+            continue                                               # past its sequence: no work
+        b = tiles.blocks(m, sq, sk)
+        want.append([w, m, h, h // group, seq, 0, cu_q[seq], sq, sk, b.end, b.mask_from, h * 230 + cu_q[seq],
+                     m * 64 + 64])
+    assert run_tiles(tiles, 130, 100, 3, heads, group, cu_q, cu_k).tolist() == want

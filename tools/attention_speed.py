@@ -8,7 +8,8 @@ TFLOP/s as FlashAttention-3 counts them: 4 b s^2 h d, halved for causal. Docs: d
 
 1. ``check``: every configuration timed, first run on small problems that take every path (ragged lengths, grouped
    query heads, causal with more queries than keys) against the float64 reference, O and the log-sum-exp, O
-   poisoned with NaN before: one child process per configuration (a fault or a hang loses one configuration).
+   poisoned with NaN before; and the packed-sequence kernels on sequences of different lengths whose tensors hold
+   NaN past the last one: all in one child process, then any configuration it did not report alone.
 2. ``time``: per (head dim, causal) one child: per seqlen the inputs, then each contender run once and checked
    against the float64 reference on 64 sampled query rows of every (batch, head) (pycute's O poisoned with NaN
    before), then timed (``triton.testing.do_bench_cudagraph``, median) in interleaved rounds.
@@ -39,6 +40,16 @@ LSE_TOLERANCE = 1e-3        # the log-sum-exp through ex2.approx and f32 sums
 #: The small problems every configuration is checked on: (batch, seqlen_q, seqlen_k, heads, kv_heads, causal).
 CHECKS = ((2, 1000, 777, 8, 2, False), (2, 1000, 777, 8, 2, True), (1, 700, 300, 4, 1, True),
           (1, 1536, 1536, 4, 4, False))
+
+
+#: Packed sequences every varlen configuration is checked on: (cu_seqlens_q, cu_seqlens_k, heads, kv_heads).
+VARLEN_CHECKS = (([0, 1000, 1017, 1777, 3000], [0, 777, 1800, 1900, 2600], 8, 2),)
+
+
+def varlen_configs() -> list:
+    """The packed-sequence kernels checked (each head dim's first guess, causal and not)."""
+    from pycute.kernels.attention.config import AttentionConfig
+    return [AttentionConfig.choose(d, causal, varlen=True) for d in (64, 128, 256) for causal in (False, True)]
 
 
 def variants(head_dim: int, causal: bool, dtype: str = "bf16") -> list:
@@ -113,11 +124,48 @@ def _inputs(batch: int, sq: int, sk: int, heads: int, kv_heads: int, d: int, dty
                  for s, h in ((sq, heads), (sk, kv_heads), (sk, kv_heads)))
 
 
+def _check_varlen(config) -> list[dict]:
+    """``config`` (packed sequences) on ``VARLEN_CHECKS``, each sequence against its float64 reference; the
+    packed tensors hold NaN past the last sequence, which reaches O only if a load reads past a sequence."""
+    import torch
+    from pycute.kernels.attention.op import launch_varlen
+    from pycute.kernels.attention.reference import tolerance
+    rows = []
+    for cu_q, cu_k, heads, kv_heads in VARLEN_CHECKS:
+        q, k, v = _inputs(1, cu_q[-1] + 64, cu_k[-1] + 64, heads, kv_heads, config.head_dim, config.dtype, seed=7)
+        for x, n in ((q, cu_q[-1]), (k, cu_k[-1]), (v, cu_k[-1])):
+            x[0, n:] = math.nan
+        q, k, v = q[0], k[0], v[0]
+        o, lse = torch.full_like(q, math.nan), torch.full((heads, q.shape[0]), math.nan, device="cuda")
+        scale = 1 / math.sqrt(config.head_dim)
+        offsets = [torch.tensor(c, dtype=torch.int32, device="cuda") for c in (cu_q, cu_k)]
+        lengths = [max(b - a for a, b in zip(c, c[1:])) for c in (cu_q, cu_k)]
+        launch_varlen(config, q, k, v, *offsets, *lengths, o, lse, scale)
+        torch.cuda.synchronize()
+        worst = {"err": 0.0, "nan": 0, "lse_err": 0.0, "lse_unseen_ok": True}
+        for b in range(len(cu_q) - 1):
+            rows_b, keys = slice(cu_q[b], cu_q[b + 1]), slice(cu_k[b], cu_k[b + 1])
+            want_o, want_lse = _reference_rows(q[None, rows_b], k[None, keys], v[None, keys], scale, config.causal,
+                                               torch.arange(cu_q[b + 1] - cu_q[b], device="cuda"))
+            e = _errors(o[None, rows_b], lse[None, :, rows_b], want_o, want_lse, v[None, :cu_k[-1]])
+            worst = {"err": max(worst["err"], e["err"]), "nan": worst["nan"] + e["nan"],
+                     "lse_err": max(worst["lse_err"], e["lse_err"]),
+                     "lse_unseen_ok": worst["lse_unseen_ok"] and e["lse_unseen_ok"]}
+        ok = worst["nan"] == 0 and worst["err"] <= tolerance(config.dtype) and worst["lse_err"] <= LSE_TOLERANCE \
+            and worst["lse_unseen_ok"]
+        rows.append({"case": ["varlen", cu_q, cu_k, heads, kv_heads], **worst, "ok": ok})
+    return rows
+
+
 def one_check(config) -> dict:
     """``config`` on the small problems, against the float64 reference."""
     import torch
     from pycute.kernels.attention.op import launch
     from pycute.kernels.attention.reference import tolerance
+    if config.varlen:
+        rows = _check_varlen(config)
+        return {"kind": "check", "config": config.name, "settings": json.loads(config_text(config)), "cases": rows,
+                "ok": all(r["ok"] for r in rows), "device": torch.cuda.get_device_name()}
     rows = []
     for case in CHECKS:
         batch, sq, sk, heads, kv_heads, causal = case
@@ -246,7 +294,8 @@ def dry_run(head_dims: tuple[int, ...], first: bool) -> list[dict]:
     from pycute.kernels.attention.op import cpu_config
     from pycute.kernels.attention.reference import attention_reference, bf16_bits, from_bits, tolerance
     texts = sorted({config_text(c) for d, causal, _, dtype in plan(False) if d in head_dims
-                    for c in variants(d, causal, dtype)[:1 if first else None]})
+                    for c in variants(d, causal, dtype)[:1 if first else None]}
+                   | {config_text(c) for c in varlen_configs() if c.head_dim in head_dims and not first})
     with ProcessPoolExecutor(4) as pool:
         rows = list(pool.map(build, texts))
     for d in head_dims:
@@ -369,7 +418,7 @@ def main(argv: list[str]) -> int:
         else:
             groups = plan(a.quick)
             configs = list({config_text(c): c for d, causal, _, dtype in groups
-                            for c in variants(d, causal, dtype)}.values())
+                            for c in variants(d, causal, dtype)}.values()) + varlen_configs()
             with ProcessPoolExecutor(8) as pool:
                 out.extend(pool.map(build, [config_text(c) for c in configs]))
             out.extend(checks(configs))

@@ -13,13 +13,13 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1)
 attention(const __grid_constant__ pycute_tensor_map map_q, const __grid_constant__ pycute_tensor_map map_k,
           const __grid_constant__ pycute_tensor_map map_v, const __grid_constant__ pycute_tensor_map map_o,
           float* lse, const int* cu_seqlens_q, const int* cu_seqlens_k, const void* q, const void* k, const void* v,
-          void* o, pycute_tensor_map* maps, int seqlen_q, int seqlen_k, int heads, int group, int batch,
+          void* o, pycute_tensor_map* maps, int seqlen_q, int seqlen_k, int heads, int group, int batch, int total_q,
           float scale_log2) {
   extern __shared__ unsigned char raw[];
   __shared__ attn_barrier_array bars;
   const unsigned smem = attn_buffer(raw), wg = pycute_warpgroup_index();
   const attn_barriers b = attn_barriers_at(bars);
-  const attn_problem pr = attn_problem_of(seqlen_q, seqlen_k, heads, group, batch, cu_seqlens_q, cu_seqlens_k);
+  const attn_problem pr = attn_problem_of(seqlen_q, seqlen_k, heads, group, batch, total_q, cu_seqlens_q, cu_seqlens_k);
   const attn_maps m = attn_maps_of(&map_q, &map_k, &map_v, &map_o, q, k, v, o, maps);
   if (threadIdx.x == 0) attn_init(b);
   __syncthreads();

@@ -41,7 +41,7 @@ def run_on_cpu(config: AttentionConfig, q: np.ndarray, k: np.ndarray, v: np.ndar
     run_kernel(config.compile(), ENTRY, grid=grid, block=config.threads, smem=config.smem_bytes,
                args=[tensor_map(mq, np.ascontiguousarray(q)), tensor_map(mk, np.ascontiguousarray(k)),
                      tensor_map(mv, np.ascontiguousarray(v)), tensor_map(mo, o), lse, *DENSE, sq, sk, heads,
-                     heads // kv_heads, batch, scale * math.log2(math.e)],
+                     heads // kv_heads, batch, 0, scale * math.log2(math.e)],
                barriers={"bars": names})
     return o, lse
 
@@ -63,6 +63,6 @@ def run_varlen_on_cpu(config: AttentionConfig, q: np.ndarray, k: np.ndarray, v: 
     run_kernel(config.compile(), ENTRY, grid=grid, block=config.threads, smem=config.smem_bytes,
                args=[*(tensor_map(m, x) for m, x in zip(maps, (q, k, v, o))), lse, np.asarray(cu_q, np.int32),
                      np.asarray(cu_k, np.int32), q, k, v, o, np.zeros(grid * MAP_SET_BYTES, np.uint8),
-                     int(lengths_q.max()), int(lengths_k.max()), heads, heads // kv_heads, len(cu_q) - 1,
+                     int(lengths_q.max()), int(lengths_k.max()), heads, heads // kv_heads, len(cu_q) - 1, total_q,
                      scale * math.log2(math.e)])
     return o, lse

@@ -147,7 +147,7 @@ def launch(config: AttentionConfig, q: Any, k: Any, v: Any, o: Any, lse: Any, sc
     call = call_for(config, problem)
     device, p = q.device.index, problem
     Launcher.of(config, device)(min(call.units, _sm_count(device)), *call.encode((q, k, v, o)), lse.data_ptr(),
-                                *_DENSE, p.seqlen_q, p.seqlen_k, p.heads, p.group, p.batch,
+                                *_DENSE, p.seqlen_q, p.seqlen_k, p.heads, p.group, p.batch, 0,
                                 _scale(scale, q.shape[3]) * _LOG2E)
 
 
@@ -180,7 +180,7 @@ def _attention_cpu(q: Any, k: Any, v: Any, causal: bool, scale: float | None) ->
     shape = config.launch_shape
     run_kernel(config.compile(), shape.entry, grid=min(call.units, _CPU_CTAS), block=shape.threads,
                smem=shape.smem_bytes, args=[*maps, lse, *_DENSE, p.seqlen_q, p.seqlen_k, p.heads, p.group,
-                                            p.batch, _scale(scale, q.shape[3]) * _LOG2E])
+                                            p.batch, 0, _scale(scale, q.shape[3]) * _LOG2E])
     return from_bits(o, q.dtype), torch.from_numpy(lse)
 
 
@@ -260,7 +260,7 @@ def launch_varlen(config: AttentionConfig, q: Any, k: Any, v: Any, cu_q: Any, cu
     maps = torch.empty(grid * MAP_SET_BYTES, dtype=torch.uint8, device=q.device)
     Launcher.of(config, device)(grid, *call.encode((q, k, v, o)), lse.data_ptr(), cu_q.data_ptr(), cu_k.data_ptr(),
                                 q.data_ptr(), k.data_ptr(), v.data_ptr(), o.data_ptr(), maps.data_ptr(), max_q,
-                                max_k, p.heads, p.group, batch, _scale(scale, q.shape[2]) * _LOG2E)
+                                max_k, p.heads, p.group, batch, q.shape[0], _scale(scale, q.shape[2]) * _LOG2E)
 
 
 def _varlen_cuda(q: Any, k: Any, v: Any, cu_q: Any, cu_k: Any, max_q: int, max_k: int, causal: bool,

@@ -41,13 +41,13 @@ def test_a_causal_schedule_takes_the_query_blocks_from_the_last_one():
     assert [AttentionTiles(128, 128, False).query_block(m, 4) for m in range(4)] == [0, 1, 2, 3]
 
 
-def run_tiles(tiles, seqlen_q, seqlen_k, batch, heads, group, cu_q=None, cu_k=None) -> np.ndarray:
+def run_tiles(tiles, seqlen_q, seqlen_k, batch, heads, group, cu_q=None, cu_k=None, total_q=0) -> np.ndarray:
     """Every work unit the generated functions give (``attn_first`` / ``attn_next``), as rows (work, m, h, kv_h,
     seq, b, q0, seqlen_q, seqlen_k, end, mask_from, lse0, first row of warpgroup 1)."""
     sched = make_tile_scheduler(None, raster="n", swizzle=1)
     source = sched.cuda() + tiles.cuda() + f"""
 extern "C" __global__ void tiles(int* out, const int* cu_q, const int* cu_k) {{
-  const attn_problem pr = attn_problem_of({seqlen_q}, {seqlen_k}, {heads}, {group}, {batch}, cu_q, cu_k);
+  const attn_problem pr = attn_problem_of({seqlen_q}, {seqlen_k}, {heads}, {group}, {batch}, {total_q}, cu_q, cu_k);
   int n = 0;
   for (unsigned w = attn_first(pr); w < pr.units; w = attn_next(w, pr), ++n) {{
     const attn_tile t = attn_tile_at(w, pr);
@@ -95,4 +95,4 @@ def test_packed_sequences_take_their_own_lengths_and_skip_the_query_blocks_past_
         b = tiles.blocks(m, sq, sk)
         want.append([w, m, h, h // group, seq, 0, cu_q[seq], sq, sk, b.end, b.mask_from, h * 230 + cu_q[seq],
                      m * 64 + 64])
-    assert run_tiles(tiles, 130, 100, 3, heads, group, cu_q, cu_k).tolist() == want
+    assert run_tiles(tiles, 130, 100, 3, heads, group, cu_q, cu_k, total_q=230).tolist() == want

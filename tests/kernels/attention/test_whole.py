@@ -80,4 +80,4 @@ def test_a_k_stage_released_before_its_s_has_landed_is_a_race():
                                         r"CTA 0 read and has not released to the writer"):
         run_kernel(compile_cuda(early, arch="sm_90a", options=("-std=c++17",)), ENTRY, block=config.threads,
                    smem=config.smem_bytes, args=[*maps, np.zeros((1, 1, 64), np.float32), *DENSE, 64, 320, 1, 1, 1,
-                                                 1.0])
+                                                 0, 1.0])

@@ -29,10 +29,10 @@ import statistics
 import time
 from concurrent.futures import ProcessPoolExecutor
 
+from perf.gpu_attention import HIDDEN, TOKENS, bench, contenders, errors, inputs, reference_rows
 from tools._common import JsonLines, json_rows, last_json, ncu_path, out_path, parse_ncu, run_child, run_question
 
 QUESTION = "attention_speed"
-TOKENS, HIDDEN = 16384, 2048
 SEQLENS = (512, 1024, 2048, 4096, 8192, 16384)
 ROUNDS = 3
 SAMPLED_ROWS = 64
@@ -85,45 +85,6 @@ def config_text(c) -> str:
 
 
 # ---- on the GPU (child processes) -----------------------------------------------------------------------------
-def _reference_rows(q, k, v, scale: float, causal: bool, rows):
-    """(O, lse) of query ``rows`` of every (batch, head) in float64 on the GPU."""
-    import torch
-    group = q.shape[2] // k.shape[2]
-    qs = q[:, rows].double()                                           # (b, r, h, d)
-    kk = k.double().repeat_interleave(group, dim=2)
-    vv = v.double().repeat_interleave(group, dim=2)
-    s = torch.einsum("brhd,bjhd->bhrj", qs, kk) * scale
-    if causal:
-        seen = torch.arange(k.shape[1], device=q.device)[None, :] <= rows[:, None] + k.shape[1] - q.shape[1]
-        s = s.masked_fill(~seen[None, None], -math.inf)
-    m = s.amax(-1, keepdim=True)
-    m = torch.where(torch.isfinite(m), m, torch.zeros_like(m))
-    p = torch.exp(s - m)
-    total = p.sum(-1, keepdim=True)
-    o = torch.einsum("bhrj,bjhd->brhd", torch.where(total > 0, p / total, torch.zeros_like(p)), vv)
-    lse = torch.where(total[..., 0] > 0, torch.log(total[..., 0]) + m[..., 0], torch.full_like(m[..., 0], -math.inf))
-    return o, lse
-
-
-def _errors(o, lse, want_o, want_lse, v) -> dict:
-    import torch
-    err = float((o.double() - want_o).abs().max() / v.double().abs().max())
-    row = {"err": err, "nan": int(torch.isnan(o).sum())}
-    if lse is not None:
-        seen = torch.isfinite(want_lse)
-        row["lse_err"] = float((lse.double()[seen] - want_lse[seen]).abs().max()) if seen.any() else 0.0
-        row["lse_unseen_ok"] = bool((lse[~seen] == -math.inf).all())
-    return row
-
-
-def _inputs(batch: int, sq: int, sk: int, heads: int, kv_heads: int, d: int, dtype: str, seed: int):
-    import torch
-    g = torch.Generator(device="cuda").manual_seed(seed)
-    t = getattr(torch, {"bf16": "bfloat16", "f16": "float16"}[dtype])
-    return tuple(torch.randn((batch, s, h, d), generator=g, device="cuda").to(t)
-                 for s, h in ((sq, heads), (sk, kv_heads), (sk, kv_heads)))
-
-
 def _check_varlen(config) -> list[dict]:
     """``config`` (packed sequences) on ``VARLEN_CHECKS``, each sequence against its float64 reference; the
     packed tensors hold NaN past the last sequence, which reaches O only if a load reads past a sequence."""
@@ -132,7 +93,7 @@ def _check_varlen(config) -> list[dict]:
     from pycute.kernels.attention.reference import tolerance
     rows = []
     for cu_q, cu_k, heads, kv_heads in VARLEN_CHECKS:
-        q, k, v = _inputs(1, cu_q[-1] + 64, cu_k[-1] + 64, heads, kv_heads, config.head_dim, config.dtype, seed=7)
+        q, k, v = inputs(1, cu_q[-1] + 64, cu_k[-1] + 64, heads, kv_heads, config.head_dim, config.dtype, seed=7)
         for x, n in ((q, cu_q[-1]), (k, cu_k[-1]), (v, cu_k[-1])):
             x[0, n:] = math.nan
         q, k, v = q[0], k[0], v[0]
@@ -145,9 +106,9 @@ def _check_varlen(config) -> list[dict]:
         worst = {"err": 0.0, "nan": 0, "lse_err": 0.0, "lse_unseen_ok": True}
         for b in range(len(cu_q) - 1):
             rows_b, keys = slice(cu_q[b], cu_q[b + 1]), slice(cu_k[b], cu_k[b + 1])
-            want_o, want_lse = _reference_rows(q[None, rows_b], k[None, keys], v[None, keys], scale, config.causal,
+            want_o, want_lse = reference_rows(q[None, rows_b], k[None, keys], v[None, keys], scale, config.causal,
                                                torch.arange(cu_q[b + 1] - cu_q[b], device="cuda"))
-            e = _errors(o[None, rows_b], lse[None, :, rows_b], want_o, want_lse, v[None, :cu_k[-1]])
+            e = errors(o[None, rows_b], lse[None, :, rows_b], want_o, want_lse, v[None, :cu_k[-1]])
             worst = {"err": max(worst["err"], e["err"]), "nan": worst["nan"] + e["nan"],
                      "lse_err": max(worst["lse_err"], e["lse_err"]),
                      "lse_unseen_ok": worst["lse_unseen_ok"] and e["lse_unseen_ok"]}
@@ -171,47 +132,18 @@ def one_check(config) -> dict:
         batch, sq, sk, heads, kv_heads, causal = case
         if causal != config.causal:
             continue
-        q, k, v = _inputs(batch, sq, sk, heads, kv_heads, config.head_dim, config.dtype, seed=sq + sk)
+        q, k, v = inputs(batch, sq, sk, heads, kv_heads, config.head_dim, config.dtype, seed=sq + sk)
         o, lse = torch.full_like(q, math.nan), torch.full((batch, heads, sq), math.nan, device="cuda")
         scale = 1 / math.sqrt(config.head_dim)
         launch(config, q, k, v, o, lse, scale)
         torch.cuda.synchronize()
-        want_o, want_lse = _reference_rows(q, k, v, scale, causal, torch.arange(sq, device="cuda"))
-        e = _errors(o, lse, want_o, want_lse, v)
+        want_o, want_lse = reference_rows(q, k, v, scale, causal, torch.arange(sq, device="cuda"))
+        e = errors(o, lse, want_o, want_lse, v)
         ok = e["nan"] == 0 and e["err"] <= tolerance(config.dtype) and e["lse_err"] <= LSE_TOLERANCE \
             and e["lse_unseen_ok"]
         rows.append({"case": list(case), **e, "ok": ok})
     return {"kind": "check", "config": config.name, "settings": json.loads(config_text(config)), "cases": rows,
             "ok": all(r["ok"] for r in rows), "device": torch.cuda.get_device_name()}
-
-
-def _bench(fn) -> float:
-    import triton
-    try:
-        return float(triton.testing.do_bench_cudagraph(fn, rep=40, return_mode="median"))
-    except Exception:
-        return float(triton.testing.do_bench(fn, warmup=10, rep=40, return_mode="median"))
-
-
-def _contenders(configs, q, k, v, causal: bool, scale: float) -> dict:
-    """name -> (run, outputs) for pycute's configurations and SDPA's backends."""
-    import torch
-    from torch.nn.attention import SDPBackend, sdpa_kernel
-    from pycute.kernels.attention.op import launch
-    out = {}
-    for c in configs:
-        o, lse = torch.empty_like(q), torch.empty((q.shape[0], q.shape[2], q.shape[1]), device="cuda")
-        out[f"pycute {c.name}"] = ((lambda c=c, o=o, lse=lse: launch(c, q, k, v, o, lse, scale)), o, lse)
-    qt, kt, vt = (x.transpose(1, 2).contiguous() for x in (q, k, v))      # SDPA's own (b, h, s, d) layout
-    for name, backend in (("cudnn", SDPBackend.CUDNN_ATTENTION), ("flash", SDPBackend.FLASH_ATTENTION)):
-        holder: dict = {}
-
-        def run(backend=backend, holder=holder):
-            with sdpa_kernel(backend):
-                holder["o"] = torch.nn.functional.scaled_dot_product_attention(qt, kt, vt, is_causal=causal,
-                                                                               scale=scale)
-        out[name] = (run, holder, None)
-    return out
 
 
 def one_time(head_dim: int, causal: bool, seqlens: tuple[int, ...], dtype: str, configs: list) -> list[dict]:
@@ -221,14 +153,14 @@ def one_time(head_dim: int, causal: bool, seqlens: tuple[int, ...], dtype: str, 
     rows = []
     for s in seqlens:
         batch, heads = TOKENS // s, HIDDEN // head_dim
-        q, k, v = _inputs(batch, s, s, heads, heads, head_dim, dtype, seed=s)
+        q, k, v = inputs(batch, s, s, heads, heads, head_dim, dtype, seed=s)
         scale = 1 / math.sqrt(head_dim)
         flops = 4 * batch * s * s * heads * head_dim / (2 if causal else 1)
         sample = torch.randperm(s, device="cuda")[:SAMPLED_ROWS].sort().values
-        want_o, want_lse = _reference_rows(q, k, v, scale, causal, sample)
+        want_o, want_lse = reference_rows(q, k, v, scale, causal, sample)
         shape = {"head_dim": head_dim, "causal": causal, "dtype": dtype, "seqlen": s, "batch": batch, "heads": heads}
         timed = {}
-        for name, (run, out, lse) in _contenders(configs, q, k, v, causal, scale).items():
+        for name, (run, out, lse) in contenders(configs, q, k, v, causal, scale).items():
             row = {"kind": "time", **shape, "contender": name}
             try:
                 if isinstance(out, torch.Tensor):
@@ -237,7 +169,7 @@ def one_time(head_dim: int, causal: bool, seqlens: tuple[int, ...], dtype: str, 
                 run()
                 torch.cuda.synchronize()
                 o = out if isinstance(out, torch.Tensor) else out["o"].transpose(1, 2)
-                row.update(_errors(o[:, sample], None if lse is None else lse[:, :, sample], want_o, want_lse, v))
+                row.update(errors(o[:, sample], None if lse is None else lse[:, :, sample], want_o, want_lse, v))
                 row["ok"] = row["nan"] == 0 and row["err"] <= tolerance(dtype) and row.get("lse_err", 0) <= \
                     LSE_TOLERANCE
                 if row["ok"]:
@@ -248,7 +180,7 @@ def one_time(head_dim: int, causal: bool, seqlens: tuple[int, ...], dtype: str, 
         ms = {name: [] for name in timed}
         for _ in range(ROUNDS):
             for name, run in timed.items():
-                ms[name].append(_bench(run))
+                ms[name].append(bench(run))
         for row in rows:
             if row.get("seqlen") == s and row["contender"] in ms:
                 best, median = min(ms[row["contender"]]), statistics.median(ms[row["contender"]])
@@ -264,8 +196,8 @@ def one_profile(head_dim: int, causal: bool, seqlen: int) -> dict:
     import torch
     from pycute.kernels.attention.config import AttentionConfig
     batch, heads = TOKENS // seqlen, HIDDEN // head_dim
-    q, k, v = _inputs(batch, seqlen, seqlen, heads, heads, head_dim, "bf16", seed=1)
-    runs = _contenders([AttentionConfig.choose(head_dim, causal)], q, k, v, causal, 1 / math.sqrt(head_dim))
+    q, k, v = inputs(batch, seqlen, seqlen, heads, heads, head_dim, "bf16", seed=1)
+    runs = contenders([AttentionConfig.choose(head_dim, causal)], q, k, v, causal, 1 / math.sqrt(head_dim))
     for name in list(runs)[:2]:
         for _ in range(2):
             runs[name][0]()

@@ -91,7 +91,9 @@ class OnlineSoftmax:
                "  float inv[s_row_slots];",
                "#pragma unroll",
                "  for (int i = 0; i < s_row_slots; ++i) inv[i] = r.sum[i] > 0.f ? 1.f / r.sum[i] : 0.f;",
-               "#pragma unroll", "  for (int v = 0; v < o_values; ++v) r.o[v] *= inv[o_row_slot(v)];",
+               "#pragma unroll   // a row that saw no key is 0, whatever its masked products held",
+               "  for (int v = 0; v < o_values; ++v) r.o[v] = inv[o_row_slot(v)] > 0.f ? r.o[v] * inv[o_row_slot(v)] "
+               ": 0.f;",
                "  if (s_col_thread(t) != 0) return;",
                "  float* out = attn_lse_row(lse, tile);",
                "  const int row = attn_first_row(tile, warpgroup) + s_row_thread(t);"]

@@ -218,7 +218,7 @@ def build(text: str) -> dict:
             "serialised": any("C7515" in line or "C7512" in line for line in k.log.splitlines())}
 
 
-def dry_run(head_dims: tuple[int, ...], first: bool) -> list[dict]:
+def dry_run(head_dims: tuple[int, ...], first: bool, cpu: bool = True) -> list[dict]:
     """What the CPU can do of a GPU run: every configuration built, and each head dim's kernel built for one consumer
     warpgroup (the torch op's CPU path) run whole on a small causal grouped-query problem against the reference."""
     import numpy as np
@@ -230,7 +230,7 @@ def dry_run(head_dims: tuple[int, ...], first: bool) -> list[dict]:
                    | {config_text(c) for c in varlen_configs() if c.head_dim in head_dims and not first})
     with ProcessPoolExecutor(4) as pool:
         rows = list(pool.map(build, texts))
-    for d in head_dims:
+    for d in head_dims if cpu else ():
         config = cpu_config(d, True, "bf16")
         rng = np.random.default_rng(d)
         q, k, v = (bf16_bits(rng.standard_normal((1, n, h, d))) for n, h in ((80, 2), (70, 1), (70, 1)))
@@ -326,6 +326,7 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--dry", action="store_true", help="no GPU: build every configuration, run small problems whole")
     ap.add_argument("--only", default="d64,d128,d256", help="head dims of the dry run (d64,d128,d256)")
     ap.add_argument("--first", action="store_true", help="the dry run builds only the first guesses")
+    ap.add_argument("--no-cpu", action="store_true", help="the dry run only builds (no problem run on the CPU)")
     ap.add_argument("--one", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
     a = ap.parse_args(argv)
     if a.one:
@@ -344,7 +345,7 @@ def main(argv: list[str]) -> int:
     path = out_path(QUESTION, a.out)
     with JsonLines(path) as out:
         if a.dry:
-            out.extend(dry_run(tuple(int(d.strip().lstrip("d")) for d in a.only.split(",")), a.first))
+            out.extend(dry_run(tuple(int(d.strip().lstrip("d")) for d in a.only.split(",")), a.first, not a.no_cpu))
         elif a.profile:
             out.extend(profile(path.parent))
         else:

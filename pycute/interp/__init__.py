@@ -11,7 +11,8 @@ address spaces and the race checks, ``sync`` / ``warp`` / ``asyncops`` / ``tenso
 ``scheduler`` runs the threads and ``launch`` binds a launch's arguments.
 """
 from .stream import GENERIC_SHARED_WINDOW, ISSUE_DECODERS, probe_stream, run_entry, trace_entry
-from .launch import KernelRun, ScheduleError, StructArg, TensorMapArg, run_kernel, tensor_map
+from .schedules import ScheduleError
+from .launch import KernelRun, StructArg, TensorMapArg, run_kernel, tensor_map
 from .report import DeadlockError
 from .shadow import RaceError
 from .sync import BarrierConflictError, BarrierError

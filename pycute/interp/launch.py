@@ -1,9 +1,6 @@
 """``run_kernel``: a compiled kernel run on the CPU, every CTA and thread of a small grid (docs/interpreter.md).
-
-Arguments bind as a launch's would: a numpy array to a pointer parameter (the kernel reads and writes it in place),
-``tensor_map(plan, array)`` to a tensor-map parameter (by pointer or ``__grid_constant__``), Python numbers to
-scalar parameters, given in order or by the kernel's C parameter names (read from ``Compiled.source``).
-"""
+Arguments bind as a launch's would (arrays to pointers, written in place; ``tensor_map(plan, array)`` to tensor
+maps; numbers to scalars), in order or by the kernel's C parameter names (read from ``Compiled.source``)."""
 from __future__ import annotations
 
 import functools
@@ -26,12 +23,11 @@ from .front import Entry, Module, Param, Variable, demangle, parse_entry
 from .memory import TENSOR_MAP_MAGIC as _MAGIC, GlobalMemory
 from .operands import MASK
 from .params import StructArg
-from .schedules import ScheduleError, run_schedules
+from .schedules import run_schedules
 from .scheduler import UNLAUNCHED, Cluster, Cta, Thread, World, run
 from .warp import Warp
 
-__all__ = ["run_kernel", "KernelRun", "TensorMapArg", "tensor_map", "StructArg", "SHARED_START", "MAX_SHARED",
-           "ScheduleError"]
+__all__ = ["run_kernel", "KernelRun", "TensorMapArg", "tensor_map", "StructArg", "SHARED_START", "MAX_SHARED"]
 
 #: The shared-window address of a CTA's first variable: the model leaves the first KiB unused, so that no variable
 #: sits at address 0 (CUDA reserves 1 KiB of shared memory per block, cudaDevAttrReservedSharedMemoryPerBlock).

@@ -104,7 +104,7 @@ class Cta(MemoryMixin, SyncMixin, WarpMixin, AsyncMixin, TensorMixin, WarpgroupM
         self.threads: list[Thread] = []
         self.warps: list[Warp] = []
         self.bars: dict = {}
-        self.bar_groups: dict = {}                     # (barrier id, count) -> the last phase's warps, clock, lines
+        self.bar_last: dict = {}                       # barrier id -> its last phase's clock, warps, PTX lines
         self.mbarriers: dict = {}
         self.elected: dict = {}
         self.live = 0

@@ -28,10 +28,10 @@ class BarrierError(EmulationError):
 
 
 class BarrierConflictError(BarrierError):
-    """One named barrier id (with one thread count) used by two groups of warps whose arrivals can mix: a phase
-    completed by warps of both, or two groups' phases not ordered by any synchronisation -- on the GPU the first
-    ``count`` threads to arrive complete a phase, whichever group they belong to. The message names the barrier, the
-    warps, the count and the PTX lines."""
+    """A named barrier whose arrivals can mix across its phases: an arrival (with a thread count) that nothing
+    orders after the barrier's previous phase -- on the GPU the first ``count`` threads to arrive complete a phase,
+    whichever warps they belong to, so two groups sharing one id meet. The message names the barrier, the count,
+    the warps and the PTX lines."""
 
 
 class Mbarrier:
@@ -106,7 +106,7 @@ class NamedBarrier:
         self.values: list = []
         self.warps: set[int] = set()                    # the warps whose threads arrived in this phase
         self.lines: set[int] = set()                    # and the PTX lines they arrived at
-        self.first: np.ndarray | None = None             # the first arrival's clock
+        self.unordered: dict[int, int] = {}             # warps not ordered after the previous phase: their line
 
     def describe(self, cta) -> str:
         want = self.expected if self.expected is not None else cta.live
@@ -154,8 +154,11 @@ class SyncMixin(CtaBase):
                 raise EmulationError(f"barrier {index} of {self.name}: this arrival expects {count} threads, "
                                      f"earlier ones {bar.expected if bar.expected is not None else 'all'}")
             bar.expected = count
+        last = self.bar_last.get(index)
+        if count is not None and last is not None and not bool(np.all(th.vc >= last[0])):
+            bar.unordered.setdefault(th.warp, line)     # it could complete the previous phase on the GPU
         if bar.acc is None:
-            bar.acc, bar.first = th.vc.copy(), th.vc.copy()
+            bar.acc = th.vc.copy()
         else:
             np.maximum(bar.acc, th.vc, out=bar.acc)
         th.tick()
@@ -164,30 +167,23 @@ class SyncMixin(CtaBase):
         bar.lines.add(line)
         return bar
 
-    def _check_group(self, bar: NamedBarrier) -> None:
-        """A phase of ``bar`` with an explicit count completed: its warps against the last phase's of that id and
-        count (BarrierConflictError when the groups can mix; docs/interpreter.md, "Named barriers")."""
-        if bar.expected is None:
+    def _check_order(self, bar: NamedBarrier) -> None:
+        """A phase of ``bar`` completed: every arrival with an explicit count must have been ordered (happens-before)
+        after the barrier's previous phase completed, else on the GPU it could have completed that phase instead
+        (BarrierConflictError; docs/interpreter.md, "Named barriers shared by two groups")."""
+        last = self.bar_last.get(bar.index)
+        self.bar_last[bar.index] = (bar.acc, frozenset(bar.warps), frozenset(bar.lines))
+        if not bar.unordered or last is None:
             return
-        key = (bar.index, bar.expected)
-        last = self.bar_groups.get(key)
-        self.bar_groups[key] = (frozenset(bar.warps), bar.acc, frozenset(bar.lines))
-        if last is None or last[0] == bar.warps:
-            return
-        warps, acc, lines = last
-        mixed = bool(warps & bar.warps)
-        if not mixed and bar.first is not None and bool(np.all(bar.first >= acc)):
-            return                                       # the earlier group's phase happened before this one began
         ranges = lambda ws: ", ".join(str(w) for w in sorted(ws))                      # noqa: E731
-        at = ", ".join(str(n) for n in sorted(lines | bar.lines))
-        why = (f"a phase completed by warps {ranges(bar.warps)} after one by warps {ranges(warps)}: the warps of two "
-               f"groups mix in one phase" if mixed else
-               f"warps {ranges(warps)} and warps {ranges(bar.warps)} use it as two groups, and nothing orders the "
-               f"second group's arrivals after the first group's phase: their warps can mix")
-        raise BarrierConflictError(f"barrier {bar.index} of {self.name} with a count of {bar.expected} threads: {why} "
-                                   f"(the first {bar.expected} threads to arrive complete a phase, whichever group "
-                                   f"they belong to; PTX lines {at}). Give each group its own barrier id (PTX ISA "
-                                   f"#parallel-synchronization-and-communication-instructions-bar)")
+        lines = ", ".join(str(n) for n in sorted(set(bar.unordered.values())))
+        raise BarrierConflictError(
+            f"barrier {bar.index} of {self.name} with a count of {bar.expected} threads: warps "
+            f"{ranges(bar.unordered)} arrive (PTX line {lines}) with nothing ordering them after its previous phase, "
+            f"completed by warps {ranges(last[1])} (PTX lines {ranges(last[2])}): the first {bar.expected} threads "
+            f"to arrive complete a phase whichever warps they belong to, so on the GPU these can join that phase and "
+            f"the two groups' warps mix. Give each group its own barrier id, or order the uses (a CTA barrier between "
+            f"them; PTX ISA #parallel-synchronization-and-communication-instructions-bar)")
 
     def _release_bar(self, bar: NamedBarrier, th) -> bool:
         want = bar.expected if bar.expected is not None else self.live
@@ -195,7 +191,7 @@ class SyncMixin(CtaBase):
             return False
         if bar.arrived > want:
             raise EmulationError(f"{bar.describe(self)}: more arrivals than the {want} threads it counts")
-        self._check_group(bar)
+        self._check_order(bar)
         popc = sum(1 for v in bar.values if v)
         result = {"popc": popc, "and": popc == len(bar.values), "or": popc > 0}
         for waiter, dslot, nxt, op in bar.waiters:

@@ -100,10 +100,10 @@ ORDERED = ("\t@!%p1 bra SKIP1;\n\tbar.sync 1, 64;\nSKIP1:\n\tbar.sync 0;\n\t@%p1
 
 def test_two_groups_sharing_a_barrier_id_unordered_are_a_conflict():
     out = np.zeros(128, np.uint32)
-    with pytest.raises(BarrierConflictError, match=r"barrier 1 of CTA 0 with a count of 64 threads: warps 0, 1 and "
-                                                   r"warps 2, 3 use it as two groups, and nothing orders the second "
-                                                   r"group's arrivals after the first group's phase: their warps can "
-                                                   r"mix \(.* PTX lines \d+\)"):
+    with pytest.raises(BarrierConflictError, match=r"barrier 1 of CTA 0 with a count of 64 threads: warps 2, 3 arrive "
+                                                   r"\(PTX line \d+\) with nothing ordering them after its previous "
+                                                   r"phase, completed by warps 0, 1 \(PTX lines \d+\): the first 64 "
+                                                   r"threads to arrive complete a phase whichever warps they belong to"):
         run_kernel(entry(PAIRS.format(between=SHARED_ID)), block=128, args=[out])
 
 
@@ -113,15 +113,33 @@ def test_two_groups_ordered_by_a_cta_barrier_may_share_an_id():
     assert np.array_equal(out, np.arange(128) ^ 32)
 
 
-def test_a_phase_completed_by_warps_of_two_groups_is_a_conflict():
-    # warps 0 and 1 meet on barrier 1, then warps 1 and 2: warp 2 arriving early would complete warp 1's first phase
+def test_a_warp_that_could_join_another_pairs_phase_is_a_conflict():
+    # warps 0 and 1 meet on barrier 1, then warps 1 and 2: warp 2, ordered after nothing, could complete the first
+    # phase with warp 1 on the GPU
     body = ("\tmov.u32 %r1, %tid.x;\n\tshr.u32 %r2, %r1, 5;\n\tsetp.eq.u32 %p1, %r2, 3;\n\t@%p1 bra DONE;\n"
             "\tsetp.eq.u32 %p2, %r2, 2;\n\t@%p2 bra SECOND;\n\tbar.sync 1, 64;\n\tsetp.eq.u32 %p3, %r2, 0;\n"
             "\t@%p3 bra DONE;\nSECOND:\n\tbar.sync 1, 64;\nDONE:")
-    with pytest.raises(BarrierConflictError, match=r"barrier 1 of CTA 0 with a count of 64 threads: a phase completed "
-                                                   r"by warps 1, 2 after one by warps 0, 1: the warps of two groups "
-                                                   r"mix in one phase"):
+    with pytest.raises(BarrierConflictError, match=r"barrier 1 of CTA 0 with a count of 64 threads: warps 2 arrive "
+                                                   r".* completed by warps 0, 1"):
         run_kernel(entry(body), block=128, args=[np.zeros(4, np.uint32)])
+
+
+def test_a_group_that_passes_itself_the_first_turn_then_hands_over_is_ordered():
+    # FA3's ping-pong hand-over: warp 0 arrives on its own barrier once (the first turn), then waits there; warp 1
+    # waits on barrier 2 until warp 0 passes; warp 1 then passes back on barrier 1 -- every arrival ordered
+    body = ("\tmov.u32 %r1, %tid.x;\n\tshr.u32 %r2, %r1, 5;\n\tsetp.eq.u32 %p1, %r2, 0;\n\t@!%p1 bra OTHER;\n"
+            "\tbar.arrive 1, 64;\n\tbar.sync 1, 64;\n\tbar.arrive 2, 64;\n\tbar.sync 1, 64;\n\tbra.uni DONE;\n"
+            "OTHER:\n\tbar.sync 2, 64;\n\tbar.arrive 1, 64;\nDONE:")
+    run_kernel(entry(body), block=64, args=[np.zeros(4, np.uint32)])
+
+
+def test_a_producer_running_ahead_on_bar_arrive_is_a_conflict():
+    # warp 1 arrives twice on barrier 1 without waiting for anything: its second arrival could complete the first
+    # phase without warp 0
+    body = ("\tmov.u32 %r1, %tid.x;\n\tsetp.lt.u32 %p1, %r1, 32;\n\t@%p1 bra CONSUMER;\n\tbar.arrive 1, 64;\n"
+            "\tbar.arrive 1, 64;\n\tbra.uni DONE;\nCONSUMER:\n\tbar.sync 1, 64;\n\tbar.sync 1, 64;\nDONE:")
+    with pytest.raises(BarrierConflictError, match=r"barrier 1 of CTA 0 with a count of 64 threads: warps 1 arrive"):
+        run_kernel(entry(body), block=64, args=[np.zeros(4, np.uint32)])
 
 
 def test_schedules_find_an_outcome_the_thread_order_decides():

@@ -90,7 +90,8 @@ def assert_exact(got: Any, want: Any) -> None:
 
 def rel_err(got: Any, want: Any) -> float:
     """``||got - want|| / ||want||`` (Frobenius) in float64, on the tensors' device for PyTorch tensors; NaN when
-    ``got`` holds a NaN (never within a bound)."""
+    ``got`` holds a NaN (never within a bound); against an all-zero ``want``, 0 when ``got`` is zero too, else
+    infinity."""
     xp = backend(got, want)
     g, w = xp.f64(got), xp.f64(want)
     if tuple(g.shape) != tuple(w.shape):
@@ -98,4 +99,5 @@ def rel_err(got: Any, want: Any) -> float:
     norm = (lambda x: float((x * x).sum()) ** 0.5)
     if bool((g != g).any()):
         return float("nan")
-    return norm(g - w) / norm(w)
+    error, size = norm(g - w), norm(w)
+    return error / size if size else (0.0 if error == 0 else float("inf"))

@@ -57,6 +57,7 @@ def test_exact_comparison_names_the_first_difference_and_takes_nan_as_nan():
 def test_the_relative_error_is_frobenius_and_nan_when_got_holds_one():
     assert pt.rel_err(np.array([3.0, 4.0]), np.array([3.0, 0.0])) == pytest.approx(4 / 3)
     assert math.isnan(pt.rel_err(np.array([np.nan, 1.0]), np.array([1.0, 1.0])))
+    assert pt.rel_err(np.zeros(2), np.zeros(2)) == 0.0 and pt.rel_err(np.ones(2), np.zeros(2)) == math.inf
 
 
 @pytest.mark.parametrize("fmt, kind, code", [("f32", np.float32, None), ("bf16", np.uint16, 0x7FFF),

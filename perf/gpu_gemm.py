@@ -38,7 +38,7 @@ class Launch:
         assert plans.issues_as(g.plans), "the problem's tensor maps differ from the compiled kernel's boxes"
         maps = [tensor_map_bytes(m.encode(t.data_ptr())) for m, t in zip(plans.maps(), (a, b, d))]
         grid = g.plans.sched.at((-(-M // g.BM), -(-N // g.BN))).grid(self.sms, g.ctas_per_sm)
-        return grid, (*maps, M, N, K, float(scale))
+        return grid, (*maps, M, N, K, float(scale), b"\0")         # the plain epilogue's empty struct
 
     def __call__(self, prepared) -> None:
         grid, args = prepared

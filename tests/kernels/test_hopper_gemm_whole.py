@@ -33,7 +33,7 @@ def run_gemm(gemm: HopperGemm, m: int, n: int, k: int, grid: int, kernel=None) -
     run_kernel(kernel or gemm.compile(), "gemm", grid=grid, block=gemm.threads, smem=gemm.smem_bytes,
                cluster=gemm.launch_shape.cluster,
                args=[tensor_map(map_a, bf16_bits(a)), tensor_map(map_b, bf16_bits(b)), tensor_map(map_d, d), m, n, k,
-                     1.0])
+                     1.0, b"\0"])                                    # the plain epilogue's empty struct
     return d, bf16_bits(a.astype(np.float64) @ b.astype(np.float64).T)
 
 

@@ -23,9 +23,13 @@ from pathlib import Path
 import attrs
 
 from ...compile.nvrtc import Compiled, compile_cuda
+from ...dtypes import dtype as as_dtype, f32
+from ...errors import PlanError
+from ...mma import wgmma_accumulator
+from ..fused import OUT_TYPES, FusedEpilogue
 from ..protocol import LaunchShape, make_launch_shape
 from ..source import handwritten_lines, kernel_source
-from .plans import CHUNK, DTYPES, TEMPLATE, Dtype, GemmPlans, Mode
+from .plans import CHUNK, D_TEMPLATE_PAD, DTYPES, TEMPLATE, Dtype, GemmPlans, Mode
 
 __all__ = ["HopperGemm", "Mode", "candidates", "choose", "MEASURED_TFLOPS", "HANDWRITTEN_LINES", "BODY",
            "SM_SHARED", "kernel_body_lines"]
@@ -36,11 +40,11 @@ BODY = Path(__file__).with_name("kernel.cuh")
 WGMMA_ROWS = 64     # rows of one warpgroup's wgmma slice
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class HopperGemm:
     """One kernel configuration: the tile (BN columns; ``m_blocks`` 64-row wgmma blocks per consumer warpgroup),
     the consumers and how they share the tiles, the stages (None: as many as fit), the cluster (CTAs along M that
-    share B by multicast) and the raster's band height."""
+    share B by multicast), the raster's band height, D's type and the fused epilogue (docs/kernels.md)."""
 
     dtype: Dtype = "bf16"
     BN: int = 256
@@ -50,6 +54,20 @@ class HopperGemm:
     stages: int | None = None
     cluster: int = 2
     group: int = 8
+    out: str = attrs.field(default="bf16", kw_only=True)
+    epilogue: FusedEpilogue = attrs.field(factory=FusedEpilogue, kw_only=True)
+
+    def __attrs_post_init__(self) -> None:
+        if self.out not in OUT_TYPES:
+            raise PlanError(f"HopperGemm: D's type is one of {', '.join(OUT_TYPES)}, not {self.out!r}")
+
+    def __repr__(self) -> str:
+        """The fields, D's type and the epilogue only where they are not the plain GEMM's."""
+        fields = ", ".join(f"{f}={getattr(self, f)!r}" for f in ("dtype", "BN", "m_blocks", "consumers", "mode",
+                                                                  "stages", "cluster", "group"))
+        extra = (f", out={self.out!r}" if self.out != "bf16" else "") + \
+            (f", epilogue={self.epilogue.text!r} {self.epilogue.dtypes}" if self.epilogue != FusedEpilogue() else "")
+        return f"HopperGemm({fields}{extra})"
 
     @property
     def BK(self) -> int:
@@ -69,12 +87,16 @@ class HopperGemm:
 
     @property
     def epilogue_bytes(self) -> int:
-        """Each consumer's ring of two 64 x 64 bf16 tiles."""
-        return self.consumers * 2 * 64 * CHUNK * 2
+        """Each consumer's ring of two 64 x 64 tiles of D's type."""
+        return self.consumers * self.epilogue_ring_bytes
+
+    @property
+    def epilogue_ring_bytes(self) -> int:
+        return 2 * 64 * CHUNK * as_dtype(self.out).bits // 8
 
     @functools.cached_property
     def plans(self) -> GemmPlans:
-        return GemmPlans.of(self, TEMPLATE, TEMPLATE, TEMPLATE)
+        return GemmPlans.of(self, TEMPLATE, TEMPLATE + D_TEMPLATE_PAD, TEMPLATE)
 
     @property
     def smem_bytes(self) -> int:
@@ -103,16 +125,18 @@ class HopperGemm:
                 "BK": self.BK, "M_BLOCKS": self.m_blocks, "COOPERATIVE": coop,
                 "TURNS": 1 if coop else self.consumers, "SLICE_ROWS": WGMMA_ROWS,
                 "ACC_VALUES": self.BN // 2, "CHUNK": CHUNK, "CHUNK_VALUES": CHUNK // 2,
-                "CHUNKS_N": self.BN // CHUNK, "EPILOGUE_SLOTS": 2, "EPILOGUE_RING_BYTES": 2 * 64 * CHUNK * 2,
+                "CHUNKS_N": self.BN // CHUNK, "EPILOGUE_SLOTS": 2, "EPILOGUE_RING_BYTES": self.epilogue_ring_bytes,
                 "PRODUCER_REGISTERS": PRODUCER_REGISTERS, "CONSUMER_REGISTERS": self.consumer_registers}
 
     def source(self) -> str:
         """The constants, the plans' functions, then ``kernel.cuh``."""
         p = self.plans
         turns = [] if self.mode == "pingpong" else [_ONE_GROUP_TURNS]
+        fused = self.epilogue.cuda(wgmma_accumulator(f32, 64, self.BN), wgmma_accumulator(f32, 64, CHUNK),
+                                   self.m_blocks)
         return kernel_source(repr(self), self.constants(),
                              [p.mainloop.cuda(), *turns, p.mma.cuda("mma", warpgroup_arg=True),
-                              p.store_d.cuda("store_d"), p.sched.cuda()], BODY)
+                              p.store_d.cuda("store_d"), fused, p.sched.cuda()], BODY)
 
     def compile(self) -> Compiled:
         return compile_cuda(self.source(), arch="sm_90a", options=("-std=c++17",))
@@ -171,4 +195,4 @@ def kernel_body_lines() -> int:
     return handwritten_lines(BODY.read_text(encoding="utf-8"), "gemm")
 
 
-HANDWRITTEN_LINES = 57
+HANDWRITTEN_LINES = 61

@@ -507,27 +507,6 @@ def _flat_names(table: str) -> list[str]:
     return [c[0] for c in getattr(flat_cases, table)]
 
 
-def fragments_case(kind: str, name: str, kernel: str) -> SanitizeCase:
-    """A fragments round trip (coordinates, a row reduction, the S -> P -> O chain; tools/fragments_roundtrip.py):
-    what the GPU's threads write equals the tables / the emulator."""
-    def launch(gpu, arch: str) -> bool:
-        from pycute.compile import runtime  # noqa: F401  (the Gpu the round trip runs on)
-        from tools import fragments_roundtrip as fr
-        rt = fr.roundtrip(kind, name)
-        out = fr._run_gpu(kind, rt)
-        return fr.passed({"kind": kind, "case": name, **fr.verdict(kind, rt, out)})
-
-    def build(arch: str) -> Any:
-        from tools import fragments_roundtrip as fr
-        return fr.roundtrip(kind, name).compile(arch)
-    return SanitizeCase(f"fragments/{kind}-{name.replace(' ', '-')}", kernel, build, launch)
-
-
-def _chain_name() -> str:
-    from pycute.harness.fragment_chain import CHAIN_CASES
-    return CHAIN_CASES[0].name
-
-
 def _wgmma_cases() -> list:
     from pycute.harness.wgmma import WGMMA_CASES
     return list(WGMMA_CASES)
@@ -554,9 +533,6 @@ def registry() -> list[SanitizeCase]:
             [conversion_case(), epilogue_stream_case(), epilogue_example_case()] +
             [feed_case("warpgroups-multicast"), feed_case("minimal"), schedule_case(), grouped_case()] +
             [hopper_gemm_case("bf16"), hopper_gemm_case("e4m3")] +
-            [fragments_case("coords", "wgmma D f32 64x256", "pycute.harness.fragments.CoordsRoundTrip"),
-             fragments_case("reduce", "wgmma D 64x256 rows", "pycute.harness.fragments.ReduceRoundTrip"),
-             fragments_case("chain", _chain_name(), "pycute.harness.fragment_chain.ChainRoundTrip")] +
             [q_tile_case(), sf_pipeline_case(1), sf_pipeline_case(2), gemm_case("mxf8", 1), gemm_case("nvfp4", 2)])
 
 

@@ -12,6 +12,8 @@ conversion the ``cvt`` that packs a register may take any values, so the planner
   lands at a fixed (row, offset) (``arch.sm90.matrix``). A value fits element slot ``j`` when its address minus the
   slot's offset is 16-byte aligned and the same for every lane of the same row: that is the row's address. A
   register is one value per slot whose row addresses agree, and any registers make an instruction (x4, x2, x1).
+  Slots that fill the same rows bind their values to each other; the two row classes of ``.trans`` leave the
+  pairing of those units free, and ``pairing`` chooses it for the fewest wavefronts.
 """
 from __future__ import annotations
 

@@ -4,8 +4,10 @@
 The fragment is a CuTe thread-value layout ``(thread, value) -> coordinate index`` of the tile (a ``tcgen05.ld``
 plan's ``fragment``, an MMA accumulator's, or any the user gives); composed with the tile's (swizzled) layout it
 gives every value's shared address. Every form the target has is tried (``stmatrix`` / ``ldmatrix`` families,
-``st/ld.shared`` of 16 to 1 bytes, ``forms``); the plan is the one that takes the fewest shared-memory wavefronts
-(``banks``), then the fewest instructions. Each other form is kept with its count or the rule it broke.
+``st/ld.shared`` of 16 to 1 bytes, ``forms``; for ``stmatrix .trans`` the values each register pairs, ``pairing``);
+the plan is the one that takes the fewest shared-memory wavefronts (``banks``), then the fewest instructions. Each
+other form is kept with its count (and the fewest its family reaches) or the rule it broke. ``form=`` pins the
+instruction (``pin``).
 """
 from __future__ import annotations
 

@@ -48,8 +48,8 @@ from .arch.sm80.cache import CachePolicy
 from .mma import MmaPlan, make_mma, mma_accumulator
 from .mma import GmmaDescriptor, WgmmaPlan, make_gmma_desc, wgmma_a_fragment, wgmma_accumulator
 from .mma import FragmentConvertPlan, ReducePlan, make_fragment_convert, make_reduction
-from .pipeline import (ClcScheduler, Consumer, PipelinePlan, Producer, TileScheduler, make_clc_scheduler,
-                       make_pipeline, make_tile_scheduler)
+from .pipeline import (ClcScheduler, Consumer, PipelinePlan, Producer, TileScheduler, TurnsPlan, make_clc_scheduler,
+                       make_pipeline, make_tile_scheduler, make_turns)
 from .pipeline import AccumulatorEpilogue, MmaMainloop, make_accumulator_epilogue, make_mma_mainloop
 from . import compile  # pycute.compile (NVRTC, cache, SASS), reachable as pc.compile
 from . import codegen  # registers plan.cuda()
@@ -110,7 +110,7 @@ __all__ = [
     "FragmentConvertPlan",
     # kernels around the instructions: pipelines (roles, barriers, phases) and tile schedulers
     "make_pipeline", "PipelinePlan", "Producer", "Consumer", "check_pipeline", "make_tile_scheduler",
-    "TileScheduler", "make_clc_scheduler", "ClcScheduler",
+    "TileScheduler", "make_clc_scheduler", "ClcScheduler", "make_turns", "TurnsPlan",
     "make_mma_mainloop", "MmaMainloop", "make_accumulator_epilogue", "AccumulatorEpilogue",
     # pictures
     "print_layout", "layout_grid", "draw_layout", "draw_smem", "draw_plan",

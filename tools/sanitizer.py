@@ -327,6 +327,35 @@ def wgmma_case(index: int) -> SanitizeCase:
                         lambda arch: make().compile(arch), launch)
 
 
+def fragments_case(kind: str) -> SanitizeCase:
+    """A register-fragment round trip (real on Hopper): the coordinate helpers, a row reduction's functions, or the
+    S = Q K^T -> P -> O = P V chain with e4m3's shuffles (docs/fragments.md)."""
+    def make():
+        import pycute as pc
+        from pycute.harness.fragment_chain import ChainCase
+        from pycute.harness.fragments import CoordsRoundTrip, ReduceRoundTrip
+        if kind == "coords":
+            return CoordsRoundTrip(pc.fragment_coords(pc.wgmma_accumulator(pc.f32, 128, 64)))
+        if kind == "reduce":
+            return ReduceRoundTrip(pc.make_reduction(pc.wgmma_accumulator(pc.f32, 64, 64)))
+        return ChainCase("f8e4m3", d=32).roundtrip()
+
+    def launch(gpu, arch: str) -> bool:
+        import numpy as np
+        from pycute.harness.fragments import same_floats
+        rt = make()
+        if kind == "coords":
+            return bool(np.array_equal(rt.run(gpu, arch=arch), rt.expected()))
+        if kind == "reduce":
+            return bool(same_floats(rt.run(gpu, 7, arch), rt.expected(7)).all())
+        check = rt.check(rt.run(gpu, 7, arch), 7)
+        return all(v == 0 for k, v in check.items() if k not in ("s_rounded", "elements"))
+    kernel = {"coords": "pycute.harness.fragments.CoordsRoundTrip",
+              "reduce": "pycute.harness.fragments.ReduceRoundTrip",
+              "chain": "pycute.harness.fragment_chain.ChainRoundTrip"}[kind]
+    return SanitizeCase(f"fragments/{kind}", kernel, lambda arch: make().compile(arch), launch)
+
+
 def epilogue_case(name: str) -> SanitizeCase:
     """A fragment through stmatrix / st.shared and a TMA store to global memory, and back (real on Hopper)."""
     def make():
@@ -478,27 +507,6 @@ def _flat_names(table: str) -> list[str]:
     return [c[0] for c in getattr(flat_cases, table)]
 
 
-def fragments_case(kind: str, name: str, kernel: str) -> SanitizeCase:
-    """A fragments round trip (coordinates, a row reduction, the S -> P -> O chain; tools/fragments_roundtrip.py):
-    what the GPU's threads write equals the tables / the emulator."""
-    def launch(gpu, arch: str) -> bool:
-        from pycute.compile import runtime  # noqa: F401  (the Gpu the round trip runs on)
-        from tools import fragments_roundtrip as fr
-        rt = fr.roundtrip(kind, name)
-        out = fr._run_gpu(kind, rt)
-        return fr.passed({"kind": kind, "case": name, **fr.verdict(kind, rt, out)})
-
-    def build(arch: str) -> Any:
-        from tools import fragments_roundtrip as fr
-        return fr.roundtrip(kind, name).compile(arch)
-    return SanitizeCase(f"fragments/{kind}-{name.replace(' ', '-')}", kernel, build, launch)
-
-
-def _chain_name() -> str:
-    from pycute.harness.fragment_chain import CHAIN_CASES
-    return CHAIN_CASES[0].name
-
-
 def _wgmma_cases() -> list:
     from pycute.harness.wgmma import WGMMA_CASES
     return list(WGMMA_CASES)
@@ -521,12 +529,10 @@ def registry() -> list[SanitizeCase]:
              dsmem_ring_case(2), dsmem_ring_case(4)] +
             [wgmma_case(i) for i in (0, 1, len(_wgmma_cases()) - 1)] +
             [epilogue_case(n) for n in ("wgmma-bf16-row-128B", "tmem32-e4m3-row-32B", "user-f32-row-128B")] +
+            [fragments_case(k) for k in ("coords", "reduce", "chain")] +
             [conversion_case(), epilogue_stream_case(), epilogue_example_case()] +
             [feed_case("warpgroups-multicast"), feed_case("minimal"), schedule_case(), grouped_case()] +
             [hopper_gemm_case("bf16"), hopper_gemm_case("e4m3")] +
-            [fragments_case("coords", "wgmma D f32 64x256", "pycute.harness.fragments.CoordsRoundTrip"),
-             fragments_case("reduce", "wgmma D 64x256 rows", "pycute.harness.fragments.ReduceRoundTrip"),
-             fragments_case("chain", _chain_name(), "pycute.harness.fragment_chain.ChainRoundTrip")] +
             [q_tile_case(), sf_pipeline_case(1), sf_pipeline_case(2), gemm_case("mxf8", 1), gemm_case("nvfp4", 2)])
 
 

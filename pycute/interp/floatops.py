@@ -10,7 +10,7 @@ from ..errors import CompileError
 from . import numeric
 from .floats import FORMATS, decode
 from .front import Instr
-from .intops import INT_EMITTERS, int_compare
+from .intops import int_compare, selp
 from .operands import MASK, Ctx, dst, signed, src, type_info
 
 __all__ = ["FLOAT_EMITTERS", "float_type", "packed"]
@@ -184,7 +184,6 @@ FLOAT_EMITTERS: dict[str, Callable[[Instr, list[str], Ctx], list[str]]] = {
     "ex2": _function("ex2"), "lg2": _function("lg2"), "sin": _function("sin"), "cos": _function("cos"),
     "tanh": _function("tanh"), "abs": _function("abs"), "neg": _function("neg"), "min": _minmax("min"),
     "max": _minmax("max"), "copysign": _copysign, "testp": _testp,
-    "selp": INT_EMITTERS["selp"],          # selp.f32 / .f64 choose bit patterns, as the integer forms do
 }
 #: Comparisons and selections, for integer and float types alike.
-COMPARE_EMITTERS = {"setp": _setp, "set": _set, "slct": _slct}
+COMPARE_EMITTERS = {"setp": _setp, "set": _set, "slct": _slct, "selp": selp}

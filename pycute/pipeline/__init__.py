@@ -2,7 +2,8 @@
 
 ``make_pipeline`` derives a ring of shared-memory stages, its producer and consumer roles and its barriers (counts,
 bytes, phases) from the producer's copy plans (``plan``, ``planner``); ``make_tile_scheduler`` plans a persistent
-CTA's walk over output tiles and ``make_clc_scheduler`` Blackwell's cluster launch control (``scheduler``). Their
+CTA's walk over output tiles and ``make_clc_scheduler`` Blackwell's cluster launch control (``scheduler``); ``make_turns`` groups
+of consumers that read the same stages taking turns at the tensor cores (``turns``). Their
 CUDA comes from ``pycute.codegen``; ``pycute.sim.pipeline`` model-checks a pipeline's protocol and
 ``pycute.sim.clc`` emulates cluster launch control (docs/pipelines.md)."""
 from .plan import (BarrierInit, Consumer, PipelineFunction, PipelinePlan, Producer, ProducerKind, Release,
@@ -10,5 +11,6 @@ from .plan import (BarrierInit, Consumer, PipelineFunction, PipelinePlan, Produc
 from .planner import STAGE_INDEX, make_pipeline, smem_capacity
 from .mainloop import MODE_LETTERS, MmaMainloop, make_mma_mainloop
 from .accumulator import AccumulatorEpilogue, make_accumulator_epilogue
+from .turns import TurnsPlan, make_turns
 from .scheduler import (ClcScheduler, Raster, SchedulerFunction, TileScheduler, make_clc_scheduler,
                         make_tile_scheduler)

@@ -188,6 +188,13 @@ def test_the_soft_build_compiles_for_sm_90a_without_tcgen05(kind, g):
     assert not re.search(r"^\s*tcgen05\.", compiled.ptx, re.M)
 
 
+def test_the_soft_sm_90a_build_runs_whole_on_the_cpu():
+    # one 128 x 128 tile, one k-block: every thread of the sm_90a build, the tcgen05 model's MMAs (f64 sums), TMEM
+    # and copies interpreted as the CUDA they are (selp.f64 included: the elements' signs)
+    got, want = run_whole(BlockScaledGemm("mxf8", 1, 128, 128, 128, sms=1), soft=True)
+    assert np.array_equal(got, want)
+
+
 @pytest.mark.parametrize("kw, error", [(dict(kind="fp8"), r"kind is one of mxf8, nvfp4 .* not 'fp8'"),
                                        (dict(d_type="f16"), r"d_type one of f32, bf16, not .* 'f16'")])
 def test_an_unknown_format_is_refused(kw, error):

@@ -304,9 +304,12 @@ def _compile(config: Any) -> str:
 def prebuild(configs: list[Any]) -> None:
     """Compile ``configs`` into pycute's compile cache in parallel processes (NVRTC is single-threaded; the timed
     parts then find every kernel built)."""
+    import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
     unique = list(dict.fromkeys(configs))
-    with ProcessPoolExecutor(max_workers=max(1, min(len(unique), (os.cpu_count() or 2) - 1))) as pool:
+    workers = max(1, min(len(unique), (os.cpu_count() or 2) - 1))
+    # spawned, not forked: the part may have started CUDA already, and a forked child must not inherit it
+    with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn")) as pool:
         list(pool.map(_compile, unique))
 
 

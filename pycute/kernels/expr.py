@@ -44,7 +44,7 @@ class Residual:
 _KINDS: dict[Any, Kind] = {Row: "row", Col: "col", Residual: "residual", float: "scalar"}
 
 
-@attrs.frozen
+@attrs.frozen(cache_hash=True)
 class Expr:
     """One node: ``op`` ("acc", "input", "const" or an operation of ``FUNCTIONS``), its operands, and for an input
     its ``name`` and ``kind``, for a constant its ``value``."""

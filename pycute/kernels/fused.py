@@ -39,7 +39,7 @@ OUT_TYPES = ("bf16", "f16", "f32", "f8e4m3")
 ACTIVATIONS = ("relu", "gelu", "gelu_tanh", "silu")
 
 
-@attrs.frozen
+@attrs.frozen(cache_hash=True)
 class Epilogue:
     """An elementwise epilogue: ``expr`` of ``acc`` (``scale * (A B^T)``, f32) and named inputs."""
 
@@ -111,7 +111,7 @@ class _Field:
     code: str          # struct code of its value: "Q" a pointer, "q" a row pitch, "f" a scalar
 
 
-@attrs.frozen
+@attrs.frozen(cache_hash=True)
 class FusedEpilogue:
     """An epilogue bound to the types of its tensor inputs (``dtypes``, in ``epilogue.tensors`` order): part of a
     kernel's configuration (hashable), its CUDA generated for a register fragment's chunks."""

@@ -1,8 +1,10 @@
 """Every kernel's torch operation, registered with ``torch.library`` on import (namespace ``pycute``):
-``import pycute.kernels.ops`` makes ``torch.ops.pycute.gemm`` and ``torch.ops.pycute.blockscaled_gemm`` exist.
+``import pycute.kernels.ops`` makes ``torch.ops.pycute.gemm``, ``torch.ops.pycute.blockscaled_gemm`` and the
+attention ops exist.
 Importing it imports torch; ``import pycute.kernels`` alone does not (its ``gemm`` / ``blockscaled_mm`` import
 their op's module when first asked for)."""
+from .attention.op import attention, attention_varlen
 from .blockscaled_gemm.op import blockscaled_mm
 from .hopper_gemm.op import gemm
 
-__all__ = ["gemm", "blockscaled_mm"]
+__all__ = ["gemm", "blockscaled_mm", "attention", "attention_varlen"]

@@ -40,7 +40,7 @@ BODY = Path(__file__).with_name("kernel.cuh")
 WGMMA_ROWS = 64     # rows of one warpgroup's wgmma slice
 
 
-@attrs.frozen(repr=False)
+@attrs.frozen(repr=False, cache_hash=True)        # hashed on every call: the launcher's and the runs' key
 class HopperGemm:
     """One kernel configuration: the tile (BN columns; ``m_blocks`` 64-row wgmma blocks per consumer warpgroup),
     the consumers and how they share the tiles, the stages (None: as many as fit), the cluster (CTAs along M that
@@ -98,12 +98,12 @@ class HopperGemm:
     def plans(self) -> GemmPlans:
         return GemmPlans.of(self, TEMPLATE, TEMPLATE + D_TEMPLATE_PAD, TEMPLATE)
 
-    @property
+    @functools.cached_property
     def smem_bytes(self) -> int:
         """Dynamic shared memory: the rings, the epilogue's tiles and 1 KiB to align the buffer."""
         return self.plans.mainloop.smem_bytes + self.epilogue_bytes + 1024
 
-    @property
+    @functools.cached_property
     def ctas_per_sm(self) -> int:
         by_smem = SM_SHARED // (self.smem_bytes + 1024 + 8 * self.plans.mainloop.stages * 2)
         return max(1, min(2, by_smem, 1 if self.threads > 256 else 2))

@@ -169,12 +169,8 @@ def _gemm_cpu(a: Any, b: Any, scale: float, text: str, tensors: Any, scalars: An
     pitch = row_pitch(N, size)
     d = np.full((M, pitch), _NAN[out_dtype], {1: np.uint8, 2: np.uint16, 4: np.uint32}[size])   # every element set
     maps.append(tensor_map(run.map_d.params_for((M, pitch), (pitch, 1)), d))
-    arrays = {}
-
     def place(t: Any) -> np.ndarray:              # a residual's whole rows, pad included: the kernel reads by pitch
-        arrays[id(t)] = bits = to_bits(t.as_strided((t.shape[0], t.stride(0)), (t.stride(0), 1))
-                                       if t.dim() == 2 else t)
-        return bits
+        return to_bits(t.as_strided((t.shape[0], t.stride(0)), (t.stride(0), 1)) if t.dim() == 2 else t)
     params = fused.struct_arg(_values(fused, tensors, scalars, place))
     shape = g.launch_shape
     run_kernel(g.compile(), shape.entry, grid=run.grid(M, N, _CPU_CTAS * shape.cluster_size), block=shape.threads,

@@ -9,9 +9,10 @@ turn before it issues an iteration's MMAs and passes the turn on once they are i
 ``make_turns(groups)`` plans that hand-over on named barriers (PTX ISA
 #parallel-synchronization-and-communication-instructions-bar): group ``g`` waits (``bar.sync``) on barrier
 ``barrier + g``, which completes once the previous group has passed the turn (``bar.arrive`` by its threads on the
-same barrier): each barrier counts both groups' threads. At the start, group 0 holds the first turn (it arrives on
-its own barrier once, ``<name>_start``). Unlike a pipeline's ``Consumer(turns=...)``, whose groups take
-different fills of the ring, these groups read the same stages and only order their issue.
+same barrier): each barrier counts both groups' threads. At the start, group 0 holds the first turn: the last group
+passes it the turn once (``<name>_start``), as it does after each of its turns, so that every phase of a barrier is
+completed by the same two groups. Unlike a pipeline's ``Consumer(turns=...)``, whose groups take different fills of
+the ring, these groups read the same stages and only order their issue.
 """
 from __future__ import annotations
 
@@ -81,7 +82,8 @@ class TurnsPlan:
     def functions(self) -> tuple[TurnFunction, ...]:
         who = Convention(self.caller, self.group_threads)
         n = self.name
-        return (TurnFunction(f"{n}_start", who, "once, before the group's first wait: group 0 takes the first turn"),
+        return (TurnFunction(f"{n}_start", who, "once, before the group's first wait: the last group passes group 0 "
+                                               "the first turn"),
                 TurnFunction(f"{n}_wait", who, "waits until the previous group has passed the turn"),
                 TurnFunction(f"{n}_pass", who, "passes the turn to the next group (once this group's work of the "
                                                "turn is issued)"))

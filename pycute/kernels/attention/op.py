@@ -9,6 +9,7 @@ maps' parameters of a problem seen before are dictionary lookups), under ``torch
 this module imports torch and registers the op."""
 from __future__ import annotations
 
+import functools
 import math
 from typing import Any
 
@@ -33,6 +34,9 @@ _LOG2E = math.log2(math.e)
 _ENCODED_LIMIT = 1024
 _DENSE = (0,) * 7        # a dense batch's packed-sequence arguments: cu_seqlens_q, _k, q, k, v, o, maps
 _sms: dict[int, int] = {}
+#: ``AttentionConfig.choose`` remembered: the same configuration object for every call of a problem class (its
+#: plans, launcher and maps are looked up by it).
+_choose = functools.lru_cache(maxsize=None)(AttentionConfig.choose)
 
 
 def _strides(t: Any) -> tuple[int, int, int]:
@@ -156,7 +160,7 @@ def _attention_cuda(q: Any, k: Any, v: Any, causal: bool, scale: float | None) -
     problem, dtype = _check(q, k, v)
     o = torch.empty(q.shape, dtype=q.dtype, device=q.device)
     lse = torch.empty((problem.batch, problem.heads, problem.seqlen_q), dtype=torch.float32, device=q.device)
-    launch(AttentionConfig.choose(q.shape[3], causal, dtype), q, k, v, o, lse, scale)
+    launch(_choose(q.shape[3], causal, dtype), q, k, v, o, lse, scale)
     return o, lse
 
 
@@ -269,8 +273,7 @@ def _varlen_cuda(q: Any, k: Any, v: Any, cu_q: Any, cu_k: Any, max_q: int, max_k
     problem, dtype = _check_varlen(q, k, v, cu_q, cu_k, max_q, max_k)
     o = torch.empty(q.shape, dtype=q.dtype, device=q.device)
     lse = torch.empty((problem.heads, q.shape[0]), dtype=torch.float32, device=q.device)
-    launch_varlen(AttentionConfig.choose(q.shape[2], causal, dtype, varlen=True), q, k, v, cu_q, cu_k, max_q, max_k,
-                  o, lse, scale)
+    launch_varlen(_choose(q.shape[2], causal, dtype, True), q, k, v, cu_q, cu_k, max_q, max_k, o, lse, scale)
     return o, lse
 
 

@@ -48,6 +48,7 @@ from .mma import MmaPlan, make_mma, mma_accumulator
 from .mma import GmmaDescriptor, WgmmaPlan, make_gmma_desc, wgmma_a_fragment, wgmma_accumulator
 from .pipeline import (ClcScheduler, Consumer, PipelinePlan, Producer, TileScheduler, make_clc_scheduler,
                        make_pipeline, make_tile_scheduler)
+from .pipeline import KSplit, SplitKScheduler, choose_k_split, make_split_k_scheduler
 from .pipeline import AccumulatorEpilogue, MmaMainloop, make_accumulator_epilogue, make_mma_mainloop
 from . import compile  # pycute.compile (NVRTC, cache, SASS), reachable as pc.compile
 from . import codegen  # registers plan.cuda()
@@ -56,7 +57,7 @@ from .codegen.tcgen05_cp import commit_asm
 from .codegen.probe import probe_source
 from .mma import (InstrDescriptor, ScaleFactorTensor, UmmaDescriptor, check_scale_factor_copy, make_instr_desc,
                   make_umma_desc, scale_factor_smem, scale_factor_tensor)
-from .sim import check_pipeline, verify, verify_plan, verify_tmem_copy
+from .sim import check_fixup, check_pipeline, verify, verify_plan, verify_tmem_copy
 from .sim.operand import reference_mma, verify_operand
 from .viz import draw_layout, draw_plan, draw_smem, layout_grid, print_layout
 
@@ -105,7 +106,8 @@ __all__ = [
     "wgmma_accumulator", "wgmma_a_fragment", "make_gmma_desc", "GmmaDescriptor", "WgmmaPlan", "mnmajor_smem_tensor",
     # kernels around the instructions: pipelines (roles, barriers, phases) and tile schedulers
     "make_pipeline", "PipelinePlan", "Producer", "Consumer", "check_pipeline", "make_tile_scheduler",
-    "TileScheduler", "make_clc_scheduler", "ClcScheduler",
+    "TileScheduler", "make_clc_scheduler", "ClcScheduler", "make_split_k_scheduler", "SplitKScheduler", "KSplit",
+    "choose_k_split", "check_fixup",
     "make_mma_mainloop", "MmaMainloop", "make_accumulator_epilogue", "AccumulatorEpilogue",
     # pictures
     "print_layout", "layout_grid", "draw_layout", "draw_smem", "draw_plan",

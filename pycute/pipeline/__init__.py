@@ -2,7 +2,9 @@
 
 ``make_pipeline`` derives a ring of shared-memory stages, its producer and consumer roles and its barriers (counts,
 bytes, phases) from the producer's copy plans (``plan``, ``planner``); ``make_tile_scheduler`` plans a persistent
-CTA's walk over output tiles and ``make_clc_scheduler`` Blackwell's cluster launch control (``scheduler``). Their
+CTA's walk over output tiles and ``make_clc_scheduler`` Blackwell's cluster launch control (``scheduler``);
+``make_split_k_scheduler`` shares tiles' k-blocks among CTAs (split-K, stream-K) with a deterministic fixup
+(``split_k``). Their
 CUDA comes from ``pycute.codegen``; ``pycute.sim.pipeline`` model-checks a pipeline's protocol and
 ``pycute.sim.clc`` emulates cluster launch control (docs/pipelines.md)."""
 from .plan import (BarrierInit, Consumer, PipelineFunction, PipelinePlan, Producer, ProducerKind, Release,
@@ -12,3 +14,5 @@ from .mainloop import MODE_LETTERS, MmaMainloop, make_mma_mainloop
 from .accumulator import AccumulatorEpilogue, make_accumulator_epilogue
 from .scheduler import (ClcScheduler, Raster, SchedulerFunction, TileScheduler, make_clc_scheduler,
                         make_tile_scheduler)
+from .split_k import (KSplit, Piece, SplitCost, SplitKScheduler, choose_k_split, make_split_k_scheduler,
+                      modelled_time)

@@ -48,7 +48,8 @@ from .mma import MmaPlan, make_mma, mma_accumulator
 from .mma import GmmaDescriptor, WgmmaPlan, make_gmma_desc, wgmma_a_fragment, wgmma_accumulator
 from .pipeline import (ClcScheduler, Consumer, PipelinePlan, Producer, TileScheduler, make_clc_scheduler,
                        make_pipeline, make_tile_scheduler)
-from .pipeline import KSplit, SplitKScheduler, choose_k_split, make_split_k_scheduler
+from .pipeline import (GroupedScheduler, KSplit, SplitKScheduler, choose_k_split, make_grouped_scheduler,
+                       make_split_k_scheduler)
 from .pipeline import AccumulatorEpilogue, MmaMainloop, make_accumulator_epilogue, make_mma_mainloop
 from . import compile  # pycute.compile (NVRTC, cache, SASS), reachable as pc.compile
 from . import codegen  # registers plan.cuda()
@@ -107,7 +108,7 @@ __all__ = [
     # kernels around the instructions: pipelines (roles, barriers, phases) and tile schedulers
     "make_pipeline", "PipelinePlan", "Producer", "Consumer", "check_pipeline", "make_tile_scheduler",
     "TileScheduler", "make_clc_scheduler", "ClcScheduler", "make_split_k_scheduler", "SplitKScheduler", "KSplit",
-    "choose_k_split", "check_fixup",
+    "choose_k_split", "check_fixup", "make_grouped_scheduler", "GroupedScheduler",
     "make_mma_mainloop", "MmaMainloop", "make_accumulator_epilogue", "AccumulatorEpilogue",
     # pictures
     "print_layout", "layout_grid", "draw_layout", "draw_smem", "draw_plan",

@@ -4,7 +4,8 @@
 bytes, phases) from the producer's copy plans (``plan``, ``planner``); ``make_tile_scheduler`` plans a persistent
 CTA's walk over output tiles and ``make_clc_scheduler`` Blackwell's cluster launch control (``scheduler``);
 ``make_split_k_scheduler`` shares tiles' k-blocks among CTAs (split-K, stream-K) with a deterministic fixup
-(``split_k``). Their
+(``split_k``); ``make_grouped_scheduler`` walks a grouped GEMM's (group, tile) pairs from group sizes on the device
+(``grouped``). Their
 CUDA comes from ``pycute.codegen``; ``pycute.sim.pipeline`` model-checks a pipeline's protocol and
 ``pycute.sim.clc`` emulates cluster launch control (docs/pipelines.md)."""
 from .plan import (BarrierInit, Consumer, PipelineFunction, PipelinePlan, Producer, ProducerKind, Release,
@@ -16,3 +17,4 @@ from .scheduler import (ClcScheduler, Raster, SchedulerFunction, TileScheduler, 
                         make_tile_scheduler)
 from .split_k import (KSplit, Piece, SplitCost, SplitKScheduler, choose_k_split, make_split_k_scheduler,
                       modelled_time)
+from .grouped import GroupForm, GroupTile, GroupedScheduler, make_grouped_scheduler

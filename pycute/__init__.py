@@ -46,6 +46,7 @@ from .copy.tma import (ConvProblem, Gather4Plan, Im2colPlan, Im2colWPlan, Multic
 from .arch.sm80.cache import CachePolicy
 from .mma import MmaPlan, make_mma, mma_accumulator
 from .mma import GmmaDescriptor, WgmmaPlan, make_gmma_desc, wgmma_a_fragment, wgmma_accumulator
+from .mma import Fp8Scaling, make_fp8_scaling
 from .pipeline import (ClcScheduler, Consumer, PipelinePlan, Producer, TileScheduler, make_clc_scheduler,
                        make_pipeline, make_tile_scheduler)
 from .pipeline import (GroupedScheduler, KSplit, SplitKScheduler, choose_k_split, make_grouped_scheduler,
@@ -105,6 +106,7 @@ __all__ = [
     "ScaleFactorTensor", "check_scale_factor_copy", "verify_operand", "reference_mma",
     # Hopper's wgmma (sm_90a): make_mma with a register accumulator
     "wgmma_accumulator", "wgmma_a_fragment", "make_gmma_desc", "GmmaDescriptor", "WgmmaPlan", "mnmajor_smem_tensor",
+    "make_fp8_scaling", "Fp8Scaling",
     # kernels around the instructions: pipelines (roles, barriers, phases) and tile schedulers
     "make_pipeline", "PipelinePlan", "Producer", "Consumer", "check_pipeline", "make_tile_scheduler",
     "TileScheduler", "make_clc_scheduler", "ClcScheduler", "make_split_k_scheduler", "SplitKScheduler", "KSplit",

@@ -2,7 +2,8 @@
 (``make_instr_desc``), block-scale factors where the MMA reads them (``scale_factor_tensor``), the accumulator's
 TMEM tensor (``mma_accumulator``), an A in TMEM (``make_tmem_operand``), and the MMA as a plan (``make_mma``).
 Hopper's wgmma beside it: the sm_90 descriptor (``make_gmma_desc``), the register fragments (``wgmma_accumulator``,
-``wgmma_a_fragment``) and the plan (``make_mma`` with a register accumulator: ``WgmmaPlan``)."""
+``wgmma_a_fragment``) and the plan (``make_mma`` with a register accumulator: ``WgmmaPlan``), and fp8 scaling with
+its promotion interval (``make_fp8_scaling``)."""
 from .accumulator import accumulator_layout, mma_accumulator
 from .instr import InstrDescriptor, make_instr_desc
 from .operand import UmmaDescriptor, make_umma_desc
@@ -14,3 +15,4 @@ from .gmma_operand import GmmaDescriptor, make_gmma_desc
 from .wgmma_fragment import wgmma_a_fragment, wgmma_accumulator
 from .wgmma_plan import WgmmaInstruction, WgmmaPlan
 from .wgmma_planner import make_wgmma
+from .fp8_scaling import Fp8Scaling, ScaleKind, make_fp8_scaling

@@ -1,0 +1,104 @@
+"""FP8 scaling plans (pycute.mma.fp8_scaling): the scales' shapes and where they apply, the float64 reference, and
+the kernel's arithmetic modelled: with an adder narrower than f32 in the tensor core (a stand-in until issue 43's
+measured model), an unpromoted kernel's error grows with K while a promoted one's stays flat, for every kind of
+scale; with an exact adder the promoted arithmetic is the reference to f32 rounding."""
+import numpy as np
+import pytest
+
+import pycute as pc
+from pycute.mma.fp8_scaling import K_STEP, make_fp8_scaling
+
+KINDS = ["tensor", "row", "col", "rowcol", "block"]
+
+
+def e4m3(rng, shape):
+    """Random normal e4m3 values (3 mantissa bits, exponents -4..4)."""
+    return rng.choice([-1.0, 1.0], shape) * (1 + rng.integers(0, 8, shape) / 8) * 2.0 ** rng.integers(-4, 5, shape)
+
+
+def scales(plan, rng, m, n, k):
+    return rng.uniform(0.25, 4, plan.a_scales(m, k)), rng.uniform(0.25, 4, plan.b_scales(n, k))
+
+
+def narrow_adder(bits):
+    """A stand-in for Hopper's fp8 accumulation: each k-step's sum cut toward zero to ``bits`` bits below its
+    leading one."""
+    def step(a, b, c):
+        d = a @ b.T + (0 if c is None else c)
+        q = 2.0 ** (np.floor(np.log2(np.maximum(np.abs(d), 1e-300))) - bits)
+        return np.trunc(d / q) * q
+    return step
+
+
+def test_the_scales_shapes_follow_their_kind():
+    m, n, k = 100, 300, 1000
+    shapes = {kind: (make_fp8_scaling(kind, (128, 128)).a_scales(m, k), make_fp8_scaling(kind, (128, 128)).b_scales(
+        n, k)) for kind in KINDS}
+    assert shapes == {"tensor": ((1,), (1,)), "row": ((100,), (1,)), "col": ((1,), (300,)),
+                      "rowcol": ((100,), (300,)), "block": ((8, 100), (3, 8))}
+    assert make_fp8_scaling("block", (128, 128)).a_scales(98, 128) == (1, 100)     # M padded to 16-byte rows
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_the_reference_is_the_scaled_sum_element_by_element(kind):
+    rng = np.random.default_rng(1)
+    m, n, k = 5, 3, 300
+    plan = make_fp8_scaling(kind, (64, 64))
+    a, b = e4m3(rng, (m, k)), e4m3(rng, (n, k))
+    sa, sb = scales(plan, rng, m, n, k)
+    fa, fb = plan.scale_matrices(sa, sb, m, n, k)
+    want = np.array([[sum(a[i, j] * fa[i, j // 128] * b[c, j] * fb[c, j // 128] for j in range(k)) for c in range(n)]
+                     for i in range(m)])
+    assert np.allclose(plan.reference(a, b, sa, sb), want, rtol=1e-12, atol=0)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_an_exact_adder_promoted_gives_the_reference_to_f32_rounding(kind):
+    rng = np.random.default_rng(2)
+    m, n, k = 64, 32, 1000
+    plan = make_fp8_scaling(kind, (64, 32))
+    a, b = e4m3(rng, (m, k)), e4m3(rng, (n, k))
+    sa, sb = scales(plan, rng, m, n, k)
+    ref = plan.reference(a, b, sa, sb)
+    assert np.linalg.norm(plan.emulate(a, b, sa, sb) - ref) / np.linalg.norm(ref) < 1e-6
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_promotion_keeps_the_error_flat_in_k_and_without_it_the_error_grows(kind):
+    rng = np.random.default_rng(3)
+    errors = {}
+    for k in (512, 8192):
+        a, b = e4m3(rng, (64, k)), e4m3(rng, (32, k))
+        for interval in (1, None) if kind != "block" else (1,):
+            plan = make_fp8_scaling(kind, (64, 32), interval=interval)
+            sa, sb = scales(plan, rng, 64, 32, k)
+            ref = plan.reference(a, b, sa, sb)
+            errors[k, interval] = np.linalg.norm(plan.emulate(a, b, sa, sb, narrow_adder(13)) - ref) / np.linalg.norm(
+                ref)
+    assert errors[8192, 1] < 1.3 * errors[512, 1]
+    if kind != "block":
+        assert errors[8192, None] > 8 * errors[512, None] and errors[8192, None] > 20 * errors[8192, 1]
+
+
+def test_the_plan_states_its_interval_registers_and_where_scales_apply():
+    block = make_fp8_scaling("block", (128, 128))
+    assert (block.steps, block.applied, block.registers(64), block.promotions(33)) == (128 // K_STEP, "promotion",
+                                                                                        128 + 4 + 1, 33)
+    tensor = make_fp8_scaling("tensor", (128, 256), interval=4)
+    assert (tensor.steps, tensor.applied, tensor.registers(128), tensor.promotions(33)) == (16, "epilogue", 256, 9)
+    assert make_fp8_scaling("tensor", (128, 256), interval=None).registers(128) == 128
+    assert "every 1 k-block(s) of 128 (4 wgmma k-steps)" in block.explain()
+
+
+@pytest.mark.parametrize("build, message", [
+    (lambda: make_fp8_scaling("block", (128, 128), interval=2), r"promote every k-block of 128 \(interval=1"),
+    (lambda: make_fp8_scaling("block", (128, 192)), r"BN=192 with 128 x 128 B scales"),
+    (lambda: make_fp8_scaling("channel", (128, 128)), r"kind='channel'"),
+    (lambda: make_fp8_scaling("tensor", (96, 128)), r"BM a multiple of 64"),
+    (lambda: make_fp8_scaling("tensor", (128, 128), interval=0), r"interval=0: at least one k-block"),
+    (lambda: make_fp8_scaling("row", (64, 64)).reference(np.ones((4, 128)), np.ones((2, 128)), np.ones(3),
+                                                         np.ones(1)), r"A's are \(4,\) and B's \(1,\), got \(3,\)"),
+])
+def test_bad_scaling_input_is_refused(build, message):
+    with pytest.raises(pc.PlanError, match=message):
+        build()

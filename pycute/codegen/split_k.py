@@ -114,6 +114,7 @@ def _fixup(plan: SplitKScheduler, f: dict[str, SchedulerFunction]) -> list[str]:
     n, cs, part_threads = plan.name, plan.cluster_size, plan.part_threads
     rank = "pycute_cluster_ctarank()" if cs > 1 else "0u"
     vec = plan.registers // 4
+    batch = next(b for b in (8, 4, 2, 1) if vec % b == 0)      # loads in flight per partial: few registers
     where = (f"(size_t)(((slot) * {cs}u + {rank}) * {plan.parts}u + part) * {n}_part_floats + thread * 4u")
     out: list[str] = []
     out += _function(f["partial_store"],
@@ -146,18 +147,20 @@ def _fixup(plan: SplitKScheduler, f: dict[str, SchedulerFunction]) -> list[str]:
                       "stores; the answer reaches them all, with the partials the counter's acquire made visible).",))
     out += _function(f["reduce"],
                      f"void {n}_reduce(const float* ws, const {n}_piece& pc, unsigned part, unsigned thread, float* acc)",
-                     ["  for (unsigned j = 0; j < pc.count; ++j) {",
-                      "    const unsigned slot = j == 0u ? pc.slot0 : pc.first + j;",
-                      f"    const float* src = ws + {where};",
+                     ["#pragma unroll",
+                      f"  for (unsigned c = 0; c < {vec}u; c += {batch}u) {{     // {batch} float4 per partial at a time",
+                      "    for (unsigned j = 0; j < pc.count; ++j) {",
+                      "      const unsigned slot = j == 0u ? pc.slot0 : pc.first + j;",
+                      f"      const float* src = ws + {where};",
                       "#pragma unroll",
-                      f"    for (unsigned k = 0; k < {vec}u; ++k) {{",
-                      "      float x, y, z, w;",
-                      f'      asm volatile("{PARTIAL_LOAD_PTX} {{%0, %1, %2, %3}}, [%4];" : "=f"(x), "=f"(y), '
+                      f"      for (unsigned k = c; k < c + {batch}u; ++k) {{",
+                      "        float x, y, z, w;",
+                      f'        asm volatile("{PARTIAL_LOAD_PTX} {{%0, %1, %2, %3}}, [%4];" : "=f"(x), "=f"(y), '
                       f'"=f"(z), "=f"(w) : "l"(src + k * {4 * part_threads}u) : "memory");',
-                      "      if (j == 0u) {",
-                      "        acc[4u * k] = x; acc[4u * k + 1u] = y; acc[4u * k + 2u] = z; acc[4u * k + 3u] = w;",
-                      "      } else {",
-                      "        acc[4u * k] += x; acc[4u * k + 1u] += y; acc[4u * k + 2u] += z; acc[4u * k + 3u] += w;",
-                      "      }", "    }", "  }"],
+                      "        if (j == 0u) {",
+                      "          acc[4u * k] = x; acc[4u * k + 1u] = y; acc[4u * k + 2u] = z; acc[4u * k + 3u] = w;",
+                      "        } else {",
+                      "          acc[4u * k] += x; acc[4u * k + 1u] += y; acc[4u * k + 2u] += z; acc[4u * k + 3u] += w;",
+                      "        }", "      }", "    }", "  }"],
                      ("Only in the part whose arrival was last: p0 + p1 + ... in K order, whichever CTA arrives last.",))
     return out

@@ -12,7 +12,7 @@ CTA ``w`` takes work item ``(row0, rows, i, j)`` (group rows ``[row0, row0 + row
 it loads A's tile both ways, dumps both shared tiles, and stores the group-bounded one into C through C's group
 map. C then equals A inside every group and keeps its marker outside. ``python examples/grouped_tma.py`` prints
 the plans and runs the CPU check (the sm_90a build, its PTX interpreted for every work item, the emulator replaying
-the retarget edits, loads and stores); ``tools/tma_coords_h200.py`` and ``tests/gpu/test_gpu_tma.py`` run it on
+the retarget edits, loads and stores); ``python -m tools tma_coordinates`` and ``tests/gpu/test_gpu_tma.py`` run it on
 the H200.
 """
 from __future__ import annotations

@@ -239,7 +239,7 @@ def candidates(dtype: Dtype = "bf16") -> list[HopperGemm]:
             HopperGemm(dtype=dtype, BN=64, consumers=1, stages=5, cluster=1)]
 
 
-#: TFLOP/s of each candidate on the whole H200 at 8192^3 bf16 (docs/hopper-gemm-h200.jsonl, the run of
+#: TFLOP/s of each candidate on the whole H200 at 8192^3 bf16 (docs/runs/gemm/hopper-gemm-h200.jsonl, the run of
 #: docs/hopper-gemm.md): what ``choose`` weighs the waves of tiles with.
 MEASURED_TFLOPS = {(128, 256, "cooperative"): 699.0, (128, 128, "pingpong"): 664.0, (128, 128, "cooperative"): 656.0,
                    (64, 128, "cooperative"): 496.0, (64, 64, "cooperative"): 334.0}

@@ -1,7 +1,7 @@
 """The epilogue stream's configurations (``pycute.harness.stream_epilogue``) and their sweep: a 1 GiB bf16 output
 written by persistent CTAs through shared tiles and TMA stores, against the same run's ``cuMemsetD32Async`` of the
 same bytes (the write-only roofline). Shared by ``python -m perf.report --gpu``, ``perf/test_bench_gpu_stream.py``
-and ``tools/epilogue_h200.py``."""
+and ``python -m tools epilogue``."""
 from __future__ import annotations
 
 import numpy as np

@@ -4,7 +4,7 @@ tensor-descriptor copy where Triton is importable); the epilogue stream against 
 CTAs per SM, cluster size) are planned and timed; the best is reported with what it was; every timed copy is
 checked (bit for bit, or a position-weighted checksum for the load-only stream). The pipeline feed row holds a
 GEMM's producer and pipeline, with consumers that only release stages, against the hand-minimal TMA load kernel of
-the same loads in the same run (tools/pipeline_h200.py sweeps more)."""
+the same loads in the same run (``python -m tools pipelines`` sweeps more)."""
 from __future__ import annotations
 
 import datetime

@@ -44,3 +44,46 @@ def test_the_notes_are_pages_of_the_site(site):
     for note in ("ptx-tcgen05", "tcgen05-ld-st", "tcgen05-mma-operands", "tcgen05-cp-decompression",
                  "toolchain-cpu-only"):
         assert (site / note / "index.html").is_file(), note
+
+
+DOCS = ROOT / "docs"
+RUNS = DOCS / "runs"
+RAW = (".jsonl", ".log", ".json")
+
+
+def _links(page: pathlib.Path) -> list[str]:
+    return re.findall(r"\]\(([^)#\s]+)\)", page.read_text())
+
+
+def test_every_page_is_in_the_notes_index():
+    listed = set(_links(DOCS / "README.md"))
+    assert sorted(p.name for p in DOCS.glob("*.md") if p.name != "README.md" and p.name not in listed) == []
+
+
+def test_raw_run_files_live_under_docs_runs_by_topic():
+    stray = sorted(str(p.relative_to(DOCS)) for p in DOCS.rglob("*") if p.suffix in RAW
+                   and (p.parent.parent != RUNS or p.parent == RUNS))
+    assert stray == [], "raw run files go under docs/runs/<topic>/"
+
+
+def test_the_runs_index_lists_every_run_file_and_each_link_resolves():
+    index = RUNS / "README.md"
+    links = _links(index)
+    assert [link for link in links if not (index.parent / link).resolve().exists()] == []
+    files = {str(p.relative_to(RUNS)) for p in RUNS.rglob("*") if p.suffix in RAW}
+    listed = {str((RUNS / link).resolve().relative_to(RUNS.resolve())) for link in links
+              if link.endswith(RAW)}
+    assert sorted(files - listed) == [], "add a row to docs/runs/README.md for each run file"
+
+
+def _tracked_text() -> list[pathlib.Path]:
+    names = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True).stdout.split()
+    return [ROOT / n for n in names if n.endswith((".py", ".md", ".sh", ".toml", ".yml", ".txt"))
+            and not n.startswith("docs/runs/") and (ROOT / n).is_file()]
+
+
+@pytest.mark.skipif(not (ROOT / ".git").exists(), reason="needs the git checkout (git ls-files)")
+def test_every_cited_run_file_exists():
+    cited = {(p.relative_to(ROOT), m) for p in _tracked_text()
+             for m in re.findall(r"docs/runs/[\w./-]+?\.(?:jsonl|json|log)\b", p.read_text(encoding="utf-8"))}
+    assert sorted(f"{p} cites {m}" for p, m in cited if not (ROOT / m).is_file()) == []

@@ -52,7 +52,7 @@ def _feed_kernel(mnk: tuple, config: tuple, variant: tuple | None) -> None:
 
 
 def _feed(i: int) -> str:
-    from tools.pipeline_h200 import SWEEP, SWEEP_MNK, VARIANTS
+    from tools.pipelines import SWEEP, SWEEP_MNK, VARIANTS
     jobs = [(config, v) for config in SWEEP for v in (None, *VARIANTS)]
     if i >= len(jobs):
         return ""
@@ -61,7 +61,7 @@ def _feed(i: int) -> str:
 
 
 def _rate(i: int) -> str:
-    from tools.pipeline_h200 import RATE, RATE_MNK
+    from tools.pipelines import RATE, RATE_MNK
     jobs = [(config, v) for config in RATE for v in (None, ("warp", 1, None), ("warpgroup", 2, None))]
     if i >= len(jobs):
         return ""

@@ -1,7 +1,7 @@
 """The floating-point instructions the CPU interpreter runs, on the GPU and on the CPU, input for input: one kernel
 applies each instruction (inline ``asm``, one rounding mode or modifier each) to the same operand bit patterns --
 random bits (NaNs, infinities, subnormals included), random numbers of moderate size, and the special values -- so
-``tools/interp_h200.py`` can record where ``pycute.interp.run_kernel`` and the hardware differ (docs/interpreter.md)."""
+``python -m tools interpreter_floats`` can record where ``pycute.interp.run_kernel`` and the hardware differ (docs/interpreter.md)."""
 from __future__ import annotations
 
 import math

@@ -4,7 +4,7 @@ registers) and starting D registers loaded from global memory, every warpgroup c
 function between ``pycute_wgmma_fence`` and ``commit_group`` / ``wait_group<0>``, and every thread's D registers
 written back. On an sm_90 GPU (the H200) the MMA is the hardware's: D must equal the emulator's for the same input,
 register for register, and through the fragment the reference MMA's. ``WGMMA_CASES`` is the matrix the GPU test and
-``tools/wgmma_h200.py`` run."""
+``python -m tools wgmma`` run."""
 from __future__ import annotations
 
 from typing import Literal

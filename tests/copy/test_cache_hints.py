@@ -67,7 +67,7 @@ def test_a_hinted_bulk_copy_carries_the_policy_as_its_descriptor_in_sass(bulk):
 
 @pytest.mark.parametrize("policy", ["evict_first", "evict_last", POLICY])
 def test_a_hinted_cp_async_is_refused_with_the_h200_evidence(policy):
-    # every hinted cp.async the H200 ran raised an illegal-instruction exception (docs/tma-h200-boxes.jsonl)
+    # every hinted cp.async the H200 ran raised an illegal-instruction exception (docs/runs/tma/tma-h200-boxes.jsonl)
     with pytest.raises(pc.PlanError, match=r"cp.async with .L2::cache_hint raised an illegal-instruction exception "
                                            r"on the H200.*make_bulk_copy and make_tma_copy take the hint"):
         make_cp_async_copy(TILE, ARRAY, threads=128, cache_hint=policy)

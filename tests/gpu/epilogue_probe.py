@@ -4,7 +4,7 @@ this process's CUDA context):
     python -m tests.gpu.epilogue_probe roundtrip NAME      # registers -> shared -> TMA store -> global, and back
     python -m tests.gpu.epilogue_probe convert             # every packing conversion against the models
     python -m tests.gpu.epilogue_probe bank NAME...        # one kernel per plan that only does its shared accesses
-                                                           # (what tools/epilogue_h200.py profiles with ncu)
+                                                           # (what python -m tools epilogue profiles with ncu)
 
 NAME is a case of ``ROUNDTRIPS`` (``<fragment>-<type>-<order>-<swizzle>``); for ``bank``, ``st:NAME`` or
 ``ld:NAME``."""

@@ -2,7 +2,7 @@
 TV layout) go registers -> (convert) -> swizzled shared (stmatrix / st.shared) -> TMA store -> global memory and
 back through ldmatrix / ld.shared, and the shared image, the array and the loaded registers equal the emulator's
 bit for bit; every packing conversion rounds as pycute.sim.convert models it. Each case runs in a child process
-(a fault kills only that case). tools/epilogue_h200.py runs every case, the ncu bank-conflict matrix and the
+(a fault kills only that case). python -m tools epilogue runs every case, the ncu bank-conflict matrix and the
 throughput sweep."""
 import json
 import pathlib

@@ -2,8 +2,8 @@
 ``pycute.harness.float_probe`` that the ISA pins (every rounding mode of add / sub / mul / fma / div / sqrt / rcp,
 .ftz, .sat, min / max, conversions between f32, f16, bf16, tf32, e4m3, e5m2 and integers) on the same operand bit
 patterns (NaNs, infinities and subnormals among them), any NaN equal to any NaN (PTX leaves their payloads
-unspecified; tools/interp_h200.py records the payload differences). The .approx ones are recorded, not asserted
-(tools/interp_h200.py). Needs a CUDA GPU of compute capability 9.0 or newer; skipped elsewhere."""
+unspecified; ``python -m tools interpreter_floats`` records the payload differences). The .approx ones are recorded,
+not asserted (the same question). Needs a CUDA GPU of compute capability 9.0 or newer; skipped elsewhere."""
 import numpy as np
 import pytest
 

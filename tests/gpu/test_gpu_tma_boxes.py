@@ -1,9 +1,8 @@
 """Every box the hardware copies, and im2col, on the GPU (issue 32, items 3 and 5): each case of
-tools/tma_boxes_h200.py in its own child process (a fault or a hang loses that case only): the real copies equal the
+``python -m tools tma_every_box`` in its own child process (a fault or a hang loses that case only): the real copies equal the
 emulator bit for bit in every CTA, im2col tiles equal numpy's, each mbarrier completes with the plan's expect_tx, the
 cluster's rank order is pycute's, and the driver takes the maps pycute plans. Needs a GPU with TMA (sm_90 or newer).
-The same run as one command with a JSON record: ``PYTHONPATH=. python3 tools/tma_boxes_h200.py``."""
-import importlib.util
+The same run as one command with a JSON record: ``PYTHONPATH=. python -m tools tma_every_box``."""
 import json
 import pathlib
 import subprocess
@@ -12,11 +11,9 @@ import sys
 import pytest
 
 from pycute.compile import runtime
+from tools import tma_every_box as PROBE
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
-_spec = importlib.util.spec_from_file_location("tma_boxes_h200", ROOT / "tools" / "tma_boxes_h200.py")
-PROBE = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(PROBE)
 
 INFO = runtime.device_info()
 REASON = None if INFO is not None and INFO[1][0] >= 9 else "TMA needs a CUDA GPU of compute capability 9.0 or newer"
@@ -26,11 +23,12 @@ ENCODES = {"stride-0": True, "overlapping-stride-64B": True, "narrow-64B-box-in-
            "narrow-48B-box-in-64B-swizzle": True, "im2col-rank4-corners-at-limits": True,
            "im2col-rank5-corners-at-limits": True, "im2col-narrow-32B-channels-in-128B": True,
            "im2col-rank4-corner-past-limit": False, "im2col-empty-box": False,
-           **{f"l2-promotion-{p}": True for p in ("none", "64B", "128B", "256B")}}
+           **{f"l2-promotion-{p}": True for p in ("none", "64B", "128B", "256B")},
+           **{f"rank1-{d}-box{b}": False for d in ("f32", "u8") for b in (16, 256)}, "rank2-f32-1000x4-box32x2": True}
 
 
 def _run(name: str) -> dict:
-    run = subprocess.run([sys.executable, str(ROOT / "tools" / "tma_boxes_h200.py"), "--one", name],
+    run = subprocess.run([sys.executable, "-m", "tools", "tma_every_box", "--one", name],
                          capture_output=True, text=True, cwd=ROOT, timeout=240)
     assert run.returncode == 0, run.stderr[-2000:]
     return json.loads(run.stdout.strip().splitlines()[-1])

@@ -4,7 +4,7 @@ A in registers; two warpgroups; a run-time stage; overwriting and accumulating) 
 exact operands, and every thread's D registers equal the emulator's bit for bit and, through the accumulator
 fragment, the reference MMA's. Needs compute capability 9.0 (sm_90a code); runs in a child process (a fault kills
 the CUDA context), which prints one JSON line per case so that a crash names the case it died in.
-tools/wgmma_h200.py records the same matrix, one child per case."""
+python -m tools wgmma records the same matrix, one child per case."""
 import json
 import pathlib
 import subprocess

@@ -2,7 +2,7 @@
 TMA store, and its emulated result is what the layouts alone say; the conversion probe covers every form; the
 stream kernel issues one TMA store site and the planned stores per tile, and its check accepts exactly what the
 plans write tile by tile (an emulated small array) and nothing else. The GPU runs are tests/gpu/test_gpu_epilogue.py
-and tools/epilogue_h200.py."""
+and python -m tools epilogue."""
 import collections
 
 import numpy as np

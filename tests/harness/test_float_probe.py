@@ -1,4 +1,4 @@
-"""The float probe the H200 runs (tools/interp_h200.py) compiles for sm_90a and runs on the CPU; its operands cover
+"""The float probe the H200 runs (python -m tools interpreter_floats) compiles for sm_90a and runs on the CPU; its operands cover
 NaNs, infinities, subnormals and the special values, and a few of its rows equal numpy's IEEE float32."""
 import numpy as np
 

@@ -1,8 +1,7 @@
 """The GEMM feed harness: its checksum is the arrays' (recomputed by brute force), it refuses consumers that are not
 warps releasing by arrivals, the hand-minimal kernel compiles to its two load sites and no local memory, and every
-configuration tools/pipeline_h200.py sweeps plans within an SM's shared memory."""
-import importlib.util
-import pathlib
+configuration ``python -m tools pipelines`` sweeps plans within an SM's shared memory, and the kernels
+``python -m tools feed_gap`` times run whole on the CPU."""
 
 import attrs
 import numpy as np
@@ -14,8 +13,7 @@ from pycute.compile.nvrtc import compile_cuda
 from pycute.harness.stream_feed import ALIGN_SLACK, FeedProblem, FeedStream, MinimalFeed, expected_checksum
 from pycute.pipeline import Consumer
 from pycute.interp import run_kernel, tensor_map
-
-ROOT = pathlib.Path(__file__).resolve().parents[2]
+from tools import feed_gap, pipelines
 
 
 def test_the_checksum_is_every_tile_and_k_blocks_first_words():
@@ -57,15 +55,8 @@ def test_the_minimal_kernel_issues_both_loads_and_keeps_nothing_in_local_memory(
     assert h["UTMALDG.2D"] >= 2 and not any(op.startswith(("LDL", "STL")) for op in h)
 
 
-def _tool(name="pipeline_h200"):
-    spec = importlib.util.spec_from_file_location(name, ROOT / "tools" / f"{name}.py")
-    tool = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(tool)
-    return tool
-
-
 def test_every_swept_configuration_plans_within_its_share_of_an_sm():
-    tool = _tool()
+    tool = pipelines
     assert len(tool.SWEEP) >= 8 and {per_sm for _, _, per_sm in tool.SWEEP} == {1, 2}
     for tile, stages, per_sm in tool.SWEEP:
         problem = FeedProblem(pc.bf16, *tool.SWEEP_MNK, tile)
@@ -79,7 +70,7 @@ def test_every_swept_configuration_plans_within_its_share_of_an_sm():
 
 
 def test_every_rate_configuration_plans_within_an_sm():
-    tool = _tool()
+    tool = pipelines
     for tile, stages, per_sm in tool.RATE:
         problem = FeedProblem(pc.bf16, *tool.RATE_MNK, tile)
         for feed in (FeedStream(problem, stages=stages, consumer=Consumer("warp", 1), ctas_per_sm=per_sm),
@@ -106,10 +97,10 @@ def test_the_feed_tiles_take_the_widest_swizzle_their_k_rows_fill(bk, swizzle):
 
 
 def test_the_gap_tools_kernels_run_whole_on_the_cpu_and_the_feeds_deliver_every_stage():
-    """tools/feed_gap_h200.py's hand-written baselines (consumers reading nothing, parities by hand), its L2
+    """feed_gap's hand-written baselines (consumers reading nothing, parities by hand), its L2
     prefetch variants and its edited feeds: no deadlock, no stage overwritten before its release, the feeds'
     checksums right (none without the verification branch)."""
-    tool = _tool("feed_gap_h200")
+    tool = feed_gap
     problem = FeedProblem(pc.bf16, 256, 256, 256, (128, 64, 64))
     a, b = problem.arrays(0)
     loads = problem.loads(None)
@@ -127,10 +118,24 @@ def test_the_gap_tools_kernels_run_whole_on_the_cpu_and_the_feeds_deliver_every_
 
 
 def test_the_gap_tools_variants_are_options_every_kernel_of_a_problem_takes():
-    tool = _tool("feed_gap_h200")
+    tool = feed_gap
     for name, options in tool.VARIANTS.items():
         problem = tool.problem_of(tool.PROBLEMS[0], name)
         minimal, feed = tool.kernels(problem)
         assert minimal.scheduler == feed.scheduler == problem.scheduler()
         assert all(attrs.asdict(problem)[k] == v for k, v in options.items())
         assert feed.pipeline.load("a").tensor_map == problem.loads(None)["a"].tensor_map
+
+
+@pytest.mark.parametrize("variant", feed_gap.WAITS)
+def test_the_feed_with_each_wait_variant_runs_whole_on_the_cpu_and_delivers_every_stage(variant):
+    """feed_gap --waits: one elected lane polling then __syncwarp, test_wait spinning: still every stage, in order."""
+    problem = FeedProblem(pc.bf16, 256, 256, 128, (128, 64, 64))
+    a, b = problem.arrays(0)
+    loads = problem.loads(None)
+    feed = FeedStream(problem, stages=2)
+    checksum = np.zeros(1, np.uint64)
+    run_kernel(compile_cuda(feed_gap.wait_kernels(problem, 2)[variant], arch="sm_90a"), "feed_stream", grid=2,
+               block=32 * feed.warps, smem=feed.pipeline.smem_bytes + ALIGN_SLACK,
+               args=[tensor_map(loads["a"], a), tensor_map(loads["b"], b), checksum, 1])
+    assert int(checksum[0]) == expected_checksum(problem, a, b)

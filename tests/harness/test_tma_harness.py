@@ -1,5 +1,6 @@
 """The TMA round trip refuses, before anything reaches the driver, a launch whose arguments the kernel would read
-past (a host-side fault otherwise: the first H200 run of tools/tma_coords_h200.py lost every load case to it)."""
+past (a host-side fault otherwise: the first H200 run of the coordinate probe, ``python -m tools tma_coordinates``,
+lost every load case to it)."""
 import pytest
 
 import pycute as pc

@@ -1,7 +1,7 @@
 """The wgmma round trip on the CPU: every case of the GPU matrix compiles (one NVRTC call) for sm_90a to exactly its
 planned HGMMA / QGMMA / IGMMA with no local memory; the round-trip kernel itself, interpreted, issues each
 warpgroup's planned stream at its shared buffer; the emulator's registers, read through the fragment, are the
-reference MMA of the input it uploads. tests/gpu/test_gpu_wgmma.py and tools/wgmma_h200.py run it on the H200."""
+reference MMA of the input it uploads. tests/gpu/test_gpu_wgmma.py and python -m tools wgmma run it on the H200."""
 import numpy as np
 import pytest
 

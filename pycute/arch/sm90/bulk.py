@@ -20,7 +20,8 @@ MAX_CLUSTER = 16
 
 def cluster_rank(cluster: tuple[int, int, int], coord: tuple[int, int, int]) -> int:
     """``%cluster_ctarank`` of the CTA at ``%cluster_ctaid`` ``coord`` in a cluster of shape ``cluster``: x fastest,
-    then y, then z [inferred from the CUDA Programming Guide's block rank; tools/tma_boxes_h200.py records it]."""
+    then y, then z [inferred from the CUDA Programming Guide's block rank; ``python -m tools tma_every_box``
+    records it]."""
     x, y, z = coord
     return x + cluster[0] * (y + cluster[1] * z)
 

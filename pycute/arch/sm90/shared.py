@@ -3,7 +3,7 @@
 a warp's request is served in phases of threads, and within a phase each bank serves one distinct 4-byte word per
 wavefront (threads that touch the same word share it). The phases follow the access width: the whole warp for
 accesses of 4 bytes or fewer, half-warps for 8-byte accesses, quarter-warps for 16-byte accesses [I: the common
-model of the CUDA Programming Guide's bank-conflict section; ``tools/epilogue_h200.py`` measures every planned case
+model of the CUDA Programming Guide's bank-conflict section; ``python -m tools epilogue`` measures every planned case
 with ncu and docs/epilogue.md records pycute's prediction beside the count]."""
 from __future__ import annotations
 

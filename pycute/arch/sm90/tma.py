@@ -33,14 +33,16 @@ SMEM_ALIGN = 128              # a box's shared-memory address (CUDA Programming 
 MAX_MULTICAST = 16           # ctaMask is 16 bits: one per CTA rank of the cluster
 #: The most bytes one box may have: a box lands in (or leaves) one CTA's shared memory, 227 KiB on sm_90. The H200's
 #: driver refused boxes of 256 KiB (256 x 256 f32, 256 x 256 x 4 u8) and 256^5 u8 (docs/tma.md); where between
-#: the largest box seen accepted and 256 KiB its own limit lies is probed by tools/tma_coords_h200.py's encode case.
+#: the largest box seen accepted and 256 KiB its own limit lies is probed by the encode case of
+#: ``python -m tools tma_coordinates``.
 MAX_BOX_BYTES = SMEM_MAX_BYTES
 TX_LIMIT = (1 << 20) - 1      # an mbarrier phase's transaction count (PTX #parallel-synchronization-and-
 #                               communication-instructions-mbarrier)
 COORD_MIN, COORD_MAX = -(1 << 31), (1 << 31) - 1   # tensorCoords are .s32 (PTX #tensor-tiled-mode)
 STORE_UNIT = 16               # a store writes global memory in 16-byte units (measured on the H200, docs/tma.md)
 #: A box's start along tensor-map dimension 0, in bytes, is a multiple of this: the H200 raised an illegal-instruction
-#: exception for loads, stores, reductions and prefetches starting between (docs/tma.md, docs/tma-h200-coords.jsonl).
+#: exception for loads, stores, reductions and prefetches starting between (docs/tma.md,
+#: docs/runs/tma/tma-h200-coords.jsonl).
 BOX_START_UNIT = 16
 
 #: The targets that have cp.async.bulk.tensor (sm_90 and later).
@@ -101,7 +103,7 @@ L2Promotion = Literal["none", "64B", "128B", "256B"]
 L2_PROMOTIONS: dict[L2Promotion, int] = {"none": 0, "64B": 1, "128B": 2, "256B": 3}
 #: The converting map types (CUDA driver API, CUtensorMapDataType): TFLOAT32 (11) and TFLOAT32_FTZ (12) round each
 #: loaded f32 to tf32, FLOAT32_FTZ (10) and TFLOAT32_FTZ name the flush-to-zero forms (``ftz=True``). Measured on the
-#: H200 (docs/tma.md, docs/tma-h200-coords-run1.jsonl): the rounding is to nearest even at mantissa bit 13
+#: H200 (docs/tma.md, docs/runs/tma/tma-h200-coords-run1.jsonl): the rounding is to nearest even at mantissa bit 13
 #: (dtypes.TF32_MASK: 10 mantissa bits kept; subnormals rounded too, the largest finite value to infinity,
 #: infinities unchanged), every NaN becomes ``TF32_LOAD_NAN``, and the FTZ forms flush nothing a load writes (their
 #: images equal the plain types'); a store through any of them copies the bytes unchanged.
@@ -123,7 +125,7 @@ def l2_promotion_code(value: object, who: str) -> int:
 OOB_FILL_NONE = 0             # CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE: out-of-bounds elements load as zeros
 OOB_FILL_NAN = 1              # ..._NAN_REQUEST_ZERO_FMA: floating-point types only
 #: What the NaN fill writes: this 16-bit NaN in every 2-byte unit of an out-of-bounds element, whatever its type
-#: (f16, bf16, f32, tf32, f64 measured on the H200, docs/tma-h200-nan-fill.jsonl).
+#: (f16, bf16, f32, tf32, f64 measured on the H200, docs/runs/tma/tma-h200-nan-fill.jsonl).
 NAN_FILL_UNIT = bytes.fromhex("f77f")
 NAN_FILL_TYPES = ("f16", "bf16", "f32", "tf32", "f64")
 OobFill = Literal["zero", "nan"]

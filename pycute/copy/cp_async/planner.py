@@ -186,8 +186,8 @@ def make_cp_async_copy(dst: SmemTensor, src: GlobalTensor, threads: int = 128, c
         policy = cache_policy(cache_hint, "make_cp_async_copy")
         raise PlanError(f"make_cp_async_copy: cache_hint={policy}: cp.async with .L2::cache_hint raised an "
                         f"illegal-instruction exception on the H200 for evict_first, evict_last and a fractional "
-                        f"policy (docs/tma.md, docs/tma-h200-boxes.jsonl hint/cp-async/*), so pycute does not issue "
-                        f"it; make_bulk_copy and make_tma_copy take the hint")
+                        f"policy (docs/tma.md, docs/runs/tma/tma-h200-boxes.jsonl hint/cp-async/*), so pycute does not "
+                        f"issue it; make_bulk_copy and make_tma_copy take the hint")
     threads = as_int(threads, "make_cp_async_copy: threads")
     if not 1 <= threads <= MAX_THREADS:
         raise PlanError(f"make_cp_async_copy: threads={threads}: a CTA has 1 to {MAX_THREADS} threads")

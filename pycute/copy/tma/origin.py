@@ -75,7 +75,7 @@ def step_why(o: TmaOrigin) -> str:
 def inner_unit_why(unit: int) -> str:
     return (f"a box whose start along the contiguous mode is off a 16-byte unit ({unit} elements) raised an "
             f"illegal-instruction exception on the H200 for loads, stores, reductions and prefetches alike "
-            f"(docs/tma.md, docs/tma-h200-coords.jsonl)")
+            f"(docs/tma.md, docs/runs/tma/tma-h200-coords.jsonl)")
 
 
 #: Where a plan's box starts: ``"tile"`` (tile indices, the short form), ``"element"`` (run-time element

@@ -1,4 +1,4 @@
-"""Fragments and tiles the register <-> shared tests, the GPU round trips and tools/epilogue_h200.py share.
+"""Fragments and tiles the register <-> shared tests, the GPU round trips and python -m tools epilogue share.
 
 Fragment kinds (thread-value layouts ``(thread, value) -> coordinate index`` of the tile, colexicographic):
 * ``wgmma``: Hopper's f32 wgmma accumulator of a 64 x N tile per warpgroup (PTX ISA "wgmma register fragments"):

@@ -3,7 +3,7 @@ narrower than the swizzle's, tiles at 128-B offsets under a swizzle, stride-0 an
 arrays of more than five modes and hierarchical modes, multicast to any CTA mask of a cluster shape, L2 promotion
 and cache hints. Each case: a name, the array, the shared tile, the tile indices to run (the last ones partly or
 wholly out of bounds where that is the point), and make_tma_copy's options. The CPU tests emulate every one against
-the layouts; tools/tma_boxes_h200.py runs every one on the H200."""
+the layouts; python -m tools tma_every_box runs every one on the H200."""
 import pycute as pc
 from pycute import ComposedLayout, Layout, Swizzle
 from pycute.copy.tma.multicast import Multicast

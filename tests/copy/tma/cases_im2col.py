@@ -1,7 +1,7 @@
 """Convolutions whose implicit-GEMM A tiles pycute loads with TMA im2col (issue 32, item 5): 1-, 2- and 3-D, every
 swizzle, narrow channel rows, padding, stride, dilation, asymmetric padding, tiles that span images and K tiles of
 one tap or of whole taps. Each case: a name, the activations, the shared tile, the problem and the (m, k) tiles to
-run. The CPU tests hold the emulator to numpy's im2col; tools/tma_boxes_h200.py runs every one on the H200."""
+run. The CPU tests hold the emulator to numpy's im2col; python -m tools tma_every_box runs every one on the H200."""
 import pycute as pc
 from pycute import ComposedLayout, Layout, Swizzle
 from pycute.copy.tma.conv import ConvProblem

@@ -41,7 +41,7 @@ def test_every_box_stores_as_the_layouts_say(name, g, s, tiles, store, options):
 # --- swizzled rows narrower than the swizzle's -------------------------------------------------------------------
 
 def test_a_narrow_swizzled_row_keeps_a_whole_pattern_row_in_shared_memory():
-    """The model the planner relies on (docs/tma.md, inferred; tools/tma_boxes_h200.py settles it): box row r of a
+    """The model the planner relies on (docs/tma.md, inferred; python -m tools tma_every_box settles it): box row r of a
     64-B-wide bf16 box under the 128B swizzle starts at byte 128 r, its 16-byte units XORed by (r % 8); the other
     half of each pattern row is not written."""
     params = TensorMapParams("bf16", 9, (32, 8), (64,), (32, 8), (1, 1), TMA_SWIZZLES[3])

@@ -1,14 +1,9 @@
-"""The H200 run of issue 32's boxes and im2col (tools/tma_boxes_h200.py) is built and compiled here, on a machine
-without a GPU: every case's maps, plans and round-trip kernels (sm_90a), so that the one GPU command runs whole."""
-import importlib.util
-import pathlib
-
+"""The H200 run of issue 32's boxes and im2col (``python -m tools tma_every_box``) is built and compiled here, on a
+machine without a GPU: every case's maps, plans and round-trip kernels (sm_90a), so that the one GPU command runs
+whole."""
 import pytest
 
-ROOT = pathlib.Path(__file__).resolve().parents[3]
-_spec = importlib.util.spec_from_file_location("tma_boxes_h200", ROOT / "tools" / "tma_boxes_h200.py")
-PROBE = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(PROBE)
+from tools import tma_every_box as PROBE
 
 
 def test_the_run_covers_every_group_and_case():

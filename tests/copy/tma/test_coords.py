@@ -17,10 +17,11 @@ from pycute.tensor.values import smem_element_offsets
 
 from .cases import ELEMENT
 
-#: The H200's run 2 (docs/tma-h200-coords.jsonl) faulted on a box starting off a 16-byte unit of the contiguous mode.
+#: The H200's run 2 (docs/runs/tma/tma-h200-coords.jsonl) faulted on a box starting off a 16-byte unit of the contiguous
+#: mode.
 OFF_UNIT = (r"not on a 16-byte unit \(4 elements\): a box whose start along the contiguous mode is off a 16-byte "
             r"unit \(4 elements\) raised an illegal-instruction exception on the H200 for loads, stores, reductions "
-            r"and prefetches alike \(docs/tma.md, docs/tma-h200-coords.jsonl\)")
+            r"and prefetches alike \(docs/tma.md, docs/runs/tma/tma-h200-coords.jsonl\)")
 F32 = pc.make_global_tensor(pc.f32, Layout((40, 24), (24, 1)))
 F32_TILE = pc.make_smem_tensor(pc.f32, Layout((16, 8), (8, 1)))
 BF16 = pc.make_global_tensor(pc.bf16, Layout((300, 256), (256, 1)))

@@ -1,8 +1,7 @@
-"""tools/tma_coords_h200.py works first time on the H200: on the CPU every case builds up to its launch (plans,
+"""``python -m tools tma_coordinates`` works first time on the H200: on the CPU every case builds up to its launch (plans,
 sm_90a kernels), the probe's own reference model equals the emulator on every coordinate case pycute plans, each
 case runs in its own child process under its exact name (run 1 split names at their commas), and the verdicts
 tell what pycute refuses (run 2's faults: off the 16-byte unit) from what it promises (equal, no fault)."""
-import importlib.util
 import json
 from pathlib import Path
 
@@ -10,12 +9,11 @@ import numpy as np
 import pytest
 
 ROOT = Path(__file__).resolve().parents[3]
-TOOL = ROOT / "tools" / "tma_coords_h200.py"
 #: Run 2's coordinate and NaN-fill cases on the H200: (name, whether it faulted).
 def _coordinate_cases(name: str) -> list[tuple[str, bool]]:
     """(case, faulted) of a recorded run's loads, stores, reductions, prefetches and NaN-filling loads."""
     return [(r["case"], bool(r.get("fault")))
-            for r in map(json.loads, (ROOT / "docs" / name).read_text().splitlines())
+            for r in map(json.loads, (ROOT / "docs" / "runs" / "tma" / name).read_text().splitlines())
             if r["case"].startswith(("coord/", "nan/"))]
 
 
@@ -25,10 +23,8 @@ RUN3 = _coordinate_cases("tma-h200-coords-run3.jsonl")
 
 @pytest.fixture(scope="module")
 def probe():
-    spec = importlib.util.spec_from_file_location("tma_coords_h200", TOOL)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    from tools import tma_coordinates
+    return tma_coordinates
 
 
 def test_every_h200_case_builds_and_its_reference_model_equals_the_emulator(probe, capsys):

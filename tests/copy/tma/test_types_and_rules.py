@@ -16,7 +16,7 @@ from pycute.copy.tma.rules import check_map
 from pycute.harness.tma import TmaRoundTrip
 from pycute.sim.executors.tma import convert_loaded
 
-DOCS = pathlib.Path(__file__).resolve().parents[3] / "docs"
+RUNS = pathlib.Path(__file__).resolve().parents[3] / "docs" / "runs" / "tma"
 
 
 def bits(x: int, data_type: int) -> int:
@@ -25,7 +25,7 @@ def bits(x: int, data_type: int) -> int:
 
 
 # (input bits, what a TFLOAT32 map loads): round to nearest even at mantissa bit 13, subnormals alike; infinities
-# kept; every NaN loads as 0x7FFFE000. The H200 loaded each of these in run 1 (docs/tma-h200-coords-run1.jsonl;
+# kept; every NaN loads as 0x7FFFE000. The H200 loaded each of these in run 1 (docs/runs/tma/tma-h200-coords-run1.jsonl;
 # test_the_model_reproduces_every_image_the_h200_loaded_through_a_converting_map holds the model to it).
 CONVERSIONS = [
     (0x3F800FFF, 0x3F800000),      # below half an ulp: down
@@ -56,13 +56,13 @@ def test_a_float32_ftz_map_loads_every_value_unchanged_subnormals_included(x):
     assert bits(x, 10) == x
 
 
-# Run 1 of tools/tma_coords_h200.py: the patterns written first into array A of its type/* cases (the rest random
-# bits, seed 0), and the model its emulator had then (round to nearest even keeping NaNs, FTZ flushing subnormal
+# Run 1 of the coordinate probe (python -m tools tma_coordinates): the patterns written first into array A of its
+# type/* cases (the rest random bits, seed 0), and the model its emulator had then (round to nearest even keeping NaNs, FTZ flushing subnormal
 # inputs to a zero of their sign): each record is the first difference between the H200's image and that model.
 RUN1_SPECIALS = [0x3F800FFF, 0x3F801000, 0x3F803000, 0x3F801001, 0xBF803000, 0x3FFFF000, 0x7F7FFFFF, 0x7F800000,
                  0xFF800000, 0x7FC00FFF, 0x7F800001, 0xFFFFFFFF, 0x007FFFFF, 0x00000001, 0x80000FFF, 0x00001000,
                  0x00800000, 0x80000000, 0x00000000, 0x33800000, 0x3F7FF000]
-RUN1 = [json.loads(x) for x in (DOCS / "tma-h200-coords-run1.jsonl").read_text().splitlines()]
+RUN1 = [json.loads(x) for x in (RUNS / "tma-h200-coords-run1.jsonl").read_text().splitlines()]
 RUN1_LOADS = [r for r in RUN1 if r["case"].startswith(("type/", "nan/")) and not r.get("fault")]
 MAP_TYPES = {"f32": (pc.f32, False), "f32_ftz": (pc.f32, True), "tf32": (pc.tf32, False), "tf32_ftz": (pc.tf32, True),
              "f16": (pc.f16, False), "bf16": (pc.bf16, False), "f64": (pc.f64, False)}
@@ -112,7 +112,7 @@ def _run1_images(record: dict) -> dict:
 @pytest.mark.parametrize("record", RUN1_LOADS, ids=lambda r: r["case"])
 def test_the_model_reproduces_every_image_the_h200_loaded_through_a_converting_map(record, monkeypatch):
     """The emulator's model stands in for the H200: against run 1's model it differs exactly where, by as many
-    bytes and with the same first bytes as the H200's images did (docs/tma-h200-coords-run1.jsonl)."""
+    bytes and with the same first bytes as the H200's images did (docs/runs/tma/tma-h200-coords-run1.jsonl)."""
     import pycute.sim.executors.tma as executor
     for key, (rt, at) in _run1_images(record).items():
         hardware, _ = rt.emulate(at)
@@ -146,11 +146,11 @@ def test_ftz_is_for_f32_and_tf32_maps(dtype, ftz, error, match):
         pc.make_tma_copy(pc.make_smem_tensor(dtype, Layout((32, 64), (64, 1))), g, ftz=ftz)
 
 
-@pytest.mark.parametrize("record", [json.loads(x) for x in (DOCS / "tma-h200-nan-fill.jsonl").read_text().splitlines()],
+@pytest.mark.parametrize("record", [json.loads(x) for x in (RUNS / "tma-h200-nan-fill.jsonl").read_text().splitlines()],
                          ids=lambda r: r["dtype"])
 def test_the_emulator_replays_the_nan_fill_the_h200_wrote(record):
-    """tools/tma_nan_probe.py's load (the map's fill forced to NaN) emulated: the out-of-bounds rows hold exactly
-    the byte patterns the H200 wrote (docs/tma-h200-nan-fill.jsonl)."""
+    """The NaN-fill probe's load (the map's fill forced to NaN) emulated: the out-of-bounds rows hold exactly
+    the byte patterns the H200 wrote (docs/runs/tma/tma-h200-nan-fill.jsonl)."""
     import attrs
     dtype = pc.dtype(record["dtype"])
     g = pc.make_global_tensor(dtype, Layout((40, 64), (64, 1)))

@@ -1,17 +1,19 @@
-"""Settle on the H200 what TMA does at element coordinates, through converting and NaN-filling maps, through maps
-retargeted on the device, and what the driver encodes; one JSON line per case, a table last.
+"""What do TMA copies do at element coordinates and through converting, NaN-filling and retargeted maps?
 
-    PYTHONPATH=. python3 tools/tma_coords_h200.py [OUT.jsonl] [--jobs 8] [--only PREFIX ...]
-                                                    (default $OUT/tma_coords_h200.jsonl; about 1-2 minutes)
-    PYTHONPATH=. python3 tools/tma_coords_h200.py --check          (CPU: build every case, compare the models)
+And which maps does the driver encode? One JSON line per case, a table last (docs/tma.md section 5).
 
-Every case runs in its own child process (``--case NAME``, ``CASE_SECONDS`` each), ``--jobs`` of them at a time,
+    PYTHONPATH=. python -m tools tma_coordinates [OUT.jsonl] [--jobs 8] [--only PREFIX ...]
+                                                 (default $OUT/tma_coordinates.jsonl; about 1-2 minutes)
+    PYTHONPATH=. python -m tools tma_coordinates --dry     (no GPU: build every case, compare the models)
+
+Every case runs in its own child process (``--one NAME``, ``CASE_SECONDS`` each), ``--jobs`` of them at a time,
 so a fault, a trap or a hang costs only its own case; the parent writes each case's line as it finishes:
 the child's verdict, or ``{"fault": true, "rc": ..., "error": "CUDA_ERROR_...", "message": [the device's printf
 lines], "planned": ..., "output": ...}``. ``planned`` says whether pycute promises the case (False: a case outside
 its promises, run on purpose, with ``refused`` naming pycute's rule; its verdict ends "(outside pycute's promises:
 refused)"). Every planned case should read ``equal`` (``completed`` for a prefetch); the last line counts those
-that do not. Run 2 (docs/tma-h200-coords.jsonl, docs/tma.md section 5) settled the rules the planner keeps now: a
+that do not. Run 2 (docs/runs/tma/tma-h200-coords.jsonl, docs/tma.md section 5) settled the rules the planner keeps
+now: a
 box starting off a 16-byte unit along the contiguous mode faults for every direction, negative rows of a NaN fill
 load as the layouts say. Families:
 
@@ -46,25 +48,19 @@ import atexit
 import concurrent.futures
 import ctypes
 import json
-import os
 import re
-import subprocess
-import sys
-import threading
 import time
 from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-import pycute as pc  # noqa: E402
-from pycute import Layout  # noqa: E402
-from pycute.compile.runtime import Gpu  # noqa: E402
-from pycute.harness.tma import TmaRoundTrip  # noqa: E402
-from pycute.int_tuple import idx2crd, product  # noqa: E402
-from pycute.sim.verify_tma import _expected  # noqa: E402
+import pycute as pc
+from pycute import Layout
+from pycute.compile.runtime import Gpu
+from pycute.harness.tma import TmaRoundTrip
+from pycute.int_tuple import idx2crd, product
+from pycute.sim.verify_tma import _expected
+from tools._common import JsonLines, out_path, run_question
 
 CASE_SECONDS = 120            # each child's own limit (a hang costs this, never the run)
 JOBS = 8                      # children at a time (16 cores; each compiles its own kernels)
@@ -507,21 +503,11 @@ def _child(name: str, cpu: bool) -> None:
     print(json.dumps(row), flush=True)
 
 
-def _text(x: object) -> str:
-    return x.decode(errors="replace") if isinstance(x, bytes) else str(x or "")
-
-
 def run_one(name: str, cpu: bool = False, seconds: int = CASE_SECONDS) -> dict:
     """``name`` in its own child process: its line, or a fault record (rc, the CUDA error, the device's printed
     lines, whether pycute promises the case, the output's tail)."""
-    start = time.monotonic()
-    try:
-        run = subprocess.run([sys.executable, str(Path(__file__).resolve()), "--case", name] + (["--cpu"] if cpu else []),
-                             capture_output=True, text=True, cwd=ROOT, timeout=seconds,
-                             env={**os.environ, "PYTHONPATH": str(ROOT)})
-        output, rc = run.stdout + run.stderr, run.returncode
-    except subprocess.TimeoutExpired as e:
-        output, rc = _text(e.stdout) + _text(e.stderr), "timeout"
+    run = run_question("tma_coordinates", ["--one", name] + (["--cpu"] if cpu else []), seconds)
+    output, rc = run.stdout + run.stderr, ("timeout" if run.rc is None else run.rc)
     row = next((json.loads(x) for x in output.splitlines() if x.startswith('{"case"')), None)
     message = [x for x in output.splitlines() if x.startswith("pycute:") and "breaks" in x][:4]
     if row is None or rc != 0:
@@ -532,23 +518,17 @@ def run_one(name: str, cpu: bool = False, seconds: int = CASE_SECONDS) -> dict:
                **({"refused": refused} if refused else {}), "output": output[-1500:]}
     if message:
         row["message"] = message
-    row["seconds"] = round(time.monotonic() - start, 1)
+    row["seconds"] = round(run.seconds, 1)
     return row
 
 
 def run_all(path: Path, names: list[str], jobs: int = JOBS, cpu: bool = False) -> list[dict]:
     """Every case in its own child, ``jobs`` at a time; each line written to ``path`` as its case ends."""
-    rows: list[dict] = []
-    lock = threading.Lock()
-    with path.open("w") as f, concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as pool:
+    with JsonLines(path) as out, concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as pool:
         for future in concurrent.futures.as_completed([pool.submit(run_one, n, cpu) for n in names]):
-            row = future.result()
-            with lock:
-                f.write(json.dumps(row) + "\n")
-                f.flush()
-                rows.append(row)
+            out.write(future.result())
     order = {n: k for k, n in enumerate(names)}
-    return sorted(rows, key=lambda r: order[r["case"]])
+    return sorted(out.rows, key=lambda r: order[r["case"]])
 
 
 def _diff_word(d: dict | None) -> str:
@@ -695,26 +675,25 @@ def check_on_cpu() -> None:
     print(f"{len(cases())} cases built; the reference model equals the emulator on the planned ones")
 
 
-def main(argv: list[str]) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("out", nargs="?", type=Path, default=Path(os.environ.get("OUT", ".")) / "tma_coords_h200.jsonl")
-    parser.add_argument("--check", action="store_true", help="CPU only: build every case up to its launch")
-    parser.add_argument("--case", help="run one case in this process (what each child does)")
-    parser.add_argument("--cpu", action="store_true", help="with --case or a run: stop each case at its launch")
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="python -m tools tma_coordinates", description=__doc__.split("\n")[0])
+    parser.add_argument("out", nargs="?", help="the JSON lines file (default $OUT/tma_coordinates.jsonl)")
+    parser.add_argument("--dry", action="store_true", help="no GPU: build every case up to its launch")
+    parser.add_argument("--one", metavar="NAME", help="run one case in this process (what each child does)")
+    parser.add_argument("--cpu", action="store_true", help="with --one or a run: stop each case at its launch")
     parser.add_argument("--jobs", type=int, default=JOBS, help="children at a time")
     parser.add_argument("--only", action="append", default=[], help="cases whose name starts so (repeatable)")
     args = parser.parse_args(argv)
-    if args.case:
-        _child(args.case, args.cpu)
-    elif args.check:
+    if args.one:
+        _child(args.one, args.cpu)
+        return 0
+    if args.dry:
         check_on_cpu()
-    else:
-        names = [n for n in cases() if not args.only or n.startswith(tuple(args.only))]
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        start = time.monotonic()
-        table(run_all(args.out, names, args.jobs, args.cpu))
-        print(f"\n{len(names)} cases in {time.monotonic() - start:.0f} s; wrote {args.out}")
-
-
-if __name__ == "__main__":
-    main(sys.argv[1:])
+        return 0
+    names = [n for n in cases() if not args.only or n.startswith(tuple(args.only))]
+    path = out_path("tma_coordinates", args.out)
+    start = time.monotonic()
+    rows = run_all(path, names, args.jobs, args.cpu)
+    table(rows)
+    print(f"\n{len(names)} cases in {time.monotonic() - start:.0f} s; wrote {path}")
+    return 1 if within_promises(rows) else 0

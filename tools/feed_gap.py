@@ -1,34 +1,39 @@
-"""Where the feed's gap to the minimal kernel at 8192 x 8192 x 4096 comes from (docs/pipelines.md section 5): the
-minimal kernel runs 5.6% faster there than at 7680 x 7680 x 4096 while the feed runs the same at both.
+"""Where does the GEMM feed's gap to the minimal kernel come from?
+
+The minimal kernel (one thread, full barriers only) runs 5.6% faster at 8192 x 8192 x 4096 than at 7680 x 7680 x
+4096 while the feed runs the same at both (docs/pipelines.md section 5). Each mode takes one suspect apart, every
+kernel's checksum verified first, timings interleaved (``ROUNDS`` rounds of the fastest of 3 launches):
 
 * ``--sweep``: the best configuration (128x256x64, 3 stages) under each of ``VARIANTS`` -- the output tiles' raster
   and band width, the loads' L2 promotion and L2 policy, options of ``FeedProblem`` that every kernel of the
-  problem takes alike -- the minimal kernel and the feed (one consumer warp) timed in turn, ``ROUNDS`` rounds of
-  the fastest of 3 launches, the feed's checksum verified under each, for both problems;
+  problem takes alike -- the minimal kernel and the feed (one consumer warp), for both problems;
 * ``--ncu``: both kernels of the default variant at both problems under ``ncu --clock-control none``: duration, L2
   hit rate, DRAM bytes read, L2 and DRAM throughput, the L2 fabric's traffic (what this ncu has of them);
 * ``--hand``: beside the minimal kernel and the feed, **hand-written load-only kernels with a consumer that reads
-  no data** (the issue's baseline: full and empty barriers, counts and parities written by hand; the consumer
-  warp waits on every lane and lane 0 releases, or lane 0 alone waits and releases), and each kernel with an L2
-  prefetch (``cp.async.bulk.prefetch.tensor``) of the load ``P`` loads ahead of the one its next wait gates, issued
-  before that wait (``+pfP``, with ``--prefetch``), and the feed under source edits that each take one difference
-  from the hand-written kernel away (``FEED_EDITS``, with ``--edits``): timed in turn, ``ROUNDS`` rounds, checksums
-  of the feeds verified.
+  no data** (full and empty barriers, counts and parities written by hand; the consumer warp waits on every lane
+  and lane 0 releases, or lane 0 alone waits and releases); with ``--prefetch`` each kernel with an L2 prefetch
+  (``cp.async.bulk.prefetch.tensor``) of the load ``P`` loads ahead of the one its next wait gates (``+pfP``), with
+  ``--edits`` the feed under source edits that each take one difference from the hand-written kernel away
+  (``FEED_EDITS``);
+* ``--waits``: the feed's consumer waits varied at its best configurations (``WAIT_CONFIGS``, 8192): as generated
+  (every lane polls with ``mbarrier.try_wait``), one elected lane polling then ``__syncwarp`` (``lane``), both roles
+  spinning on ``mbarrier.test_wait`` (``spin``), and both (``lane+spin``).
 
-    PYTHONPATH=. python3 tools/feed_gap_h200.py --sweep OUT.jsonl
-    PYTHONPATH=. python3 tools/feed_gap_h200.py --ncu OUT.jsonl
-    PYTHONPATH=. python3 tools/feed_gap_h200.py --hand OUT.jsonl [--prefetch] [--edits]
+    PYTHONPATH=. python -m tools feed_gap --sweep --ncu --hand --waits [OUT.jsonl]   (default $OUT/feed_gap.jsonl)
+    PYTHONPATH=. python -m tools feed_gap --hand --edits --dry                        (no GPU: every kernel compiled)
+
+One JSON line per kernel and problem (``mode`` names the mode); a table per mode.
 """
 from __future__ import annotations
 
+import argparse
+import functools
 import json
 import os
-import statistics
-import subprocess
-import sys
+from concurrent.futures import ProcessPoolExecutor
 from typing import Any
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from tools._common import JsonLines, interleaved, ncu_metrics, ncu_path, out_path, parse_ncu, rates, run_question
 
 PROBLEMS = [(8192, 8192, 4096), (7680, 7680, 4096)]
 TILE, STAGES = (128, 256, 64), 3
@@ -57,14 +62,6 @@ def kernels(problem: Any) -> tuple[Any, Any]:
     return MinimalFeed(problem, stages=STAGES), FeedStream(problem, stages=STAGES)
 
 
-def prebuild() -> None:
-    """Every kernel of the sweep into the compile cache, in parallel."""
-    from concurrent.futures import ProcessPoolExecutor
-    jobs = [(mnk, v) for mnk in PROBLEMS for v in VARIANTS]
-    with ProcessPoolExecutor(min(16, os.cpu_count() or 1)) as pool:
-        list(pool.map(_build, jobs))
-
-
 def _build(job: tuple) -> None:
     for kernel in kernels(problem_of(*job)):
         kernel.compile()
@@ -78,42 +75,45 @@ def operands(gpu: Any, mnk: tuple[int, int, int]) -> tuple[Any, Any, Any, int, i
     return problem, gpu.upload(a), gpu.upload(b), expected_checksum(problem, a, b), problem.bytes_moved()
 
 
-def sweep(path: str) -> list[dict]:
+def sweep() -> list[dict]:
+    """Every variant's minimal kernel and feed, timed in turn, at both problems."""
     from pycute.compile import runtime
     gpu = runtime.Gpu()
     rows = []
-    with open(path, "w") as out:
-        for mnk in PROBLEMS:
-            _, d_a, d_b, want, moved = operands(gpu, mnk)
-            pairs = {v: kernels(problem_of(mnk, v)) for v in VARIANTS}
-            times: dict[tuple[str, str], list[float]] = {}
-            ok: dict[str, bool] = {v: True for v in VARIANTS}
-            for _ in range(ROUNDS):
-                for v, (minimal, feed) in pairs.items():
-                    times.setdefault((v, "minimal"), []).append(minimal.run(gpu, d_a, d_b, repeats=3))
-                    ms, got = feed.run(gpu, d_a, d_b, repeats=3)
-                    times.setdefault((v, "feed"), []).append(ms)
-                    ok[v] = ok[v] and got == want
-            for (v, kind), ms in times.items():
-                row = {"mnk": list(mnk), "tile": list(TILE), "stages": STAGES, "variant": v,
-                       "options": VARIANTS[v], "kernel": kind, "ok": ok[v] if kind == "feed" else True,
-                       "ms_rounds": ms, "TBps_best": moved / min(ms) / 1e9,
-                       "TBps_median": moved / statistics.median(ms) / 1e9}
-                rows.append(row)
-                out.write(json.dumps(row) + "\n")
-                out.flush()
+    for mnk in PROBLEMS:
+        _, d_a, d_b, want, moved = operands(gpu, mnk)
+        pairs = {v: kernels(problem_of(mnk, v)) for v in VARIANTS}
+        ok: dict[str, bool] = {v: True for v in VARIANTS}
+
+        def feed(v: str, run: Any) -> float:
+            ms, got = run.run(gpu, d_a, d_b, repeats=3)
+            ok[v] = ok[v] and got == want
+            return ms
+        timed = {f"{v}/{kind}": (functools.partial(feed, v, k) if kind == "feed" else
+                                 functools.partial(k.run, gpu, d_a, d_b, repeats=3))
+                 for v, pair in pairs.items() for kind, k in zip(("minimal", "feed"), pair)}
+        for key, ms in interleaved(ROUNDS, timed).items():
+            v, kind = key.split("/")
+            rows.append({"mode": "sweep", "mnk": list(mnk), "tile": list(TILE), "stages": STAGES, "variant": v,
+                         "options": VARIANTS[v], "kernel": kind, "ok": ok[v] if kind == "feed" else True,
+                         **rates(ms, moved)})
+    return rows
+
+
+def sweep_table(rows: list[dict]) -> str:
+    lines = []
     for mnk in PROBLEMS:
         mine = [r for r in rows if r["mnk"] == list(mnk)]
         best_min = max(r["TBps_best"] for r in mine if r["kernel"] == "minimal")
         med_min = max(r["TBps_median"] for r in mine if r["kernel"] == "minimal")
-        print(f"== {'x'.join(map(str, mnk))}: best minimal {best_min:.2f} TB/s, by median {med_min:.2f}")
+        lines.append(f"== {'x'.join(map(str, mnk))}: best minimal {best_min:.2f} TB/s, by median {med_min:.2f}")
         for v in VARIANTS:
             m, f = (next(r for r in mine if r["variant"] == v and r["kernel"] == k) for k in ("minimal", "feed"))
-            print(f"{v:<11} minimal {m['TBps_best']:6.2f} / {m['TBps_median']:6.2f}  feed {f['TBps_best']:6.2f} / "
-                  f"{f['TBps_median']:6.2f} {'ok' if f['ok'] else 'WRONG'}  "
-                  f"feed/own {f['TBps_best'] / m['TBps_best']:.1%}"
-                  f"  feed/best {f['TBps_best'] / best_min:.1%}  by median {f['TBps_median'] / med_min:.1%}")
-    return rows
+            lines.append(f"{v:<11} minimal {m['TBps_best']:6.2f} / {m['TBps_median']:6.2f}  feed {f['TBps_best']:6.2f}"
+                         f" / {f['TBps_median']:6.2f} {'ok' if f['ok'] else 'WRONG'}  feed/own "
+                         f"{f['TBps_best'] / m['TBps_best']:.1%}  feed/best {f['TBps_best'] / best_min:.1%}  by median "
+                         f"{f['TBps_median'] / med_min:.1%}")
+    return "\n".join(lines)
 
 
 def one_launch(mnk: tuple[int, int, int]) -> None:
@@ -126,30 +126,22 @@ def one_launch(mnk: tuple[int, int, int]) -> None:
     feed.run(gpu, d_a, d_b, repeats=1)
 
 
-def ncu(path: str) -> list[dict]:
-    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-    from epilogue_h200 import ncu_path, parse_ncu
+def ncu() -> list[dict]:
+    """Both kernels of the default variant under ncu at both problems, each problem's launches in a child."""
     tool = ncu_path()
     if tool is None:
-        return [{"error": "ncu not found"}]
-    listing = subprocess.run([tool, "--query-metrics"], capture_output=True, text=True, timeout=120).stdout
-    known = {line.split()[0] for line in listing.splitlines() if line.split()}
+        return [{"mode": "ncu", "error": "ncu not found (PATH, /usr/local/cuda/bin)"}]
+    known = ncu_metrics(tool)
     wanted = [m + NCU_SUFFIX.get(m, ".sum") for m in NCU_METRICS if m in known]
-    rows = []
+    flags = ("--clock-control", "none", "--csv", "--print-units", "base", "--metrics", ",".join(wanted), "-k",
+             "regex:^(minimal_feed|feed_stream)$")
+    rows: list[dict] = []
     for mnk in PROBLEMS:
-        cmd = [tool, "--clock-control", "none", "--csv", "--print-units", "base", "--metrics", ",".join(wanted),
-               "-k", "regex:^(minimal_feed|feed_stream)$", sys.executable, os.path.abspath(__file__),
-               "--one", ",".join(map(str, mnk))]
-        run = subprocess.run(cmd, capture_output=True, text=True, timeout=240, env={**os.environ})
+        run = run_question("feed_gap", ["--one", ",".join(map(str, mnk))], 240, prefix=(tool, *flags))
         got = parse_ncu(run.stdout)     # the last launch of each kernel (the timed one)
-        for name, values in got.items():
-            rows.append({"mnk": list(mnk), "kernel": name, "metrics": values})
+        rows += [{"mode": "ncu", "mnk": list(mnk), "kernel": name, "metrics": values} for name, values in got.items()]
         if not got:
-            rows.append({"mnk": list(mnk), "error": (run.stderr or run.stdout)[-1500:]})
-    with open(path, "w") as out:
-        for r in rows:
-            out.write(json.dumps(r) + "\n")
-            print(json.dumps(r))
+            rows.append({"mode": "ncu", "mnk": list(mnk), "error": run.error()})
     return rows
 
 
@@ -342,66 +334,193 @@ def _build_hand(job: tuple) -> None:
     compile_cuda(hand_kernels(problem_of(mnk, "base"), **options)[name][0], arch="sm_90a")
 
 
-def hand(path: str, **options: bool) -> list[dict]:
+def hand(**options: bool) -> list[dict]:
+    """Every kernel of ``hand_kernels`` timed in turn at both problems, the feeds' checksums verified first."""
     import numpy as np
-    from concurrent.futures import ProcessPoolExecutor
 
     from pycute.compile import runtime
     from pycute.compile.nvrtc import compile_cuda
     from pycute.harness.stream_feed import ALIGN_SLACK, FeedStream, _launch_args, _time
-    names = list(hand_kernels(problem_of(PROBLEMS[0], "base"), **options))
-    with ProcessPoolExecutor(min(16, os.cpu_count() or 1)) as pool:
-        list(pool.map(_build_hand, [(mnk, n, options) for mnk in PROBLEMS for n in names]))
     gpu = runtime.Gpu()
     rows = []
-    with open(path, "w") as out:
-        for mnk in PROBLEMS:
-            problem, d_a, d_b, want, moved = operands(gpu, mnk)
-            maps = _launch_args(gpu, problem.loads(None), d_a, d_b)
-            feed = FeedStream(problem, stages=STAGES)
-            grid, smem = feed.grid(gpu), feed.pipeline.smem_bytes + ALIGN_SLACK
-            checksum = gpu.upload(np.zeros(1, dtype=np.uint64))
-            launch: dict[str, tuple[Any, tuple, int]] = {}
-            ok: dict[str, bool] = {}
-            for name, (src, symbol, threads) in hand_kernels(problem, **options).items():
-                kernel = gpu.kernel(compile_cuda(src, arch="sm_90a"), symbol)
-                args: tuple = (*maps, checksum, np.int32(0)) if symbol == "feed_stream" else tuple(maps)
-                launch[name] = (kernel, args, threads)
-                if symbol == "feed_stream" and "noverify" not in name:   # every stage of every tile arrived
-                    verify = gpu.upload(np.zeros(1, dtype=np.uint64))
-                    gpu.launch(kernel, *maps, verify, np.int32(1), grid=grid, block=threads, dynamic_smem=smem)
-                    ok[name] = int(gpu.download(verify, np.uint64, 1)[0]) == want
-            times: dict[str, list[float]] = {n: [] for n in launch}
-            for _ in range(ROUNDS):
-                for name, (kernel, args, threads) in launch.items():
-                    times[name].append(_time(gpu, kernel, args, grid, threads, smem, 3))
-            for name, ms in times.items():
-                row = {"mnk": list(mnk), "tile": list(TILE), "stages": STAGES, "kernel": name,
-                       "ok": ok.get(name, True), "ms_rounds": ms, "TBps_best": moved / min(ms) / 1e9,
-                       "TBps_median": moved / statistics.median(ms) / 1e9}
-                rows.append(row)
-                out.write(json.dumps(row) + "\n")
-                out.flush()
     for mnk in PROBLEMS:
-        mine = {r["kernel"]: r for r in rows if r["mnk"] == list(mnk)}
-        hand_best = max(mine[n]["TBps_best"] for n in mine if n.startswith("hand"))
-        print(f"== {'x'.join(map(str, mnk))}: best hand-written (consumers reading nothing) {hand_best:.2f} TB/s")
-        for n, r in mine.items():
-            print(f"{n:<16} {r['TBps_best']:6.2f} / {r['TBps_median']:6.2f} {'ok' if r['ok'] else 'WRONG'}  "
-                  f"of minimal {r['TBps_best'] / mine['minimal']['TBps_best']:.1%}  of best hand "
-                  f"{r['TBps_best'] / hand_best:.1%}")
+        problem, d_a, d_b, want, moved = operands(gpu, mnk)
+        maps = _launch_args(gpu, problem.loads(None), d_a, d_b)
+        feed = FeedStream(problem, stages=STAGES)
+        grid, smem = feed.grid(gpu), feed.pipeline.smem_bytes + ALIGN_SLACK
+        checksum = gpu.upload(np.zeros(1, dtype=np.uint64))
+        timed, ok = {}, {}
+        for name, (src, symbol, threads) in hand_kernels(problem, **options).items():
+            kernel = gpu.kernel(compile_cuda(src, arch="sm_90a"), symbol)
+            args: tuple = (*maps, checksum, np.int32(0)) if symbol == "feed_stream" else tuple(maps)
+            timed[name] = functools.partial(_time, gpu, kernel, args, grid, threads, smem, 3)
+            if symbol == "feed_stream" and "noverify" not in name:   # every stage of every tile arrived
+                verify = gpu.upload(np.zeros(1, dtype=np.uint64))
+                gpu.launch(kernel, *maps, verify, np.int32(1), grid=grid, block=threads, dynamic_smem=smem)
+                ok[name] = int(gpu.download(verify, np.uint64, 1)[0]) == want
+        for name, ms in interleaved(ROUNDS, timed).items():
+            rows.append({"mode": "hand", "mnk": list(mnk), "tile": list(TILE), "stages": STAGES, "kernel": name,
+                         "ok": ok.get(name, True), **rates(ms, moved)})
     return rows
 
 
-if __name__ == "__main__":
-    if sys.argv[1] == "--one":
-        one_launch(tuple(int(x) for x in sys.argv[2].split(",")))   # type: ignore[arg-type]
-    elif sys.argv[1] == "--prebuild":
-        prebuild()
-    elif sys.argv[1] == "--sweep":
-        prebuild()
-        sweep(sys.argv[2])
-    elif sys.argv[1] == "--hand":
-        hand(sys.argv[2], prefetch="--prefetch" in sys.argv, edits="--edits" in sys.argv)
-    else:
-        ncu(sys.argv[2])
+def hand_table(rows: list[dict]) -> str:
+    lines = []
+    for mnk in PROBLEMS:
+        mine = {r["kernel"]: r for r in rows if r["mnk"] == list(mnk)}
+        hand_best = max(mine[n]["TBps_best"] for n in mine if n.startswith("hand"))
+        lines.append(f"== {'x'.join(map(str, mnk))}: best hand-written (consumers reading nothing) "
+                     f"{hand_best:.2f} TB/s")
+        lines += [f"{n:<16} {r['TBps_best']:6.2f} / {r['TBps_median']:6.2f} {'ok' if r['ok'] else 'WRONG'}  of minimal "
+                  f"{r['TBps_best'] / mine['minimal']['TBps_best']:.1%}  of best hand {r['TBps_best'] / hand_best:.1%}"
+                  for n, r in mine.items()]
+    return "\n".join(lines)
+
+
+# ---- the consumers' waits (experiments: source text, not plans) ---------------------------------------------------
+#: (tile, stages) of the feed whose waits ``--waits`` varies, at PROBLEMS[0].
+WAIT_CONFIGS = [((128, 256, 64), 3), ((128, 128, 64), 4)]
+WAITS = ("feed", "lane", "spin", "lane+spin")
+SPIN = """
+__device__ __forceinline__ void feed_spin_wait(unsigned mbar, unsigned parity) {
+  unsigned done;
+  do {
+    asm volatile("{\\n\\t.reg .pred p;\\n\\tmbarrier.test_wait.parity.shared::cta.b64 p, [%1], %2;\\n\\t"
+                 "selp.u32 %0, 1, 0, p;\\n\\t}" : "=r"(done) : "r"(mbar), "r"(parity) : "memory");
+  } while (!done);
+}
+"""
+
+
+def wait_source(source: str, variant: str) -> str:
+    """The feed's source with the variant's waits (``WAITS``)."""
+    if "lane" in variant:
+        source = _edit(source, "feed_consumer_wait(b, st);",
+                       "if (pycute_elect_one_sync()) feed_consumer_wait(b, st);\n        __syncwarp();", variant)
+    if "spin" in variant:
+        head = '#include "pycute/pipeline.cuh"\n'
+        source = source.replace(head, head + SPIN, 1).replace("pycute_pipeline_wait(", "feed_spin_wait(")
+    return source
+
+
+def wait_kernels(problem: Any, stages: int) -> dict[str, str]:
+    """variant -> the feed's source with those waits."""
+    from pycute.harness.stream_feed import FeedStream
+    source = FeedStream(problem, stages=stages).source()
+    return {v: wait_source(source, v) for v in WAITS}
+
+
+def waits() -> list[dict]:
+    """Each wait variant of the feed beside the minimal kernel, timed in turn, checksums verified first."""
+    import numpy as np
+
+    import pycute as pc
+    from pycute.compile import runtime
+    from pycute.compile.nvrtc import compile_cuda
+    from pycute.harness.stream_feed import ALIGN_SLACK, FeedProblem, FeedStream, MinimalFeed, _launch_args, \
+        _time, expected_checksum
+    gpu, rows = runtime.Gpu(), []
+    for tile, stages in WAIT_CONFIGS:
+        problem = FeedProblem(pc.bf16, *PROBLEMS[0], tile)
+        a, b = problem.arrays(seed=3)
+        d_a, d_b = gpu.upload(a), gpu.upload(b)
+        want, moved = expected_checksum(problem, a, b), problem.bytes_moved()
+        minimal, feed = MinimalFeed(problem, stages=stages), FeedStream(problem, stages=stages)
+        maps = _launch_args(gpu, problem.loads(None), d_a, d_b)
+        grid, block, smem = feed.grid(gpu), 32 * feed.warps, feed.pipeline.smem_bytes + ALIGN_SLACK
+        checksum = gpu.upload(np.zeros(1, dtype=np.uint64))
+        timed = {"minimal": functools.partial(minimal.run, gpu, d_a, d_b, repeats=3)}
+        ok = {}
+        for v, source in wait_kernels(problem, stages).items():
+            kernel = gpu.kernel(compile_cuda(source, arch="sm_90a"), "feed_stream")
+            verify = gpu.upload(np.zeros(1, dtype=np.uint64))
+            gpu.launch(kernel, *maps, verify, np.int32(1), grid=grid, block=block, dynamic_smem=smem)
+            ok[v] = int(gpu.download(verify, np.uint64, 1)[0]) == want
+            timed[v] = functools.partial(_time, gpu, kernel, (*maps, checksum, np.int32(0)), grid, block, smem, 3)
+        for v, ms in interleaved(ROUNDS, timed).items():
+            rows.append({"mode": "waits", "mnk": list(PROBLEMS[0]), "tile": list(tile), "stages": stages,
+                         "kernel": v, "ok": ok.get(v, True), **rates(ms, moved)})
+    return rows
+
+
+def waits_table(rows: list[dict]) -> str:
+    best_min = max(r["TBps_best"] for r in rows if r["kernel"] == "minimal")
+    lines = [f"{'x'.join(map(str, r['tile'])):<12} {r['stages']} {r['kernel']:<10} best {r['TBps_best']:6.2f} median "
+             f"{r['TBps_median']:6.2f} {'ok' if r['ok'] else 'WRONG'}" for r in rows]
+    for v in WAITS:
+        best = max(r["TBps_best"] for r in rows if r["kernel"] == v and r["ok"])
+        lines.append(f"best {v:<10} {best:6.2f} TB/s = {best / best_min:.1%} of the best minimal {best_min:.2f}")
+    return "\n".join(lines)
+
+
+def one_launch(mnk: tuple[int, int, int]) -> None:
+    """The ncu child: each kernel of the default variant launched (the minimal twice, the feed three times)."""
+    from pycute.compile import runtime
+    gpu = runtime.Gpu()
+    problem, d_a, d_b, _, _ = operands(gpu, mnk)
+    minimal, feed = kernels(problem)
+    minimal.run(gpu, d_a, d_b, repeats=1)
+    feed.run(gpu, d_a, d_b, repeats=1)
+
+
+def _build_waits(job: tuple) -> None:
+    import pycute as pc
+    from pycute.compile.nvrtc import compile_cuda
+    from pycute.harness.stream_feed import FeedProblem
+    tile, stages, variant = job
+    compile_cuda(wait_kernels(FeedProblem(pc.bf16, *PROBLEMS[0], tile), stages)[variant], arch="sm_90a")
+
+
+def prebuild(modes: set[str], jobs: int, **options: bool) -> int:
+    """Compile every kernel the modes launch, ``jobs`` at a time (the timed runs then find them in the cache)."""
+    work: list[tuple[Any, tuple]] = []
+    if modes & {"sweep", "ncu"}:
+        work += [(_build, (mnk, v)) for mnk in PROBLEMS for v in (VARIANTS if "sweep" in modes else ("base",))]
+    if "hand" in modes:
+        names = list(hand_kernels(problem_of(PROBLEMS[0], "base"), **options))
+        work += [(_build_hand, (mnk, n, options)) for mnk in PROBLEMS for n in names]
+    if "waits" in modes:
+        work += [(_build_waits, (tile, s, v)) for tile, s in WAIT_CONFIGS for v in WAITS]
+    with ProcessPoolExecutor(max(1, min(jobs, len(work)))) as pool:
+        list(pool.map(_call, work))
+    return len(work)
+
+
+def _call(item: tuple[Any, tuple]) -> None:
+    fn, job = item
+    fn(job)
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="python -m tools feed_gap", description=__doc__.split("\n")[0])
+    parser.add_argument("out", nargs="?", help="the JSON lines file (default $OUT/feed_gap.jsonl)")
+    for mode in ("sweep", "ncu", "hand", "waits"):
+        parser.add_argument(f"--{mode}", action="store_true", help=f"the {mode} mode (see above)")
+    parser.add_argument("--prefetch", action="store_true", help="--hand: and the L2 prefetch variants")
+    parser.add_argument("--edits", action="store_true", help="--hand: and the feed's source edits")
+    parser.add_argument("--jobs", type=int, default=min(16, os.cpu_count() or 1), help="compilations at a time")
+    parser.add_argument("--dry", action="store_true", help="no GPU: compile every kernel the modes launch")
+    parser.add_argument("--one", metavar="M,N,K", help="launch the default variant's kernels once (ncu's child)")
+    args = parser.parse_args(argv)
+    if args.one:
+        one_launch(tuple(int(x) for x in args.one.split(",")))   # type: ignore[arg-type]
+        return 0
+    modes = {m for m in ("sweep", "ncu", "hand", "waits") if getattr(args, m)}
+    if not modes:
+        parser.error("name a mode: --sweep, --ncu, --hand or --waits")
+    options = {"prefetch": args.prefetch, "edits": args.edits}
+    print(f"{prebuild(modes, args.jobs, **options)} kernels compiled", flush=True)
+    if args.dry:
+        return 0
+    path = out_path("feed_gap", args.out)
+    runs = {"sweep": (sweep, sweep_table), "ncu": (ncu, lambda rows: "\n".join(json.dumps(r) for r in rows)),
+            "hand": (functools.partial(hand, **options), hand_table), "waits": (waits, waits_table)}
+    with JsonLines(path) as out:
+        for mode in ("sweep", "ncu", "hand", "waits"):
+            if mode in modes:
+                run, table = runs[mode]
+                rows = run()
+                out.extend(rows)
+                print(table(rows), flush=True)
+    print(f"wrote {path}")
+    return 0 if all(r.get("ok", "error" not in r) for r in out.rows) else 1

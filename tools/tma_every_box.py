@@ -1,10 +1,13 @@
-"""Every box the hardware copies, and im2col, on the H200 (issue 32, items 3 and 5; docs/tma.md, docs/im2col.md):
-each case in its own child process with a time limit (a fault or a hang loses that case, never the run), one JSON
-line per case, a summary table last.
+"""Does the GPU copy every box pycute plans, im2col and PyTorch's arrays included, as the emulator does?
 
-    PYTHONPATH=. python3 tools/tma_boxes_h200.py [OUT.jsonl] [--only PREFIX] [--timeout SECONDS]
+Each case in its own child process with a time limit (a fault or a hang loses that case, never the run), one JSON
+line per case, a summary table last (docs/tma.md section 7, docs/im2col.md).
 
-OUT defaults to $OUT/tma-h200-boxes.jsonl where $OUT is set, else docs/tma-h200-boxes.jsonl. The groups:
+    PYTHONPATH=. python -m tools tma_every_box [OUT.jsonl] [--only PREFIX] [--timeout SECONDS]
+                                               (default $OUT/tma_every_box.jsonl)
+    PYTHONPATH=. python -m tools tma_every_box --dry [--only PREFIX]   (no GPU: every case's maps and kernels built)
+
+The groups:
 
 * ``boxes/*``: every case of tests/copy/tma/cases_boxes.py (narrow swizzled rows, 128-B offsets, broadcast and
   overlapping arrays, six and more modes, hierarchical modes, multicast masks and lines of 1-3-D clusters, L2
@@ -15,22 +18,23 @@ OUT defaults to $OUT/tma-h200-boxes.jsonl where $OUT is set, else docs/tma-h200-
   complete (the box delivers its data bytes, not its pattern rows).
 * ``rank-order/*``: %cluster_ctarank against %cluster_ctaid in 2-D and 3-D clusters (pycute's x-fastest order).
 * ``encode/*``: what cuTensorMapEncodeTiled / cuTensorMapEncodeIm2col take (stride 0, overlapping strides, every
-  L2 promotion, interleaved maps, im2col corners at their limits).
+  L2 promotion, interleaved maps, im2col corners at their limits, rank-1 maps: the driver refused every one on the
+  H200, docs/runs/tma/tma-h200-encode.jsonl).
 * ``interleave/*``: interleaved maps' loads against the tiled model of the same parameters.
 * ``hint/*``: bulk copies and cp.async with createpolicy cache hints against the emulator.
 * ``im2col/*``: every case of tests/copy/tma/cases_im2col.py: the real im2col load against the emulator (bit for
   bit) and the tile against numpy's im2col.
+* ``torch/*``: bf16 and f32 PyTorch tensors read by ``pc.global_tensor_from`` (DLPack), every tile loaded from one
+  and stored into the other through the plans: the copy exact.
 """
 from __future__ import annotations
 
+import argparse
 import json
-import os
-import pathlib
-import subprocess
-import sys
 import time
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
+from tools._common import JsonLines, last_json, out_path, run_question
+
 SPIN = 1 << 26
 SHORT_SPIN = 1 << 16
 CLUSTERS = [(2, 2, 1), (4, 2, 1), (2, 4, 1), (2, 2, 2), (1, 2, 2), (1, 1, 8)]
@@ -177,6 +181,10 @@ def _encode_cases() -> dict:
     for p, code in (("none", 0), ("64B", 1), ("128B", 2), ("256B", 3)):
         cases[f"l2-promotion-{p}"] = TensorMapParams("f32", 7, (96, 300), (384,), (32, 64), (1, 1), none,
                                                      l2_promotion=code)
+    for dtype, code in (("f32", 7), ("u8", 0)):           # rank 1: refused on the H200 whatever the box
+        for box in (16, 256):
+            cases[f"rank1-{dtype}-box{box}"] = TensorMapParams(dtype, code, (1024,), (), (box,), (1,), none)
+    cases["rank2-f32-1000x4-box32x2"] = TensorMapParams("f32", 7, (1000, 4), (4096,), (32, 2), (1, 1), none)
     return cases
 
 
@@ -251,8 +259,47 @@ def im2col(name: str, gpu) -> dict:
             "ok": all(t["smem"] is None and t["numpy"] is None and t["spins"] < SPIN for t in rows)}
 
 
+TORCH = {   # name: (dtype, rows, columns, the tile's shared tensor)
+    "bf16-300x128-kmajor-128B": ("bf16", 300, 128, lambda pc: pc.kmajor_smem_tensor(pc.bf16, 128, 64, "128B")),
+    "f32-300x96": ("f32", 300, 96, lambda pc: pc.make_smem_tensor(pc.f32, pc.Layout((64, 32), (32, 1)))),
+}
+
+
+def torch_arrays(name: str, gpu) -> dict:
+    """A PyTorch tensor's tiles loaded and stored into another through the plans of ``pc.global_tensor_from``."""
+    import numpy as np
+
+    import pycute as pc
+    from pycute.compile import runtime
+    from pycute.harness.tma import TmaRoundTrip
+    dtype, rows, cols, tile_of = TORCH[name]
+    tile = tile_of(pc)
+    if gpu is None:         # the same plans from the layout DLPack gives a row-major tensor
+        g = pc.make_global_tensor(pc.dtype(dtype), pc.Layout((rows, cols), (cols, 1)), base_align=256)
+        return {"compiled": repr(TmaRoundTrip(pc.make_tma_copy(tile, g), pc.make_tma_copy(g, tile)).compile())}
+    import torch
+    x = torch.randn(rows, cols, device="cuda").to(getattr(torch, {"bf16": "bfloat16", "f32": "float32"}[dtype]))
+    y = torch.zeros_like(x)
+    gx, gy = pc.global_tensor_from(x), pc.global_tensor_from(y)
+    load, store = pc.make_tma_copy(tile, gx), pc.make_tma_copy(gy, tile)
+    rt = TmaRoundTrip(load, store)
+    maps = [gpu.upload(np.frombuffer(runtime.tensor_map_bytes(p.tensor_map.encode(g.address)), dtype=np.uint8))
+            for p, g in ((load, gx), (store, gy))]
+    dump = gpu.upload(np.zeros(rt.smem_bytes, dtype=np.uint8))
+    status = gpu.upload(np.zeros(1, dtype=np.uint32))
+    kernel = gpu.kernel(rt.compile(), "tma_roundtrip")
+    tiles = [(t0, t1) for t0 in range(-(-rows // load.tile_shape[0])) for t1 in range(-(-cols // load.tile_shape[1]))]
+    for t in tiles:
+        gpu.launch(kernel, maps[0], maps[1], dump, status, *(np.int32(v) for v in t), grid=1, block=128,
+                   cluster=1, dynamic_smem=rt.smem_bytes + 1024)
+    torch.cuda.synchronize()
+    exact = bool(torch.equal(x, y))
+    return {"dtype": gx.dtype.name, "layout": repr(gx.layout), "base_align": gx.base_align, "tiles": len(tiles),
+            "copied_exactly": exact, "ok": exact}
+
+
 GROUPS = {"boxes": boxes, "tx": tx, "rank-order": rank_order, "encode": encode, "interleave": interleave,
-          "hint": hint, "im2col": im2col}
+          "hint": hint, "im2col": im2col, "torch": torch_arrays}
 
 
 def case_names() -> list[str]:
@@ -264,9 +311,11 @@ def case_names() -> list[str]:
     names += [f"rank-order/{x}x{y}x{z}" for x, y, z in CLUSTERS]
     names += [f"encode/{n}" for n in _encode_cases()]
     names += [f"interleave/{n}" for n in INTERLEAVE]
-    # hinted cp.async raised illegal-instruction exceptions on the H200 (docs/tma-h200-boxes.jsonl): now refused
+    # hinted cp.async raised illegal-instruction exceptions on the H200 (docs/runs/tma/tma-h200-boxes.jsonl):
+    # now refused
     names += [f"hint/bulk/{p}" for p in ("evict-first", "evict-last", "fractional")]
     names += [f"im2col/{c[0]}" for c in IM2COL]
+    names += [f"torch/{n}" for n in TORCH]
     return names
 
 
@@ -307,39 +356,31 @@ def _summary(lines: list[dict]) -> str:
 
 
 def main(argv: list[str]) -> int:
-    import argparse
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("out", nargs="?", help="the JSON lines file (default $OUT/tma-h200-boxes.jsonl or docs/)")
+    parser = argparse.ArgumentParser(prog="python -m tools tma_every_box", description=__doc__.split("\n")[0])
+    parser.add_argument("out", nargs="?", help="the JSON lines file (default $OUT/tma_every_box.jsonl)")
     parser.add_argument("--only", default="", help="run the cases whose name starts with this")
     parser.add_argument("--timeout", type=int, default=180, help="seconds per case before it counts as a hang")
+    parser.add_argument("--dry", action="store_true", help="no GPU: build and compile every case in this process")
+    parser.add_argument("--one", metavar="NAME", help="run one case in this process (what each child does)")
+    parser.add_argument("--list", action="store_true", help="print the cases' names")
     args = parser.parse_args(argv)
-    default = pathlib.Path(os.environ["OUT"]) if os.environ.get("OUT") else ROOT / "docs"
-    path = pathlib.Path(args.out) if args.out else default / "tma-h200-boxes.jsonl"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    only, limit = args.only, args.timeout
-    verdicts = []
-    with open(path, "w") as out:
-        for name in (n for n in case_names() if n.startswith(only)):
-            try:
-                run = subprocess.run([sys.executable, __file__, "--one", name], capture_output=True, text=True,
-                                     timeout=limit, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)})
-                verdict = json.loads(run.stdout.strip().splitlines()[-1]) if run.returncode == 0 else \
-                    {"case": name, "ok": False, "error": f"exit {run.returncode}: {run.stderr.strip()[-1500:]}"}
-            except subprocess.TimeoutExpired:
-                verdict = {"case": name, "ok": False, "error": f"timed out after {limit} s (a hang or a fault)"}
-            verdicts.append(verdict)
-            out.write(json.dumps(verdict) + "\n")
-            out.flush()
-            print(json.dumps(verdict)[:400], flush=True)
-    print(f"\n{len(verdicts)} cases, {sum(1 for v in verdicts if v.get('ok'))} ok -> {path}\n")
-    print(_summary(verdicts))
-    return 0 if all(v.get("ok") for v in verdicts) else 1
-
-
-if __name__ == "__main__":
-    if len(sys.argv) > 2 and sys.argv[1] == "--one":
-        print(json.dumps(one(sys.argv[2])))
-    elif len(sys.argv) > 1 and sys.argv[1] == "--list":
-        print("\n".join(case_names()))
-    else:
-        sys.exit(main(sys.argv[1:]))
+    if args.one:
+        print(json.dumps(one(args.one)))
+        return 0
+    names = [n for n in case_names() if n.startswith(args.only)]
+    if args.list:
+        print("\n".join(names))
+        return 0
+    if args.dry:
+        built = [one(name, dry=True) for name in names]
+        print(f"dry: {len(built)} cases built and compiled for sm_90a")
+        return 0
+    path = out_path("tma_every_box", args.out)
+    with JsonLines(path, echo=True) as out:
+        for name in names:
+            run = run_question("tma_every_box", ["--one", name], args.timeout)
+            verdict = last_json(run.stdout) if run.ok else None
+            out.write(verdict or {"case": name, "ok": False, "error": run.error()})
+    print(f"\n{len(out.rows)} cases, {sum(1 for v in out.rows if v.get('ok')) } ok -> {path}\n")
+    print(_summary(out.rows))
+    return 0 if all(v.get("ok") for v in out.rows) else 1

@@ -1,38 +1,32 @@
-"""Record the epilogue on the GPU present (docs/epilogue.md): every case in its own child process, one JSON line
-each, a summary table last.
+"""Does the epilogue (registers -> shared -> global, and back) run on the GPU as pycute's plans and models say?
 
-    PYTHONPATH=. python3 tools/epilogue_h200.py [OUT.jsonl] [--only roundtrip,convert,bank,stream] [--jobs 6]
-                                                        [--bank-every N] [--bank-ops st,ld]
+Every case in its own child process, one JSON line each, a summary table last (docs/epilogue.md section 8):
 
-* roundtrip: every fragment kind x output type x order x swizzle of tests/copy/smem_ldst/cases.py: registers ->
+* ``roundtrip``: every fragment kind x output type x order x swizzle of tests/copy/smem_ldst/cases.py: registers ->
   (convert) -> swizzled shared (stmatrix / st.shared) -> TMA store -> global, and ldmatrix / ld.shared back,
   against the emulator bit for bit (the shared image, the array, the loaded registers);
-* convert: every packing conversion (bf16x2, f16x2 with and without .satfinite, e4m3x2, e5m2x2) on every special
+* ``convert``: every packing conversion (bf16x2, f16x2 with and without .satfinite, e4m3x2, e5m2x2) on every special
   value pair, 1M random bit patterns and 1M values near each range, against pycute.sim.convert;
-* bank: each round trip's store and load plan alone in a kernel under ``ncu --clock-control none``: shared
+* ``bank``: each round trip's store and load plan alone in a kernel under ``ncu --clock-control none``: shared
   wavefronts and bank conflicts (st, ld and, where this ncu has them, the ldsm / stsm metrics) beside the plan's
   predicted wavefronts (and the instructions executed beside the planned count);
-* stream: the write-only epilogue stream (perf/gpu_epilogue.py) over every configuration, against the same run's
+* ``stream``: the write-only epilogue stream (perf/gpu_epilogue.py) over every configuration, against the same run's
   cuMemsetD32Async; target >= 90%.
 
-The default output is $OUT/epilogue-h200.jsonl (or ./epilogue-h200.jsonl without $OUT).
+    PYTHONPATH=. python -m tools epilogue [OUT.jsonl] [--only roundtrip,convert,bank,stream] [--jobs 6]
+                                          [--bank-every N] [--bank-ops st,ld]   (default $OUT/epilogue.jsonl)
+    PYTHONPATH=. python -m tools epilogue --dry [--only ...]                    (no GPU: every kernel compiled)
 """
 from __future__ import annotations
 
 import argparse
-import csv
-import io
 import json
-import os
-import pathlib
 import re
-import shutil
-import subprocess
-import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
+from tools._common import JsonLines, last_json, ncu_metrics, ncu_path, out_path, parse_ncu, run_child, run_question
+
 SECTIONS = ("roundtrip", "convert", "bank", "stream")
 WANTED = re.compile(r"^(l1tex__data_bank_conflicts_pipe_lsu_mem_shared|l1tex__data_pipe_lsu_wavefronts_mem_shared)"
                     r"(_op_(ld|st|ldsm|stsm))?$|^smsp__sass_inst_executed_op_(shared_ld|shared_st|ldsm|stsm)$")
@@ -41,31 +35,19 @@ FALLBACK = ["l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st", "l1tex__data
 BATCH = 28
 
 
-def child(args: list[str], timeout: int, prefix: list[str] | None = None) -> tuple[int, str, str]:
-    env = {**os.environ, "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
-    try:
-        run = subprocess.run([*(prefix or []), sys.executable, "-m", "tests.gpu.epilogue_probe", *args], cwd=ROOT,
-                             env=env, capture_output=True, text=True, timeout=timeout)
-        return run.returncode, run.stdout, run.stderr
-    except subprocess.TimeoutExpired:
-        return 124, "", f"timed out after {timeout} s"
-
-
-def last_json(text: str) -> dict | None:
-    for line in reversed(text.strip().splitlines()):
-        if line.startswith("{"):
-            return json.loads(line)
-    return None
+def probe(args: list[str], timeout: int, prefix: tuple[str, ...] = ()) -> tuple[dict | None, str]:
+    """``python -m tests.gpu.epilogue_probe args`` in a child: its verdict (None on failure) and why it failed."""
+    run = run_child(["-m", "tests.gpu.epilogue_probe", *args], timeout, prefix)
+    return (last_json(run.stdout) if run.ok else None), ("" if run.ok else run.error())
 
 
 def roundtrips(jobs: int) -> list[dict]:
     from tests.gpu.epilogue_probe import ROUNDTRIPS
 
-    def one(case):
+    def one(case: tuple) -> dict:
         start = time.time()
-        rc, out, err = child(["roundtrip", case[0]], 180)
-        got = last_json(out) if rc == 0 else None
-        row = got or {"section": "roundtrip", "case": case[0], "error": err[-1500:] or f"exit {rc}"}
+        got, error = probe(["roundtrip", case[0]], 180)
+        row = got or {"section": "roundtrip", "case": case[0], "error": error}
         row["seconds"] = round(time.time() - start, 2)
         return row
     with ThreadPoolExecutor(jobs) as pool:
@@ -73,52 +55,28 @@ def roundtrips(jobs: int) -> list[dict]:
 
 
 def conversions() -> list[dict]:
-    rc, out, err = child(["convert"], 300)
-    got = last_json(out) if rc == 0 else None
-    return [got or {"section": "convert", "error": err[-1500:] or f"exit {rc}"}]
-
-
-def ncu_path() -> str | None:
-    return shutil.which("ncu") or next((p for p in ("/usr/local/cuda/bin/ncu", "/opt/nvidia/nsight-compute/ncu")
-                                        if os.path.exists(p)), None)
+    got, error = probe(["convert"], 300)
+    return [got or {"section": "convert", "error": error}]
 
 
 def metrics(ncu: str) -> list[str]:
     """The shared-memory wavefront, bank-conflict and instruction metrics this ncu knows (the fallback four when
     it cannot list them)."""
-    try:
-        listing = subprocess.run([ncu, "--query-metrics"], capture_output=True, text=True, timeout=120).stdout
-    except (OSError, subprocess.TimeoutExpired):
-        return FALLBACK
-    names = sorted({m.group(0) for line in listing.splitlines() for word in line.split()[:1]
-                    if (m := WANTED.match(word))})
-    return names or FALLBACK
-
-
-def parse_ncu(text: str) -> dict[str, dict[str, float]]:
-    """Kernel name -> metric -> value from ``ncu --csv`` (one row per kernel and metric)."""
-    rows = [line for line in text.splitlines() if line.startswith('"')]
-    out: dict[str, dict[str, float]] = {}
-    for row in csv.DictReader(io.StringIO("\n".join(rows))):
-        name, metric, value = row.get("Kernel Name", ""), row.get("Metric Name", ""), row.get("Metric Value", "")
-        try:
-            out.setdefault(name.split("(")[0], {})[metric] = float(value.replace(",", ""))
-        except ValueError:
-            continue
-    return out
+    return sorted(m for m in ncu_metrics(ncu) if WANTED.match(m)) or FALLBACK
 
 
 def bank_batch(ncu: str, names: list[str], specs: list[str]) -> list[dict]:
-    flags = ["--clock-control", "none", "--csv", "--print-units", "base", "--metrics",
-             ",".join(f"{n}.sum" for n in names), "-k", "regex:^bank_"]
-    rc, out, err = child(["bank", *specs], 600, prefix=[ncu, *flags])
-    launched = last_json(out)
-    if rc != 0 or launched is None:
+    """The plans ``specs`` (``st:CASE`` / ``ld:CASE``) in one child under ncu: measured against predicted."""
+    flags = ("--clock-control", "none", "--csv", "--print-units", "base", "--metrics",
+             ",".join(f"{n}.sum" for n in names), "-k", "regex:^bank_")
+    run = run_child(["-m", "tests.gpu.epilogue_probe", "bank", *specs], 600, prefix=(ncu, *flags))
+    launched = last_json(run.stdout)
+    if not run.ok or launched is None:
         first = bank_batch(ncu, names, specs[:1]) if len(specs) > 1 else None
         if first is not None and "error" not in first[0]:   # the batch, not ncu, failed: isolate each plan
             return first + [r for s in specs[1:] for r in bank_batch(ncu, names, [s])]
-        return [{"section": "bank", "plan": s, "error": (err or out)[-1500:]} for s in specs]
-    measured = parse_ncu(out)
+        return [{"section": "bank", "plan": s, "error": run.error()} for s in specs]
+    measured = parse_ncu(run.stdout)
     rows = []
     for k in launched["kernels"]:
         got = measured.get(k["kernel"], {})
@@ -135,39 +93,57 @@ def bank_batch(ncu: str, names: list[str], specs: list[str]) -> list[dict]:
     return rows
 
 
-def banks(every: int = 1, ops: tuple[str, ...] = ("st", "ld")) -> list[dict]:
-    """``every``: profile every n-th store / load plan of the matrix (ncu replays each kernel several times);
-    ``ops``: the plans profiled (``st``, ``ld``)."""
+def bank_specs(every: int = 1, ops: tuple[str, ...] = ("st", "ld")) -> list[str]:
+    """Every ``every``-th store and load plan of the round-trip matrix (ncu replays each kernel several times), of
+    the operations ``ops``."""
     from tests.gpu.epilogue_probe import ROUNDTRIPS
+    specs = [f"{op}:{c[0]}" for c in ROUNDTRIPS for op in ("st", "ld")]
+    return [s for s in specs[0::2][::every] + specs[1::2][::every] if s.split(":")[0] in ops]   # alike
+
+
+def banks(every: int = 1, ops: tuple[str, ...] = ("st", "ld")) -> list[dict]:
     ncu = ncu_path()
     if ncu is None:
         return [{"section": "bank", "error": "ncu not found (PATH, /usr/local/cuda/bin)"}]
-    names = metrics(ncu)
-    specs = [f"{op}:{c[0]}" for c in ROUNDTRIPS for op in ("st", "ld")]
-    specs = [s for s in specs[0::2][::every] + specs[1::2][::every] if s.split(":")[0] in ops]  # alike
+    names, specs = metrics(ncu), bank_specs(every, ops)
     rows = [{"section": "bank-metrics", "ncu": ncu, "metrics": names}]
     for k in range(0, len(specs), BATCH):
         rows += bank_batch(ncu, names, specs[k:k + BATCH])
     return rows
 
 
-STREAM = """
-import json
-from pycute.compile import runtime
-from perf.gpu_epilogue import sweep
-print(json.dumps({"section": "stream", **sweep(runtime.Gpu())}, default=str))
-"""
+def stream() -> dict:
+    """The stream's sweep in this process (the child ``--one stream`` runs it)."""
+    from perf.gpu_epilogue import sweep
+    from pycute.compile import runtime
+    return {"section": "stream", **sweep(runtime.Gpu())}
 
 
 def streams() -> list[dict]:
-    env = {**os.environ, "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
-    try:
-        run = subprocess.run([sys.executable, "-c", STREAM], cwd=ROOT, env=env, capture_output=True, text=True,
-                             timeout=540)
-        got = last_json(run.stdout) if run.returncode == 0 else None
-        return [got or {"section": "stream", "error": run.stderr[-1500:]}]
-    except subprocess.TimeoutExpired:
-        return [{"section": "stream", "error": "timed out after 540 s"}]
+    run = run_question("epilogue", ["--one", "stream"], 540)
+    got = last_json(run.stdout) if run.ok else None
+    return [got or {"section": "stream", "error": run.error()}]
+
+
+def dry(only: list[str], every: int, ops: tuple[str, ...]) -> int:
+    """Every kernel the sections launch, built and compiled for sm_90a (no device)."""
+    from perf.gpu_epilogue import configs, stream as epilogue_stream
+    from pycute.compile.nvrtc import compile_cuda
+    from pycute.harness.epilogue import ConversionProbe
+    from tests.gpu.epilogue_probe import ROUNDTRIPS, bank_source, roundtrip
+    built = 0
+    if "roundtrip" in only:
+        built += sum(1 for case in ROUNDTRIPS if roundtrip(case[0]).compile())
+    if "convert" in only:
+        built += bool(compile_cuda(ConversionProbe().source(), arch="sm_90a"))
+    if "bank" in only:
+        specs = bank_specs(every, ops)
+        built += sum(1 for k in range(0, len(specs), BATCH)
+                     if compile_cuda(bank_source(specs[k:k + BATCH]), arch="sm_90a"))
+    if "stream" in only:
+        built += sum(1 for c in configs() if epilogue_stream(*c).compile())
+    print(f"dry: {built} kernels compiled for sm_90a ({', '.join(only)})")
+    return 0
 
 
 def summary(rows: list[dict]) -> str:
@@ -206,36 +182,36 @@ def summary(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("out", nargs="?", default=os.path.join(os.environ.get("OUT", "."), "epilogue-h200.jsonl"))
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="python -m tools epilogue", description=__doc__.split("\n")[0])
+    parser.add_argument("out", nargs="?", help="the JSON lines file (default $OUT/epilogue.jsonl)")
     parser.add_argument("--only", default=",".join(SECTIONS))
     parser.add_argument("--jobs", type=int, default=6, help="round-trip children at once")
     parser.add_argument("--bank-every", type=int, default=1, help="profile every n-th plan of the bank matrix")
     parser.add_argument("--bank-ops", default="st,ld", help="the bank section's plans: st, ld or both")
+    parser.add_argument("--dry", action="store_true", help="no GPU: build and compile every kernel of the sections")
+    parser.add_argument("--one", choices=["stream"], help="run the stream's sweep in this process (the child)")
     args = parser.parse_args(argv)
-    sys.path.insert(0, str(ROOT))
+    if args.one:
+        print(json.dumps(stream(), default=str))
+        return 0
     only = [s for s in args.only.split(",") if s]
     unknown = sorted(set(only) - set(SECTIONS))
     if unknown:
         parser.error(f"unknown section(s) {unknown}; choose from {SECTIONS}")
-    rows: list[dict] = []
-    with open(args.out, "w") as out:
-        for section, run in (("roundtrip", lambda: roundtrips(args.jobs)), ("convert", conversions),
-                             ("bank", lambda: banks(args.bank_every, tuple(args.bank_ops.split(",")))),
-                             ("stream", streams)):
-            if section not in only:
-                continue
-            start = time.time()
-            got = run()
-            for r in got:
-                out.write(json.dumps(r, default=str) + "\n")
-            out.flush()
-            rows += got
-            print(f"{section}: {len(got)} line(s) in {time.time() - start:.0f} s", flush=True)
-    print(summary(rows))
+    ops = tuple(args.bank_ops.split(","))
+    if args.dry:
+        return dry(only, args.bank_every, ops)
+    runs = {"roundtrip": lambda: roundtrips(args.jobs), "convert": conversions,
+            "bank": lambda: banks(args.bank_every, ops), "stream": streams}
+    path = out_path("epilogue", args.out)
+    with JsonLines(path) as out:
+        for section in SECTIONS:
+            if section in only:
+                start = time.time()
+                got = runs[section]()
+                out.extend(got)
+                print(f"{section}: {len(got)} line(s) in {time.time() - start:.0f} s", flush=True)
+    print(summary(out.rows))
+    print(f"wrote {path}")
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

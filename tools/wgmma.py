@@ -1,27 +1,29 @@
-"""Record wgmma.mma_async on the GPU present (an H200, sm_90a; docs/wgmma.md): every case of
-``pycute.harness.wgmma.WGMMA_CASES`` in its own child process (a fault or a hang loses one case, not the run), one
-JSON line per case -- the D registers the GPU writes back against the emulator's, bit for bit, and D through the
-accumulator fragment against the reference MMA of the elements (exact values: no rounding anywhere) -- and a summary
-table last.
+"""Does wgmma.mma_async on the GPU write D as pycute's emulator and the reference MMA say, for every planned case?
 
-    PYTHONPATH=. python3 tools/wgmma_h200.py [out.jsonl]   # default $OUT/wgmma-h200.jsonl, else ./wgmma-h200.jsonl
-    PYTHONPATH=. python3 tools/wgmma_h200.py --cpu         # no GPU: every case compiled for sm_90a, SASS checked
+Every case of ``pycute.harness.wgmma.WGMMA_CASES`` in its own child process (a fault or a hang loses one case, not
+the run), one JSON line per case -- the D registers the GPU writes back against the emulator's, bit for bit, and D
+through the accumulator fragment against the reference MMA of the elements (exact values: no rounding anywhere) --
+and a table last (docs/wgmma.md). Needs compute capability 9.0 (sm_90a).
+
+    PYTHONPATH=. python -m tools wgmma [OUT.jsonl]    (default $OUT/wgmma.jsonl)
+    PYTHONPATH=. python -m tools wgmma --dry          (no GPU: every case compiled for sm_90a, SASS checked)
 
 A case passes when both counts are 0 and D is not all zeros. A failing case's line names its first differing
 elements and which simple misreading (no MMA, scale-d inverted, f16 halves swapped) D matches, if any.
 """
 from __future__ import annotations
 
+import argparse
 import json
-import os
-import subprocess
-import sys
 import time
+
+from tools._common import JsonLines, last_json, out_path, run_question
 
 LIMIT_S = 180
 
 
 def one(index: int) -> dict:
+    """Case ``index`` on this process's GPU."""
     from pycute.compile import runtime
     from pycute.harness.wgmma import WGMMA_CASES, case_record
     info = runtime.device_info()
@@ -33,14 +35,9 @@ def one(index: int) -> dict:
 
 
 def child(index: int, name: str) -> dict:
-    try:
-        run = subprocess.run([sys.executable, __file__, "--one", str(index)], capture_output=True, text=True,
-                             timeout=LIMIT_S)
-    except subprocess.TimeoutExpired:
-        return {"index": index, "case": name, "error": f"timed out after {LIMIT_S} s"}
-    if run.returncode:
-        return {"index": index, "case": name, "error": (run.stderr or run.stdout)[-1500:]}
-    return json.loads(run.stdout.strip().splitlines()[-1])
+    run = run_question("wgmma", ["--one", str(index)], LIMIT_S)
+    verdict = last_json(run.stdout) if run.ok else None
+    return verdict or {"index": index, "case": name, "error": run.error()}
 
 
 def passed(r: dict) -> bool:
@@ -61,7 +58,7 @@ def table(records: list[dict]) -> str:
     return "\n".join(rows + [f"{ok} of {len(records)} cases equal the emulator and the reference bit for bit"])
 
 
-def cpu() -> int:
+def dry() -> int:
     """Every case's kernel compiled for sm_90a in one NVRTC call: its wgmma count, no local memory."""
     from pycute.compile.sass import opcode_histogram
     from pycute.harness.wgmma import WGMMA_CASES, compile_cases
@@ -78,32 +75,28 @@ def cpu() -> int:
     return 1 if bad else 0
 
 
-def main(path: str) -> int:
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="python -m tools wgmma", description=__doc__.split("\n")[0])
+    parser.add_argument("out", nargs="?", help="the JSON lines file (default $OUT/wgmma.jsonl)")
+    parser.add_argument("--dry", action="store_true", help="no GPU: compile every case, check its SASS")
+    parser.add_argument("--one", type=int, metavar="INDEX", help="run one case in this process (what each child does)")
+    args = parser.parse_args(argv)
+    if args.one is not None:
+        print(json.dumps(one(args.one)))
+        return 0
+    if args.dry:
+        return dry()
     from pycute.compile import runtime
     from pycute.harness.wgmma import WGMMA_CASES
     info = runtime.device_info()
     if info is None or info[1] != (9, 0):
-        print(f"wgmma (sm_90a) runs on compute capability 9.0; this machine has {info or 'no GPU'} "
-              f"(--cpu checks the build)")
+        print(f"wgmma (sm_90a) runs on compute capability 9.0; this machine has {info or 'no GPU'} (--dry checks "
+              f"the build)")
         return 2
-    records = []
-    with open(path, "w") as out:
+    path = out_path("wgmma", args.out)
+    with JsonLines(path, echo=True) as out:
         for i, case in enumerate(WGMMA_CASES):
-            record = child(i, case.name)
-            records.append(record)
-            out.write(json.dumps(record) + "\n")
-            out.flush()
-            print(json.dumps(record), flush=True)
-    print(table(records))
+            out.write(child(i, case.name))
+    print(table(out.rows))
     print(f"wrote {path}")
-    return 0 if all(passed(r) for r in records) else 1
-
-
-if __name__ == "__main__":
-    if len(sys.argv) > 1 and sys.argv[1] == "--one":
-        print(json.dumps(one(int(sys.argv[2]))))
-    elif len(sys.argv) > 1 and sys.argv[1] == "--cpu":
-        sys.exit(cpu())
-    else:
-        default = os.path.join(os.environ["OUT"], "wgmma-h200.jsonl") if os.environ.get("OUT") else "wgmma-h200.jsonl"
-        sys.exit(main(sys.argv[1] if len(sys.argv) > 1 else default))
+    return 0 if all(passed(r) for r in out.rows) else 1

@@ -1,5 +1,7 @@
-"""Record pycute's pipelines and schedulers on the GPU present (docs/pipelines.md), each case in its own child
-process with a time limit (a hang or a fault loses that case, not the run), one JSON line per result:
+"""Do pycute's pipelines run right on the GPU, and how close does the GEMM feed come to the minimal kernel's rate?
+
+Each case in its own child process with a time limit (a hang or a fault loses that case, not the run), one JSON line
+per result (docs/pipelines.md section 5):
 
 * checks: the streaming harnesses on their pipelines (TMA copy, load-only, cp.async copy: bit for bit or by the
   position checksum; the DSMEM ring of 2 and 4 CTAs), the static tile scheduler's generated code against its Python
@@ -10,29 +12,30 @@ process with a time limit (a hang or a fault loses that case, not the run), one 
   the same loads (one thread, full barriers only), over tile shapes, stages and CTAs per SM. The target: the best
   feed >= 97% of the best minimal rate of the same run.
 
-    PYTHONPATH=. python3 tools/pipeline_h200.py [PATH]    (default $OUT/pipeline-h200.jsonl, else ./pipeline-h200.jsonl)
-    PYTHONPATH=. python3 tools/pipeline_h200.py --rate [PATH] [--mnk=M,N,K ...]
+    PYTHONPATH=. python -m tools pipelines [OUT.jsonl]               (default $OUT/pipelines.jsonl)
+    PYTHONPATH=. python -m tools pipelines --rate [OUT.jsonl] [--mnk=M,N,K ...]
+    PYTHONPATH=. python -m tools pipelines --dry [--only PREFIX]     (no GPU: every feed kernel compiled)
 
 ``--rate`` times only the feed rate, more carefully than the sweep: for each configuration of ``RATE`` the minimal
 kernel and the feed (one consumer warp; two consumer warpgroups) are timed in turn, ``RATE_ROUNDS`` rounds of each
 (the fastest of 3 launches per round), so that drift in the GPU's clocks or L2 falls on all three alike; the
 summary gives each kernel's best and median round and the target on both, per problem (``--mnk=M,N,K``, repeatable;
-default ``RATE_MNK``; the configurations whose tiles divide it).
+default ``RATE_MNK``; the configurations whose tiles divide it). Before a run every feed kernel it launches is
+compiled, ``--jobs`` at a time, so the timed children spend their minutes timing.
 
 The summary table is printed last. ``--one NAME`` runs one case in this process (what the children and
 tests/gpu/test_gpu_pipeline.py do) and prints its JSON lines.
 """
 from __future__ import annotations
 
+import argparse
 import functools
 import json
 import os
-import subprocess
-import sys
-import time
+from concurrent.futures import ProcessPoolExecutor
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, ROOT)
+from tools._common import JsonLines, interleaved, json_rows, out_path, rates, run_question
+
 CHECKS = ("stream", "load_only", "cp_async", "dsmem2", "dsmem4", "scheduler", "feed_warp", "feed_warpgroups",
           "feed_multicast", "feed_multicast_warpgroups", "minimal")
 #: The sweep's problem: bf16 A and B of 8192 x 4096 (K-major), every output tile of 8192 x 8192.
@@ -188,8 +191,6 @@ def _sweep(index: int) -> list[dict]:
 
 
 def _rate(index: int, mnk: tuple[int, int, int] = RATE_MNK) -> list[dict]:
-    import statistics
-
     import pycute as pc
     from pycute.harness.stream_feed import FeedProblem, FeedStream, MinimalFeed, expected_checksum
     from pycute.pipeline import Consumer
@@ -201,19 +202,18 @@ def _rate(index: int, mnk: tuple[int, int, int] = RATE_MNK) -> list[dict]:
     feeds = {f"{caller} x {count}": FeedStream(problem, stages=stages, consumer=Consumer(caller, count),
                                                ctas_per_sm=per_sm)
              for caller, count in (("warp", 1), ("warpgroup", 2))}
-    times: dict[str, list[float]] = {"minimal": [], **{k: [] for k in feeds}}
     ok = {k: True for k in feeds}
-    for _ in range(RATE_ROUNDS):
-        times["minimal"].append(minimal.run(gpu, d_a, d_b, repeats=3))
-        for key, feed in feeds.items():
-            ms, got = feed.run(gpu, d_a, d_b, repeats=3)
-            times[key].append(ms)
-            ok[key] = ok[key] and got == want
+
+    def timed(key: str, feed) -> float:
+        ms, got = feed.run(gpu, d_a, d_b, repeats=3)
+        ok[key] = ok[key] and got == want
+        return ms
+    times = interleaved(RATE_ROUNDS, {"minimal": lambda: minimal.run(gpu, d_a, d_b, repeats=3),
+                                      **{k: functools.partial(timed, k, f) for k, f in feeds.items()}})
     base = {"mnk": list(mnk), "tile": list(tile), "stages": stages, "ctas_per_sm": per_sm, "bytes": moved,
             "rounds": RATE_ROUNDS}
     return [{**base, "kernel": "minimal" if key == "minimal" else "feed", "consumer": None if key == "minimal" else key,
-             "ms_rounds": ms, "TBps_best": moved / min(ms) / 1e9, "TBps_median": moved / statistics.median(ms) / 1e9,
-             "ok": ok.get(key, True)} for key, ms in times.items()]
+             **rates(ms, moved), "ok": ok.get(key, True)} for key, ms in times.items()]
 
 
 def one(name: str) -> list[dict]:
@@ -235,17 +235,12 @@ def one(name: str) -> list[dict]:
 
 
 def _child(name: str) -> list[dict]:
-    start = time.time()
-    try:
-        run = subprocess.run([sys.executable, os.path.abspath(__file__), "--one", name], capture_output=True,
-                             text=True, timeout=TIME_LIMIT, cwd=ROOT)
-    except subprocess.TimeoutExpired:
-        return [{"case": name, "ok": False, "error": f"timed out after {TIME_LIMIT} s (a hang)"}]
-    if run.returncode != 0:
-        return [{"case": name, "ok": False, "error": (run.stderr or run.stdout)[-1500:]}]
-    rows = [json.loads(line) for line in run.stdout.splitlines() if line.startswith("{")]
+    run = run_question("pipelines", ["--one", name], TIME_LIMIT)
+    if not run.ok:
+        return [{"case": name, "ok": False, "error": run.error()}]
+    rows = json_rows(run.stdout)
     for r in rows:
-        r["seconds"] = round(time.time() - start, 1)
+        r["seconds"] = round(run.seconds, 1)
     return rows
 
 
@@ -312,29 +307,77 @@ def rate_names(mnk: tuple[int, int, int]) -> list[str]:
             if mnk[0] % tile[0] == 0 and mnk[1] % tile[1] == 0 and mnk[2] % tile[2] == 0]
 
 
-def main(path: str, rate: tuple[tuple[int, int, int], ...] = ()) -> None:
+def _feed_jobs(name: str) -> list[tuple]:
+    """The feed kernels case ``name`` launches, as (M, N, K, tile, stages, CTAs per SM, consumer or None for the
+    minimal kernel, multicast): what the prebuild compiles."""
+    if name.startswith("sweep"):
+        tile, stages, per_sm = SWEEP[int(name[5:])]
+        return [(*SWEEP_MNK, tile, stages, per_sm, None, None)] + \
+            [(*SWEEP_MNK, tile, stages, per_sm, (caller, count), mc) for caller, count, mc in VARIANTS]
+    if name.startswith("rate"):
+        index, _, mnk = name[4:].partition("@")
+        tile, stages, per_sm = RATE[int(index)]
+        m, n, k = (int(x) for x in mnk.split(",")) if mnk else RATE_MNK
+        consumers = (("warp", 1), ("warpgroup", 2))
+        return [(m, n, k, tile, stages, per_sm, None, None)] + \
+            [(m, n, k, tile, stages, per_sm, consumer, None) for consumer in consumers]
+    if name.startswith(("feed", "minimal")):
+        caller, count = ("warpgroup", 2) if name.endswith("warpgroups") else ("warp", 1)
+        if name == "minimal":
+            return [(1024, 1024, 1024, (128, 128, 64), 4, 1, None, None)]
+        mc = 2 if "multicast" in name else None
+        return [(1024, 1024, 1024, (128, 128, 64), s, 1, (caller, count), mc) for s in (2, 4)]
+    return []
+
+
+def _compile(job: tuple) -> str:
+    import pycute as pc
+    from pycute.harness.stream_feed import FeedProblem, FeedStream, MinimalFeed
+    from pycute.pipeline import Consumer
+    m, n, k, tile, stages, per_sm, consumer, multicast = job
+    problem = FeedProblem(pc.bf16, m, n, k, tile)
+    kernel = MinimalFeed(problem, stages=stages, ctas_per_sm=per_sm) if consumer is None else \
+        FeedStream(problem, stages=stages, consumer=Consumer(*consumer), multicast=multicast, ctas_per_sm=per_sm)
+    kernel.compile()
+    return repr(job)
+
+
+def prebuild(names: list[str], jobs: int) -> int:
+    """Compile every feed kernel of ``names`` into the compile cache, ``jobs`` at a time; the count compiled."""
+    work = sorted({job for name in names for job in _feed_jobs(name)}, key=repr)
+    with ProcessPoolExecutor(max(1, min(jobs, len(work)))) as pool:
+        return len(list(pool.map(_compile, work)))
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="python -m tools pipelines", description=__doc__.split("\n")[0])
+    parser.add_argument("out", nargs="?", help="the JSON lines file (default $OUT/pipelines.jsonl)")
+    parser.add_argument("--rate", action="store_true", help="time the feed rate, interleaved (RATE)")
+    parser.add_argument("--mnk", action="append", default=[], help="a rate problem M,N,K (repeatable)")
+    parser.add_argument("--only", default="", help="the cases whose name starts with this")
+    parser.add_argument("--jobs", type=int, default=min(16, os.cpu_count() or 1), help="compilations at a time")
+    parser.add_argument("--dry", action="store_true", help="no GPU: compile every feed kernel the run launches")
+    parser.add_argument("--one", metavar="NAME", help="run one case in this process (what each child does)")
+    args = parser.parse_args(argv)
+    if args.one:
+        for record in one(args.one):
+            print(json.dumps(record))
+        return 0
+    rate = tuple(tuple(int(x) for x in m.split(",")) for m in args.mnk) or ((RATE_MNK,) if args.rate else ())
     names = [n for mnk in rate for n in rate_names(mnk)] if rate else \
         list(CHECKS) + [f"sweep{k}" for k in range(len(SWEEP))]
-    rows = []
-    with open(path, "w") as out:
+    names = [n for n in names if n.startswith(args.only)]
+    built = prebuild(names, args.jobs)
+    print(f"{built} feed kernels compiled for {len(names)} cases", flush=True)
+    if args.dry:
+        return 0
+    path = out_path("pipelines", args.out)
+    with JsonLines(path, echo=True) as out:
         for name in names:
-            for r in _child(name):
-                rows.append(r)
-                line = json.dumps(r)
-                print(line, flush=True)
-                out.write(line + "\n")
-    _rate_summary(rows) if rate else _summary(rows)
-    print(f"\nwrote {path}")
-
-
-if __name__ == "__main__":
-    if len(sys.argv) > 2 and sys.argv[1] == "--one":
-        for record in one(sys.argv[2]):
-            print(json.dumps(record))
+            out.extend(_child(name))
+    if rate:
+        _rate_summary(out.rows)
     else:
-        rate = tuple(tuple(int(x) for x in a.split("=", 1)[1].split(",")) for a in sys.argv[1:]
-                     if a.startswith("--mnk=")) or ((RATE_MNK,) if "--rate" in sys.argv else ())
-        args = [a for a in sys.argv[1:] if not a.startswith("--")]
-        name = "pipeline-rate-h200.jsonl" if rate else "pipeline-h200.jsonl"
-        default = os.path.join(os.environ["OUT"], name) if os.environ.get("OUT") else name
-        main(args[0] if args else default, rate)   # type: ignore[arg-type]
+        _summary(out.rows)
+    print(f"\nwrote {path}")
+    return 0 if all(r.get("ok") for r in out.rows) else 1

@@ -14,6 +14,7 @@ from .pipeline import emit_pipeline
 from .scheduler import emit_clc_scheduler, emit_tile_scheduler
 from .split_k import emit_split_k_scheduler
 from .grouped import emit_grouped_scheduler
+from .fp8_scaling import emit_fp8_scaling
 from .mainloop import emit_mma_mainloop
 from .accumulator import emit_accumulator_epilogue
 from .convention import read_conventions

@@ -28,8 +28,10 @@ import numpy as np
 
 from ..errors import PlanError
 from ..int_tuple import as_int
+from ..views import view
 
-__all__ = ["ScaleKind", "Fp8Scaling", "make_fp8_scaling", "InstructionSum", "exact_instruction_sum", "K_STEP"]
+__all__ = ["ScaleKind", "Fp8Scaling", "make_fp8_scaling", "InstructionSum", "exact_instruction_sum", "K_STEP",
+           "SCALE_BLOCK"]
 
 ScaleKind = Literal["tensor", "row", "col", "rowcol", "block"]
 #: K of one fp8 ``wgmma.mma_async`` (m64nNk32, PTX ISA #asynchronous-warpgroup-level-matrix-shape).
@@ -145,6 +147,11 @@ class Fp8Scaling:
         if self.kind != "block":
             acc = (acc * (fa[:, :1].astype(np.float32) * fb[None, :, 0].astype(np.float32))).astype(np.float32)
         return acc.astype(np.float64)
+
+    def cuda(self, name: str = "fp8s") -> str:
+        """``<name>_promote`` (block scales: each k-block's promotion) or ``<name>_scale`` (the other kinds: the
+        epilogue's multiply), each register's row and column from the wgmma accumulator fragment."""
+        return str(view("cuda", self, name))
 
     def explain(self) -> str:
         bm, bn = self.tile

@@ -102,3 +102,47 @@ def test_the_plan_states_its_interval_registers_and_where_scales_apply():
 def test_bad_scaling_input_is_refused(build, message):
     with pytest.raises(pc.PlanError, match=message):
         build()
+
+
+# ---- the generated code: each register's scales, interpreted -----------------------------------------------------
+
+PROBE = r"""
+extern "C" __global__ void __launch_bounds__(128) probe(const float* sa, const float* sb, float* out, unsigned m,
+                                                         unsigned n) {
+  float acc[fp8s_registers], part[fp8s_registers];
+  for (unsigned v = 0; v < fp8s_registers; ++v) { acc[v] = 1.0f; part[v] = 1.0f; }
+  BODY
+  for (unsigned v = 0; v < fp8s_registers; ++v) out[threadIdx.x * fp8s_registers + v] = acc[v];
+}
+"""
+
+
+@pytest.mark.parametrize("kind, bn", [("block", 128), ("block", 256), ("rowcol", 64), ("col", 128)])
+def test_each_register_gets_the_scales_of_its_row_and_column(kind, bn):
+    from pycute.arch.sm90.wgmma import warpgroup_fragment
+    from pycute.compile import compile_cuda
+    from pycute.interp import run_kernel
+    plan = make_fp8_scaling(kind, (128, bn))
+    m, n, kb, row0, col0 = 200, 2 * bn, 3, 64, bn          # the second 64-row block, the second tile of columns
+    if kind == "block":
+        body = "fp8s_promote(acc, part, sa, sb, 2u, 64u, %du, threadIdx.x, m, n / 128u, 3u, false);" % col0
+        sa = np.zeros(kb * m, np.float32)
+        sa.reshape(kb, m)[2] = np.arange(m) + 1                        # k-block 2: row + 1
+        sb = np.zeros(-(-n // 128) * kb, np.float32)
+        sb.reshape(-1, kb)[:, 2] = 1000 * (np.arange(-(-n // 128)) + 1)  # k-block 2: 1000 x (column block + 1)
+    else:
+        body = "fp8s_scale(acc, sa, sb, 0.5f, 64u, %du, threadIdx.x, m, n);" % col0
+        sa, sb = np.arange(m, dtype=np.float32) + 1, 1000 * (np.arange(n, dtype=np.float32) + 1)
+    src = '#include "pycute/common.cuh"\n' + plan.cuda() + PROBE.replace("BODY", body)
+    out = np.zeros(128 * bn // 2, np.float32)
+    run_kernel(compile_cuda(src, arch="sm_90a"), "probe", block=128, args=dict(sa=sa, sb=sb, out=out, m=m, n=n))
+    frag = warpgroup_fragment(64, bn, 2)
+    idx = np.array([[frag(t, v) for v in range(bn // 2)] for t in range(128)])
+    row, col = row0 + idx % 64, col0 + idx // 64
+    if kind == "block":
+        want = 1 + (row + 1) * 1000 * (col // 128 + 1)                  # acc + part x sa x sb
+    elif kind == "rowcol":
+        want = 0.5 * (row + 1) * 1000 * (col + 1)
+    else:
+        want = 0.5 * 1.0 * 1000 * (col + 1)
+    assert np.array_equal(out.reshape(128, -1), want.astype(np.float32))

@@ -23,7 +23,9 @@ def _thread_terms(layout: Layout, rows: int) -> tuple[str, str]:
     """The thread's row and column in the fragment as C over ``thread`` (the thread mode's parts, each a row or a
     column step)."""
     shapes, strides = layout.shape[0], layout.stride[0]
-    row, col, below = [], [], 1
+    row: list[str] = []
+    col: list[str] = []
+    below = 1
     for s, d in zip(shapes, strides):
         term = f"(thread / {below}u % {s}u)" if below > 1 else f"(thread % {s}u)"
         (row if d < rows else col).append(f"{term} * {d if d < rows else d // rows}u")

@@ -4,8 +4,10 @@ thread's part (``row_t``, ``col_t``) from its index, each register's from its nu
 code loads only the distinct scales a thread needs (two A rows per 64-row block; one B scale block per 128 columns)
 and the kernel names no register.
 
-* ``<name>_promote`` (block scales): ``acc += part x sa[kb, row] x sb[col / 128, kb]`` (``first``: ``acc =``);
-* ``<name>_scale`` (the other kinds): ``acc *= alpha x SA(row) x SB(col)`` before the epilogue's conversion.
+* ``<name>_promote``: ``acc += part``, with block scales ``acc += part x sa[kb, row] x sb[col / 128, kb]`` (one
+  rounding: ``fmaf``);
+* ``<name>_scale``: ``acc *= alpha x SA(row) x SB(col)`` before the epilogue's conversion (block scales:
+  ``alpha`` only).
 """
 from __future__ import annotations
 
@@ -39,6 +41,21 @@ def _values(layout: Layout, rows: int) -> list[tuple[int, int]]:
     return [(layout(0, v) % rows, layout(0, v) // rows) for v in range(n)]
 
 
+def _promote_block(plan: Fp8Scaling, row_t: str, values: list[tuple[int, int]]) -> list[str]:
+    """The block-scaled promotion's body: the thread's two A scales and its B scale block(s), then each register."""
+    rows = sorted({r for r, _ in values})
+    blocks = sorted({c // SCALE_BLOCK for _, c in values})
+    body = [f"  const unsigned row = row0 + {row_t};",
+            *(f"  const float sa{r} = sa[kb * m_pad + min(row + {r}u, m_pad - 1u)];" for r in rows),
+            *(f"  const float sb{c} = sb[min(col0 / {SCALE_BLOCK}u + {c}u, n_blocks - 1u) * k_blocks + kb];"
+              for c in blocks),
+            *(f"  const float s{r}_{c} = sa{r} * sb{c};" for r in rows for c in blocks)]
+    for v, (r, c) in enumerate(values):
+        s = f"s{r}_{c // SCALE_BLOCK}"
+        body.append(f"  acc[{v}] = fmaf(part[{v}], {s}, acc[{v}]);")
+    return body
+
+
 @provides("cuda", Fp8Scaling)
 def emit_fp8_scaling(plan: Fp8Scaling, name: str = "fp8s") -> str:
     check_function_name(name)
@@ -52,42 +69,40 @@ def emit_fp8_scaling(plan: Fp8Scaling, name: str = "fp8s") -> str:
            *("//   " + line for line in plan.explain().splitlines()),
            f"constexpr unsigned {name}_registers = {regs}u;   // f32 per 64 x {bn} accumulator block"]
     rows = sorted({r for r, _ in values})
-    blocks = sorted({c // SCALE_BLOCK for _, c in values})
+    promote = _promote_block(plan, row_t, values) if plan.kind == "block" else [
+        "#pragma unroll", f"  for (unsigned v = 0; v < {regs}u; ++v) acc[v] += part[v];"]
+    out += ["", who, "// The promotion of a partial sum into the f32 sum (zeroed before a tile), every register: acc += part" +
+            (" x sa[kb][row] x sb[col / 128][kb]." if plan.kind == "block" else " (the scales wait for the epilogue)."),
+            "// sa: A's scales, k-block-major (m_pad per k-block); sb: B's, (n_blocks x k_blocks) row-major; row0 / "
+            "col0: the",
+            f"// 64-row block's first row and the tile's first column (a multiple of {min(bn, SCALE_BLOCK)}).",
+            f"__device__ __forceinline__ void {name}_promote(float* acc, const float* part, const float* sa, "
+            "const float* sb, unsigned kb, unsigned row0, unsigned col0, unsigned thread, unsigned m_pad, "
+            "unsigned n_blocks, unsigned k_blocks) {", *promote, "}"]
     if plan.kind == "block":
-        body = [f"  const unsigned row = row0 + {row_t};",
-                *(f"  const float sa{r} = row + {r}u < m_pad ? sa[kb * m_pad + row + {r}u] : 0.0f;" for r in rows),
-                *(f"  const float sb{c} = col0 / {SCALE_BLOCK}u + {c}u < n_blocks ? sb[(col0 / {SCALE_BLOCK}u + {c}u) * "
-                  f"k_blocks + kb] : 0.0f;" for c in blocks),
-                *(f"  const float s{r}_{c} = sa{r} * sb{c};" for r in rows for c in blocks)]
-        for v, (r, c) in enumerate(values):
-            s = f"s{r}_{c // SCALE_BLOCK}"
-            body.append(f"  acc[{v}] = first ? part[{v}] * {s} : fmaf(part[{v}], {s}, acc[{v}]);")
-        out += ["", who, "// acc = (first ? 0 : acc) + part x sa[kb][row] x sb[col / 128][kb] for every register: the "
-                "k-block's promotion.",
-                "// sa: A's scales, k-block-major (m_pad per k-block); sb: B's, (n_blocks x k_blocks) row-major; row0 / "
-                "col0: the",
-                f"// 64-row block's first row and the tile's first column (a multiple of {min(bn, SCALE_BLOCK)}).",
-                f"__device__ __forceinline__ void {name}_promote(float* acc, const float* part, const float* sa, "
-                "const float* sb, unsigned kb, unsigned row0, unsigned col0, unsigned thread, unsigned m_pad, "
-                "unsigned n_blocks, unsigned k_blocks, bool first) {", *body, "}"]
+        out += ["", who, "// acc *= alpha, every register (the block scales were applied at each promotion).",
+                f"__device__ __forceinline__ void {name}_scale(float* acc, const float*, const float*, float alpha, "
+                "unsigned, unsigned, unsigned, unsigned, unsigned) {", "#pragma unroll",
+                f"  for (unsigned v = 0; v < {regs}u; ++v) acc[v] *= alpha;", "}"]
         return "\n".join(out) + "\n"
     sa_row = plan.kind in ("row", "rowcol")
     sb_col = plan.kind in ("col", "rowcol")
     body = [f"  const unsigned row = row0 + {row_t};"] + ([f"  const unsigned col = col0 + {col_t};"] if plan.kind in
                                                          ("col", "rowcol") else [])
-    body += [f"  const float sa{r} = alpha * (row + {r}u < m ? sa[row + {r}u] : 0.0f);" if sa_row else
+    body += [f"  const float sa{r} = alpha * sa[min(row + {r}u, m - 1u)];" if sa_row else
              f"  const float sa{r} = alpha * sa[0];" for r in rows]
     cols = sorted({c for _, c in values})
     if sb_col:
-        body += [f"  const float sb{c} = col + {c}u < n ? sb[col + {c}u] : 0.0f;" for c in cols]
+        body += [f"  const float sb{c} = sb[min(col + {c}u, n - 1u)];" for c in cols]
     else:
         body.append("  const float sb0 = sb[0];")
     for v, (r, c) in enumerate(values):
         body.append(f"  acc[{v}] *= sa{r} * sb{c if sb_col else 0};")
     out += ["", who, "// acc *= alpha x SA(row) x SB(col) for every register (the scales of the plan's kind), before "
             "the epilogue.",
-            "// row0 / col0: the 64-row block's first row and first column; m, n: D's extents (scales past them "
-            "read as 0).",
+            "// row0 / col0: the 64-row block's first row and first column; m, n: D's extents (a row or column past "
+            "them takes",
+            "// the last one's scale: the store clips it).",
             f"__device__ __forceinline__ void {name}_scale(float* acc, const float* sa, const float* sb, float alpha, "
             "unsigned row0, unsigned col0, unsigned thread, unsigned m, unsigned n) {", *body, "}"]
     return "\n".join(out) + "\n"

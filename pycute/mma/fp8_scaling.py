@@ -141,7 +141,7 @@ class Fp8Scaling:
             if self.kind == "block":                   # interval 1 k-block of 128: this block's scales
                 kb = start // SCALE_BLOCK
                 scale = (fa[:, kb:kb + 1].astype(np.float32) * fb[None, :, kb].astype(np.float32))
-                acc = (acc + part.astype(np.float32) * scale).astype(np.float32)
+                acc = (acc.astype(np.float64) + part * scale.astype(np.float64)).astype(np.float32)   # fmaf
             else:
                 acc = (acc + part.astype(np.float32)).astype(np.float32)
         if self.kind != "block":

@@ -1,65 +1,48 @@
-"""The Hopper GEMM (examples/hopper_gemm.py) timed on the GPU beside cuBLAS (``torch.matmul``), Triton's matmul
-and ``torch._scaled_mm``, on the same inputs in the same run: a launcher for pycute's kernel on torch's stream, a
-Triton matmul (the tutorial's grouped raster, written here), CUDA-graph timing, and the f32 reference every timed
-result is checked against. Needs torch and triton (the GPU machine has them); nothing here runs in CI."""
+"""The Hopper GEMM (pycute/kernels/hopper_gemm) timed on the GPU beside cuBLAS (``torch.matmul``), Triton's matmul
+and ``torch._scaled_mm``, on the same inputs in the same run: the benchmarks' launch of pycute's kernel (the plans of
+each problem made once, then the package's launcher on torch's stream), a Triton matmul (the tutorial's grouped
+raster, written here), CUDA-graph timing, and the f32 reference every timed result is checked against. Needs torch
+and triton (the GPU machine has them); nothing here runs in CI."""
 from __future__ import annotations
-
-import ctypes
 
 import torch
 import triton
 import triton.language as tl
 
-from examples.hopper_gemm import GemmPlans, HopperGemm
 from pycute.compile.runtime import tensor_map_bytes
+from pycute.kernels.hopper_gemm import GemmPlans, HopperGemm
+from pycute.kernels.launcher import Launcher
 
 __all__ = ["Launch", "triton_mm", "TRITON_CONFIGS", "bench", "rel_err", "inputs", "reference", "run_ours"]
 
 
 # ---- launching a pycute kernel on torch's stream ----------------------------------------------------------------
 class Launch:
-    """A compiled configuration of the GEMM, launched on torch's current stream through the driver (so torch's
-    events and CUDA graphs see it); tensor maps from the plans of the real arrays."""
+    """A compiled configuration of the GEMM launched as the benchmarks always have: ``prepare`` makes the plans of
+    the problem's arrays (checked to issue the compiled kernel's boxes) and encodes their tensor maps -- the host
+    work of a first call, milliseconds -- and a call launches the prepared arguments through the package's launcher
+    (torch's current stream, the cluster as a launch attribute), so that torch's events and CUDA graphs see it."""
 
     def __init__(self, gemm: HopperGemm):
-        from cuda.bindings import driver as cu
-        self.cu, self.gemm = cu, gemm
+        self.gemm = gemm
         torch.cuda.init()
-        torch.empty(1, device="cuda")
-        err, self.module = cu.cuModuleLoadData(gemm.compile().cubin)
-        assert int(err) == 0, err
-        err, self.fn = cu.cuModuleGetFunction(self.module, b"gemm")
-        assert int(err) == 0, err
-        attr = cu.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
-        err, = cu.cuFuncSetAttribute(self.fn, attr, gemm.smem_bytes)
-        assert int(err) == 0, err
+        self.launcher = Launcher.of(gemm, torch.cuda.current_device())
         self.sms = torch.cuda.get_device_properties(0).multi_processor_count
 
     def prepare(self, a: torch.Tensor, b: torch.Tensor, d: torch.Tensor, scale: float = 1.0):
-        """The launch's arguments for ``d = scale * a @ b.T`` (row-major views with unit inner stride)."""
+        """The launch's grid and arguments for ``d = scale * a @ b.T`` (row-major views with unit inner stride)."""
         g = self.gemm
         M, K = a.shape
         N = b.shape[0]
         plans = GemmPlans.of(g, M, N, K, a.stride(0), b.stride(0), d.stride(0))
         assert plans.issues_as(g.plans), "the problem's tensor maps differ from the compiled kernel's boxes"
         maps = [tensor_map_bytes(m.encode(t.data_ptr())) for m, t in zip(plans.maps(), (a, b, d))]
-        holders = [ctypes.create_string_buffer(m, 128) for m in maps]
-        holders += [ctypes.c_int(M), ctypes.c_int(N), ctypes.c_int(K), ctypes.c_float(scale)]
-        params = (ctypes.c_void_p * len(holders))(*[ctypes.addressof(h) for h in holders])
         grid = g.plans.sched.at((-(-M // g.BM), -(-N // g.BN))).grid(self.sms, g.ctas_per_sm)
-        return holders, params, grid
+        return grid, (*maps, M, N, K, float(scale))
 
     def __call__(self, prepared) -> None:
-        cu = self.cu
-        _, params, grid = prepared
-        cfg = cu.CUlaunchConfig()
-        cfg.gridDimX, cfg.gridDimY, cfg.gridDimZ = grid, 1, 1
-        cfg.blockDimX, cfg.blockDimY, cfg.blockDimZ = self.gemm.threads, 1, 1
-        cfg.sharedMemBytes = self.gemm.smem_bytes
-        cfg.hStream = cu.CUstream(torch.cuda.current_stream().cuda_stream)
-        cfg.numAttrs = 0
-        err, = cu.cuLaunchKernelEx(cfg, self.fn, ctypes.addressof(params), 0)
-        assert int(err) == 0, err
+        grid, args = prepared
+        self.launcher(grid, *args)
 
 
 # ---- Triton's matmul (the tutorial's grouped-raster kernel, our own writing) ------------------------------------

@@ -235,12 +235,12 @@ def report(out) -> dict:
 
 
 def gemm(out) -> dict:
-    """The Hopper GEMM (examples/hopper_gemm.py, ``choose``'s configuration) at 8192^3 beside cuBLAS, Triton and
+    """The Hopper GEMM (pycute/kernels/hopper_gemm, ``choose``'s configuration) at 8192^3 beside cuBLAS, Triton and
     ``torch._scaled_mm`` in the same run (perf/gpu_gemm.py; docs/hopper-gemm.md has the whole sweep)."""
     try:
         import torch
 
-        from examples.hopper_gemm import choose
+        from pycute.kernels.hopper_gemm import choose
 
         from .gpu_gemm import TRITON_CONFIGS, Launch, bench, inputs, reference, rel_err, run_ours, triton_mm
     except ImportError as e:

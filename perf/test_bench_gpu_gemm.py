@@ -15,7 +15,7 @@ N = 8192
 
 @pytest.mark.parametrize("dtype, scale, target", [("bf16", 1.0, 0.90), ("e4m3", 0.5, 0.85)])
 def test_hopper_gemm(benchmark, dtype, scale, target):
-    from examples.hopper_gemm import choose
+    from pycute.kernels.hopper_gemm import choose
 
     from .gpu_gemm import Launch, bench, inputs, reference, rel_err, run_ours
     a, b = inputs(N, N, N, dtype)

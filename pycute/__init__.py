@@ -17,7 +17,7 @@ lets a lower-layer value offer a view a higher layer implements (``plan.cuda()``
 from .basis import E, ScaledBasis
 from .dtypes import (DType, bf16, dtype, f4e2m1, f6e2m3, f6e3m2, f8e4m3, f8e5m2, f16, f32, f64, i8, i16, i32, i64,
                      tf32, u8, u16, u32, u64)
-from .errors import CompileError, DescriptorError, EmulationError, LayoutError, PlanError, PycuteError
+from .errors import CompileError, DescriptorError, EmulationError, LaunchError, LayoutError, PlanError, PycuteError
 from .int_tuple import (ceil_div, congruent, crd2crd, crd2idx, elem_scale, flatten, has_none, idx2crd, inner_product,
                         is_int, is_tuple, prefix_product, product, product_each, shape_div, signum, slice_, tuple_max,
                         weakly_congruent)
@@ -70,7 +70,7 @@ __all__ = [
     "Layout", "ComposedLayout", "Swizzle", "ScaledBasis", "E", "TLane", "TCol", "DType", "SmemDescriptor",
     "SwizzleMode", "Plan", "Tcgen05CpPlan", "Tcgen05LdStPlan", "CopyPlan", "TmemCopyPlan", "PycuteError",
     "LayoutError", "PlanError", "CompileError", "DescriptorError",
-    "EmulationError",
+    "EmulationError", "LaunchError",
     # dtypes
     "dtype", "u8", "i8", "f8e4m3", "f8e5m2", "bf16", "f16", "f32", "tf32", "u16", "i16", "u32", "i32", "f4e2m1",
     "f6e2m3", "f6e3m2", "u64", "i64", "f64",

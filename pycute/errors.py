@@ -23,3 +23,8 @@ class PlanError(PycuteError):
 
 class CompileError(PycuteError):
     """NVRTC or ptxas rejected generated code, or the PTX-level interpreter met an unsupported instruction."""
+
+
+class LaunchError(PycuteError):
+    """A kernel launch refused its arguments or its setting: a tensor's device, dtype, shape, strides or alignment,
+    a problem too large for the CPU path, or no torch / no GPU where the launch needs one."""

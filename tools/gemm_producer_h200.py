@@ -26,7 +26,7 @@ SHAPES = [(1000, 1000, 528), (333, 520, 1001), (256, 512, 128)]
 
 
 def variants() -> list[Any]:
-    from examples.hopper_gemm import HopperGemm, candidates
+    from pycute.kernels.hopper_gemm import HopperGemm, candidates
     return [HopperGemm(), candidates("e4m3")[0], HopperGemm(BN=128, m_blocks=2, mode="pingpong")]
 
 

@@ -14,7 +14,7 @@ import sys
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from examples.hopper_gemm import HopperGemm, candidates  # noqa: E402
+from pycute.kernels.hopper_gemm import HopperGemm, candidates  # noqa: E402
 from pycute import PlanError  # noqa: E402
 
 

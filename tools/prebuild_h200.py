@@ -17,7 +17,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def _gemm(i: int) -> str:
-    from examples.hopper_gemm import HopperGemm, candidates
+    from pycute.kernels.hopper_gemm import HopperGemm, candidates
     variants = candidates() + candidates("e4m3") + [
         HopperGemm(cluster=1), HopperGemm(BN=128, m_blocks=2, mode="pingpong", stages=4),
         HopperGemm(BN=128, m_blocks=2, mode="pingpong", cluster=1),

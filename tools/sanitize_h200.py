@@ -440,7 +440,7 @@ def grouped_case() -> SanitizeCase:
 def hopper_gemm_case(dtype: str) -> SanitizeCase:
     """The Hopper GEMM (real wgmma, TMA multicast, the epilogue's TMA stores) on a problem of partial tiles."""
     def make():
-        from examples.hopper_gemm import HopperGemm
+        from pycute.kernels.hopper_gemm import HopperGemm
         return HopperGemm(dtype=dtype)  # type: ignore[arg-type]
 
     def launch(gpu, arch: str) -> bool:
@@ -449,7 +449,7 @@ def hopper_gemm_case(dtype: str) -> SanitizeCase:
         a, b = inputs(300, 520, 1040, dtype)
         d, _ = run_ours(g, Launch(g), a, b, 0.5)
         return rel_err(d, reference(a, b, 0.5)) < 1e-2
-    return SanitizeCase(f"example/hopper-gemm-{dtype}", "examples.hopper_gemm.HopperGemm",
+    return SanitizeCase(f"example/hopper-gemm-{dtype}", "pycute.kernels.hopper_gemm.HopperGemm",
                         lambda arch: make().compile(), launch)
 
 

@@ -114,16 +114,16 @@ def _mma_asm(plan: WgmmaPlan, k: int, a: str, b: str) -> list[str]:
             + [f"        {line}" for line in out_lines[1:]] + [f"      : {', '.join(inputs)}", '      : "memory");'])
 
 
-def _signature(plan: WgmmaPlan, name: str) -> str:
+def _signature(plan: WgmmaPlan, name: str, warpgroup_arg: bool) -> str:
     ctype = _CTYPE[plan.d.dtype.name][0]
     a = f"const unsigned (&a)[{plan.a_register_count}]" if plan.a_in_registers else "unsigned smem_a"
-    group = ", unsigned warpgroup" if plan.warpgroups > 1 else ""
+    group = ", unsigned warpgroup" if plan.warpgroups > 1 or warpgroup_arg else ""
     stages = "".join(f", unsigned {n}" for n in plan.stage_names)
     return (f"__device__ __forceinline__ void {name}({a}, unsigned smem_b, {ctype} (&d)[{plan.d_registers}], "
             f"unsigned scale_d{group}{stages})")
 
 
-def _comment(plan: WgmmaPlan) -> list[str]:
+def _comment(plan: WgmmaPlan, warpgroup_arg: bool) -> list[str]:
     m, n, k = plan.shape
     row, col = fragment_formula(D_RUN)
     per = values_per_register(plan.d.dtype.bits)
@@ -138,7 +138,8 @@ def _comment(plan: WgmmaPlan) -> list[str]:
         head.append(f"// `warpgroup` g (0..{plan.warpgroups - 1}) picks the 64-row slice of A and D this warpgroup "
                     f"computes.")
     else:
-        head.append("// g is 0: the tile is one warpgroup's 64 rows.")
+        head.append("// g is 0: the tile is one warpgroup's 64 rows" +
+                    (" (`warpgroup` is 0)." if warpgroup_arg else "."))
     if isinstance(plan.a, RegisterFragment):
         per = values_per_register(plan.a.dtype.bits)
         arow, acol = fragment_formula(per)
@@ -155,9 +156,11 @@ def _comment(plan: WgmmaPlan) -> list[str]:
 
 
 @provides("cuda", WgmmaPlan)
-def emit_wgmma(plan: WgmmaPlan, name: str = "pycute_wgmma", wait: int | None = None) -> str:
+def emit_wgmma(plan: WgmmaPlan, name: str = "pycute_wgmma", wait: int | None = None,
+               warpgroup_arg: bool = False) -> str:
     """The issuing function of ``plan``: the base descriptors, then one ``wgmma.mma_async`` per k-step; with
-    ``wait`` N also the fences before and the commit and ``wait_group<N>`` after."""
+    ``wait`` N also the fences before and the commit and ``wait_group<N>`` after; with ``warpgroup_arg`` a
+    ``warpgroup`` parameter even for a one-warpgroup tile (it must be 0 there)."""
     check_function_name(name)
     if wait is not None and (not isinstance(wait, int) or isinstance(wait, bool) or wait < 0):
         raise TypeError(f"plan.cuda: wait is None (issue only) or the groups left pending (an int >= 0), got {wait!r}")
@@ -176,11 +179,11 @@ def emit_wgmma(plan: WgmmaPlan, name: str = "pycute_wgmma", wait: int | None = N
     if wait is not None:
         body += ["  pycute_wgmma_commit_group();", f"  pycute_wgmma_wait_group<{wait}>();",
                  "  pycute_wgmma_fence_operand(d);"]
-    head = _comment(plan)
+    head = _comment(plan, warpgroup_arg)
     if wait is not None:
         head[-2:] = [f"// `scale_d` 0: D = A B^T (the first k-step ignores D); 1: D += A B^T. It fences, issues, "
                      f"commits and waits", f"// until at most {wait} of the thread's wgmma groups are pending."]
-    return "\n".join([f'#include "{WGMMA_HEADER}"', "", *head, _signature(plan, name) + " {", *body,
+    return "\n".join([f'#include "{WGMMA_HEADER}"', "", *head, _signature(plan, name, warpgroup_arg) + " {", *body,
                       "}"]) + "\n"
 
 

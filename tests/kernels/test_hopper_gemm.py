@@ -1,14 +1,20 @@
-"""examples/hopper_gemm.py, the Hopper wgmma GEMM from plans, checked without a GPU: each configuration compiles for
-sm_90a to exactly the planned instructions per k-block and tile (HGMMA / QGMMA, the TMA loads with B multicast, the
-epilogue's stmatrix and TMA stores) with no local memory; one compiled kernel serves every problem (the problem's
-tensor maps come from plans that issue the kernel's boxes); rows that TMA cannot store are refused; the hand-written
-lines are what the docstring says; ``choose`` weighs waves of tiles. Its H200 runs are docs/hopper-gemm.md."""
+"""pycute/kernels/hopper_gemm, the Hopper wgmma GEMM from plans, checked without a GPU: each configuration compiles
+for sm_90a to exactly the planned instructions per k-block and tile (HGMMA / QGMMA, the TMA loads with B multicast,
+the epilogue's stmatrix and TMA stores) with no local memory; one compiled kernel serves every problem (the
+problem's tensor maps come from plans that issue the kernel's boxes); rows that TMA cannot store are refused; the
+body is kernel.cuh as it is, after the configuration's constants, and its hand-written lines are what the docs say;
+``choose`` weighs waves of tiles. Its H200 runs are docs/hopper-gemm.md."""
 import re
+from pathlib import Path
 
 import pytest
 
 import pycute as pc
-from examples.hopper_gemm import (HANDWRITTEN_LINES, GemmPlans, HopperGemm, candidates, choose, kernel_body_lines)
+from pycute.kernels import Kernel
+from pycute.kernels.hopper_gemm import HANDWRITTEN_LINES, GemmPlans, HopperGemm, candidates, choose, kernel_body_lines
+from pycute.kernels.hopper_gemm.config import BODY
+
+ROOT = Path(__file__).resolve().parents[2]
 
 CONFIGS = {"bf16 cooperative 128x256": HopperGemm(),
            "bf16 ping-pong 128x128": HopperGemm(BN=128, m_blocks=2, mode="pingpong"),
@@ -49,9 +55,28 @@ def test_the_epilogue_stores_each_64x64_chunk_with_four_stmatrix_x4_per_warp_and
     assert h.get("STSM.16.M88.4") == 4 * chunks and h.get("UTMASTG.2D") == chunks
 
 
-def test_the_hand_written_lines_are_counted_in_the_docstring(built):
+def test_the_source_is_the_constants_the_plans_functions_then_the_body_as_it_is(built):
     g, _ = built
-    assert kernel_body_lines(g.source()) == HANDWRITTEN_LINES[g.mode]
+    source, body = g.source(), BODY.read_text()
+    assert source.endswith(body) and f"constexpr unsigned BM = {g.BM}u;" in source
+    assert f"constexpr bool COOPERATIVE = {'true' if g.mode == 'cooperative' else 'false'};" in source
+
+
+def test_the_body_is_one_text_for_every_configuration_with_no_spliced_values():
+    assert "{" + "self" not in BODY.read_text() and "{{" not in BODY.read_text()
+    assert all(g.source().endswith(BODY.read_text()) for g in CONFIGS.values())
+
+
+def test_the_hand_written_lines_are_counted_in_the_docs():
+    assert kernel_body_lines() == HANDWRITTEN_LINES
+    assert f"{HANDWRITTEN_LINES} hand-written lines" in (ROOT / "docs" / "kernels.md").read_text()
+
+
+def test_a_configuration_follows_the_kernel_protocol():
+    g = HopperGemm()
+    assert isinstance(g, Kernel)
+    shape = g.launch_shape
+    assert (shape.entry, shape.threads, shape.smem_bytes, shape.cluster) == ("gemm", 384, g.smem_bytes, (2, 1, 1))
 
 
 @pytest.mark.parametrize("mnk", [(8192, 8192, 8192), (1000, 1304, 528), (64, 8, 16), (777, 4104, 2056), (1, 8, 1)])

@@ -1,4 +1,4 @@
-"""The Hopper GEMM example (examples/hopper_gemm.py) runs whole on the CPU -- the producer warpgroup's TMA loads (B
+"""The Hopper GEMM (pycute/kernels/hopper_gemm) runs whole on the CPU -- the producer warpgroup's TMA loads (B
 multicast over the cluster of 2), the consumer warpgroups' wgmma, the stmatrix / TMA-store epilogue and the run-time
 tile scheduler, every thread of every CTA -- and writes D exactly: the inputs are small integers, so D is the bf16
 rounding of an exact float64 product. Both modes run on problems with several tiles per CTA and partial tiles;
@@ -7,7 +7,7 @@ faulted on the H200), and the pipeline bugs a hand-written mainloop can have are
 import numpy as np
 import pytest
 
-from examples.hopper_gemm import GemmPlans, HopperGemm
+from pycute.kernels.hopper_gemm import GemmPlans, HopperGemm
 from pycute.compile import compile_cuda
 from pycute.interp import DeadlockError, RaceError, run_kernel, tensor_map
 
@@ -31,6 +31,7 @@ def run_gemm(gemm: HopperGemm, m: int, n: int, k: int, grid: int, kernel=None) -
     assert plans.issues_as(gemm.plans)
     map_a, map_b, map_d = plans.maps()
     run_kernel(kernel or gemm.compile(), "gemm", grid=grid, block=gemm.threads, smem=gemm.smem_bytes,
+               cluster=gemm.launch_shape.cluster,
                args=[tensor_map(map_a, bf16_bits(a)), tensor_map(map_b, bf16_bits(b)), tensor_map(map_d, d), m, n, k,
                      1.0])
     return d, bf16_bits(a.astype(np.float64) @ b.astype(np.float64).T)

@@ -1,0 +1,174 @@
+"""The Hopper GEMM's configuration, ``D = scale * A B^T`` (bf16 D, f32 accumulation): A is M x K and B is N x K,
+both K-major, bf16 or fp8 e4m3 (per-tensor scale), any M, N and K whose rows are 16-byte aligned. The kernel is
+``wgmma`` (sm_90a) fed by TMA, and everything between the instructions comes from plans (``plans.py``):
+
+* ``mainloop`` (``make_pipeline``): a ring of stages filled by the TMA loads of an A and a B tile (B multicast over
+  a cluster of CTAs that compute neighbouring M tiles), its barriers, counts, bytes and phases;
+* ``mma`` (``make_mma`` with a register accumulator): the k-block's ``wgmma.mma_async`` per warpgroup;
+* ``store_d`` (``make_epilogue``): 64 x 64 f32 chunks of the accumulator -> bf16 -> a 128B-swizzled ring of two
+  shared tiles per warpgroup (stmatrix) -> proxy fence -> named barrier -> TMA store;
+* ``sched`` (``make_tile_scheduler``): persistent CTAs walking the output tiles in L2-friendly bands, the tile
+  counts given at run time, so one compiled kernel serves every problem.
+
+Warp roles: warpgroup 0 produces (its load warp waits for each stage, one lane issues; the warpgroup gives registers
+back with ``setmaxnreg``); warpgroups 1 and 2 consume: "cooperative", both on one tile (64 rows each), or
+"pingpong", each on its own tile in turn (the pipeline hands them the turn), so that one's epilogue overlaps the
+other's MMAs. The body, ``kernel.cuh``, is the only hand-written CUDA (``HANDWRITTEN_LINES``, counted by a test),
+none of its lines an address, a count, a parity or a register grouping.
+"""
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+import attrs
+
+from ...compile.nvrtc import Compiled, compile_cuda
+from ..protocol import LaunchShape, make_launch_shape
+from ..source import handwritten_lines, kernel_source
+from .plans import CHUNK, DTYPES, TEMPLATE, Dtype, GemmPlans, Mode
+
+__all__ = ["HopperGemm", "Mode", "candidates", "choose", "MEASURED_TFLOPS", "HANDWRITTEN_LINES", "BODY",
+           "SM_SHARED", "kernel_body_lines"]
+
+SM_SHARED = 233472  # one SM's shared memory (228 KiB); each resident CTA also takes 1 KiB (CUDA Programming Guide)
+PRODUCER_REGISTERS = 40
+BODY = Path(__file__).with_name("kernel.cuh")
+WGMMA_ROWS = 64     # rows of one warpgroup's wgmma slice
+
+
+@attrs.frozen
+class HopperGemm:
+    """One kernel configuration: the tile (BN columns; ``m_blocks`` 64-row wgmma blocks per consumer warpgroup),
+    the consumers and how they share the tiles, the stages (None: as many as fit), the cluster (CTAs along M that
+    share B by multicast) and the raster's band height."""
+
+    dtype: Dtype = "bf16"
+    BN: int = 256
+    m_blocks: int = 1
+    consumers: int = 2
+    mode: Mode = "cooperative"
+    stages: int | None = None
+    cluster: int = 2
+    group: int = 8
+
+    @property
+    def BK(self) -> int:
+        return 128 * 8 // DTYPES[self.dtype].bits          # one 128-byte swizzle row of K
+
+    @property
+    def wg_rows(self) -> int:
+        return WGMMA_ROWS * self.m_blocks
+
+    @property
+    def BM(self) -> int:
+        return self.wg_rows * (self.consumers if self.mode == "cooperative" else 1)
+
+    @property
+    def threads(self) -> int:
+        return 128 * (1 + self.consumers)
+
+    @property
+    def epilogue_bytes(self) -> int:
+        """Each consumer's ring of two 64 x 64 bf16 tiles."""
+        return self.consumers * 2 * 64 * CHUNK * 2
+
+    @functools.cached_property
+    def plans(self) -> GemmPlans:
+        return GemmPlans.of(self, TEMPLATE, TEMPLATE, TEMPLATE)
+
+    @property
+    def smem_bytes(self) -> int:
+        """Dynamic shared memory: the rings, the epilogue's tiles and 1 KiB to align the buffer."""
+        return self.plans.mainloop.smem_bytes + self.epilogue_bytes + 1024
+
+    @property
+    def ctas_per_sm(self) -> int:
+        by_smem = SM_SHARED // (self.smem_bytes + 1024 + 8 * self.plans.mainloop.stages * 2)
+        return max(1, min(2, by_smem, 1 if self.threads > 256 else 2))
+
+    @property
+    def consumer_registers(self) -> int:
+        """setmaxnreg's budget for a consumer thread: the CTA's share of the register file less the producer's."""
+        per_thread = min(255, 65536 // self.ctas_per_sm // self.threads) // 8 * 8
+        return min(240, (per_thread * self.threads - PRODUCER_REGISTERS * 128) // (128 * self.consumers) // 8 * 8)
+
+    @property
+    def launch_shape(self) -> LaunchShape:
+        return make_launch_shape("gemm", self.threads, self.smem_bytes, self.cluster)
+
+    def constants(self) -> dict[str, bool | int]:
+        """The compile-time constants ``kernel.cuh`` reads."""
+        coop = self.mode == "cooperative"
+        return {"THREADS": self.threads, "CTAS_PER_SM": self.ctas_per_sm, "BM": self.BM, "BN": self.BN,
+                "BK": self.BK, "M_BLOCKS": self.m_blocks, "COOPERATIVE": coop,
+                "TURNS": 1 if coop else self.consumers, "SLICE_ROWS": WGMMA_ROWS,
+                "ACC_VALUES": self.BN // 2, "CHUNK": CHUNK, "CHUNK_VALUES": CHUNK // 2,
+                "CHUNKS_N": self.BN // CHUNK, "EPILOGUE_SLOTS": 2, "EPILOGUE_RING_BYTES": 2 * 64 * CHUNK * 2,
+                "PRODUCER_REGISTERS": PRODUCER_REGISTERS, "CONSUMER_REGISTERS": self.consumer_registers}
+
+    def source(self) -> str:
+        """The constants, the plans' functions, then ``kernel.cuh``."""
+        p = self.plans
+        turns = [] if self.mode == "pingpong" else [_ONE_GROUP_TURNS]
+        return kernel_source(repr(self), self.constants(),
+                             [p.mainloop.cuda(), *turns, p.mma.cuda("mma", warpgroup_arg=True),
+                              p.store_d.cuda("store_d"), p.sched.cuda()], BODY)
+
+    def compile(self) -> Compiled:
+        return compile_cuda(self.source(), arch="sm_90a", options=("-std=c++17",))
+
+    def explain(self) -> str:
+        """The configuration's launch and its plans, each explained."""
+        p, s = self.plans, self.launch_shape
+        head = (f"{self!r}: {self.BM} x {self.BN} tiles, {p.mainloop.stages} stages, {s.threads} threads, "
+                f"{s.smem_bytes} B of shared memory, cluster {s.cluster}, {self.ctas_per_sm} CTA(s) per SM")
+        return "\n\n".join([head, p.mainloop.explain(), p.mma.explain(), p.store_d.explain(), p.sched.explain()])
+
+
+#: Cooperative consumers are one group: the turn is always theirs (the ping-pong pipeline generates the real ones).
+_ONE_GROUP_TURNS = """// One consumer group holds the turn for good: handing it over is nothing.
+__device__ __forceinline__ void mainloop_turn_wait(unsigned) {}
+__device__ __forceinline__ void mainloop_turn_pass(unsigned) {}"""
+
+
+def candidates(dtype: Dtype = "bf16") -> list[HopperGemm]:
+    """The configurations timed on the H200 (docs/hopper-gemm.md): 128 x 256 cooperative, 128 x 128 per warpgroup
+    ping-pong, 128 x 128 cooperative, and 64-row tiles with one consumer for small problems. The same objects on
+    every call, so that their plans are made once per process."""
+    return list(_candidates(dtype))
+
+
+@functools.lru_cache(maxsize=None)
+def _candidates(dtype: Dtype) -> tuple[HopperGemm, ...]:
+    return (HopperGemm(dtype=dtype),
+            HopperGemm(dtype=dtype, BN=128, m_blocks=2, mode="pingpong"),
+            HopperGemm(dtype=dtype, BN=128),
+            HopperGemm(dtype=dtype, BN=128, consumers=1, stages=3),
+            HopperGemm(dtype=dtype, BN=64, consumers=1, stages=5, cluster=1))
+
+
+#: TFLOP/s of each candidate on the whole H200 at 8192^3 bf16 (docs/runs/gemm/hopper-gemm-h200.jsonl, the run of
+#: docs/hopper-gemm.md): what ``choose`` weighs the waves of tiles with.
+MEASURED_TFLOPS = {(128, 256, "cooperative"): 699.0, (128, 128, "pingpong"): 664.0, (128, 128, "cooperative"): 656.0,
+                   (64, 128, "cooperative"): 496.0, (64, 64, "cooperative"): 334.0}
+
+
+def choose(M: int, N: int, K: int, dtype: Dtype = "bf16", sms: int = 132) -> HopperGemm:
+    """The candidate that should finish ``M x N x K`` first: its tiles in waves of ``sms x ctas_per_sm`` CTAs, each
+    CTA at its share of the candidate's measured whole-chip rate (tile quantisation and occupancy, no split-K)."""
+    def time(g: HopperGemm) -> float:
+        per_sm = g.ctas_per_sm
+        tiles = -(-M // g.BM) * -(-N // g.BN)
+        waves = -(-tiles // (sms * per_sm))
+        rate = MEASURED_TFLOPS[(g.BM, g.BN, g.mode)] / (sms * per_sm)
+        return waves * 2 * g.BM * g.BN * K / rate
+    return min(candidates(dtype), key=time)
+
+
+def kernel_body_lines() -> int:
+    """The hand-written lines of ``kernel.cuh`` (between the kernel's braces; blank, comment and lone-brace lines
+    not counted)."""
+    return handwritten_lines(BODY.read_text(encoding="utf-8"), "gemm")
+
+
+HANDWRITTEN_LINES = 57

@@ -14,7 +14,7 @@ from __future__ import annotations
 from ..arch.convention import Convention
 from ..arch.sm90.wgmma import D_RUN, WGMMA_M, warpgroup_fragment
 from ..layout import Layout
-from ..mma.fp8_scaling import SCALE_BLOCK, Fp8Scaling
+from ..mma.fp8_scaling import A_SCALE_PAD, SCALE_BLOCK, Fp8Scaling
 from ..views import provides
 from .common import ABI_VERSION, check_function_name
 
@@ -45,8 +45,9 @@ def _promote_block(plan: Fp8Scaling, row_t: str, values: list[tuple[int, int]]) 
     """The block-scaled promotion's body: the thread's two A scales and its B scale block(s), then each register."""
     rows = sorted({r for r, _ in values})
     blocks = sorted({c // SCALE_BLOCK for _, c in values})
-    body = [f"  const unsigned row = row0 + {row_t};",
-            *(f"  const float sa{r} = sa[kb * m_pad + min(row + {r}u, m_pad - 1u)];" for r in rows),
+    body = [f"  const unsigned row = row0 + {row_t}, m_pad = (m + {A_SCALE_PAD - 1}u) / {A_SCALE_PAD}u * {A_SCALE_PAD}u;",
+            f"  const unsigned n_blocks = (n + {SCALE_BLOCK - 1}u) / {SCALE_BLOCK}u;",
+            *(f"  const float sa{r} = sa[kb * m_pad + min(row + {r}u, m - 1u)];" for r in rows),
             *(f"  const float sb{c} = sb[min(col0 / {SCALE_BLOCK}u + {c}u, n_blocks - 1u) * k_blocks + kb];"
               for c in blocks),
             *(f"  const float s{r}_{c} = sa{r} * sb{c};" for r in rows for c in blocks)]
@@ -73,12 +74,13 @@ def emit_fp8_scaling(plan: Fp8Scaling, name: str = "fp8s") -> str:
         "#pragma unroll", f"  for (unsigned v = 0; v < {regs}u; ++v) acc[v] += part[v];"]
     out += ["", who, "// The promotion of a partial sum into the f32 sum (zeroed before a tile), every register: acc += part" +
             (" x sa[kb][row] x sb[col / 128][kb]." if plan.kind == "block" else " (the scales wait for the epilogue)."),
-            "// sa: A's scales, k-block-major (m_pad per k-block); sb: B's, (n_blocks x k_blocks) row-major; row0 / "
-            "col0: the",
-            f"// 64-row block's first row and the tile's first column (a multiple of {min(bn, SCALE_BLOCK)}).",
+            f"// sa: A's scales, k-block-major (m rounded up to {A_SCALE_PAD} per k-block); sb: B's, (ceil(n / "
+            f"{SCALE_BLOCK}) x k_blocks)",
+            f"// row-major; row0 / col0: the 64-row block's first row and the tile's first column (a multiple of "
+            f"{min(bn, SCALE_BLOCK)}).",
             f"__device__ __forceinline__ void {name}_promote(float* acc, const float* part, const float* sa, "
-            "const float* sb, unsigned kb, unsigned row0, unsigned col0, unsigned thread, unsigned m_pad, "
-            "unsigned n_blocks, unsigned k_blocks) {", *promote, "}"]
+            "const float* sb, unsigned kb, unsigned row0, unsigned col0, unsigned thread, unsigned m, unsigned n, "
+            "unsigned k_blocks) {", *promote, "}"]
     if plan.kind == "block":
         out += ["", who, "// acc *= alpha, every register (the block scales were applied at each promotion).",
                 f"__device__ __forceinline__ void {name}_scale(float* acc, const float*, const float*, float alpha, "

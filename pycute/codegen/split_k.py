@@ -58,8 +58,13 @@ def _records(plan: SplitKScheduler) -> list[str]:
             "",
             "// pycute: called by any thread; no shared operands",
             "// Work items: the whole units, then the workers.",
-            f"__device__ __forceinline__ unsigned {n}_items(const {n}_problem& p) {{ return p.dp + p.workers; }}",
-            "",
+            f"__device__ __forceinline__ unsigned {n}_items(const {n}_problem& p) {{ return p.dp + p.workers; }}"
+            ] + (_partition(n) if plan.shared else [])
+
+
+def _partition(n: str) -> list[str]:
+    """The partition's arithmetic: plan.start, plan.worker_of and the piece at an iteration."""
+    return ["",
             "// pycute: called by any thread; no shared operands",
             "// Worker w's first iteration, floor(w I / workers), I = (units - dp) x kblocks (plan.start).",
             f"__device__ __forceinline__ unsigned {n}_start(const {n}_problem& p, unsigned w) {{",
@@ -100,11 +105,21 @@ def _walk(plan: SplitKScheduler, f: dict[str, SchedulerFunction]) -> list[str]:
                      ["  if (item < p.dp) {                      // a whole unit: one piece, no fixup",
                       f"    pc = {n}_piece{{item, 0u, 0u, p.kblocks, 0u, 1u, 0u, 0u, 0u, ~0u, 0u, 0u}};", "    return true;",
                       "  }",
-                      "  pc.worker = item - p.dp;",
-                      f"  pc.it = {n}_start(p, pc.worker);", f"  pc.end = {n}_start(p, pc.worker + 1u);",
-                      f"  return {n}_piece_at(p, pc);"])
+                      *(["  pc.worker = item - p.dp;",
+                         f"  pc.it = {n}_start(p, pc.worker);", f"  pc.end = {n}_start(p, pc.worker + 1u);",
+                         f"  return {n}_piece_at(p, pc);"] if plan.shared else
+                        ["  return false;                         // shared=False: every unit is whole"])])
     out += _function(f["piece_next"], f"bool {n}_piece_next(const {n}_problem& p, {n}_piece& pc)",
-                     [f"  return {n}_piece_at(p, pc);"])
+                     [f"  return {n}_piece_at(p, pc);" if plan.shared else "  return false;"])
+    out += [f"// A walk over a cluster's work: the item, its piece, and whether there is one ({n}_begin, {n}_advance).",
+            f"struct {n}_walk {{ unsigned item; {n}_piece pc; bool more; }};"]
+    out += _function(f["begin"], f"{n}_walk {n}_begin(const {n}_problem& p)",
+                     [f"  {n}_walk w;", f"  w.item = {n}_first();",
+                      f"  w.more = w.item < {n}_items(p) && {n}_piece_first(w.item, p, w.pc);", "  return w;"],
+                     (f"Walk: for ({n}_walk w = {n}_begin(p); w.more; {n}_advance(p, w)) {{ ... w.pc ... }}",))
+    out += _function(f["advance"], f"void {n}_advance(const {n}_problem& p, {n}_walk& w)",
+                     [f"  if ({n}_piece_next(p, w.pc)) return;", f"  w.item = {n}_next(w.item);",
+                      f"  w.more = w.item < {n}_items(p) && {n}_piece_first(w.item, p, w.pc);"])
     out += _function(f["tile"], f"bool {n}_tile(unsigned work, pycute_tile& tile, unsigned tiles_m, unsigned tiles_n)",
                      _tile_body(attrs.evolve(plan, tiles=None)))
     return out
@@ -163,4 +178,13 @@ def _fixup(plan: SplitKScheduler, f: dict[str, SchedulerFunction]) -> list[str]:
                       "          acc[4u * k] += x; acc[4u * k + 1u] += y; acc[4u * k + 2u] += z; acc[4u * k + 3u] += w;",
                       "        }", "      }", "    }", "  }"],
                      ("Only in the part whose arrival was last: p0 + p1 + ... in K order, whichever CTA arrives last.",))
+    out += _function(f["fixup"],
+                     f"bool {n}_fixup(float* ws, unsigned* counters, const {n}_piece& pc, unsigned part, unsigned thread, "
+                     f"unsigned bar, float* acc)",
+                     ["  if (pc.count == 1u) return true;",
+                      f"  {n}_partial_store(ws, pc, part, thread, acc);",
+                      f"  if (!{n}_arrive(counters, pc, part, thread, bar)) return false;",
+                      f"  {n}_reduce(ws, pc, part, thread, acc);", "  return true;"],
+                     ("Then the part whose call returned true runs the epilogue on acc; the others go on to their next "
+                      "piece.",))
     return out

@@ -31,13 +31,15 @@ from ..int_tuple import as_int
 from ..views import view
 
 __all__ = ["ScaleKind", "Fp8Scaling", "make_fp8_scaling", "InstructionSum", "exact_instruction_sum", "K_STEP",
-           "SCALE_BLOCK"]
+           "SCALE_BLOCK", "A_SCALE_PAD"]
 
 ScaleKind = Literal["tensor", "row", "col", "rowcol", "block"]
 #: K of one fp8 ``wgmma.mma_async`` (m64nNk32, PTX ISA #asynchronous-warpgroup-level-matrix-shape).
 K_STEP = 32
 #: The block scales' extent along K (and along N for B), DeepSeek-V3's 128.
 SCALE_BLOCK = 128
+#: A's block scales hold M rounded up to this many per k-block: a row of whole 16-byte units (TMA's stride rule).
+A_SCALE_PAD = 4
 #: One instruction's sum: ``(a (M, 32), b (N, 32), c (M, N) or None) -> D (M, N)`` as float64 values of f32.
 InstructionSum = Callable[[np.ndarray, np.ndarray, "np.ndarray | None"], np.ndarray]
 
@@ -93,7 +95,7 @@ class Fp8Scaling:
         """The shape of A's scales for an ``m x k`` A (block: ``(ceil(K / 128), M_pad)``)."""
         m, k = as_int(m, "m"), as_int(k, "k")
         return {"tensor": (1,), "col": (1,), "row": (m,), "rowcol": (m,),
-                "block": (-(-k // SCALE_BLOCK), -(-m // 4) * 4)}[self.kind]
+                "block": (-(-k // SCALE_BLOCK), -(-m // A_SCALE_PAD) * A_SCALE_PAD)}[self.kind]
 
     def b_scales(self, n: int, k: int) -> tuple[int, ...]:
         """The shape of B's scales for an ``n x k`` B (block: ``(ceil(N / 128), ceil(K / 128))``)."""

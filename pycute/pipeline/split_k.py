@@ -34,10 +34,10 @@ last piece (``tail``, slot ``workers + w``): ``slots x cluster CTAs x tile bytes
 """
 from __future__ import annotations
 
-import heapq
 from typing import ClassVar
 
 import attrs
+import numpy as np
 
 from ..errors import PlanError
 from ..int_tuple import as_int
@@ -107,13 +107,15 @@ class SplitKScheduler(_Raster):
     """A persistent scheduler whose work items are whole units and workers' ranges of k-blocks (module docstring).
     ``tiles`` / ``kblocks`` / ``split`` are None in the plan a kernel is generated from (run-time arguments of its
     functions); ``at(...)`` models one problem. The fixup is done in ``parts`` per tile (the consumer warpgroups that
-    own its rows), each of ``part_threads`` threads holding ``registers`` f32 accumulator values."""
+    own its rows), each of ``part_threads`` threads holding ``registers`` f32 accumulator values. ``shared`` False:
+    every unit is whole (the walk's code is the tile scheduler's; a kernel without the fixup)."""
 
     kblocks: int | None = None
     split: KSplit | None = None
     parts: int = 1
     part_threads: int = 128
     registers: int = 4
+    shared: bool = True
 
     VARIANT: ClassVar[str] = "split-k"
 
@@ -131,6 +133,8 @@ class SplitKScheduler(_Raster):
             raise TypeError(f"at: split is a KSplit, got {s!r}")
         if s.dp > plan.units:
             raise PlanError(f"at: {s.dp} whole units of a problem of {plan.units}")
+        if s.workers and not self.shared:
+            raise PlanError(f"at: {s}: scheduler {self.name!r} keeps every unit whole (shared=False)")
         if s.dp < plan.units and s.workers == 0:
             raise PlanError(f"at: {plan.units - s.dp} unit(s) past the {s.dp} whole ones and no worker to take them")
         if plan.units * kb >= 1 << 32:
@@ -279,7 +283,15 @@ class SplitKScheduler(_Raster):
                                                                "piece on the tile's counter; true in the last "
                                                                "arrival's part, which resets the counter"),
                 SchedulerFunction(f"{self.name}_reduce", part, "the sum of the tile's partials in K order into the "
-                                                               "accumulator"))
+                                                               "accumulator"),
+                SchedulerFunction(f"{self.name}_begin", any_thread, "this cluster's walk at its first piece (`more` "
+                                                                    "false when it has none)"),
+                SchedulerFunction(f"{self.name}_advance", any_thread, "the walk at its next piece: the item's next, "
+                                                                      "else the next item's first"),
+                SchedulerFunction(f"{self.name}_fixup", part, "for a piece of a shared tile: stores the part's "
+                                                              "partial and arrives; the last arrival's part sums the "
+                                                              "partials into `acc` and returns true, the others "
+                                                              "false (whole tiles: true, nothing done)"))
 
     def cuda(self) -> str:
         """The constants, the problem and piece records, and the functions."""
@@ -312,11 +324,12 @@ class SplitKScheduler(_Raster):
 
 def make_split_k_scheduler(*, registers: int, parts: int = 1, part_threads: int = 128,
                            cluster: tuple[int, int] = (1, 1), swizzle: int = 1, raster: Raster = "m",
-                           name: str = "sk") -> SplitKScheduler:
+                           shared: bool = True, name: str = "sk") -> SplitKScheduler:
     """Plan a persistent split-K / stream-K scheduler over run-time problems: the fixup in ``parts`` per tile of
     ``part_threads`` threads holding ``registers`` f32 accumulator values each (a multiple of 4: they move as
     ``float4``), clusters of ``cluster`` CTAs, the units walked in bands of ``swizzle`` block rows along
-    ``raster``. Model a problem with ``plan.at(tiles, kblocks, split)``; ``choose_k_split`` picks ``split``."""
+    ``raster``; ``shared=False`` keeps every unit whole (the same walk, no partition arithmetic). Model a problem
+    with ``plan.at(tiles, kblocks, split)``; ``choose_k_split`` picks ``split``."""
     who = "make_split_k_scheduler"
     args = _raster_args(name, None, cluster, swizzle, raster, who)
     parts, threads, regs = (as_int(parts, f"{who}: parts"), as_int(part_threads, f"{who}: part_threads"),
@@ -327,7 +340,7 @@ def make_split_k_scheduler(*, registers: int, parts: int = 1, part_threads: int 
         raise PlanError(f"{who}: part_threads={threads}: whole warps (a named barrier counts warps)")
     if regs < 4 or regs % 4:
         raise PlanError(f"{who}: registers={regs}: a positive multiple of 4 (the partials move as float4)")
-    return SplitKScheduler(*args, parts=parts, part_threads=threads, registers=regs)
+    return SplitKScheduler(*args, parts=parts, part_threads=threads, registers=regs, shared=bool(shared))
 
 
 @attrs.frozen
@@ -357,43 +370,49 @@ class SplitCost:
 
 
 def modelled_time(plan: SplitKScheduler, clusters: int, cost: SplitCost) -> float:
-    """The makespan of ``plan`` (at a problem) on ``clusters`` persistent clusters under ``cost``: each cluster runs
-    its items' pieces in turn; a shared unit's pieces write partials, and the last to arrive (the latest in this
-    time line) reads them all back."""
-    items = [plan.work(c * plan.cluster_size, clusters * plan.cluster_size) for c in range(clusters)]
-    queue = [(0.0, c, 0, 0) for c in range(clusters)]            # (time, cluster, item index, piece index)
-    arrived: dict[int, int] = {}
-    end = 0.0
-    while queue:
-        t, c, i, j = heapq.heappop(queue)
-        if i >= len(items[c]):
-            end = max(end, t)
-            continue
-        pieces = plan.pieces(items[c][i])
-        p = pieces[j]
-        t += p.kblocks * cost.kblock + cost.piece
-        if p.count > 1:
-            t += cost.partial
-            arrived[p.unit] = arrived.get(p.unit, 0) + 1
-            if arrived[p.unit] == p.count:
-                t += p.count * cost.reduce
-        nxt = (i, j + 1) if j + 1 < len(pieces) else (i + 1, 0)
-        heapq.heappush(queue, (t, c, *nxt))
-    return end
+    """The makespan of ``plan`` (at a problem) on ``clusters`` persistent clusters under ``cost``: each cluster's
+    items in turn -- a whole unit ``kblocks x kblock + piece``; a worker its k-blocks, a ``piece`` per unit it
+    touches and a ``partial`` per shared piece --, and each shared unit's reduction (``count x reduce``) charged to
+    the worker holding the unit's first k-blocks, the one that reaches them last (a worker walks its range in K
+    order). In closed form per worker (numpy), so that a problem of thousands of units costs milliseconds."""
+    kb, s = plan._problem()
+    g = as_int(clusters, "clusters")
+    per_cta = np.bincount(np.arange(s.dp) % g, minlength=g) * (kb * cost.kblock + cost.piece)
+    if s.workers:
+        iters, w = plan.iterations(), np.arange(s.workers, dtype=np.int64)
+        start = w * iters // s.workers
+        end = (w + 1) * iters // s.workers
+        first_unit, last_unit = start // kb, (end - 1) // kb
+
+        def count(u: np.ndarray) -> np.ndarray:   # the pieces of stream unit u: its workers' span
+            return ((u + 1) * kb * s.workers - 1) // iters - (u * kb * s.workers + s.workers - 1) // iters + 1
+
+        head, tail = count(first_unit), count(last_unit)
+        shared = (head > 1).astype(np.int64) + ((last_unit != first_unit) & (tail > 1))
+        t = (end - start) * cost.kblock + (last_unit - first_unit + 1) * cost.piece + shared * cost.partial
+        finishes = (start % kb == 0) & (head > 1)                 # the unit's first k-blocks are this worker's
+        t = t + np.where(finishes, head * cost.reduce, 0.0)
+        crossing = (last_unit != first_unit) & (tail > 1)         # and the next unit's, at the end of its range
+        t = t + np.where(crossing, tail * cost.reduce, 0.0)
+        per_cta = per_cta + np.bincount((s.dp + w) % g, weights=t, minlength=g)
+    return float(per_cta.max())
 
 
 def choose_k_split(plan: SplitKScheduler, tiles: tuple[int, int], kblocks: int, clusters: int, cost: SplitCost,
-                   max_splits: int = 8) -> KSplit:
+                   max_splits: int = 8, margin: float = 0.03) -> KSplit:
     """The partition of ``tiles`` tiles of ``kblocks`` k-blocks on ``clusters`` persistent clusters that
-    ``modelled_time`` finishes first: data-parallel, split-K by 2..``max_splits``, stream-K over the clusters, and
-    whole waves then stream-K over the last one or two."""
+    ``modelled_time`` finishes first -- data-parallel, split-K by 2..``max_splits`` (at most 8 waves of pieces),
+    stream-K over the clusters, and whole waves then stream-K over the last one or two -- where it beats
+    data-parallel by more than ``margin`` (a fraction of its time: the model's error)."""
     base = plan.at(tiles, kblocks)
     units, iters = base.units, base.units * kblocks
-    candidates = [KSplit.data_parallel(units)]
-    candidates += [KSplit.split(units, s) for s in range(2, max_splits + 1) if s <= kblocks]
+    whole = KSplit.data_parallel(units)
+    candidates = [KSplit.split(units, s) for s in range(2, max_splits + 1) if s <= kblocks and units * s <= 8 * clusters]
     candidates.append(KSplit.stream(min(clusters, iters)))
     waves = units // clusters
     for dp in {max(0, (waves - 1) * clusters), waves * clusters}:
         if 0 < dp < units:
             candidates.append(KSplit.stream(min(clusters, (units - dp) * kblocks), dp))
-    return min(candidates, key=lambda s: (modelled_time(plan.at(tiles, kblocks, s), clusters, cost), s.workers))
+    times = {s: modelled_time(plan.at(tiles, kblocks, s), clusters, cost) for s in candidates}
+    best = min(candidates, key=lambda s: (times[s], s.workers))
+    return best if times[best] < (1 - margin) * modelled_time(base, clusters, cost) else whole

@@ -125,7 +125,7 @@ def test_each_register_gets_the_scales_of_its_row_and_column(kind, bn):
     plan = make_fp8_scaling(kind, (128, bn))
     m, n, kb, row0, col0 = 200, 2 * bn, 3, 64, bn          # the second 64-row block, the second tile of columns
     if kind == "block":
-        body = "fp8s_promote(acc, part, sa, sb, 2u, 64u, %du, threadIdx.x, m, n / 128u, 3u);" % col0
+        body = "fp8s_promote(acc, part, sa, sb, 2u, 64u, %du, threadIdx.x, m, n, 3u);" % col0
         sa = np.zeros(kb * m, np.float32)
         sa.reshape(kb, m)[2] = np.arange(m) + 1                        # k-block 2: row + 1
         sb = np.zeros(-(-n // 128) * kb, np.float32)

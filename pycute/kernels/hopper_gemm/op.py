@@ -14,43 +14,58 @@ import attrs
 import numpy as np
 
 from ...errors import LaunchError
-from ..launcher import Launcher, torch_module
+from ...pipeline.split_k import KSplit
+from ..launcher import Launcher, current_stream, torch_module
 from ..tensor_maps import TensorMapSpec
 from ..tensors import check_cpu_size, from_bits, row_pitch, tma_rows, to_bits
-from .config import HopperGemm, choose
+from .config import HopperGemm, choose_split
 from .plans import Dtype
 
-__all__ = ["gemm", "GemmRun", "gemm_run", "config_for"]
+__all__ = ["gemm", "GemmRun", "Launch", "gemm_run", "config_for", "counters"]
 
 torch = torch_module()
 _DTYPES: dict[Any, Dtype] = {torch.bfloat16: "bf16", torch.float8_e4m3fn: "e4m3"}
 _CPU_CTAS = 2             # CTAs (whole clusters) a CPU run launches: each walks its share of the tiles
 
 
+@attrs.frozen
+class Launch:
+    """What a launch of a configuration on a problem needs besides its tensors: the grid, the partition (split-K /
+    stream-K: a ``KSplit``), the workspace bytes of the partials and the fixup's counters (zero when whole)."""
+
+    grid: int
+    split: KSplit
+    workspace_bytes: int
+    counters: int
+
+
 @attrs.frozen(eq=False)
 class GemmRun:
-    """What a configuration's launches share: its tensor-map specs, its scheduler and the grids of the problems
-    seen (a dictionary: the scheduler's model is asked once per tile count)."""
+    """What a configuration's launches share: its tensor-map specs, its scheduler and the launches of the problems
+    seen (a dictionary: the scheduler's model is asked once per problem)."""
 
     config: HopperGemm
     map_a: TensorMapSpec
     map_b: TensorMapSpec
     map_d: TensorMapSpec
-    _grids: dict = attrs.field(factory=dict)
+    _launches: dict = attrs.field(factory=dict)
 
-    def grid(self, M: int, N: int, ctas: int) -> int:
-        """CTAs to launch for ``M x N`` on ``ctas`` SMs x CTAs per SM (whole clusters, no more than the work)."""
+    def launch(self, M: int, N: int, K: int, split: KSplit, ctas: int) -> Launch:
+        """The launch of ``M x N x K`` shared as ``split`` on ``ctas`` SMs x CTAs per SM (whole clusters, no more
+        than the work items)."""
         g = self.config
-        key = (-(-M // g.BM), -(-N // g.BN), ctas)
-        found = self._grids.get(key)
+        key = (M, N, K, split, ctas)
+        found = self._launches.get(key)
         if found is None:
-            found = self._grids[key] = g.plans.sched.at(key[:2]).grid(ctas)
+            model = g.plans.sched.at((-(-M // g.BM), -(-N // g.BN)), -(-K // g.BK), split)
+            found = self._launches[key] = Launch(model.grid(ctas), split, model.workspace_bytes, model.counters)
         return found
 
 
 _runs: dict[HopperGemm, GemmRun] = {}
-_configs: dict[tuple, HopperGemm] = {}
+_configs: dict[tuple, tuple[HopperGemm, KSplit]] = {}
 _sms: dict[int, int] = {}
+_counters: dict[tuple[int, int], Any] = {}
 
 
 def gemm_run(config: HopperGemm) -> GemmRun:
@@ -62,13 +77,24 @@ def gemm_run(config: HopperGemm) -> GemmRun:
     return run
 
 
-def config_for(M: int, N: int, K: int, dtype: Dtype, sms: int) -> HopperGemm:
-    """``choose``'s configuration for the problem (remembered)."""
+def config_for(M: int, N: int, K: int, dtype: Dtype, sms: int) -> tuple[HopperGemm, KSplit]:
+    """``choose_split``'s configuration and partition for the problem (remembered)."""
     key = (M, N, K, dtype, sms)
-    g = _configs.get(key)
-    if g is None:
-        g = _configs[key] = choose(M, N, K, dtype, sms)
-    return g
+    found = _configs.get(key)
+    if found is None:
+        found = _configs[key] = choose_split(M, N, K, dtype, sms)
+    return found
+
+
+def counters(device: int, stream: int, count: int) -> Any:
+    """Zeroed ``u32`` fixup counters for launches on ``stream`` (at least ``count``): kept per stream and left zero
+    by every launch (the last arrival resets its counter), so a call costs no memset and a CUDA graph may capture
+    it; launches on one stream never overlap."""
+    key = (device, stream)
+    buf = _counters.get(key)
+    if buf is None or buf.numel() < count:
+        buf = _counters[key] = torch.zeros(max(count, 1024), dtype=torch.int32, device=f"cuda:{device}")
+    return buf
 
 
 def _check(a: Any, b: Any) -> tuple[int, int, int, Dtype]:
@@ -98,14 +124,19 @@ def _gemm_cuda(a: Any, b: Any, scale: float) -> Any:
     M, N, K, dtype = _check(a, b)
     device = a.device.index
     sms = _sm_count(device)
-    g = config_for(M, N, K, dtype, sms)
+    g, split = config_for(M, N, K, dtype, sms)
     run = gemm_run(g)
     a, b = tma_rows(a), tma_rows(b)
     pitch = row_pitch(N, 2)
     d = torch.empty((M, pitch), dtype=torch.bfloat16, device=a.device)      # the store's map covers the pad
-    grid = run.grid(M, N, sms * g.ctas_per_sm)
-    Launcher.of(g, device)(grid, run.map_a.encode(a, "gemm: a"), run.map_b.encode(b, "gemm: b"),
-                           run.map_d.encode(d, "gemm: D"), M, N, K, float(scale))
+    launch = run.launch(M, N, K, split, sms * g.ctas_per_sm)
+    ws, ctr = 0, 0
+    if launch.counters:
+        ws = torch.empty(launch.workspace_bytes // 4, dtype=torch.float32, device=a.device).data_ptr()
+        ctr = counters(device, current_stream(device), launch.counters).data_ptr()
+    Launcher.of(g, device)(launch.grid, run.map_a.encode(a, "gemm: a"), run.map_b.encode(b, "gemm: b"),
+                           run.map_d.encode(d, "gemm: D"), M, N, K, float(scale), ws, ctr, split.dp, split.workers,
+                           0, 0)
     return d if pitch == N else d[:, :N]
 
 
@@ -113,7 +144,7 @@ def _gemm_cpu(a: Any, b: Any, scale: float) -> Any:
     from ...interp import run_kernel, tensor_map
     M, N, K, dtype = _check(a, b)
     check_cpu_size("gemm", M * N * K)
-    g = config_for(M, N, K, dtype, 132)
+    g, split = config_for(M, N, K, dtype, 132)
     run = gemm_run(g)
     unit = row_pitch(K, a.element_size())
     maps = []
@@ -125,8 +156,12 @@ def _gemm_cpu(a: Any, b: Any, scale: float) -> Any:
     d = np.full((M, pitch), 0x7FC0, np.uint16)                                # NaN: every element is written
     maps.append(tensor_map(run.map_d.params_for((M, pitch), (pitch, 1)), d))
     shape = g.launch_shape
-    run_kernel(g.compile(), shape.entry, grid=run.grid(M, N, _CPU_CTAS * shape.cluster_size), block=shape.threads,
-               cluster=shape.cluster, smem=shape.smem_bytes, args=[*maps, M, N, K, float(scale)])
+    launch = run.launch(M, N, K, split, _CPU_CTAS * shape.cluster_size)
+    ws = np.full(max(1, launch.workspace_bytes // 4), np.nan, np.float32)
+    ctr = np.zeros(max(1, launch.counters), np.uint32)
+    run_kernel(g.compile(), shape.entry, grid=launch.grid, block=shape.threads, cluster=shape.cluster,
+               smem=shape.smem_bytes, args=[*maps, M, N, K, float(scale), ws, ctr, split.dp, split.workers,
+                                            np.zeros(1, np.float32), np.zeros(1, np.float32)])
     return from_bits(d, torch.bfloat16)[:, :N]
 
 

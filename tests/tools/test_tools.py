@@ -126,6 +126,7 @@ def test_the_dry_runs_pass_on_the_cpu(question, capsys):
                                             ("flat_copies", ["--only", "u8"]),
                                             ("pipelines", ["--only", "minimal"]),
                                             ("feed_gap", ["--waits", "--jobs", "2"]),
-                                            ("tma_every_box", ["--only", "torch/"])])
+                                            ("tma_every_box", ["--only", "torch/"]),
+                                            ("gemm_shapes", ["--part", "fp8"])])
 def test_each_questions_dry_run_builds_what_it_launches(question, args, capsys):
     assert main([question, "--dry", *args]) == 0, capsys.readouterr().out

@@ -140,11 +140,12 @@ def _gemm_cuda(a: Any, b: Any, scale: float) -> Any:
     return d if pitch == N else d[:, :N]
 
 
-def _gemm_cpu(a: Any, b: Any, scale: float) -> Any:
+def _gemm_cpu(a: Any, b: Any, scale: float, choice: tuple[HopperGemm, KSplit] | None = None) -> Any:
+    """The CPU run: ``choose_split``'s configuration and partition, or ``choice``."""
     from ...interp import run_kernel, tensor_map
     M, N, K, dtype = _check(a, b)
     check_cpu_size("gemm", M * N * K)
-    g, split = config_for(M, N, K, dtype, 132)
+    g, split = choice or config_for(M, N, K, dtype, 132)
     run = gemm_run(g)
     unit = row_pitch(K, a.element_size())
     maps = []

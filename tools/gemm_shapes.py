@@ -29,7 +29,7 @@ import time
 from tools._common import JsonLines, json_rows, ncu_path, out_path, parse_ncu, run_child, run_question
 
 PARTS = ("bf16", "grouped", "fp8")
-LIMIT_S = 420
+LIMIT_S = 240
 M_VALUES = (1, 16, 64, 128, 512, 1024, 2048, 4096, 8192, 16384)
 WIDTHS = ((4096, 4096), (4096, 14336), (14336, 4096), (7168, 18432), (18432, 7168), (7168, 2048))
 ODD = ((1000, 1000, 8192), (777, 4104, 2056), (1024, 1024, 1024), (64, 8192, 8192))

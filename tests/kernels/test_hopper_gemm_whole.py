@@ -98,10 +98,9 @@ def test_a_stage_released_before_its_wgmma_completed_is_overwritten_before_its_r
 # ---- split-K and stream-K: tiles shared by pieces of their k-blocks, reduced by the fixup ---------------------------
 
 @pytest.mark.parametrize("gemm, mnk, grid, split", [
-    (HopperGemm(BN=64, cluster=2, stages=4, split_k=True), (232, 200, 552), 4, KSplit.stream(2)),
-    (HopperGemm(BN=128, m_blocks=2, mode="pingpong", split_k=True), (200, 136, 456), 2, KSplit.split(2, 3)),
-    (HopperGemm(BN=64, cluster=2, stages=4, split_k=True), (232, 200, 184), 2, KSplit.stream(1, dp=2))],
-    ids=["stream-K, cooperative, cluster 2", "split-K by 3, ping-pong", "whole tiles then stream-K"])
+    (HopperGemm(BN=64, consumers=1, stages=3, cluster=1, split_k=True), (128, 120, 512), 3, KSplit.stream(3)),
+    (HopperGemm(BN=64, cluster=2, stages=4, split_k=True), (232, 72, 192), 2, KSplit.stream(1, dp=1))],
+    ids=["stream-K: 4 tiles of 8 k-blocks over 3 workers", "a whole cluster block, then stream-K, cluster 2"])
 def test_shared_tiles_sum_to_the_exact_product(gemm, mnk, grid, split):
     got, want = run_gemm(gemm, *mnk, grid, split=split)
     assert np.array_equal(got, want)

@@ -9,7 +9,9 @@ torch = pytest.importorskip("torch")
 import pycute as pc  # noqa: E402
 import pycute.kernels  # noqa: E402
 from pycute.kernels.hopper_gemm import HopperGemm  # noqa: E402
+from pycute.kernels.hopper_gemm import scaled  # noqa: E402
 from pycute.mma.fp8_scaling import make_fp8_scaling  # noqa: E402
+from pycute.pipeline.split_k import KSplit  # noqa: E402
 
 
 def operands(kind, promote, M, N, K, seed):
@@ -22,11 +24,14 @@ def operands(kind, promote, M, N, K, seed):
     return a, b, sa, sb, plan
 
 
-@pytest.mark.parametrize("kind, promote, mnk", [("block", 1, (72, 136, 256)), ("rowcol", 2, (70, 64, 384))],
-                         ids=["block scales, every k-block", "row x column scales, every 2 k-blocks"])
-def test_the_scaled_op_writes_the_rounded_exact_scaled_product(kind, promote, mnk):
+@pytest.mark.parametrize("kind, promote, mnk, split", [("block", 1, (40, 136, 256), None),
+                                                      ("rowcol", 2, (40, 64, 640), KSplit.split(1, 2))],
+                         ids=["block scales, every k-block", "row x column scales, every 2 k-blocks, split-K by 2"])
+def test_the_scaled_op_writes_the_rounded_exact_scaled_product(kind, promote, mnk, split):
     a, b, sa, sb, plan = operands(kind, promote, *mnk, seed=len(kind))
-    d = pycute.kernels.scaled_gemm(a, b, sa, sb, kind, promote, 0.5)
+    g = HopperGemm(dtype="e4m3", BN=128, consumers=1, stages=3, scales=kind, promote=promote, split_k=bool(split))
+    units = -(-mnk[1] // 128)
+    d = scaled._cpu(a, b, sa, sb, kind, promote, 0.5, (g, split or KSplit.data_parallel(units)))
     want = torch.from_numpy(plan.reference(a.float().numpy(), b.float().numpy(), sa.numpy(), sb.numpy()) * 0.5)
     assert d.shape == mnk[:2] and torch.equal(d, want.to(torch.bfloat16))
 

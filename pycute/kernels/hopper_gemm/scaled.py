@@ -14,6 +14,7 @@ import numpy as np
 
 from ...errors import LaunchError
 from ...mma.fp8_scaling import ScaleKind, make_fp8_scaling
+from ...pipeline.split_k import KSplit
 from ..launcher import Launcher, current_stream, torch_module
 from ..tensors import check_cpu_size, from_bits, row_pitch, tma_rows, to_bits
 from .config import HopperGemm, choose_split
@@ -84,11 +85,13 @@ def _cuda(a: Any, b: Any, sa: Any, sb: Any, kind: str, promote: int, alpha: floa
     return d if pitch == N else d[:, :N]
 
 
-def _cpu(a: Any, b: Any, sa: Any, sb: Any, kind: str, promote: int, alpha: float) -> Any:
+def _cpu(a: Any, b: Any, sa: Any, sb: Any, kind: str, promote: int, alpha: float,
+         choice: tuple[HopperGemm, KSplit] | None = None) -> Any:
+    """The CPU run: ``choose_split``'s configuration and partition, or ``choice``."""
     from ...interp import run_kernel, tensor_map
     M, N, K = _check(a, b, sa, sb, kind, promote)
     check_cpu_size("scaled_gemm", M * N * K)
-    g, split = _config(M, N, K, kind, promote, 132)
+    g, split = choice or _config(M, N, K, kind, promote, 132)
     run = gemm_run(g)
     unit = row_pitch(K, 1)
     maps = []

@@ -18,9 +18,9 @@ from __future__ import annotations
 import numpy as np
 
 import pycute as pc
+import pycute.testing as pt
 from pycute import Layout, TCol, TLane
 from pycute.copy.smem_ldst import make_epilogue
-from pycute.sim.convert import round_f32
 from pycute.sim.emulator import Sm100Emulator
 from pycute.sim.verify import run_tmem_copy
 from pycute.sim.verify_smem import run_epilogue
@@ -115,8 +115,8 @@ blackwell_epilogue(const pycute_tensor_map* in_map, const pycute_tensor_map* out
         """The output array's bytes: the tile at ``origin`` is ``bf16(x * scale)``, the rest ``out`` unchanged."""
         want = out.view(np.uint16).reshape(M, N).copy()
         m0, n0 = origin
-        tile = (x[m0:m0 + ROWS, n0:n0 + COLS] * np.float32(scale)).astype(np.float32)
-        want[m0:m0 + ROWS, n0:n0 + COLS] = round_f32(tile.view(np.uint32), "bf16")
+        tile = pt.epilogue(x[m0:m0 + ROWS, n0:n0 + COLS], alpha=float(np.float32(scale)), out="bf16")
+        want[m0:m0 + ROWS, n0:n0 + COLS] = pt.to_codes(tile, "bf16")
         return want.view(np.uint8).ravel()
 
     def emulate(self, x: np.ndarray, scale: float, origin: tuple[int, int], out: np.ndarray) -> np.ndarray:

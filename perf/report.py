@@ -300,8 +300,8 @@ INTERPRETER_TARGET_S = 10.0     # a whole 8-CTA x 192-thread GEMM on the CPU tak
 
 
 def interpreter(results, out):
-    from examples.blockscaled_gemm import BlockScaledGemm
-    from examples.blockscaled_gemm_check import run_whole
+    from pycute.kernels.blockscaled_gemm import BlockScaledGemm
+    from pycute.kernels.blockscaled_gemm.check import run_whole
     rows = []
     for kind, g, m in (("mxf8", 1, 512), ("nvfp4", 2, 512)):
         gemm = BlockScaledGemm(kind, g, m=m, n=256, k=512)

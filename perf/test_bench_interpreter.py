@@ -1,7 +1,7 @@
 """Whole kernels on the CPU: the block-scaled GEMM example (NVFP4, cta_group::2: four pairs, 8 CTAs x 192 threads,
 a 256 x 128 tile per pair, 2 k-blocks) run by ``pycute.interp.run_kernel``, every thread, per round."""
-from examples.blockscaled_gemm import BlockScaledGemm
-from examples.blockscaled_gemm_check import run_whole
+from pycute.kernels.blockscaled_gemm import BlockScaledGemm
+from pycute.kernels.blockscaled_gemm.check import run_whole
 
 
 def test_whole_gemm_on_the_cpu(benchmark):

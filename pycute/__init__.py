@@ -35,6 +35,7 @@ from .arch.sm100 import SmemDescriptor, SwizzleMode, TCol, TLane
 from .arch.sm100.tmem import alloc_columns_for
 from .tensor import (GlobalTensor, RegisterFragment, SmemTensor, TmemAllocation, TmemTensor, dynamic,
                      global_tensor_from, kmajor_smem_buffer, kmajor_smem_tensor, make_fragment, make_global_tensor, make_smem_tensor,
+                     FragmentCoords, fragment_coords,
                      make_stages, make_tmem_tensor, mnmajor_smem_tensor)
 from .atoms import CopyAtom, Tcgen05CpAtom, TmemLoadAtom, TmemStoreAtom, atom_tmem_tensor
 from .copy import (BulkPlan, CopyPlan, CpAsyncPlan, DsmemPlan, Plan, Tcgen05CpPlan, Tcgen05LdStPlan, TmaPlan,
@@ -47,6 +48,7 @@ from .arch.sm80.cache import CachePolicy
 from .mma import MmaPlan, make_mma, mma_accumulator
 from .mma import GmmaDescriptor, WgmmaPlan, make_gmma_desc, wgmma_a_fragment, wgmma_accumulator
 from .mma import Fp8Scaling, make_fp8_scaling
+from .mma import FragmentConvertPlan, ReducePlan, make_fragment_convert, make_reduction
 from .pipeline import (ClcScheduler, Consumer, PipelinePlan, Producer, TileScheduler, make_clc_scheduler,
                        make_pipeline, make_tile_scheduler)
 from .pipeline import (GroupedScheduler, KSplit, SplitKScheduler, choose_k_split, make_grouped_scheduler,
@@ -107,6 +109,9 @@ __all__ = [
     # Hopper's wgmma (sm_90a): make_mma with a register accumulator
     "wgmma_accumulator", "wgmma_a_fragment", "make_gmma_desc", "GmmaDescriptor", "WgmmaPlan", "mnmajor_smem_tensor",
     "make_fp8_scaling", "Fp8Scaling",
+    # register fragments: each value's (row, col), reductions along rows, the accumulator as the next MMA's A
+    "fragment_coords", "FragmentCoords", "make_reduction", "ReducePlan", "make_fragment_convert",
+    "FragmentConvertPlan",
     # kernels around the instructions: pipelines (roles, barriers, phases) and tile schedulers
     "make_pipeline", "PipelinePlan", "Producer", "Consumer", "check_pipeline", "make_tile_scheduler",
     "TileScheduler", "make_clc_scheduler", "ClcScheduler", "make_split_k_scheduler", "SplitKScheduler", "KSplit",

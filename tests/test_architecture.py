@@ -32,6 +32,7 @@ LAYERS = [
     {"sim"},                                          # the per-plan emulator, its executors, verify
     {"interp"},                                       # the PTX interpreter (one thread; whole kernels) on sim's executors
     {"harness"},
+    {"testing"},                                      # the references (float64 GEMM, attention, epilogue, tolerances)
     {"kernels"},                                      # kernels users call, their launcher and torch ops
     {"cost", "viz"},
     {"demo", "cli", "__main__", "__init__", "compat"},
@@ -80,6 +81,8 @@ def test_no_module_imports_a_higher_layer(path):
         if other == "__init__" and RANK[own] < RANK["__init__"]:
             pytest.fail(f"{dotted(path)} imports the pycute package itself (every layer): use the module")
         assert RANK[other] <= RANK[own], f"{dotted(path)} ({own}) imports {name} ({other}), a higher layer"
+        assert other != "testing" or own in ("testing", "kernels"), \
+            f"{dotted(path)} imports {name}: the references are for tests, examples, perf, tools and kernels only"
         if own == "compile":
             assert other in ("compile", "errors", "memo"), \
                 f"{dotted(path)} imports {name}: compile imports nothing above errors"

@@ -1,5 +1,6 @@
 """The API reference builds: ``mkdocs build --strict`` (warnings are errors) renders docs/ and every name of
 ``pycute.__all__`` from its docstring. MkDocs and mkdocstrings are in the test extras."""
+import collections
 import importlib.util
 import pathlib
 import re
@@ -87,3 +88,31 @@ def test_every_cited_run_file_exists():
     cited = {(p.relative_to(ROOT), m) for p in _tracked_text()
              for m in re.findall(r"docs/runs/[\w./-]+?\.(?:jsonl|json|log)\b", p.read_text(encoding="utf-8"))}
     assert sorted(f"{p} cites {m}" for p, m in cited if not (ROOT / m).is_file()) == []
+
+
+def _repeats(text: str, n: int = 12) -> list[str]:
+    """Every run of ``n`` words a page's prose (code blocks and table rows left out) says more than once."""
+    text = re.sub(r"```.*?```", "", text, flags=re.S)
+    words = " ".join(line for line in text.splitlines() if not line.lstrip().startswith("|")).split()
+    seen = collections.Counter(" ".join(words[k:k + n]) for k in range(len(words) - n + 1))
+    return [run for run, count in seen.items() if count > 1]
+
+
+@pytest.mark.parametrize("page", sorted([*DOCS.glob("*.md"), ROOT / "README.md"]), ids=lambda p: p.name)
+def test_no_page_says_the_same_twelve_words_twice(page):
+    """A page spliced from two edits repeats itself (docs/interpreter.md's arguments and Speed paragraphs did)."""
+    assert _repeats(page.read_text()) == []
+
+
+@pytest.mark.parametrize("ldd, rule", [(517, "a tensor map stride is a multiple of 16 B"),
+                                       (520, "a TMA store writes every 16-byte unit it touches whole")])
+def test_hopper_gemm_md_names_the_rule_that_refuses_each_unaligned_d(ldd, rule):
+    """The GEMM's epilogue plan (make_epilogue -> make_tma_copy) on a bf16 D of 517 columns refuses with the rule
+    docs/hopper-gemm.md quotes for that pitch."""
+    from pycute import Layout
+    d = pc.make_global_tensor(pc.bf16, Layout((333, 517), (ldd, 1)))
+    ring = pc.make_stages(pc.kmajor_smem_tensor(pc.bf16, 64, 64, "128B"), 2)[:, :, pc.dynamic("slot")]
+    with pytest.raises(pc.PlanError, match=re.escape(rule)):
+        pc.make_epilogue(pc.wgmma_accumulator(pc.f32, 64, 64), ring, d, barrier_id=pc.dynamic("bar"))
+    page = re.sub(r"\s+", " ", (DOCS / "hopper-gemm.md").read_text())
+    assert f"`ldd = N = 517`" in page and "`ldd=520`" in page and rule in page

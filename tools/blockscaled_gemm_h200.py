@@ -39,7 +39,7 @@ def one(kind: str, g: int, m: int, n: int, k: int, d_type: str, sms: int) -> dic
     """One case in this process: the soft build's D against the reference."""
     import numpy as np
 
-    from examples.blockscaled_gemm import BlockScaledGemm
+    from pycute.kernels.blockscaled_gemm import BlockScaledGemm
     from pycute.compile import runtime
     info = runtime.device_info()
     gemm = BlockScaledGemm(kind, g, m, n, k, d_type=d_type, sms=sms * g if sms else None)

@@ -307,10 +307,10 @@ def sf_pipeline_case(cta_group: int) -> SanitizeCase:
 
 def gemm_case(kind: str, cta_group: int) -> SanitizeCase:
     def make():
-        from examples.blockscaled_gemm import BlockScaledGemm
+        from pycute.kernels.blockscaled_gemm import BlockScaledGemm
         return BlockScaledGemm(kind, cta_group, 128, 256, 256, sms=cta_group)   # one CTA (pair) walks both tiles
     return SanitizeCase(f"example/blockscaled-gemm-{kind}-g{cta_group}-soft",
-                        "examples.blockscaled_gemm.BlockScaledGemm", lambda arch: make().compile(arch, soft=True),
+                        "pycute.kernels.blockscaled_gemm.BlockScaledGemm", lambda arch: make().compile(arch, soft=True),
                         lambda gpu, arch: _same(make().run(gpu, arch=arch, soft=True, seed=7)), timeout=420.0)
 
 

@@ -20,5 +20,6 @@ from .accumulator import emit_accumulator_epilogue
 from .convention import read_conventions
 from .mma import emit_instr_desc, emit_mma, emit_umma_desc, mma_helper
 from .wgmma import emit_gmma_desc, emit_wgmma, wgmma_header
+from .fragment import emit_fragment_coords
 from .header import header_path, headers, include_dir, sm100_header
 from .probe import PROBE_SHARED_SYMBOL, ldst_probe_source, no_call_probe_source, probe_entry, probe_source

@@ -35,10 +35,8 @@ __all__ = ["emit_device_function", "helper_name", "helper_guard", "emit_helpers"
 
 #: ``issue=`` values: who calls the generated function.
 ISSUE_MODES = {
-    "warp": ("// Call it from all 32 lanes of one warp (e.g. the MMA warp) with the same arguments in every lane: it elects\n"
-             "// one lane (elect.sync) and issues every copy from it. Select the warp by an index ptxas can prove\n"
-             "// warp-uniform, e.g. __shfl_sync(0xFFFFFFFF, threadIdx.x / 32, 0), or ptxas adds a second copy of this\n"
-             "// code for a diverged warp (correct, only larger).",
+    "warp": ("// Every lane passes the same arguments; one lane, elected by elect.sync, issues every copy. Select the\n"
+             "// warp by an index ptxas can prove uniform (pycute_warp_index()), or it adds a copy for a diverged warp.",
              "  if (!pycute_elect_one_sync()) return;\n",
              "if (pycute_elect_one_sync()) "),
     "elected": ("// Call it from the one thread that issues (the caller elected it, e.g. inside its own\n"
@@ -158,5 +156,5 @@ def emit_device_function(plan: Tcgen05CpPlan, name: str = "pycute_tcgen05_cp", i
                   summary=_summary(plan, explain), convention=convention, convention_line=caller.comment(),
                   args="".join(f", {c.name}" for c in plan.dynamic),
                   commit=_commit_comment(atom.cta_group, guard), prologue=prologue, params=params,
-                  swizzle=desc.swizzle.name, lbo=desc.lbo, sbo=desc.sbo, template=f"{desc.encode():016X}",
+                  template=f"{desc.encode():016X}",
                   start=start, taddr=taddr, copies=_copies(plan, "taddr" if moving else "tmem_base"))

@@ -1,7 +1,7 @@
 """Kernels users call, one folder each (``hopper_gemm/``, ``blockscaled_gemm/``): a frozen configuration, its plans,
 its body as real CUDA in a ``.cuh`` and its torch op, all following one protocol (``protocol.Kernel``: config ->
 plans -> source -> compile -> launch; docs/kernels.md). Importing this package needs neither torch nor a GPU: the
-torch operations (``gemm``, ``scaled_gemm``, ``grouped_mm``) import torch, and register themselves with ``torch.library``, when first asked for."""
+torch operations (``gemm``, ``scaled_gemm``, ``grouped_mm``, ``blockscaled_mm``) import torch, and register themselves with ``torch.library``, when first asked for."""
 from typing import Any
 
 from .protocol import Kernel, LaunchShape, make_launch_shape

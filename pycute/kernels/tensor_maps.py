@@ -18,13 +18,15 @@ from ..arch.sm90.tma import DIM_LIMIT, GLOBAL_ALIGN, STRIDE_ALIGN, STRIDE_LIMIT,
 from ..copy.tma.params import DTYPE_BYTES, TensorMapParams
 from ..errors import LaunchError
 
-__all__ = ["TensorMapSpec", "TORCH_DTYPES", "torch_dtype_name"]
+__all__ = ["TensorMapSpec", "TORCH_DTYPES", "TORCH_NAMES", "torch_dtype_name"]
 
 TENSOR_MAP_BYTES = 128
 #: pycute's names of torch's dtypes (the ones a tensor map can name).
 TORCH_DTYPES = {"bfloat16": "bf16", "float16": "f16", "float32": "f32", "float64": "f64", "float8_e4m3fn": "f8e4m3",
                 "float8_e5m2": "f8e5m2", "uint8": "u8", "int8": "i8", "int16": "i16", "uint16": "u16", "int32": "i32",
                 "uint32": "u32", "int64": "i64", "uint64": "u64"}
+#: torch's dtype names by pycute's.
+TORCH_NAMES = {v: k for k, v in TORCH_DTYPES.items()}
 _CACHE_LIMIT = 4096
 
 

@@ -1,7 +1,7 @@
 """The register fragments of ``wgmma.mma_async`` (PTX ISA #asynchronous-warpgroup-level-matrix-register-fragment):
 ``wgmma_accumulator`` (D, M x N over M / 64 warpgroups) and ``wgmma_a_fragment`` (an A in registers, M x K). Both
-are ``RegisterFragment``s whose layout maps (thread, value) to the coordinate index ``row + M * col`` (CuTe's
-thread-value convention, as ``Tcgen05LdStPlan.fragment``): thread ``t`` is the ``t % 128``-th thread of warpgroup
+are ``RegisterFragment``s of an ``M x N`` (``M x K``) tile whose layout maps (thread, value) to the coordinate index
+``row + M * col`` (CuTe's thread-value convention, as ``Tcgen05LdStPlan.fragment``; ``fragment_coords`` reads it): thread ``t`` is the ``t % 128``-th thread of warpgroup
 ``t / 128``, which computes rows ``64 (t / 128) ..``; value ``v`` sits in register ``v / (32 / bits)``, the
 ``v % (32 / bits)``-th from the low bits."""
 from __future__ import annotations
@@ -40,7 +40,7 @@ def wgmma_accumulator(dtype: DTypeLike, M: int, N: int) -> RegisterFragment:
     if n not in n_values("f16"):
         raise PlanError(f"wgmma_accumulator: N={n} is not a wgmma width: 8 to 256 in steps of 8 (PTX "
                         f"#asynchronous-warpgroup-level-matrix-shape)")
-    return RegisterFragment(dt, 2 * m, warpgroup_fragment(m, n, D_RUN))
+    return RegisterFragment(dt, 2 * m, warpgroup_fragment(m, n, D_RUN), (m, n))
 
 
 def wgmma_a_fragment(dtype: DTypeLike, M: int, K: int) -> RegisterFragment:
@@ -54,7 +54,7 @@ def wgmma_a_fragment(dtype: DTypeLike, M: int, K: int) -> RegisterFragment:
     step = WGMMA_TYPES[dt.name].k
     if k <= 0 or k % step:
         raise PlanError(f"wgmma_a_fragment: K={k} is not whole {dt.name} k-steps of {step}")
-    return RegisterFragment(dt, 2 * m, warpgroup_fragment(m, k, values_per_register(dt.bits)))
+    return RegisterFragment(dt, 2 * m, warpgroup_fragment(m, k, values_per_register(dt.bits)), (m, k))
 
 
 def fragment_shape(fragment: RegisterFragment) -> tuple[int, int]:

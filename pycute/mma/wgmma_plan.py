@@ -79,6 +79,11 @@ class WgmmaPlan:
         return self.d.layout
 
     @property
+    def fragment_tensor(self) -> RegisterFragment:
+        """D, the register fragment the plan writes (``fragment_coords`` reads it)."""
+        return self.d
+
+    @property
     def a_in_registers(self) -> bool:
         return isinstance(self.a, RegisterFragment)
 

@@ -9,3 +9,4 @@ from .footprint import InstructionCells, plan_footprint
 from .pipeline import PipelineCheck, PipelineError, check_pipeline
 from .split_k import FixupCheck, FixupError, check_fixup
 from .verify import VERIFIERS, run_tmem_copy, verify, verify_plan, verify_tmem_copy
+from .fragment import byte_perm, emulate_convert, reference_convert

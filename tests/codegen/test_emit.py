@@ -65,7 +65,7 @@ def test_warp_convention_elects_one_lane_before_anything_else():
     code = body(emit_device_function(sw128_plan(), "copy_q"), "copy_q")
     first = [line.strip() for line in code.splitlines()[1:] if line.strip() and not line.strip().startswith("//")][0]
     assert first == "if (!pycute_elect_one_sync()) return;"
-    assert "Call it from all 32 lanes of one warp" in emit_device_function(sw128_plan(), "copy_q")
+    assert "one lane, elected by elect.sync, issues every copy" in emit_device_function(sw128_plan(), "copy_q")
 
 
 def test_elected_convention_issues_from_the_calling_thread():
@@ -120,6 +120,17 @@ def test_the_header_comment_is_short_and_the_whole_explanation_is_on_request():
     assert "// descriptor: swizzle B128, LBO 16 B, SBO 1024 B, template 0x4000404000010000" in head
     assert "wider candidates" not in head and len(head.splitlines()) <= 16
     assert "//   descriptor  swizzle B128, LBO 16 B, SBO 1024 B" in full and "//   chosen      128x256b" in full
+
+
+def test_the_demos_generated_function_carries_at_most_15_comment_lines():
+    """The function ``python -m pycute demo`` prints: the calling convention once (the line read back), what it
+    copies, who calls it and how to commit; 17 lines said the convention twice and the descriptor twice."""
+    from pycute.demo import demo_copies
+    code = demo_copies()[0][1].cuda(name="copy_scale_factors")
+    function = code[code.index("// pycute: called by"):]
+    comments = [line for line in function.splitlines() if line.lstrip().startswith("//")]
+    assert len(comments) <= 15, "\n".join(comments)
+    assert sum("all 32 lanes" in line for line in comments) == 1 and sum("LBO" in line for line in comments) == 1
 
 
 def test_the_function_includes_the_protocol_header_and_guards_its_form_wrapper_so_several_compose():

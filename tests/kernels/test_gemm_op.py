@@ -10,6 +10,7 @@ import pycute as pc
 
 torch = pytest.importorskip("torch")
 import pycute.kernels  # noqa: E402
+import pycute.kernels.ops  # noqa: E402,F401  registers torch.ops.pycute.*
 from pycute.kernels.tensors import CPU_LIMIT  # noqa: E402
 
 
@@ -93,3 +94,25 @@ def test_the_example_is_one_call_and_runs_on_the_cpu(capsys):
     assert "d = pycute.kernels.gemm(a, b)" in path.read_text()
     runpy.run_path(str(path), run_name="__main__")
     assert "128 x 72 x 96 on cpu: relative error" in capsys.readouterr().out
+
+
+def test_out_is_written_and_returned():
+    a, b = integers(64, 32, torch.bfloat16, 13), integers(16, 32, torch.bfloat16, 14)
+    out = torch.full((64, 16), float("nan"), dtype=torch.bfloat16)
+    assert pycute.kernels.gemm(a, b, out=out) is out and torch.equal(out, exact(a, b, 1.0))
+
+
+@pytest.mark.parametrize("shape, dtype, error", [
+    ((64, 16), "float32", r"out must be a 64 x 16 bfloat16 tensor on cpu; got \(64, 16\) torch.float32"),
+    ((64, 12), "bfloat16", r"out must be a 64 x 16 bfloat16"),
+])
+def test_an_out_of_another_shape_or_dtype_is_refused(shape, dtype, error):
+    a, b = integers(64, 32, torch.bfloat16, 13), integers(16, 32, torch.bfloat16, 14)
+    with pytest.raises(pc.LaunchError, match=error):
+        pycute.kernels.gemm(a, b, out=torch.zeros(shape, dtype=getattr(torch, dtype)))
+
+
+def test_an_out_whose_rows_a_tma_store_would_overrun_is_refused():
+    a, b = integers(64, 32, torch.bfloat16, 13), integers(20, 32, torch.bfloat16, 14)
+    with pytest.raises(pc.LaunchError, match=r"out's rows are 20 bf16 = 40 B; a TMA store writes whole 16-byte units"):
+        pycute.kernels.gemm(a, b, out=torch.zeros(64, 20, dtype=torch.bfloat16))

@@ -1,14 +1,14 @@
 """Attention's P x V from plans alone: P (bf16, 128 x 128) written into TMEM by a tcgen05.st plan, through the
 plan's own register fragment, lands exactly where the MMA with A in TMEM reads it, so O = P V (V row-major in shared
-memory under the 128B swizzle, an MN-major B) equals the reference of the codes bit for bit in the emulator; the MMA's stream and the
-store's are the generated code's."""
+memory under the 128B swizzle, an MN-major B) equals the float64 reference (pycute.testing.gemm) bit for bit in the
+emulator; the MMA's stream and the store's are the generated code's."""
 import numpy as np
 
 import pycute as pc
+import pycute.testing as pt
 from pycute import ComposedLayout, Layout, Swizzle
 from pycute.arch.sm100.datapath import data_path
 from pycute.sim.emulator import Sm100Emulator
-from pycute.sim.operand import reference_mma
 from pycute.sim.verify import run_tmem_copy
 from pycute.sim.verify_mma import exact_codes, read_d, write_tile
 from pycute.compile.nvrtc import compile_cuda
@@ -47,7 +47,7 @@ def test_p_stored_by_a_tcgen05_st_plan_is_the_a_the_mma_reads():
     run_tmem_copy(emu, store, base, registers(store, p_codes))
     for issue in mma.stream(None, 0, base):
         emu.mma(issue)
-    want = reference_mma(p_codes, v_codes, "bf16", "bf16").astype(np.float32)
+    want = pt.gemm(pt.decode(p_codes, "bf16"), pt.decode(v_codes, "bf16")).astype(np.float32)
     assert np.array_equal(read_d(emu.ctas[0].tmem, mma.d).view(np.float32), want)
 
 

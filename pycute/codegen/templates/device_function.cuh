@@ -6,11 +6,10 @@ ${convention_line}
 ${summary}
 //
 ${convention}
-// It issues the copies only: no commit and no wait. To signal an mbarrier when they complete, commit from
-// the lane that issued them:
+// It neither commits nor waits: to signal an mbarrier when the copies complete, commit from the thread that issued:
 ${commit}
 __device__ __forceinline__ void ${name}(unsigned smem_buffer, unsigned tmem_base${params}) {
-${prologue}  // swizzle ${swizzle}, LBO ${lbo} B, SBO ${sbo} B; copy 1's descriptor, which the others advance in 16-byte units
+${prologue}  // copy 1's descriptor; the others advance it in 16-byte units
   const unsigned long long desc = pycute_smem_desc_at(0x${template}ull, smem_buffer${start});
 ${taddr}${copies}
 }

@@ -100,8 +100,11 @@ class Tcgen05LdStPlan:
 
     @property
     def fragment_tensor(self) -> RegisterFragment:
-        """The register side of the copy: the threads of ``warps`` warps, in the layout ``fragment`` names."""
-        return RegisterFragment(self.tensor.dtype, 32 * self.warps)
+        """The register side of the copy: the threads of ``warps`` warps in the layout ``fragment`` names, over the
+        tensor's shape (``fragment_coords`` reads it); no layout where the map is not one (read ``table``)."""
+        layout = fragment_layout(self.table)
+        return RegisterFragment(self.tensor.dtype, 32 * self.warps, layout,
+                                None if layout is None else self.tensor.shape)
 
     @property
     def src(self) -> TmemTensor | RegisterFragment:

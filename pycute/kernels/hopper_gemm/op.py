@@ -120,23 +120,37 @@ def _sm_count(device: int) -> int:
     return n
 
 
-def _gemm_cuda(a: Any, b: Any, scale: float) -> Any:
+def _check_out(out: Any, M: int, N: int, device: Any) -> None:
+    if not isinstance(out, torch.Tensor):
+        raise TypeError(f"gemm: out is a torch tensor, got {type(out).__name__}")
+    if out.dtype != torch.bfloat16 or tuple(out.shape) != (M, N) or out.device != device:
+        raise LaunchError(f"gemm: out must be a {M} x {N} bfloat16 tensor on {device}; got {tuple(out.shape)} "
+                          f"{out.dtype} on {out.device}")
+    if N * 2 % 16:
+        raise LaunchError(f"gemm: out's rows are {N} bf16 = {N * 2} B; a TMA store writes whole 16-byte units and "
+                          f"would write past column {N} of out (leave out=None: D is then padded for you)")
+
+
+def _gemm_cuda(a: Any, b: Any, scale: float, out: Any = None) -> Any:
     M, N, K, dtype = _check(a, b)
     device = a.device.index
     sms = _sm_count(device)
     g, split = config_for(M, N, K, dtype, sms)
     run = gemm_run(g)
     a, b = tma_rows(a), tma_rows(b)
-    pitch = row_pitch(N, 2)
-    d = torch.empty((M, pitch), dtype=torch.bfloat16, device=a.device)      # the store's map covers the pad
+    if out is None:
+        pitch = row_pitch(N, 2)
+        d = torch.empty((M, pitch), dtype=torch.bfloat16, device=a.device)  # the store's map covers the pad
+    else:                                                               # checked by gemm()
+        pitch, d = N, out
     launch = run.launch(M, N, K, split, sms * g.ctas_per_sm)
     ws, ctr = 0, 0
     if launch.counters:
         ws = torch.empty(launch.workspace_bytes // 4, dtype=torch.float32, device=a.device).data_ptr()
         ctr = counters(device, current_stream(device), launch.counters).data_ptr()
     Launcher.of(g, device)(launch.grid, run.map_a.encode(a, "gemm: a"), run.map_b.encode(b, "gemm: b"),
-                           run.map_d.encode(d, "gemm: D"), M, N, K, float(scale), ws, ctr, split.dp, split.workers,
-                           0, 0)
+                           run.map_d.encode(d, "gemm: out" if out is not None else "gemm: D"), M, N, K, float(scale),
+                           ws, ctr, split.dp, split.workers, 0, 0)
     return d if pitch == N else d[:, :N]
 
 
@@ -182,16 +196,20 @@ def _gemm_fake(a: Any, b: Any, scale: float = 1.0) -> Any:
     return a.new_empty((M, pitch), dtype=torch.bfloat16)[:, :N]
 
 
-def gemm(a: Any, b: Any, scale: float = 1.0) -> Any:
+def gemm(a: Any, b: Any, scale: float = 1.0, *, out: Any = None) -> Any:
     """``scale * a @ b.T`` in bf16 (f32 accumulation): ``a`` M x K and ``b`` N x K, both bfloat16 or both
     float8_e4m3fn, on one CUDA device (or small ones on the CPU, exact, through the interpreter). Any M, N, K; rows
     that TMA cannot read as they are (a stride other than 1 along K, a pitch not in whole 16-byte units) are copied
-    first. D's rows are padded to whole 16-byte units when N is not (a view)."""
+    first. D's rows are padded to whole 16-byte units when N is not (a view). ``out``: an M x N bf16 tensor to write
+    (rows of whole 16-byte units), returned."""
     if not isinstance(a, torch.Tensor) or not isinstance(b, torch.Tensor):
         raise TypeError(f"gemm: a and b are torch tensors, got {type(a).__name__} and {type(b).__name__}")
+    if out is not None:
+        _check_out(out, a.shape[0], b.shape[0], a.device)
     if type(a) is torch.Tensor and a.is_cuda and not torch.compiler.is_compiling():
         if a.device.index == torch.cuda.current_device():
-            return _gemm_cuda(a, b, scale)
+            return _gemm_cuda(a, b, scale, out)
         with torch.cuda.device(a.device):
-            return _gemm_cuda(a, b, scale)
-    return torch.ops.pycute.gemm(a, b, scale)
+            return _gemm_cuda(a, b, scale, out)
+    d = torch.ops.pycute.gemm(a, b, scale)
+    return d if out is None else out.copy_(d)

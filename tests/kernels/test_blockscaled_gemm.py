@@ -1,9 +1,9 @@
-"""The persistent block-scaled GEMM example (examples/blockscaled_gemm.py), MXF8 and NVFP4, cta_group 1 and 2: its
-kernel is at most 25 hand-written lines; its sm_100a build holds exactly the planned instructions in each role's loop
-body; run whole on the CPU (every CTA and thread, several tiles per CTA, both accumulators in turn) it writes the
+"""The persistent block-scaled GEMM (pycute/kernels/blockscaled_gemm), MXF8 and NVFP4, cta_group 1 and 2: its
+body (kernel.cuh, as it is after the configuration's constants) is at most 25 hand-written lines; its sm_100a build
+holds exactly the planned instructions in each role's loop body; run whole on the CPU (every CTA and thread, several tiles per CTA, both accumulators in turn) it writes the
 reference D, f32 or bf16; pycute's single-thread interpreter finds each role issuing the plans' streams for the
 scheduler's tiles; the soft build compiles for sm_90a and, on a GPU with clusters, gives the reference D. The
-mutation tests of its pipelines are tests/interp/test_gemm_kernel.py."""
+mutation tests of its pipelines are tests/kernels/test_blockscaled_gemm_mutations.py."""
 import json
 import re
 import subprocess
@@ -14,8 +14,10 @@ import numpy as np
 import pytest
 
 import pycute as pc
-from examples.blockscaled_gemm import HANDWRITTEN_LINES, BlockScaledGemm, handwritten_lines, pack_scale_factors
-from examples.blockscaled_gemm_check import SYMBOLS, run_whole, trace
+from pycute.kernels import Kernel
+from pycute.kernels.blockscaled_gemm import HANDWRITTEN_LINES, BlockScaledGemm, kernel_body_lines, pack_scale_factors
+from pycute.kernels.blockscaled_gemm.check import SYMBOLS, run_whole, trace
+from pycute.kernels.blockscaled_gemm.config import BODY
 from pycute.compile import runtime
 from pycute.sim.emulator import Sm100Emulator
 
@@ -40,15 +42,23 @@ def built():
 
 
 def test_the_kernel_is_at_most_25_hand_written_lines():
-    for g in (1, 2):
-        assert handwritten_lines(BlockScaledGemm("mxf8", g, *SIZE).source()) == HANDWRITTEN_LINES <= 25
-    doc = (ROOT / "examples" / "blockscaled_gemm.py").read_text()
-    assert f"``HANDWRITTEN_LINES`` = {HANDWRITTEN_LINES} lines" in doc
+    assert kernel_body_lines() == HANDWRITTEN_LINES <= 25
+    assert f"{HANDWRITTEN_LINES} hand-written lines" in (ROOT / "docs" / "kernels.md").read_text()
 
 
-def test_the_example_writes_no_asm():
-    names = ("blockscaled_gemm", "blockscaled_gemm_check")
-    assert not any("asm" in (ROOT / "examples" / f"{name}.py").read_text() for name in names)
+def test_the_source_ends_with_the_body_as_it_is_for_both_groups():
+    assert all(BlockScaledGemm("mxf8", g, *SIZE).source().endswith(BODY.read_text()) for g in (1, 2))
+
+
+def test_a_configuration_follows_the_kernel_protocol_the_pair_a_cluster_at_launch():
+    gemm = BlockScaledGemm("nvfp4", 2, *SIZE)
+    assert isinstance(gemm, Kernel) and gemm.launch_shape.cluster == (2, 1, 1)
+    assert gemm == BlockScaledGemm("nvfp4", 2, *SIZE) and len({gemm, BlockScaledGemm("nvfp4", 2, *SIZE)}) == 1
+
+
+def test_the_kernel_writes_no_asm():
+    folder = ROOT / "pycute" / "kernels" / "blockscaled_gemm"
+    assert not any("asm" in (folder / name).read_text() for name in ("config.py", "check.py", "kernel.cuh"))
 
 
 @pytest.mark.parametrize("kind, g", CASES, ids=IDS)
@@ -191,7 +201,7 @@ GPU_SIZES = [(128, 128, 128, None), (200, 300, 416, None), (520, 280, 1024, 1)]
 # Each case in a child process with a time limit: a kernel that hangs or faults fails its case, not the suite.
 RUN = """
 import json, sys
-from examples.blockscaled_gemm import BlockScaledGemm
+from pycute.kernels.blockscaled_gemm import BlockScaledGemm
 from pycute.compile import runtime
 kind, g, m, n, k, sms = sys.argv[1], *map(int, sys.argv[2:7])
 major, minor = runtime.device_info()[1]

@@ -1,12 +1,12 @@
-"""The block-scaled GEMM example (examples/blockscaled_gemm.py) run whole on the CPU catches each pipeline bug a
+"""The block-scaled GEMM (pycute/kernels/blockscaled_gemm) run whole on the CPU catches each pipeline bug a
 GEMM can have, naming the barrier by its pipeline: its generated code mutated to a wrong parity (a consumer's or the
 producer's start, the accumulators' consumer), a wrong arrival count (the operand ring's and the accumulators'
 empty barriers) and a wrong expect_tx (too many bytes, too few). One CTA walks three tiles, so both accumulators
 are filled and released, and the second fill of each waits for the first's release."""
 import pytest
 
-from examples.blockscaled_gemm import BlockScaledGemm
-from examples.blockscaled_gemm_check import run_whole
+from pycute.kernels.blockscaled_gemm import BlockScaledGemm
+from pycute.kernels.blockscaled_gemm.check import run_whole
 from pycute.interp import BarrierError, DeadlockError, RaceError
 
 

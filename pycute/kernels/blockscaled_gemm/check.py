@@ -1,4 +1,4 @@
-"""Checking examples/blockscaled_gemm.py without a GPU. ``run_whole`` runs the compiled sm_100a kernel whole on the
+"""Checking the block-scaled GEMM without a GPU. ``run_whole`` runs the compiled sm_100a kernel whole on the
 CPU -- every CTA and thread, its pipelines and barriers checked, the copies and MMAs done by pycute's emulator
 (``pycute.interp.run_kernel``) -- and returns D beside the reference. ``trace`` runs one thread through pycute's
 single-thread PTX interpreter (loads read 0, waits pass at once): the instructions a role issues, to hold against
@@ -7,13 +7,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from examples.blockscaled_gemm import WARPS, BlockScaledGemm
-from pycute.codegen import read_conventions
-from pycute.compile import compile_cuda
-from pycute.interp import run_kernel, tensor_map
-from pycute.interp.stream import trace_entry
+from ...codegen import read_conventions
+from ...compile import compile_cuda
+from ...interp import run_kernel, tensor_map
+from ...interp.stream import trace_entry
+from .config import WARPS, BlockScaledGemm
 
-__all__ = ["run_whole", "trace", "barrier_names", "PARAMS", "SYMBOLS"]
+__all__ = ["run_whole", "run_arrays", "trace", "barrier_names", "PARAMS", "SYMBOLS"]
 
 #: Where the single-thread interpreter puts the kernel's parameters (for the tensor maps, passed by value, their
 #: addresses; any distinct values serve) and shared symbols.
@@ -35,6 +35,16 @@ def run_whole(gemm: BlockScaledGemm, seed: int = 0, source: str | None = None,
     calls against its calling convention. The pad columns of D must hold zeros (AssertionError otherwise)."""
     x = gemm.inputs(seed)
     data = gemm.arrays(x)
+    run_arrays(gemm, data, source, conventions)
+    got, pad = gemm.result(data["d"])
+    assert not np.any(pad != 0), f"the pad columns of D hold {np.count_nonzero(pad != 0)} non-zero value(s)"
+    return got, gemm.reference(x)
+
+
+def run_arrays(gemm: BlockScaledGemm, data: dict[str, np.ndarray], source: str | None = None,
+               conventions: bool = False) -> None:
+    """Run the sm_100a build whole on the CPU over the kernel's global arrays (``gemm.arrays``: A and B bytes, the
+    packed SFs, D filled), writing ``data["d"]`` in place."""
     compiled = gemm.compile("sm_100a", lineinfo=conventions) if source is None else \
         compile_cuda(source, arch="sm_100a")
     loads = dict(gemm.operands.loads)
@@ -42,10 +52,8 @@ def run_whole(gemm: BlockScaledGemm, seed: int = 0, source: str | None = None,
                 sfb=data["sfb"], map_d=tensor_map(gemm.epilogue.store.tma, data["d"]), tiles_m=gemm.tiles[0],
                 tiles_n=gemm.tiles[1], k_blocks=gemm.k_blocks)
     run_kernel(compiled, "blockscaled_gemm", grid=gemm.grid, block=32 * WARPS, args=args, smem=gemm.smem_bytes,
-               barriers=barrier_names(gemm), conventions=read_conventions(gemm.source()) if conventions else None)
-    got, pad = gemm.result(data["d"])
-    assert not np.any(pad != 0), f"the pad columns of D hold {np.count_nonzero(pad != 0)} non-zero value(s)"
-    return got, gemm.reference(x)
+               cluster=gemm.launch_shape.cluster, barriers=barrier_names(gemm),
+               conventions=read_conventions(gemm.source()) if conventions else None)
 
 
 def trace(gemm: BlockScaledGemm, cta: int, thread: int):

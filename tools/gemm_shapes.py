@@ -1,4 +1,4 @@
-"""Does pycute's GEMM run at vendor speed on the shapes LLMs run -- bf16 beside torch.matmul, grouped beside torch._grouped_mm, fp8 beside torch's scaled matmuls?
+"""Does pycute's GEMM run at vendor speed on the shapes LLMs run, in bf16, grouped and fp8?
 
 Parts, each in its own child process (a fault or a hang loses that part, never the run):
 
@@ -218,7 +218,8 @@ def part_fp8(quick: bool, emit) -> None:
             c = call()
             ms = bench(call)
             vendor = flops / ms / 1e9
-            emit({**base, "contender": f"torch {call.__name__}", "ms": ms, "tflops": vendor, "err": rel_err(c[rows], ref)})
+            emit({**base, "contender": f"torch {call.__name__}", "ms": ms, "tflops": vendor,
+                  "err": rel_err(c[rows], ref)})
         except Exception as e:  # noqa: BLE001
             emit({**base, "contender": "torch blockwise", "error": f"{type(e).__name__}: {str(e)[:300]}"})
         d = pycute.kernels.scaled_gemm(a, b, sa, sb, "block", 1)

@@ -45,7 +45,8 @@ def _promote_block(plan: Fp8Scaling, row_t: str, values: list[tuple[int, int]]) 
     """The block-scaled promotion's body: the thread's two A scales and its B scale block(s), then each register."""
     rows = sorted({r for r, _ in values})
     blocks = sorted({c // SCALE_BLOCK for _, c in values})
-    body = [f"  const unsigned row = row0 + {row_t}, m_pad = (m + {A_SCALE_PAD - 1}u) / {A_SCALE_PAD}u * {A_SCALE_PAD}u;",
+    body = [f"  const unsigned row = row0 + {row_t};",
+            f"  const unsigned m_pad = (m + {A_SCALE_PAD - 1}u) / {A_SCALE_PAD}u * {A_SCALE_PAD}u;",
             f"  const unsigned n_blocks = (n + {SCALE_BLOCK - 1}u) / {SCALE_BLOCK}u;",
             *(f"  const float sa{r} = sa[kb * m_pad + min(row + {r}u, m - 1u)];" for r in rows),
             *(f"  const float sb{c} = sb[min(col0 / {SCALE_BLOCK}u + {c}u, n_blocks - 1u) * k_blocks + kb];"
@@ -72,7 +73,8 @@ def emit_fp8_scaling(plan: Fp8Scaling, name: str = "fp8s") -> str:
     rows = sorted({r for r, _ in values})
     promote = _promote_block(plan, row_t, values) if plan.kind == "block" else [
         "#pragma unroll", f"  for (unsigned v = 0; v < {regs}u; ++v) acc[v] += part[v];"]
-    out += ["", who, "// The promotion of a partial sum into the f32 sum (zeroed before a tile), every register: acc += part" +
+    out += ["", who, "// The promotion of a partial sum into the f32 sum (zeroed before a tile), every register: "
+            "acc += part" +
             (" x sa[kb][row] x sb[col / 128][kb]." if plan.kind == "block" else " (the scales wait for the epilogue)."),
             f"// sa: A's scales, k-block-major (m rounded up to {A_SCALE_PAD} per k-block); sb: B's, (ceil(n / "
             f"{SCALE_BLOCK}) x k_blocks)",

@@ -1,5 +1,6 @@
 """CUDA C++ for the grouped scheduler (``pipeline.grouped``): the cursor record, a group's bounds read from the
-device array and clamped (``<name>_load``: a group starts where the previous one ended, so groups never overlap), the persistent walk (``_first`` / ``_next``), the forward
+device array and clamped (``<name>_load``: a group starts where the previous one ended, so groups never overlap),
+the persistent walk (``_first`` / ``_next``), the forward
 cursor (``_start`` / ``_seek``) and a unit's tile in its group's swizzled raster (``_tile``)."""
 from __future__ import annotations
 
@@ -41,8 +42,8 @@ def emit_grouped_scheduler(plan: GroupedScheduler) -> str:
            f"constexpr unsigned {n}_cluster_ctas = {cs}u;",
            f"constexpr unsigned {n}_tile_m = {plan.tile_m}u;",
            "",
-           f"// Where a walk is: group `group` (rows [row0, row0 + rows) of the array, tiles_m x tiles_n tiles, `units`",
-           "// cluster blocks), whose first unit is `base`.",
+           "// Where a walk is: group `group` (rows [row0, row0 + rows) of the array, tiles_m x tiles_n tiles,",
+           "// `units` cluster blocks), whose first unit is `base`.",
            f"struct {n}_cursor {{ unsigned group, base, units, tiles_m, row0, rows; }};",
            "",
            "// pycute: called by any thread; no shared operands",

@@ -46,10 +46,10 @@ def _records(plan: SplitKScheduler) -> list[str]:
             "// The problem (run-time): tiles, k-blocks per tile, and the partition KSplit(dp, workers).",
             f"struct {n}_problem {{ unsigned tiles_m, tiles_n, kblocks, dp, workers; }};",
             "// A piece: k-blocks [kb_begin, kb_end) of work unit `unit`, the index-th in K order of its unit's count;",
-            "// slot: its partial's workspace slot; slot0 / first: the unit's first piece's slot and worker (piece j > 0",
-            "// is worker first + j's head slot); worker, it, end: the item's walk (iterations of the stream units).",
-            f"struct {n}_piece {{ unsigned unit, stream, kb_begin, kb_end, index, count, slot, slot0, first, worker, it, "
-            f"end; }};",
+            "// slot: its partial's workspace slot; slot0 / first: the unit's first piece's slot and worker (piece",
+            "// j > 0 is worker first + j's head slot); worker, it, end: the item's walk (iterations of stream units).",
+            f"struct {n}_piece {{ unsigned unit, stream, kb_begin, kb_end, index, count, slot, slot0, first, worker, "
+            f"it, end; }};",
             "",
             "// pycute: called by any thread; no shared operands",
             "// The work units (cluster blocks) of a tiles_m x tiles_n output.",
@@ -103,7 +103,8 @@ def _walk(plan: SplitKScheduler, f: dict[str, SchedulerFunction]) -> list[str]:
                      (f"The grid is whole clusters of {cs} CTA(s) in x (plan.grid(sms, occupancy)).",))
     out += _function(f["piece_first"], f"bool {n}_piece_first(unsigned item, const {n}_problem& p, {n}_piece& pc)",
                      ["  if (item < p.dp) {                      // a whole unit: one piece, no fixup",
-                      f"    pc = {n}_piece{{item, 0u, 0u, p.kblocks, 0u, 1u, 0u, 0u, 0u, ~0u, 0u, 0u}};", "    return true;",
+                      f"    pc = {n}_piece{{item, 0u, 0u, p.kblocks, 0u, 1u, 0u, 0u, 0u, ~0u, 0u, 0u}};",
+                      "    return true;",
                       "  }",
                       *(["  pc.worker = item - p.dp;",
                          f"  pc.it = {n}_start(p, pc.worker);", f"  pc.end = {n}_start(p, pc.worker + 1u);",
@@ -129,7 +130,6 @@ def _fixup(plan: SplitKScheduler, f: dict[str, SchedulerFunction]) -> list[str]:
     n, cs, part_threads = plan.name, plan.cluster_size, plan.part_threads
     rank = "pycute_cluster_ctarank()" if cs > 1 else "0u"
     vec = plan.registers // 4
-    batch = next(b for b in (8, 4, 2, 1) if vec % b == 0)      # loads in flight per partial: few registers
     where = (f"(size_t)(((slot) * {cs}u + {rank}) * {plan.parts}u + part) * {n}_part_floats + thread * 4u")
     out: list[str] = []
     out += _function(f["partial_store"],
@@ -140,11 +140,13 @@ def _fixup(plan: SplitKScheduler, f: dict[str, SchedulerFunction]) -> list[str]:
                       f'    asm volatile("{PARTIAL_STORE_PTX} [%0], {{%1, %2, %3, %4}};" :: "l"(dst + k * '
                       f'{4 * part_threads}u), "f"(acc[4u * k]), "f"(acc[4u * k + 1u]), "f"(acc[4u * k + 2u]), '
                       f'"f"(acc[4u * k + 3u]) : "memory");'],
-                     ("Only for a piece of a shared unit (pc.count > 1); thread: 0..part_threads - 1 within the part.",))
+                     ("Only for a piece of a shared unit (pc.count > 1); thread: 0..part_threads - 1 within the "
+                      "part.",))
     out += _function(f["arrive"],
                      f"bool {n}_arrive(unsigned* counters, const {n}_piece& pc, unsigned part, unsigned thread, "
                      f"unsigned bar)",
-                     [f'  asm volatile("{NAMED_BARRIER_PTX} %0, {part_threads};" :: "r"(bar) : "memory");   // every partial stored',
+                     [f'  asm volatile("{NAMED_BARRIER_PTX} %0, {part_threads};" :: "r"(bar) : "memory");',
+                      "  // (every partial of the part stored)",
                       "  unsigned last = 0u;",
                       "  if (thread == 0u) {",
                       f"    unsigned* counter = counters + (pc.stream * {cs}u + {rank}) * {plan.parts}u + part;",
@@ -160,10 +162,21 @@ def _fixup(plan: SplitKScheduler, f: dict[str, SchedulerFunction]) -> list[str]:
                       "  return any != 0u;"],
                      ("bar: a named barrier id of the part's threads (the arrival is ordered after every thread's "
                       "stores; the answer reaches them all, with the partials the counter's acquire made visible).",))
+    return out + _reduction(plan, f, where)
+
+
+def _reduction(plan: SplitKScheduler, f: dict[str, SchedulerFunction], where: str) -> list[str]:
+    """``<name>_reduce`` (the partials in K order, a few float4 at a time) and ``<name>_fixup``."""
+    n, part_threads = plan.name, plan.part_threads
+    vec = plan.registers // 4
+    batch = next(b for b in (8, 4, 2, 1) if vec % b == 0)      # loads in flight per partial: few registers
+    out: list[str] = []
     out += _function(f["reduce"],
-                     f"void {n}_reduce(const float* ws, const {n}_piece& pc, unsigned part, unsigned thread, float* acc)",
+                     f"void {n}_reduce(const float* ws, const {n}_piece& pc, unsigned part, unsigned thread, "
+                     f"float* acc)",
                      ["#pragma unroll",
-                      f"  for (unsigned c = 0; c < {vec}u; c += {batch}u) {{     // {batch} float4 per partial at a time",
+                      f"  for (unsigned c = 0; c < {vec}u; c += {batch}u) {{     // {batch} float4 of a partial at "
+                      "a time",
                       "    for (unsigned j = 0; j < pc.count; ++j) {",
                       "      const unsigned slot = j == 0u ? pc.slot0 : pc.first + j;",
                       f"      const float* src = ws + {where};",
@@ -175,12 +188,14 @@ def _fixup(plan: SplitKScheduler, f: dict[str, SchedulerFunction]) -> list[str]:
                       "        if (j == 0u) {",
                       "          acc[4u * k] = x; acc[4u * k + 1u] = y; acc[4u * k + 2u] = z; acc[4u * k + 3u] = w;",
                       "        } else {",
-                      "          acc[4u * k] += x; acc[4u * k + 1u] += y; acc[4u * k + 2u] += z; acc[4u * k + 3u] += w;",
+                      "          acc[4u * k] += x; acc[4u * k + 1u] += y;",
+                      "          acc[4u * k + 2u] += z; acc[4u * k + 3u] += w;",
                       "        }", "      }", "    }", "  }"],
-                     ("Only in the part whose arrival was last: p0 + p1 + ... in K order, whichever CTA arrives last.",))
+                     ("Only in the part whose arrival was last: p0 + p1 + ... in K order, whichever CTA arrives "
+                      "last.",))
     out += _function(f["fixup"],
-                     f"bool {n}_fixup(float* ws, unsigned* counters, const {n}_piece& pc, unsigned part, unsigned thread, "
-                     f"unsigned bar, float* acc)",
+                     f"bool {n}_fixup(float* ws, unsigned* counters, const {n}_piece& pc, unsigned part, "
+                     f"unsigned thread, unsigned bar, float* acc)",
                      ["  if (pc.count == 1u) return true;",
                       f"  {n}_partial_store(ws, pc, part, thread, acc);",
                       f"  if (!{n}_arrive(counters, pc, part, thread, bar)) return false;",

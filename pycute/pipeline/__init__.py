@@ -15,6 +15,6 @@ from .mainloop import MODE_LETTERS, MmaMainloop, make_mma_mainloop
 from .accumulator import AccumulatorEpilogue, make_accumulator_epilogue
 from .scheduler import (ClcScheduler, Raster, SchedulerFunction, TileScheduler, make_clc_scheduler,
                         make_tile_scheduler)
-from .split_k import (KSplit, Piece, SplitCost, SplitKScheduler, choose_k_split, make_split_k_scheduler,
-                      modelled_time)
+from .split_k import KSplit, Piece, SplitKScheduler, make_split_k_scheduler
+from .split_cost import SplitCost, choose_k_split, modelled_time
 from .grouped import GroupForm, GroupTile, GroupedScheduler, make_grouped_scheduler

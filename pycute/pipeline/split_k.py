@@ -9,7 +9,7 @@ with ``s(w) = floor(w I / workers)``, ``floor(I / workers)`` or one more. A rang
 worker's *pieces* ``(unit, kb_begin, kb_end)``. Split-K by ``S`` is ``workers = (U - dp) x S`` (every range inside
 one unit, ``S`` pieces per unit); stream-K is ``workers`` = the persistent grid's clusters (a range crosses units);
 ``dp`` = whole waves of units and stream-K over the rest is CUTLASS's hybrid. ``choose_k_split`` picks one with a
-cost model.
+cost model (``split_cost``).
 
 **Work items**: the ``dp`` units, then the workers; persistent cluster ``c`` of ``G`` takes items ``c, c + G, ...``.
 The partition is the plan's, not the grid's: any grid computes the same pieces, so a tile's bits do not depend on
@@ -37,7 +37,6 @@ from __future__ import annotations
 from typing import ClassVar
 
 import attrs
-import numpy as np
 
 from ..errors import PlanError
 from ..int_tuple import as_int
@@ -45,7 +44,7 @@ from ..views import view
 from .scheduler import Raster, SchedulerFunction, _Raster, _raster_args, _tile_counts
 from ..arch.convention import Convention
 
-__all__ = ["KSplit", "Piece", "SplitKScheduler", "SplitCost", "make_split_k_scheduler", "choose_k_split", "modelled_time"]
+__all__ = ["KSplit", "Piece", "SplitKScheduler", "make_split_k_scheduler"]
 
 
 @attrs.frozen
@@ -341,78 +340,3 @@ def make_split_k_scheduler(*, registers: int, parts: int = 1, part_threads: int 
     if regs < 4 or regs % 4:
         raise PlanError(f"{who}: registers={regs}: a positive multiple of 4 (the partials move as float4)")
     return SplitKScheduler(*args, parts=parts, part_threads=threads, registers=regs, shared=bool(shared))
-
-
-@attrs.frozen
-class SplitCost:
-    """The cost model ``choose_k_split`` weighs partitions with, in nanoseconds of one cluster's time:
-    ``kblock`` per k-block of a tile, ``piece`` per piece (the pipeline's fill and the epilogue), ``partial`` to
-    write a tile's f32 partial and ``reduce`` to read one back. ``from_rate`` derives them from a measured
-    whole-chip rate; a tuner refines them by measurement."""
-
-    kblock: float
-    piece: float
-    partial: float
-    reduce: float
-
-    @classmethod
-    def from_rate(cls, tflops: float, tile: tuple[int, int, int], clusters: int, cluster_ctas: int = 1,
-                  l2_bytes_per_ns: float = 6000.0) -> "SplitCost":
-        """A tile ``(BM, BN, BK)``'s k-block at the chip's ``tflops`` shared by ``clusters x cluster_ctas`` CTAs;
-        a partial's write / read at the CTA's share of ``l2_bytes_per_ns`` (H100 / H200 L2: a few TB/s); a piece
-        costs a pipeline fill of 2 k-blocks and a store of the tile's bf16 output."""
-        bm, bn, bk = tile
-        ctas = clusters * cluster_ctas
-        kblock = 2 * bm * bn * bk / (tflops * 1e3 / ctas)
-        per_cta = l2_bytes_per_ns / ctas
-        partial = bm * bn * 4 / per_cta
-        return cls(kblock, 2 * kblock + bm * bn * 2 / per_cta, partial, partial)
-
-
-def modelled_time(plan: SplitKScheduler, clusters: int, cost: SplitCost) -> float:
-    """The makespan of ``plan`` (at a problem) on ``clusters`` persistent clusters under ``cost``: each cluster's
-    items in turn -- a whole unit ``kblocks x kblock + piece``; a worker its k-blocks, a ``piece`` per unit it
-    touches and a ``partial`` per shared piece --, and each shared unit's reduction (``count x reduce``) charged to
-    the worker holding the unit's first k-blocks, the one that reaches them last (a worker walks its range in K
-    order). In closed form per worker (numpy), so that a problem of thousands of units costs milliseconds."""
-    kb, s = plan._problem()
-    g = as_int(clusters, "clusters")
-    per_cta = np.bincount(np.arange(s.dp) % g, minlength=g) * (kb * cost.kblock + cost.piece)
-    if s.workers:
-        iters, w = plan.iterations(), np.arange(s.workers, dtype=np.int64)
-        start = w * iters // s.workers
-        end = (w + 1) * iters // s.workers
-        first_unit, last_unit = start // kb, (end - 1) // kb
-
-        def count(u: np.ndarray) -> np.ndarray:   # the pieces of stream unit u: its workers' span
-            return ((u + 1) * kb * s.workers - 1) // iters - (u * kb * s.workers + s.workers - 1) // iters + 1
-
-        head, tail = count(first_unit), count(last_unit)
-        shared = (head > 1).astype(np.int64) + ((last_unit != first_unit) & (tail > 1))
-        t = (end - start) * cost.kblock + (last_unit - first_unit + 1) * cost.piece + shared * cost.partial
-        finishes = (start % kb == 0) & (head > 1)                 # the unit's first k-blocks are this worker's
-        t = t + np.where(finishes, head * cost.reduce, 0.0)
-        crossing = (last_unit != first_unit) & (tail > 1)         # and the next unit's, at the end of its range
-        t = t + np.where(crossing, tail * cost.reduce, 0.0)
-        per_cta = per_cta + np.bincount((s.dp + w) % g, weights=t, minlength=g)
-    return float(per_cta.max())
-
-
-def choose_k_split(plan: SplitKScheduler, tiles: tuple[int, int], kblocks: int, clusters: int, cost: SplitCost,
-                   max_splits: int = 8, margin: float = 0.03) -> KSplit:
-    """The partition of ``tiles`` tiles of ``kblocks`` k-blocks on ``clusters`` persistent clusters that
-    ``modelled_time`` finishes first -- data-parallel, split-K by 2..``max_splits`` (at most 8 waves of pieces),
-    stream-K over the clusters, and whole waves then stream-K over the last one or two -- where it beats
-    data-parallel by more than ``margin`` (a fraction of its time: the model's error)."""
-    base = plan.at(tiles, kblocks)
-    units, iters = base.units, base.units * kblocks
-    whole = KSplit.data_parallel(units)
-    candidates = [KSplit.split(units, s) for s in range(2, max_splits + 1) if s <= kblocks and units * s <= 8 * clusters]
-    candidates.append(KSplit.stream(min(clusters, iters)))
-    waves = units // clusters
-    for dp in {max(0, (waves - 1) * clusters), waves * clusters}:
-        if 0 < dp < units:
-            candidates.append(KSplit.stream(min(clusters, (units - dp) * kblocks), dp))
-    times = {s: modelled_time(plan.at(tiles, kblocks, s), clusters, cost) for s in candidates}
-    best = min(candidates, key=lambda s: (times[s], s.workers))
-    return best if times[best] < (1 - margin) * modelled_time(base, clusters, cost) else whole

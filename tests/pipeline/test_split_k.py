@@ -13,7 +13,8 @@ from hypothesis import given, settings, strategies as st
 import pycute as pc
 from pycute.harness.split_k import SplitKProbe
 from pycute.interp import run_kernel
-from pycute.pipeline.split_k import KSplit, SplitCost, choose_k_split, make_split_k_scheduler, modelled_time
+from pycute.pipeline.split_cost import SplitCost, choose_k_split, modelled_time
+from pycute.pipeline.split_k import KSplit, make_split_k_scheduler
 from pycute.sim.split_k import FixupError, check_fixup
 
 PLAN = make_split_k_scheduler(registers=4)

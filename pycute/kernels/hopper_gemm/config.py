@@ -26,7 +26,8 @@ from ...compile.nvrtc import Compiled, compile_cuda
 from ..protocol import LaunchShape, make_launch_shape
 from ..source import handwritten_lines, kernel_source
 from ...errors import PlanError
-from ...pipeline.split_k import KSplit, SplitCost, choose_k_split, modelled_time
+from ...pipeline.split_cost import SplitCost, choose_k_split, modelled_time
+from ...pipeline.split_k import KSplit
 from ...mma.fp8_scaling import Fp8Scaling, ScaleKind, make_fp8_scaling
 from .plans import CHUNK, DTYPES, TEMPLATE, Dtype, GemmPlans, Mode
 

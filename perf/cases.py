@@ -173,3 +173,20 @@ def mma_probe(plan) -> str:
     cluster = " __cluster_dims__(2, 1, 1)" if plan.atom.cta_group == 2 else ""
     return (f'extern "C" __global__ void{cluster} probe({", ".join(params)}, unsigned acc) '
             f'{{ if (threadIdx.x == 0) mma({", ".join(args)}); }}\n')
+
+
+def smem_copies() -> dict:
+    """``label -> (dst, src, arch)``: register <-> shared plans the epilogues make (make_smem_copy), among them the
+    transposed tcgen05 stores whose value pairing the search decides."""
+    from tests.copy.smem_ldst.cases import fragment, tile, wgmma_layout
+    wgmma = pc.make_fragment(pc.f32, 128, wgmma_layout(256))
+    gemm = kmajor_smem_tensor(pc.bf16, 64, 256, "128B")
+    t16 = tile("tmem16x128b", "bf16", "col", "128B")
+    return {"wgmma 64x256 bf16 128B st": (gemm, wgmma, None),
+            "wgmma 64x256 bf16 128B ld": (pc.make_fragment(pc.bf16, 128, wgmma_layout(256)), gemm, None),
+            "tmem32 128x32 bf16 64B st": (tile("tmem32", "bf16", "row", "64B"), fragment("tmem32"), None),
+            "tmem16x128b 128x32 bf16 128B col st": (t16, fragment("tmem16x128b"), None),
+            "tmem16x64b 128x32 bf16 Sw<3,4,3> col st": (tile("tmem16x64b", "bf16", "col", "Sw<3,4,3>"),
+                                                        fragment("tmem16x64b"), None),
+            "tmem16x128b 128x32 e4m3 128B col st": (tile("tmem16x128b", "e4m3", "col", "128B"),
+                                                    fragment("tmem16x128b"), "sm_100a")}

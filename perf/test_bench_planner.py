@@ -6,7 +6,7 @@ import pycute as pc
 from pycute.copy.tcgen05_cp.planner import _plan
 from pycute.layout import clear_caches
 
-from .cases import ATOMS, atom_copy, demo_copy, failing_plan, mma_plans
+from .cases import ATOMS, atom_copy, demo_copy, failing_plan, mma_plans, smem_copies
 
 
 def cold(fn):
@@ -58,3 +58,12 @@ def test_mma_plan_cold(benchmark, label):
     benchmark.group = "plan mma"
     plan = benchmark(lambda: (clear_caches(), build())[1])
     assert len(plan.instructions) == plan.lower_bound
+
+
+@pytest.mark.parametrize("label", sorted(smem_copies()))
+def test_smem_copy_plan(benchmark, label):
+    """make_smem_copy weighs every form and, for stmatrix .trans, searches the value pairings (no plan cache)."""
+    dst, src, arch = smem_copies()[label]
+    benchmark.group = "plan smem"
+    plan = benchmark(lambda: pc.make_smem_copy(dst, src, arch))
+    assert plan.wavefronts == plan.min_wavefronts

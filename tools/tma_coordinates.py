@@ -38,8 +38,8 @@ load as the layouts say. Families:
 * ``checked/...``: the checked build (-DPYCUTE_CHECKED) traps with its message on a broken precondition.
 * ``grouped`` / ``grouped-checked``: examples/grouped_tma.py, groups at rows 0, 77, 300, 811: both loads and C exact,
   nothing written outside a group.
-* ``window-view``: the issue's overlapping view forced past pycute's refusal: the tile at a start past the view's
-  mode extent (rows that exist) comes back all zero.
+* ``window-view``: the issue's overlapping view (planned as given since issue 43): the tile at a start past the
+  view's mode extent (rows that exist) comes back all zero.
 """
 from __future__ import annotations
 
@@ -440,16 +440,11 @@ def grouped_case(gpu, checked: bool) -> dict:
 
 
 def window_case(gpu) -> dict:
-    """The overlapping view (start row, row, k) with pycute's refusal switched off in this child: the tile at a
-    start past the start mode's 897 rows, whose rows 939..1023 exist."""
-    import pycute.copy.tma.rules as rules
-    refusal, rules.check_window = rules.check_window, lambda *args: None
-    try:
-        view = pc.make_global_tensor(pc.bf16, Layout((897, 128, 128), (128, 128, 1)))
-        load = pc.make_tma_copy(pc.make_smem_tensor(pc.bf16, Layout((1, 128, 64), (0, 64, 1))), view,
-                                origin=(pc.dynamic("s"), 0, 0))
-    finally:
-        rules.check_window = refusal
+    """The overlapping view (start row, row, k), planned as given (issue 43): the tile at a start past the start
+    mode's 897 rows, whose rows 939..1023 exist."""
+    view = pc.make_global_tensor(pc.bf16, Layout((897, 128, 128), (128, 128, 1)))
+    load = pc.make_tma_copy(pc.make_smem_tensor(pc.bf16, Layout((1, 128, 64), (0, 64, 1))), view,
+                            origin=(pc.dynamic("s"), 0, 0))
     got = TmaRoundTrip(load, None).launch(gpu, (939,))
     rows = got["a"].reshape(-1, 256)
     tile = got["smem"][:128 * 128].reshape(128, 128)

@@ -128,7 +128,7 @@ def _coordinate(plan: TmaPlan, dim: int, offset: int) -> str:
                 terms.append(o.name if o.step == 1 else f"{o.name} / {o.step}")
     else:
         terms = [t.formula() for t in plan.tile if t.dim == dim]
-    if plan.multicast is not None and plan.multicast.dim == dim:
+    if plan.multicast is not None and not plan.multicast.plain and plan.multicast.dim == dim:
         terms.append(f"slice * {plan.multicast.coord_step}")
     if offset or not terms:
         terms.append(str(offset))
@@ -140,6 +140,14 @@ def _multicast_lines(plan: TmaPlan, name: str) -> tuple[list[str], list[str]]:
     mc = plan.multicast
     assert mc is not None
     spec = mc.spec
+    if mc.plain:                                # each mask names its issuer alone: a plain load
+        if spec.mask is None:
+            return [f"// Multicast over the {spec.describe()}: each CTA loads its own tile, a plain load."], []
+        rank = spec.participants()[0]
+        return ([f"// Multicast over the {spec.describe()}: the mask names one CTA, so rank {rank} loads the whole",
+                 "// tile into its own shared memory with a plain load; any other CTA returns at once."],
+                ["  const unsigned rank = pycute_cluster_ctarank();",
+                 f"  if (rank != {rank}u) return;"])
     head = [f"// Multicast over the {spec.describe()}: each CTA of a mask loads its slice of the tile into all",
             "// of them, and each CTA's mbarrier receives the whole tile (arm it in every CTA of the mask, then a",
             "// cluster barrier, first)."]
@@ -167,9 +175,8 @@ def _checks(plan: TmaPlan, name: str) -> list[str]:
         return []
     out = ["#ifdef PYCUTE_CHECKED"]
     for p in plan.preconditions:
-        test = f"{p.name} % {p.bound} != 0" if p.kind == "multiple" else f"{p.name} < {p.bound}"
         rule = p.rule.replace("%", "%%")
-        out += [f"  if ({test}) {{",
+        out += [f"  if ({p.broken_c}) {{",
                 f'    printf("pycute: {name}: {p.name} = %d breaks {rule}: {p.why}\\n", {p.name});',
                 "    __trap();", "  }"]
     return out + ["#endif"]
@@ -234,13 +241,15 @@ def emit_tma_copy(plan: TmaPlan, name: str = "pycute_tma_copy") -> str:
                  "// CTA arms it."]
         body.append("  mbar = pycute_mapa(mbar, pycute_cluster_ctarank() & ~1u);   // the even CTA's barrier")
     policy = ", policy" if plan.cache_hint is not None else ""
-    helper = tma_helper(plan.direction, plan.tensor_map.rank, mc is not None, plan.reduce, plan.atom.pair,
+    cast = mc is not None and not mc.plain
+    helper = tma_helper(plan.direction, plan.tensor_map.rank, cast, plan.reduce, plan.atom.pair,
                         plan.cache_hint is not None)
     for inst in plan.instructions:
         coords = ", ".join(_coordinate(plan, d, c) for d, c in enumerate(inst.coords))
         smem = f"smem + {inst.smem_offset}u" if inst.smem_offset else "smem"
         smem += "".join(f" + {s.name} * {s.smem_step}u" for s in plan.stages)
-        if mc is not None:
+        if cast:
+            assert mc is not None
             smem += f" + slice * {mc.smem_step}u"
             args = f"map, {smem}, mbar, mask{policy}, {coords}"
         elif prefetch:
@@ -281,9 +290,9 @@ def emit_tma_retarget(r: TensorMapReplace, name: str = "pycute_tma_retarget") ->
               f'aligned (a tensor map\'s global address is)\\n", reinterpret_cast<unsigned long long>(address));',
               "    __trap();", "  }"]
     for p in r.preconditions:
-        test = f"{p.name} % {p.bound} != 0" if p.kind == "multiple" else f"{p.name} < {p.bound}"
         rule = p.rule.replace("%", "%%")
-        checks += [f"  if ({test}) {{", f'    if (pycute_elect_one_sync()) printf("pycute: {name}: {p.name} = %d breaks '
+        checks += [f"  if ({p.broken_c}) {{",
+                   f'    if (pycute_elect_one_sync()) printf("pycute: {name}: {p.name} = %d breaks '
                    f'{rule}: {p.why}\\n", {p.name});', "    __trap();", "  }"]
     checks.append("#endif")
     edits = []

@@ -121,13 +121,15 @@ def _tcgen05_st(dst, src: RegisterFragment, max_registers: int = 32, shape: str 
 
 
 # Registers <-> shared memory: stmatrix / ldmatrix or ld/st.shared, the fewest bank-conflict wavefronts; a store
-# converts f32 registers to the tile's type. ``arch`` (copy_async's own) adds a later target's forms.
-def _smem_st(dst, src: RegisterFragment, arch: str | None = None, satfinite: bool | None = None) -> Plan:
-    return make_smem_copy(dst, src, arch, satfinite)
+# converts f32 registers to the tile's type. ``arch`` (copy_async's own) adds a later target's forms; ``form``
+# pins the instruction (make_smem_copy's).
+def _smem_st(dst, src: RegisterFragment, arch: str | None = None, satfinite: bool | None = None,
+             form: str | None = None) -> Plan:
+    return make_smem_copy(dst, src, arch, satfinite, form)
 
 
-def _smem_ld(dst: RegisterFragment, src, arch: str | None = None) -> Plan:
-    return make_smem_copy(dst, src, arch)
+def _smem_ld(dst: RegisterFragment, src, arch: str | None = None, form: str | None = None) -> Plan:
+    return make_smem_copy(dst, src, arch, form=form)
 
 
 #: The copy family, by memory pair. Global -> shared tries TMA (one thread, the fewest instructions, bounds checked),
@@ -183,7 +185,8 @@ def copy_async(dst: Any, src: Any, *, variant: VariantName | None = None, arch: 
     """Plan a copy from ``src`` to ``dst`` with the first variant, in priority order, that the two tensors' memory
     spaces select and that fits; ``variant=`` forces one, ``arch=`` keeps the variants that target has, and
     ``config`` goes to the variant's planner (``cta_group``, ``shape``, ``max_registers``, ``threads``,
-    ``completion`` = ``"expect_tx"`` / ``"arrive"`` / ``"group"``: the wait the caller has written, ...). Raises
+    ``completion`` = ``"expect_tx"`` / ``"arrive"`` / ``"group"``: the wait the caller has written, ``form`` =
+    ``"stmatrix.x4.trans"`` / ``"st.shared.v4.b32"`` / ``"ldmatrix"`` ...: a register <-> shared instruction). Raises
     ``PlanError`` with a variant x reason table when none fits, ``TypeError`` for an option no variant of the pair
     takes."""
     src_space, dst_space = _space(src, "src"), _space(dst, "dst")

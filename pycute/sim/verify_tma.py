@@ -25,9 +25,15 @@ __all__ = ["verify_tma", "element_bytes"]
 
 
 def _tile_indices(plan: TmaPlan) -> list[tuple[int, ...]]:
-    """The first tile, the last (partial where the array is not a multiple of the tile) and one past the end."""
+    """The first tile, the last (partial where the array is not a multiple of the tile) and one past the end, each
+    index kept within the plan's bounds on it (a mode merged into the next one's dimension, a store before a
+    row's partial 16-byte unit)."""
+    bound = {p.name: p.bound for p in plan.preconditions if p.kind == "at_most"}
     last = tuple(-(-n // t) - 1 for n, t in zip(plan.array_extents, plan.tile_shape))
-    return [tuple(0 for _ in last), last, tuple(x + 1 for x in last)]
+    keep = lambda k, v: max(0, min(v, bound.get(f"t{k}", v)))        # noqa: E731
+    out = [tuple(0 for _ in last), tuple(keep(k, v) for k, v in enumerate(last)),
+           tuple(keep(k, v + 1) for k, v in enumerate(last))]
+    return list(dict.fromkeys(out))
 
 
 def _origin_values(plan: TmaPlan) -> list[dict[str, int]]:
@@ -39,15 +45,17 @@ def _origin_values(plan: TmaPlan) -> list[dict[str, int]]:
     rules = {str(o.name): [p for p in plan.preconditions if p.name == o.name] for o in runtime}
 
     def legal(name: str, v: int) -> int:
-        for p in rules[name]:
+        for p in sorted(rules[name], key=lambda p: p.kind != "at_most"):
             if p.kind == "multiple":
                 v -= v % p.bound
-            elif v < p.bound:
+            elif p.kind == "at_least" and v < p.bound:
+                v = p.bound
+            elif p.kind == "at_most" and v > p.bound:
                 v = p.bound
         return v
 
     def pick(o, kind: str) -> int:
-        extent = plan.array_modes[o.mode][0] * o.unit
+        extent = plan.array_extents[o.mode] * o.unit
         tile = plan.tile_shape[o.mode] * o.unit
         return legal(o.name, {"zero": 0, "unaligned": 3 * o.unit, "negative": -(tile // 2) - 3 * o.unit,
                               "end": extent - tile // 2, "past": extent + o.step}[kind])

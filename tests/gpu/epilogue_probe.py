@@ -6,8 +6,9 @@ this process's CUDA context):
     python -m tests.gpu.epilogue_probe bank NAME...        # one kernel per plan that only does its shared accesses
                                                            # (what python -m tools epilogue profiles with ncu)
 
-NAME is a case of ``ROUNDTRIPS`` (``<fragment>-<type>-<order>-<swizzle>``); for ``bank``, ``st:NAME`` or
-``ld:NAME``."""
+NAME is a case (``<fragment>-<type>-<order>-<swizzle>``, any kind, type, order and swizzle of
+tests/copy/smem_ldst/cases.py: ``ROUNDTRIPS`` is the default matrix); for ``bank``, ``st:NAME`` or ``ld:NAME``, and
+``st:NAME@FORM`` for the plan with that form pinned (``make_smem_copy(..., form=FORM)``)."""
 from __future__ import annotations
 
 import json
@@ -33,8 +34,16 @@ def array_of(kind: str, dt: str, order: str) -> pc.GlobalTensor:
     return pc.make_global_tensor(DTYPES[dt], layout)
 
 
+def parse_case(name: str) -> tuple[str, str, str, str]:
+    """``(kind, dtype, order, swizzle)`` of ``<fragment>-<type>-<order>-<swizzle>``."""
+    kind, dt, order, sw = name.split("-", 3)
+    if kind not in FRAGMENTS or dt not in DTYPES or order not in ("row", "col"):
+        raise ValueError(f"{name!r} is no case: <{'|'.join(FRAGMENTS)}>-<{'|'.join(DTYPES)}>-<row|col>-<swizzle>")
+    return kind, dt, order, sw
+
+
 def roundtrip(name: str) -> EpilogueRoundTrip:
-    _, kind, dt, order, sw = next(c for c in ROUNDTRIPS if c[0] == name)
+    kind, dt, order, sw = parse_case(name)
     t = tile(kind, dt, order, sw)
     epilogue = make_epilogue(fragment(kind), t, array_of(kind, dt, order))
     load = make_smem_copy(fragment(kind, DTYPES[dt]), t)
@@ -64,11 +73,15 @@ def run_convert() -> dict:
 
 
 def bank_plan(spec: str):
-    """``st:NAME`` (the case's store, converting) or ``ld:NAME`` (the load of the same tile)."""
+    """``st:NAME`` (the case's store, converting) or ``ld:NAME`` (the load of the same tile); ``@FORM`` pins the
+    form."""
     op, name = spec.split(":", 1)
-    _, kind, dt, order, sw = next(c for c in ROUNDTRIPS if c[0] == name)
+    name, _, form = name.partition("@")
+    kind, dt, order, sw = parse_case(name)
     t = tile(kind, dt, order, sw)
-    return make_smem_copy(t, fragment(kind)) if op == "st" else make_smem_copy(fragment(kind, DTYPES[dt]), t)
+    if op == "st":
+        return make_smem_copy(t, fragment(kind), form=form or None)
+    return make_smem_copy(fragment(kind, DTYPES[dt]), t, form=form or None)
 
 
 def bank_source(specs: list[str]) -> str:
@@ -86,7 +99,7 @@ def bank_source(specs: list[str]) -> str:
         parts.append(plan.cuda(f"copy_{k}") + f"""
 extern "C" __global__ void bank_{k}({kind}* io) {{
   extern __shared__ unsigned char raw[];
-  const unsigned base = (pycute_smem_address(raw) + 1023u) & ~1023u;
+  const unsigned base = (pycute_smem_address(raw) + {plan.smem.base_align - 1}u) & ~{plan.smem.base_align - 1}u;
   {kind} v[{n}];
 {body}
 }}
@@ -106,7 +119,7 @@ def run_bank(specs: list[str]) -> dict:
         plan = bank_plan(spec)
         io = gpu.upload(np.zeros(plan.values * plan.threads, dtype=np.uint32))
         gpu.launch(gpu.kernel(code, f"bank_{k}"), io, grid=1, block=plan.threads,
-                   dynamic_smem=smem_bytes_needed(plan.smem) + 1024)
+                   dynamic_smem=smem_bytes_needed(plan.smem) + plan.smem.base_align)
         counts: dict[str, int] = {}
         for m in plan.moves:
             counts[m.atom.sass] = counts.get(m.atom.sass, 0) + plan.warps

@@ -128,6 +128,7 @@ def test_the_dry_runs_pass_on_the_cpu(question, capsys):
                                             ("feed_gap", ["--waits", "--jobs", "2"]),
                                             ("tma_every_box", ["--only", "torch/"]),
                                             ("fragments_roundtrip", ["--only", "coords,reduce"]),
-                                            ("gemm_shapes", ["--part", "fp8"])])
+                                            ("gemm_shapes", ["--part", "fp8"]),
+                                            ("smem_wavefronts", ["--only", "bank"])])
 def test_each_questions_dry_run_builds_what_it_launches(question, args, capsys):
     assert main([question, "--dry", *args]) == 0, capsys.readouterr().out

@@ -16,9 +16,10 @@ import numpy as np
 from ...errors import PlanError
 from ...layout import Layout
 from ...swizzle import Swizzle
+from ...tensor.smem import SmemTensor
 from ..tcgen05_ldst.cells import layout_of_table
 
-__all__ = ["Base", "AddressPlan", "address_plan"]
+__all__ = ["Base", "AddressPlan", "address_plan", "byte_swizzle"]
 
 
 @attrs.frozen
@@ -39,6 +40,12 @@ class AddressPlan:
     swizzle: Swizzle | None
     bases: tuple[Base, ...]
     uses: tuple[tuple[int, int], ...]
+
+
+def byte_swizzle(tile: SmemTensor) -> Swizzle | None:
+    """The tile's swizzle acting on byte offsets (it is written for element offsets)."""
+    sw = tile.swizzle
+    return None if sw is None else type(sw)(sw.bits, sw.base + (tile.bits // 8).bit_length() - 1, sw.shift)
 
 
 def _fit(values: np.ndarray, what: str) -> Layout:

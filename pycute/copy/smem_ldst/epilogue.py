@@ -104,13 +104,15 @@ def tma_arguments(tma: TmaPlan, origin: tuple[int, ...]) -> tuple[int, ...]:
 
 
 def make_epilogue(fragment: RegisterFragment, tile: SmemTensor, array: GlobalTensor, arch: str | None = None,
-                  satfinite: bool | None = None, barrier_id: int | Dynamic = 1) -> EpiloguePlan:
+                  satfinite: bool | None = None, barrier_id: int | Dynamic = 1,
+                  form: str | None = None) -> EpiloguePlan:
     """Plan the epilogue of ``fragment`` (a thread-value layout of the output tile) through the shared ``tile``
     (any swizzle TMA has; a run-time stage index for a ring of tiles) into the global ``array``: the
     register -> shared plan (``make_smem_copy``, converting f32 to the tile's type) and the TMA store of the tile
     (``make_tma_copy``), checked to move the same tile. ``barrier_id`` names the bar.sync the fragment's threads
     share (1-15), or ``pc.dynamic(name)`` for an id the caller passes at run time (warpgroups that run the same
-    code on their own tiles each take their own barrier)."""
+    code on their own tiles each take their own barrier). ``form`` pins the register -> shared instruction
+    (``make_smem_copy``'s: ``"stmatrix.x4.trans"``, ``"st.shared.v4.b32"``, ...)."""
     if not isinstance(fragment, RegisterFragment) or not isinstance(tile, SmemTensor) or \
             not isinstance(array, GlobalTensor):
         raise TypeError(f"make_epilogue: a register fragment, a shared tile and a global array, got "
@@ -123,7 +125,7 @@ def make_epilogue(fragment: RegisterFragment, tile: SmemTensor, array: GlobalTen
     if array.dtype != tile.dtype:
         raise PlanError(f"make_epilogue: the tile holds {tile.dtype.name} and the array {array.dtype.name}; the TMA "
                         f"store moves bytes unchanged (convert in the register -> shared step)")
-    store = make_smem_copy(tile, fragment, arch, satfinite)
+    store = make_smem_copy(tile, fragment, arch, satfinite, form)
     tma = make_tma_copy(array, tile)
     boxes = tma.tensor_map.box_bytes * len(tma.instructions)
     held = tile.layout.size() * tile.bits // 8

@@ -42,9 +42,11 @@ def conflict_note(plan: SmemCopyPlan) -> str | None:
         if count.max() > 1:
             bank = int(count.argmax())
             hit = sorted(int(w) * BANK_BYTES for w in words if w % BANKS == bank)
+            avoid = (f"the pinned form {plan.pinned!r} does not avoid (other forms were not weighed)" if plan.pinned
+                     else "no form of these layouts avoids")
             return (f"instruction {k} ({m.atom.ptx}): {group} put {int(count.max())} distinct words in bank {bank} "
                     f"(bytes {', '.join(map(str, hit[:8]))}{'...' if len(hit) > 8 else ''}): a {int(count.max())}-way "
-                    f"conflict that no form of these layouts avoids; a swizzled tile (e.g. 128B) spreads them")
+                    f"conflict that {avoid}; a swizzled tile (e.g. 128B) spreads them")
     return None
 
 
@@ -71,15 +73,21 @@ def explain_plan(plan: SmemCopyPlan) -> str:
     if plan.conversion is not None:
         lines.append(f"  convert     {plan.conversion.ptx} d, a, b: a -> upper half, b -> lower; registers are "
                      f"packed from the values each instruction's words name")
+    if plan.pinned:
+        lines.append(f"  pinned      form={plan.pinned!r}: only its forms weighed")
     lines.append(f"  wavefronts  {plan.wavefronts} over {plan.warps} warp(s) ({plan.wavefronts / plan.warps:g} per "
-                 f"warp); ideal {plan.ideal_wavefronts}; the fewest any form reaches {plan.min_wavefronts}")
+                 f"warp); ideal {plan.ideal_wavefronts}; no plan of the forms weighed takes fewer than "
+                 f"{plan.min_wavefronts}" + ("" if plan.min_wavefronts == plan.wavefronts else
+                                             " (the pairing search's bound: it stopped, or the pairing that reaches "
+                                             "it needs addresses the generated code cannot compute)"))
     note = conflict_note(plan)
     if note:
         lines.append(f"  conflicts   {note}")
     lines.append("  forms weighed (instructions per thread, wavefronts):")
     for c in plan.candidates:
         lines.append(f"    {c.name:<46} " + (f"{c.instructions} x, {c.wavefronts} wavefronts" if c.reason == ""
-                                              else f"refused: {c.reason}"))
+                                              else f"refused: {c.reason}")
+                     + (f" (bound {c.bound})" if c.bound is not None and c.bound < (c.wavefronts or 0) else ""))
     lines += _addresses(plan)
     if not plan.covers:
         lines.append("  coverage    the fragment holds part of the tile; the rest of it is not written")

@@ -15,6 +15,8 @@ conversion the ``cvt`` that packs a register may take any values, so the planner
 """
 from __future__ import annotations
 
+from typing import Callable, Sequence
+
 import attrs
 import numpy as np
 
@@ -22,6 +24,7 @@ from ...arch.sm90.matrix import ROW_BYTES, ROWS_PER_REGISTER, MatrixForm
 from ...atoms.smem_ldst import SmemAtom, SmemMatrixAtom, SmemVectorAtom
 from ..protocol import Reject
 from .banks import matrix_wavefronts, vector_wavefronts
+from .pairing import pair_units, row_classes
 
 __all__ = ["Move", "vector_moves", "matrix_moves"]
 
@@ -156,7 +159,7 @@ def _combine(fits: list[_Fit], word: tuple[int, ...]) -> np.ndarray | None:
     return rows if np.all(rows >= 0) else None
 
 
-def _form_registers(addr: np.ndarray, fits: list[_Fit], e: int) -> list[tuple[tuple[int, ...], np.ndarray]]:
+def _form_registers(addr: np.ndarray, fits: list[_Fit]) -> list[tuple[tuple[int, ...], np.ndarray]]:
     """A free image's registers, greedily: the first unplaced value that fits slot 0, then for each further slot
     the unplaced value that agrees, nearest by a thread-independent distance."""
     left = list(range(addr.shape[1]))
@@ -184,9 +187,13 @@ def _form_registers(addr: np.ndarray, fits: list[_Fit], e: int) -> list[tuple[tu
     return out
 
 
-def matrix_moves(forms: tuple[MatrixForm, ...], e: int, addr: np.ndarray, fixed: bool) -> list[Move]:
-    """Every thread's values through one matrix family (its x4 / x2 / x1 forms, widest first), or Reject."""
-    fits = [_fit(addr, row, off) for row, off in _slots(forms[0], e)]
+def matrix_moves(forms: tuple[MatrixForm, ...], e: int, addr: np.ndarray, fixed: bool,
+                 addressable: Callable[[list[np.ndarray]], bool]) -> tuple[list[Move], int]:
+    """Every thread's values through one matrix family (its x4 / x2 / x1 forms, widest first), or Reject; and the
+    fewest wavefronts any choice of registers of the family takes (``pairing``: the moves reach it unless the
+    search stopped or only a pairing ``addressable`` refuses reaches it)."""
+    slots = _slots(forms[0], e)
+    fits = [_fit(addr, row, off) for row, off in slots]
     if fixed:
         registers = []
         for word in _registers(addr.shape[1], e):
@@ -195,14 +202,93 @@ def matrix_moves(forms: tuple[MatrixForm, ...], e: int, addr: np.ndarray, fixed:
                 raise Reject("register of values {w} is no matrix row fragment: its lanes' addresses are not "
                              "{p}'s rows", w=word, p=forms[0].ptx)
             registers.append((word, rows))
-    else:
-        registers = _form_registers(addr, fits, e)
+        moves = _instructions(forms, registers, addr.shape[0])
+        return moves, sum(m.wavefronts for m in moves)
+    classes = row_classes([row for row, _ in slots])
+    if len(classes) != 2:                        # one class: each register's values are bound to its first
+        moves = _instructions(forms, _form_registers(addr, fits), addr.shape[0])
+        return moves, sum(m.wavefronts for m in moves)
+    return _paired_moves(forms, addr, fits, classes, addressable)
+
+
+def _units(fits: list[_Fit], cls: list[int]) -> dict[int, tuple[int, ...]]:
+    """The units of a row class, by the value of its first slot: the values that fill the class's other slots at
+    the same rows (one each: a store writes an element once)."""
+    others = [{fits[s].rows[:, :, u].tobytes(): int(u) for u in np.flatnonzero(fits[s].fits)} for s in cls[1:]]
+    out = {}
+    for v in np.flatnonzero(fits[cls[0]].fits):
+        key = fits[cls[0]].rows[:, :, v].tobytes()
+        rest = [o.get(key) for o in others]
+        if all(u is not None for u in rest):
+            out[int(v)] = (int(v), *(u for u in rest if u is not None))
+    return out
+
+
+def _paired_moves(forms: tuple[MatrixForm, ...], addr: np.ndarray, fits: list[_Fit], classes: list[list[int]],
+                  addressable: Callable[[list[np.ndarray]], bool]) -> tuple[list[Move], int]:
+    """A two-class form (``.trans``): each register a unit of each class, paired for the fewest wavefronts."""
+    per_class = [_units(fits, cls) for cls in classes]
+    units = sorted(set(per_class[0].values()) | set(per_class[1].values()))
+    held = [v for u in units for v in u]
+    missing = sorted(set(range(addr.shape[1])) - set(held))
+    if missing:
+        raise Reject("value {v} fits no register of the form (its address is no row start plus the slot's offset "
+                     "in every lane)", v=missing[0])
+    if len(held) != len(set(held)):
+        twice = next(v for v in held if held.count(v) > 1)
+        raise Reject("value {v} is in two units of {p}'s row classes", v=twice, p=forms[0].ptx)
+    slots = len(classes[0]) + len(classes[1])
+    built: dict[tuple, list[Move]] = {}
+
+    def build(pairs: Sequence[tuple[tuple[int, ...], tuple[int, ...]]]) -> list[Move]:
+        key = tuple(pairs)
+        if key not in built:
+            regs = []
+            for pair in pairs:
+                word = [0] * slots
+                for cls, unit in zip(classes, pair):
+                    for j, v in zip(cls, unit):
+                        word[j] = v
+                rows = _combine(fits, tuple(word))
+                assert rows is not None, f"{word}: a pairing's register leaves rows without an address"
+                regs.append((tuple(word), rows))
+            built[key] = _instructions(forms, regs, addr.shape[0])
+        return built[key]
+
+    def emittable(pairs: Sequence[tuple[tuple[int, ...], tuple[int, ...]]]) -> bool:
+        try:
+            return addressable([m.addresses for m in build(pairs)])
+        except Reject:
+            return False
+
+    try:
+        greedy = [(tuple(w[j] for j in classes[0]), tuple(w[j] for j in classes[1]))
+                  for w, _ in _form_registers(addr, fits)]
+    except Reject:
+        greedy = None
+    none = np.full(fits[0].rows.shape[:2], -1, dtype=np.int64)
+
+    def starts(c: int) -> np.ndarray:
+        return np.stack([fits[classes[c][0]].rows[:, :, u[0]] if per_class[c].get(u[0]) == u else none
+                         for u in units])
+
+    def fit(c: int) -> np.ndarray:
+        return np.array([per_class[c].get(u[0]) == u for u in units])
+    pairing = pair_units(units, (starts(0), starts(1)), (fit(0), fit(1)), greedy, emittable)
+    if pairing is None:
+        raise Reject("no pairing of {p}'s row units fills every register with addresses the generated code "
+                     "computes from one formula", p=forms[0].ptx)
+    return build(pairing.registers), pairing.bound
+
+
+def _instructions(forms: tuple[MatrixForm, ...], registers: list, threads: int) -> list[Move]:
+    """The registers in order, the widest form that the rest fills first."""
     moves, k = [], 0
     while k < len(registers):
         form = next((f for f in forms if f.registers <= len(registers) - k), None)
         if form is None:
             raise Reject("{n} register(s) are left, fewer than {p} moves", n=len(registers) - k, p=forms[-1].ptx)
-        moves.append(_matrix_move(SmemMatrixAtom(form), registers[k:k + form.registers], addr.shape[0]))
+        moves.append(_matrix_move(SmemMatrixAtom(form), registers[k:k + form.registers], threads))
         k += form.registers
     return moves
 

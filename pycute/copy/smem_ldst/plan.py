@@ -17,7 +17,7 @@ from ...tensor.stages import SmemStage, stage_offset
 from ...typing import IntTuple
 from ...views import view
 from ..protocol import Rejection
-from .address import AddressPlan, address_plan
+from .address import AddressPlan, address_plan, byte_swizzle
 from .banks import ideal_wavefronts
 from .forms import Move
 
@@ -43,6 +43,7 @@ class Candidate:
     instructions: int | None
     wavefronts: int | None
     reason: str = ""
+    bound: int | None = None            # the fewest wavefronts any plan of the form takes (<= wavefronts)
 
 
 @attrs.frozen(repr=False, eq=False)
@@ -61,6 +62,7 @@ class SmemCopyPlan:
     rejected: tuple[Rejection, ...] = ()
     covers: bool = True                          # every tile element is some thread's value
     source: SmemTensor | None = None             # an unpacking load's packed tile (``smem`` is its 8-bit view)
+    pinned: str | None = None                    # the form the caller pinned (make_smem_copy's ``form``)
 
     VARIANT: ClassVar[str] = "smem_ldst"
 
@@ -117,8 +119,10 @@ class SmemCopyPlan:
 
     @property
     def min_wavefronts(self) -> int:
-        """The fewest wavefronts any form the layouts allow reaches (the plan reaches it)."""
-        return min(c.wavefronts for c in self.candidates if c.wavefronts is not None)
+        """A lower bound on the wavefronts of every plan of the forms weighed, whichever registers, form and
+        matrices per instruction it takes: the fewest the search proved any reaches (the plan's, unless a form
+        was pinned), or where the pairing search stopped, its bound."""
+        return min(c.bound for c in self.candidates if c.bound is not None)
 
     def coordinate(self, thread: int, value: int) -> IntTuple:
         """The tile coordinate value ``value`` of ``thread`` holds."""
@@ -126,9 +130,7 @@ class SmemCopyPlan:
 
     def address_plan(self) -> AddressPlan:
         """The per-thread bases and per-instruction offsets the generated code computes."""
-        sw = self.smem.swizzle
-        byte_sw = None if sw is None else type(sw)(sw.bits, sw.base + self.elem_bytes.bit_length() - 1, sw.shift)
-        return address_plan([m.addresses for m in self.moves], byte_sw, self.smem.base_align,
+        return address_plan([m.addresses for m in self.moves], byte_swizzle(self.smem), self.smem.base_align,
                             f"{self.op}matrix/{self.op}.shared plan")
 
     def stream(self, smem_base: int, thread: int = 0, **values: int) -> list[SmemIssue]:

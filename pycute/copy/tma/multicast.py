@@ -49,16 +49,13 @@ class Multicast:
             raise PlanError(f"Multicast: give a mask or an axis to multicast along, not {'both' if self.mask else 'neither'}")
         if self.mask is not None:
             mask = as_int(self.mask, "Multicast: mask")
+            if mask == 0:
+                raise PlanError(f"Multicast: mask 0 names no CTA of the cluster {self.cluster}")
             if not 0 < mask < 1 << self.size:
                 raise PlanError(f"Multicast: mask {mask:#x} names CTAs outside the cluster {self.cluster} (ranks 0.."
                                 f"{self.size - 1})")
-            if bin(mask).count("1") < 2:
-                raise PlanError(f"Multicast: mask {mask:#x} names one CTA; a one-CTA mask is a plain load (leave "
-                                f"multicast out)")
         elif self.along not in AXES:
             raise PlanError(f"Multicast: along={self.along!r}: the cluster's axes are x, y and z")
-        elif self.cluster[AXES.index(self.along)] < 2:
-            raise PlanError(f"Multicast: the cluster {self.cluster} has one CTA along {self.along}; nothing to share")
 
     @classmethod
     def of(cls, cluster: object, ctas: list[tuple[int, ...]]) -> "Multicast":
@@ -78,7 +75,9 @@ class Multicast:
 
     @property
     def ctas(self) -> int:
-        """CTAs sharing one tile (the slices it is split into)."""
+        """CTAs sharing one tile (the slices it is split into); 1: each CTA that loads is its own mask's only CTA,
+        and its load is a plain one (PTX ISA: a ``ctaMask`` naming the issuer alone writes only its own shared
+        memory; CUTLASS's sm90_cluster_shape_to_tma_atom picks SM90_TMA_LOAD when the multicast mode has one CTA)."""
         return bin(self.mask).count("1") if self.mask is not None else self.cluster[AXES.index(self.along or "x")]
 
     @property
@@ -112,7 +111,9 @@ class Multicast:
     def describe(self) -> str:
         if self.mask is not None:
             coords = ", ".join(str(cluster_coord(self.cluster, r)) for r in self.participants())
-            return f"cluster {self.cluster}, mask {self.mask:#06x} (CTAs {coords})"
+            return f"cluster {self.cluster}, mask {self.mask:#06x} (CTA{'s' if self.ctas > 1 else ''} {coords})"
+        if self.ctas == 1:
+            return f"cluster {self.cluster}, one CTA along {self.along} (each CTA its own line)"
         return f"cluster {self.cluster}, every line of {self.ctas} CTAs along {self.along} (mask computed per CTA)"
 
 
@@ -138,6 +139,12 @@ class TmaMulticast:
         """The fixed mask (for a multicast along an axis: the mask of the line through rank 0)."""
         return self.spec.line_mask
 
+    @property
+    def plain(self) -> bool:
+        """Whether each CTA that loads is alone in its mask: the load is a plain one (no ``.multicast::cluster``)
+        into the issuer's own shared memory, and a fixed mask's other CTAs issue nothing."""
+        return self.spec.ctas == 1
+
 
 def multicast_spec(multicast: object) -> Multicast:
     """``make_tma_copy``'s ``multicast`` option: ``n`` (CTAs 0..n-1 of a cluster of n) or a ``Multicast``."""
@@ -145,9 +152,9 @@ def multicast_spec(multicast: object) -> Multicast:
         return multicast
     if isinstance(multicast, bool) or not isinstance(multicast, int):
         raise TypeError(f"make_tma_copy: multicast is a CTA count or a pycute.Multicast, got {multicast!r}")
-    if not 2 <= multicast <= MAX_CLUSTER:
-        raise PlanError(f"make_tma_copy: multicast={multicast}: a multicast reaches 2 to {MAX_CLUSTER} CTAs (a "
-                        f"one-CTA mask is a plain load: leave multicast out)")
+    if not 1 <= multicast <= MAX_CLUSTER:
+        raise PlanError(f"make_tma_copy: multicast={multicast}: a multicast reaches 1 to {MAX_CLUSTER} CTAs (one: a "
+                        f"plain load)")
     return Multicast((multicast,), mask=(1 << multicast) - 1)
 
 
@@ -156,6 +163,8 @@ def split_multicast(dims: list, box_elems: int, spec: Multicast, elem: int, padd
     """The box's outermost dimension split over the CTAs sharing it: each issues a contiguous slice of the tile."""
     ctas = spec.ctas
     j = max((k for k, d in enumerate(dims) if d[2] > 1), default=0)
+    if ctas == 1:                               # the issuer alone: the whole box, a plain load
+        return dims, TmaMulticast(spec, j, dims[j][2], padded(box_elems) * elem)
     if j == 0 or dims[j][2] % ctas:
         raise PlanError(f"make_tma_copy: multicast over {ctas} CTAs splits the box's outermost dimension, which is "
                         f"{dims[j][2]} long{' (the contiguous one)' if j == 0 else ''}; it must be a multiple of "

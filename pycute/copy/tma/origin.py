@@ -40,20 +40,29 @@ class TmaOrigin:
 @attrs.frozen
 class TmaPrecondition:
     """What a run-time coordinate must satisfy for the plan to copy what it says: ``name % bound == 0``
-    (``multiple``) or ``name >= bound`` (``at_least``); ``why`` names the rule. ``stream`` / ``at`` check it, and
-    the generated code traps on it when compiled with ``-DPYCUTE_CHECKED``."""
+    (``multiple``), ``name >= bound`` (``at_least``) or ``name <= bound`` (``at_most``); ``why`` names the rule.
+    ``stream`` / ``at`` check it, and the generated code traps on it when compiled with ``-DPYCUTE_CHECKED``."""
 
     name: str
-    kind: Literal["multiple", "at_least"]
+    kind: Literal["multiple", "at_least", "at_most"]
     bound: int
     why: str
 
     def holds(self, value: int) -> bool:
-        return value % self.bound == 0 if self.kind == "multiple" else value >= self.bound
+        if self.kind == "multiple":
+            return value % self.bound == 0
+        return value >= self.bound if self.kind == "at_least" else value <= self.bound
 
     @property
     def rule(self) -> str:
-        return f"{self.name} % {self.bound} == 0" if self.kind == "multiple" else f"{self.name} >= {self.bound}"
+        op = {"multiple": f"% {self.bound} ==", "at_least": ">=", "at_most": "<="}[self.kind]
+        return f"{self.name} {op} {0 if self.kind == 'multiple' else self.bound}"
+
+    @property
+    def broken_c(self) -> str:
+        """The C condition under which the precondition is broken (the checked build's test)."""
+        return {"multiple": f"{self.name} % {self.bound} != 0", "at_least": f"{self.name} < {self.bound}",
+                "at_most": f"{self.name} > {self.bound}"}[self.kind]
 
     def check(self, value: int, who: str) -> None:
         if not self.holds(value):

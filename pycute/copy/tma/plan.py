@@ -71,7 +71,9 @@ class TmaPlan(ArrayTilePlan):
     cache_hint: CachePolicy | None = None   # the L2 policy every box is issued with (.L2::cache_hint)
     notes: tuple[str, ...] = attrs.field(default=(), eq=False)   # how the array became the map (view.py)
     origin: tuple[TmaOrigin, ...] = ()      # the box origin per array mode in elements; () = tile indices
-    views: tuple[tuple[int, int], ...] = () # per tensor-map dimension: (array mode or -1, step in map elements)
+    views: tuple[tuple[int, int], ...] = () # per tensor-map dimension: (array mode; -1 none, -2 a sub-mode or
+    #                                         modes merged into one; step in map elements)
+    limits: tuple[TmaPrecondition, ...] = ()  # bounds the planner derived (merged modes, a store's partial unit)
 
     VARIANT: ClassVar[str] = "tma"
 
@@ -141,18 +143,16 @@ class TmaPlan(ArrayTilePlan):
     @property
     def preconditions(self) -> tuple[TmaPrecondition, ...]:
         """What the run-time coordinates must satisfy (stream and at check it; the generated code traps on it
-        under ``-DPYCUTE_CHECKED``): along the contiguous mode the start sits on a 16-byte unit (the H200 raised
-        an illegal-instruction exception otherwise, for loads, stores, reductions and prefetches: docs/tma.md); a
-        store's start is never negative (PTX ISA #data-movement-and-conversion-instructions-tensor-copy-
-        restrictions); a NaN-filling load's along the contiguous mode is not negative (unsettled on the H200); an
-        origin along a mode the map views in parts is a multiple of the part."""
+        under ``-DPYCUTE_CHECKED``): along the contiguous mode the start on a 16-byte unit (the H200 faults
+        otherwise: docs/tma.md); a store's start non-negative (PTX ISA #data-movement-and-conversion-instructions-
+        tensor-copy-restrictions); an origin a multiple of the part the map views its mode in; and ``limits``."""
         out = []
         store = self.direction == "store"
         if not self.origin:
             return tuple(TmaPrecondition(f"t{k}", "at_least", 0, "a store's tile index is never negative "
                                          "(a store's coordinates are non-negative, PTX ISA)")
-                         for k in range(len(self.tile_shape))) if store else ()
-        inner = contiguous_mode(self.array_modes)
+                         for k in range(len(self.tile_shape)) if store) + self.limits
+        inner = self.views[0][0] if self.views else contiguous_mode(self.array_modes)   # dimension 0's mode
         for o in self.origin:
             if o.name is None:
                 continue
@@ -164,7 +164,7 @@ class TmaPlan(ArrayTilePlan):
             if store:
                 out.append(TmaPrecondition(o.name, "at_least", 0, "a store's coordinates are non-negative (PTX ISA "
                                            "#data-movement-and-conversion-instructions-tensor-copy-restrictions)"))
-        return tuple(out)
+        return tuple(out) + self.limits
 
     def _inner_unit(self, o: TmaOrigin) -> int:
         """Elements of the tensors' type in one 16-byte unit along the contiguous mode."""
@@ -205,6 +205,8 @@ class TmaPlan(ArrayTilePlan):
             raise PlanError(f"the tile index has {len(tile)} entries; the array has {len(self.tile_shape)} modes")
         coords, _ = self._split(tile, {k: v for k, v in values.items() if k in self.coordinate_names}, "coords: ")
         base = [0] * self.tensor_map.rank
+        for p in self.preconditions:
+            p.check(coords[p.name], "coords: ")
         if not self.origin:
             for t in self.tile:
                 value = coords[f"t{t.mode}"]
@@ -212,12 +214,10 @@ class TmaPlan(ArrayTilePlan):
                     raise PlanError(f"tile index {value} of mode {t.mode} is negative")
                 base[t.dim] += t.value(value)
         else:
-            for p in self.preconditions:
-                p.check(coords[p.name], "coords: ")
             for o in self.origin:
                 base[o.dim] += origin_value(o, coords) // o.step
         if self.multicast is not None:
-            base[self.multicast.dim] += self._slice(cta) * self.multicast.coord_step
+            base[self.multicast.dim] += self._slice(cta) * (0 if self.multicast.plain else self.multicast.coord_step)
         return [tuple(o + c for o, c in zip(base, i.coords)) for i in self.instructions]
 
     def origin_elements(self, *args: int, **values: int) -> tuple[int, ...]:
@@ -261,7 +261,8 @@ class TmaPlan(ArrayTilePlan):
                 if p.name in coords:
                     p.check(coords[p.name], "at: ")
             plan = attrs.evolve(self, origin=tuple(attrs.evolve(o, value=coords[o.name], name=None)
-                                                   if o.name in coords else o for o in self.origin))
+                                                   if o.name in coords else o for o in self.origin),
+                                limits=tuple(p for p in self.limits if p.name not in coords))
             if not stage_values:
                 return plan
         shift = self.stage_offset(**stage_values)
@@ -278,7 +279,7 @@ class TmaPlan(ArrayTilePlan):
         mc = self.multicast
         shift = (self._slice(cta) * mc.smem_step if mc else 0) + self.stage_offset(**stage_values)
         coords = self.coords(tuple(tile), cta, **{k: v for k, v in values.items() if k not in stage_values})
-        mask = mc.spec.mask_of(cta) if mc else None
+        mask = mc.spec.mask_of(cta) if mc and not mc.plain else None
         return [TmaIssue(i.ptx, c, 0 if self.direction == "prefetch" else smem_base + shift + i.smem_offset, mask,
                          self.cache_hint)
                 for i, c in zip(self.instructions, coords)]
@@ -348,9 +349,7 @@ class TmaPlan(ArrayTilePlan):
             lines.append(f"  pair        .cta_group::2 ({', '.join(self.targets[:2])}, ...): each CTA of the pair loads "
                          f"its own tile; both complete on the even CTA's mbarrier, which expects the {self.expect_tx} B")
         if self.multicast is not None:
-            mc = self.multicast
-            lines.append(f"  multicast   {mc.spec.describe()}: the k-th CTA of a mask issues the boxes moved by k x "
-                         f"{mc.coord_step} on dim {mc.dim} and k x {mc.smem_step} B, written to every CTA of the mask")
+            lines.append(self._multicast_line())
         if self.rejected:
             lines.append("  larger boxes refused:")
             lines += [f"    {r.candidate:<22} {r.reason}" for r in self.rejected]
@@ -377,6 +376,19 @@ class TmaPlan(ArrayTilePlan):
         if n > 16:
             lines.append(f"    ... {n - 16} more")
         return "\n".join(lines)
+
+    def _multicast_line(self) -> str:
+        """explain()'s line for a multicast: how the tile is split over the CTAs of a mask, or that each mask
+        names its issuer alone (a plain load)."""
+        mc = self.multicast
+        assert mc is not None
+        if mc.plain:
+            who = (f"CTA rank {mc.spec.participants()[0]} loads the whole tile into its own shared memory and the "
+                   f"others issue nothing" if mc.spec.mask is not None else "every CTA loads its own tile")
+            return (f"  multicast   {mc.spec.describe()}: each mask names its issuer alone, so the load is a plain one "
+                    f"(no .multicast::cluster): {who}")
+        return (f"  multicast   {mc.spec.describe()}: the k-th CTA of a mask issues the boxes moved by k x "
+                f"{mc.coord_step} on dim {mc.dim} and k x {mc.smem_step} B, written to every CTA of the mask")
 
     def __repr__(self) -> str:
         m = self.tensor_map

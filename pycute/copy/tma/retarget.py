@@ -261,6 +261,9 @@ def make_retarget(plan: TmaPlan, group: GlobalTensor | None, extents: Sequence[i
     if not isinstance(plan, TmaPlan):
         raise TypeError(f"retarget: expected a TmaPlan, got {type(plan).__name__}")
     where = f"\n  plan: {plan!r}"
+    if any(axis == -2 for axis, _ in plan.views):
+        raise PlanError(f"retarget: the plan's map has a dimension over several array modes merged ("
+                        f"{'; '.join(plan.notes)}); a retargeted map keeps one dimension per array mode{where}")
     g = _group(plan, group, extents, strides, where)
     fields: list[TensorMapField] = [TensorMapField("global_address", None, name="address")]
     pre: list[TmaPrecondition] = []

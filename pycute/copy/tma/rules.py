@@ -2,18 +2,21 @@
 API; docs/tma.md records which were measured on the H200), what PTX leaves undefined, and the options' own rules."""
 from __future__ import annotations
 
+from typing import Any
+
 from ...arch.sm90.tma import (DATA_TYPES, DIM_LIMIT, FTZ_DATA_TYPES, GLOBAL_ALIGN, INNER_BOX_ALIGN, MAX_BOX,
                               MAX_BOX_BYTES, MAX_MULTICAST, MAX_RANK, NAN_FILL_TYPES, OOB_FILL_NAN, OOB_FILL_NONE,
-                              REDUCE_TYPES, SMEM_ALIGN, STRIDE_ALIGN, STRIDE_LIMIT, ReduceOp, TmaSwizzle)
+                              REDUCE_TYPES, SMEM_ALIGN, STORE_UNIT, STRIDE_ALIGN, STRIDE_LIMIT, ReduceOp, TmaSwizzle)
 from ...errors import PlanError
-from ...int_tuple import as_int
+from ...int_tuple import as_int, is_int
 from ...tensor.gmem import GlobalTensor
 from ...tensor.smem import SmemTensor
 from .multicast import Multicast, multicast_spec
+from .origin import TmaOrigin, TmaPrecondition
 from .params import DTYPE_BYTES, TensorMapParams
 
-__all__ = ["check_array", "check_window", "size1_stride", "check_map", "check_smem", "check_multicast",
-           "check_reduce", "check_fill", "check_cta_group", "capability", "data_type"]
+__all__ = ["check_array", "window_notes", "size1_stride", "check_map", "check_smem", "check_multicast",
+           "check_reduce", "check_fill", "store_row_limits", "check_cta_group", "capability", "data_type"]
 
 
 def check_array(modes: list, gmem: GlobalTensor, elem: int, where: str) -> int:
@@ -21,7 +24,6 @@ def check_array(modes: list, gmem: GlobalTensor, elem: int, where: str) -> int:
     unit = [k for k, (n, d) in enumerate(modes) if d == 1 and n > 1] or [k for k, (n, d) in enumerate(modes) if d == 1]
     if not unit:
         raise PlanError(f"make_tma_copy: no array mode has stride 1; a tensor map's dimension 0 is contiguous{where}")
-    check_window(modes, elem, where)
     if gmem.base_align % GLOBAL_ALIGN:
         raise PlanError(f"make_tma_copy: the array's base is aligned to {gmem.base_align} B; a tensor map needs "
                         f"{GLOBAL_ALIGN}{where}")
@@ -35,21 +37,23 @@ def check_array(modes: list, gmem: GlobalTensor, elem: int, where: str) -> int:
     return unit[0]
 
 
-def check_window(modes: list, elem: int, where: str) -> None:
-    """No two array modes step the same stride: such a view (a window start and an offset over one dimension of an
-    array, the workaround for a box at a row that is not a tile multiple) is bounded per mode by TMA, so a box
-    whose start lies past the start mode's extent loads zeros (and a store drops them) although the rows exist
-    in memory: a silent wrong tile near the array's end. Element coordinates place such a box on the array."""
-    for i, (n_i, d_i) in enumerate(modes):
-        for j in range(i + 1, len(modes)):
-            n_j, d_j = modes[j]
+def window_notes(modes: list[tuple[Any, Any]], elem: int) -> list[str]:
+    """What a view with two array modes of one stride (a window start and an offset over one dimension, or any
+    overlapping view the driver encodes) means for the plan: TMA bounds each coordinate by its own dimension's
+    extent, so an element is in bounds where every coordinate is, whatever bytes lie beyond; a box whose start
+    lies past one mode's extent loads zeros although the addresses it names hold elements (the H200's
+    ``window-view`` case, docs/tma.md). The view is planned as given; the note says so."""
+    out = []
+    flat = [(k, int(n), int(d)) for k, (n, d) in enumerate(modes) if is_int(n)]      # hierarchical modes: their own
+    for a, (i, n_i, d_i) in enumerate(flat):
+        for j, n_j, d_j in flat[a + 1:]:
             if n_i > 1 and n_j > 1 and d_i == d_j != 0:
-                raise PlanError(f"make_tma_copy: array modes {i} and {j} both step {d_i * elem} B, a window over one "
-                                f"dimension: TMA bounds each coordinate by its own mode's extent ({n_i} and {n_j}), so a "
-                                f"box whose start lies past mode {i if i < j else j}'s extent would load zeros (a store "
-                                f"would drop them) although those elements exist. Give the array itself and place the "
-                                f"box with element coordinates: make_tma_copy(tile, array, origin=(pc.dynamic('row'), "
-                                f"...)){where}")
+                out.append(f"array modes {i} and {j} both step {d_i * elem} B (an overlapping view): TMA bounds each "
+                           f"coordinate by its own mode's extent ({n_i} and {n_j}), so a box past either extent "
+                           f"loads zeros (a store drops them) although the addresses hold elements; to place a box "
+                           f"by the rows that exist, give the array itself and element coordinates "
+                           f"(origin=(pc.dynamic('row'), ...))")
+    return out
 
 
 def size1_stride(before: list, elem: int) -> int:
@@ -88,6 +92,42 @@ def check_map(params: TensorMapParams, where: str) -> None:
     if params.swizzle.byte_swizzle is not None and params.box[0] * elem > params.swizzle.span:
         raise PlanError(f"make_tma_copy: the box's rows are {params.box[0] * elem} B under the {params.swizzle.name} "
                         f"swizzle; the driver takes at most {params.swizzle.span} B{where}")
+
+
+def store_row_limits(params: TensorMapParams, insts: tuple, tile: tuple, origins: tuple[TmaOrigin, ...], elem: int,
+                     tiles: tuple[int, ...], where: str) -> list[TmaPrecondition]:
+    """A store into rows that end inside a 16-byte unit: the H200 wrote every 16-byte unit a store touched whole, so
+    a box reaching into a row's last, partial unit overwrote the bytes past the row up to the unit's end
+    (docs/tma.md); a box ending before that unit writes only its own bytes. An element origin along the rows gets
+    the bound that keeps the boxes before the unit (checked, or a precondition); a tile-index store covers every
+    tile of the array (``tiles``: their count per array mode), the last of which along the rows reaches the unit,
+    so it is refused, pointing to element coordinates."""
+    row = params.global_dims[0] * elem
+    if row % STORE_UNIT == 0:
+        return []
+    unit = row // STORE_UNIT * STORE_UNIT // elem        # the partial unit's first element along dimension 0
+    reach = max(i.coords[0] for i in insts) + params.box[0]
+    past = STORE_UNIT - row % STORE_UNIT
+    why = (f"the array's rows are {row} B; a TMA store writes every 16-byte unit it touches whole (measured on the "
+           f"H200, docs/tma.md), so a box reaching a row's last unit (row bytes {unit * elem}..{unit * elem + 15}: "
+           f"{row % STORE_UNIT} B of the row, {past} B past it) overwrites those {past} B; its boxes must end at or "
+           f"before element {unit} of a row (a reduction is held to the same rule)")
+    on = [o for o in origins if o.dim == 0]
+    if on:
+        o = on[0]
+        if reach > unit or (o.value is not None and reach + o.value // o.step > unit):
+            at = "" if o.value is None else f" at element {o.value}"
+            raise PlanError(f"make_tma_copy: the store's boxes{at} reach element {reach + (o.value or 0) // o.step} "
+                            f"of a row: {why}{where}")
+        return [] if o.value is not None else [TmaPrecondition(str(o.name), "at_most", (unit - reach) * o.step, why)]
+    last = [(t, tiles[t.mode] - 1) for t in tile if t.dim == 0]
+    if any(t.value(n) + reach > unit for t, n in last) or (not last and reach > unit):
+        t, n = last[0] if last else (None, 0)
+        which = "" if t is None else f" (t{t.mode} = {n}, the array's last along its rows)"
+        raise PlanError(f"make_tma_copy: {why}. A tile-index store covers every tile of the array, and the last"
+                        f"{which} reaches past element {unit}: store the tiles before it with element coordinates "
+                        f"(origin=(..., pc.dynamic('col')): planned up to that element, a checked precondition){where}")
+    return []
 
 
 def check_smem(smem: SmemTensor, mode: TmaSwizzle, box0_bytes: int, row_bytes: int | None, where: str) -> None:

@@ -13,15 +13,17 @@ match, before the box is chosen.
 """
 from __future__ import annotations
 
+from math import gcd
 from typing import Any
 
 import attrs
+import numpy as np
 
 from ...arch.sm90.tma import MAX_RANK, TmaSwizzle
 from ...composition import composition
 from ...errors import PlanError
-from ...int_tuple import flatten
-from ...layout import Layout, make_layout
+from ...int_tuple import flatten, is_int
+from ...layout import Layout, coalesce, make_layout
 from ...tensor.gmem import GlobalTensor
 from ...tensor.smem import SmemTensor
 from ...tensor.tile import layout_modes, mode_extents
@@ -34,54 +36,69 @@ __all__ = ["IndexTerm", "TmaTileCoord", "ArrayView", "array_view", "squeeze_rows
 @attrs.frozen
 class IndexTerm:
     """How a tile index ``t`` of one array mode moves the origin of view mode ``axis``, in its elements:
-    ``(t * scale) // divisor``, then ``% modulus`` when ``modulus`` is not 0."""
+    ``(t * scale) // divisor``, then ``% modulus`` when ``modulus`` is not 0, times ``factor`` (a sub-mode merged
+    behind a mode of ``factor`` elements)."""
 
     axis: int
     scale: int
     divisor: int = 1
     modulus: int = 0
+    factor: int = 1
 
     def origin(self, t: int) -> int:
         v = t * self.scale // self.divisor
-        return v % self.modulus if self.modulus else v
+        return (v % self.modulus if self.modulus else v) * self.factor
 
     @property
     def linear(self) -> bool:
         return self.divisor == 1 and self.modulus == 0
 
+    def behind(self, axis: int, extent: int) -> "IndexTerm":
+        """The term on view mode ``axis`` after this one's mode was merged behind a mode of ``extent`` elements."""
+        if self.modulus == 0 and self.scale % self.divisor == 0:
+            return IndexTerm(axis, self.scale // self.divisor * self.factor * extent)
+        return IndexTerm(axis, self.scale, self.divisor, self.modulus, self.factor * extent)
+
 
 @attrs.frozen
 class TmaTileCoord:
     """How tile index ``t`` of global mode ``mode`` moves tensor-map coordinate ``dim``: by ``t * scale``, or for a
-    sub-mode of a hierarchical array mode by ``(t * scale) // divisor``, then ``% modulus`` when it is not 0."""
+    sub-mode of a hierarchical array mode by ``(t * scale) // divisor``, then ``% modulus`` when it is not 0, times
+    ``factor``."""
 
     mode: int
     dim: int
     scale: int
     divisor: int = 1
     modulus: int = 0
+    factor: int = 1
 
     def value(self, t: int) -> int:
         v = t * self.scale // self.divisor
-        return v % self.modulus if self.modulus else v
+        return (v % self.modulus if self.modulus else v) * self.factor
 
     def formula(self) -> str:
         """The term as C (and explain()) write it, of the tile index ``t<mode>``."""
         x = f"t{self.mode} * {self.scale}" if self.scale != 1 else f"t{self.mode}"
         if self.divisor != 1:
             x = f"({x}) / {self.divisor}"
-        return f"({x}) % {self.modulus}" if self.modulus else x
+        if self.modulus:
+            x = f"({x}) % {self.modulus}"
+        return f"({x}) * {self.factor}" if self.factor != 1 else x
 
 
 @attrs.frozen
 class ArrayView:
     """The view's modes ``arrays`` (``(extent, stride)`` in elements), the tile with one mode per view mode, how
-    each array mode's tile index moves the view's origins, and what was done (for ``explain()``)."""
+    each array mode's tile index moves the view's origins, what was done (for ``explain()``) and the bounds on
+    tile indices it needs."""
 
     arrays: tuple[tuple[int, int], ...]
     smem: SmemTensor
     terms: tuple[tuple[IndexTerm, ...], ...]
     notes: tuple[str, ...] = ()
+    limits: tuple[tuple[int, int, str], ...] = ()   # (array mode, its largest tile index, why): what merges need
+    owners: tuple[int, ...] = ()        # per view mode: the array mode it is, or -2 (a sub-mode, or modes merged)
 
 
 def _colex(shape: tuple[int, ...]) -> Layout:
@@ -114,42 +131,73 @@ def _split_hierarchical(k: int, leaves: list[tuple[int, int]], t: int, tile_mode
     return leaves, layouts, terms
 
 
-def _mergeable(arrays: list, tiles: list, terms: list, i: int, j: int) -> bool:
-    """Whether view mode ``j`` continues mode ``i`` and the tile's window over both is one window of the merge."""
+def _merge_limit(arrays: list, tiles: list, terms: list, i: int, j: int, exact: bool
+                 ) -> list[tuple[int, int]] | None:
+    """Whether view mode ``j`` continues mode ``i`` so that the tile's window over both is one window of the
+    merged mode: None if not, else the tile-index bounds ``[(array mode, largest index)]`` that keep it so.
+    ``exact``: only where the tile covers mode ``i`` whole (its tile index is then 0 in the array); else also
+    where the tile spans mode ``j`` once and its window along ``i`` never crosses a run (the index stays below
+    the run's tiles), or mode ``j`` has one element."""
     (ni, di), (nj, dj) = arrays[i], arrays[j]
-    contiguous = dj == ni * di or nj == 1
-    window = tiles[i] == ni or (tiles[j] == 1 and (ni % tiles[i] == 0 or nj == 1))
-    linear = all(term.linear for ts in terms for term in ts if term.axis in (i, j))
-    return i != j and contiguous and window and linear
+    on_i = [(mode, x) for mode, ts in enumerate(terms) for x in ts if x.axis == i]
+    if i == j or not all(x.linear for _, x in on_i):
+        return None
+    if nj == 1 and not exact:                   # a one-element mode never moves the merged window
+        return []
+    if dj != ni * di and nj != 1:               # (a one-element mode's stride is any: it never moves an element)
+        return None
+    if tiles[i] == ni:
+        return None if exact and ni == 1 else [(mode, 0) for mode, _ in on_i]
+    if not exact and tiles[j] == 1 and ni % tiles[i] == 0:
+        return [(mode, ni // tiles[i] - 1) for mode, _ in on_i]
+    return None
 
 
-def _merge(arrays: list, smem_modes: list, terms: list, notes: list, where: str) -> None:
-    """Merge contiguous view modes (in place) until at most five remain, or PlanError."""
-    while len(arrays) > MAX_RANK:
+def _merge(arrays: list, smem_modes: list, terms: list, owners: list, notes: list, limits: list, exact: bool,
+           where: str) -> None:
+    """Merge contiguous view modes (in place): with ``exact``, every pair whose inner one the tile covers whole;
+    then, while more than five remain, pairs whose tile index along the inner one stays within a run, or
+    PlanError. ``limits`` gets ``(array mode, largest tile index, why)`` per bound a merge needs."""
+    while exact or len(arrays) > MAX_RANK:
         tiles = [int(m.size()) for m in smem_modes]
-        pair = next(((i, j) for i in range(len(arrays)) for j in range(len(arrays))
-                     if _mergeable(arrays, tiles, terms, i, j)), None)
-        if pair is None:
+        found = next(((i, j, lim) for i in range(len(arrays)) for j in range(len(arrays))
+                      for lim in [_merge_limit(arrays, tiles, terms, i, j, exact)] if lim is not None), None)
+        if found is None:
+            if exact:
+                exact = False
+                continue
             raise PlanError(f"make_tma_copy: the array has {len(arrays)} modes and a tensor map at most {MAX_RANK}; "
                             f"no two of them merge (a mode continues another when its stride is the other's extent "
                             f"times its stride, and the tile covers the inner one wholly or spans the outer one "
                             f"once){where}")
-        i, j = pair
-        ni, di = arrays[i]
-        notes.append(f"array modes of extents {ni} and {arrays[j][0]} (strides {di}, {arrays[j][1]}) merged into one "
-                     f"tensor-map dimension of {ni * arrays[j][0]}: a tile index along the inner one stays below "
-                     f"{-(-ni // tiles[i])} (past it the box reads the outer one's next run)")
-        arrays[i] = (ni * arrays[j][0], di)
+        i, j, lim = found
+        (ni, di), (nj, dj) = arrays[i], arrays[j]
+        why = (f"array modes of extents {ni} and {nj} (strides {di}, {dj}) merged into one tensor-map dimension "
+               f"of {ni * nj}")
+        for mode, bound in lim:
+            rule = (f"the tile covers array mode {mode} whole, so only tile index 0 lies in the array"
+                    if bound == 0 else f"a tile index along array mode {mode} stays below {bound + 1}")
+            limits.append((mode, bound, f"{why}: {rule} (past it the box would read the next run of the merged "
+                                        f"dimension, not zeros)"))
+        notes.append(why + ("" if not lim else ": " + "; ".join(
+            f"tile index t{mode} <= {bound}" for mode, bound in lim)))
+        arrays[i] = (ni * nj, di)
         smem_modes[i] = make_layout(smem_modes[i], smem_modes[j]) if tiles[j] > 1 else smem_modes[i]
-        del arrays[j], smem_modes[j]
-        for ts in terms:
-            ts[:] = [IndexTerm(i, x.scale * ni) if x.axis == j else x for x in ts]
-            ts[:] = [IndexTerm(x.axis - (x.axis > j), x.scale, x.divisor, x.modulus) for x in ts]
+        owners[i] = -2
+        del arrays[j], smem_modes[j], owners[j]
+        still = {mode for mode, bound in lim if bound == 0}       # only index 0: its term moves nothing
+        for mode, ts in enumerate(terms):
+            ts[:] = [x for x in ts if not (mode in still and x.axis == i)]
+            ts[:] = [x.behind(i, ni) if x.axis == j else x for x in ts]
+            ts[:] = [attrs.evolve(x, axis=x.axis - (x.axis > j)) for x in ts]
 
 
-def array_view(modes: list[tuple[Any, Any]], smem: SmemTensor, where: str) -> ArrayView:
+def array_view(modes: list[tuple[Any, Any]], smem: SmemTensor, where: str, merge: bool = False) -> ArrayView:
     """The view of an array whose modes are ``modes`` (``(shape, stride)``, hierarchical or not) for the tile
-    ``smem`` (one mode per array mode, offsets already checked)."""
+    ``smem`` (one mode per array mode, offsets already checked). A hierarchical mode whose sub-modes coalesce into
+    one (each continuing the one inside it: a nested sub-mode a few bytes apart) is that one mode, as TVM's planner
+    flattens it; ``merge``: every pair of contiguous modes whose inner one the tile covers whole is one dimension
+    too (else only as many as five dimensions need)."""
     tile_modes = [Layout(s, d) for s, d in layout_modes(smem.layout)]
     if len(tile_modes) != len(modes):
         raise PlanError(f"make_tma_copy: the tile has {len(tile_modes)} modes and the array {len(modes)}; mode i of "
@@ -158,26 +206,35 @@ def array_view(modes: list[tuple[Any, Any]], smem: SmemTensor, where: str) -> Ar
     smem_modes: list[Layout] = []
     terms: list[list[IndexTerm]] = []
     notes: list[str] = []
+    limits: list[tuple[int, int, str]] = []
+    owners: list[int] = []
     tiles = mode_extents(smem.layout)
     for k, ((shape, stride), t) in enumerate(zip(modes, tiles)):
-        leaves = list(zip(flatten(shape), flatten(stride)))
+        flat = coalesce(Layout(shape, stride))
+        leaves = list(zip(flatten(flat.shape), flatten(flat.stride)))
         if len(leaves) == 1:
+            if not is_int(shape):
+                notes.append(f"hierarchical array mode {k} {shape} : {stride} is one run of {leaves[0][0]} "
+                             f"elements {leaves[0][1]} apart (its sub-modes coalesce)")
             terms.append([IndexTerm(len(arrays), t)])
             arrays.append((int(leaves[0][0]), int(leaves[0][1])))
             smem_modes.append(tile_modes[k])
+            owners.append(k)
             continue
         subs, layouts, split = _split_hierarchical(k, [(int(n), int(d)) for n, d in leaves], t, tile_modes[k], where)
         base = len(arrays)
         terms.append([IndexTerm(base + j, s, dv, m) for j, s, dv, m in split])
         arrays += subs
         smem_modes += layouts
+        owners += [-2] * len(subs)
         notes.append(f"hierarchical array mode {k} {tuple(n for n, _ in subs)} : {tuple(d for _, d in subs)} is "
-                     f"{len(subs)} tensor-map dimensions")
-    _merge(arrays, smem_modes, terms, notes, where)
+                     f"viewed as its {len(subs)} sub-modes")
+    _merge(arrays, smem_modes, terms, owners, notes, limits, merge, where)
     layout = make_layout(*smem_modes) if len(smem_modes) > 1 else Layout((smem_modes[0].shape,),
                                                                           (smem_modes[0].stride,))
     view = attrs.evolve(smem, layout=layout)
-    return ArrayView(tuple(arrays), view, tuple(tuple(ts) for ts in terms), tuple(notes))
+    return ArrayView(tuple(arrays), view, tuple(tuple(ts) for ts in terms), tuple(notes), tuple(limits),
+                     tuple(owners))
 
 
 def squeeze_rows(layout: Layout, pitch: int) -> tuple[Layout, int] | None:
@@ -221,15 +278,17 @@ def tile_coords_of(view: ArrayView, dims: list, where: str) -> list[TmaTileCoord
 
 
 def _on_dim(mode: int, dim: int, step: int, term: IndexTerm, where: str) -> TmaTileCoord:
-    if step == 1:
-        return TmaTileCoord(mode, dim, term.scale, term.divisor, term.modulus)
+    """The term in units of a dimension that views its mode in ``step``-element parts."""
+    need = step // gcd(term.factor, step)           # what the term must be a multiple of before the factor
+    if need == 1:
+        return TmaTileCoord(mode, dim, term.scale, term.divisor, term.modulus, term.factor * need // step)
     if term.scale % term.divisor == 0:
         scale = term.scale // term.divisor
-        if scale % step == 0 and term.modulus % step == 0:
-            return TmaTileCoord(mode, dim, scale // step, 1, term.modulus // step)
+        if scale % need == 0 and term.modulus % need == 0:
+            return TmaTileCoord(mode, dim, scale // need, 1, term.modulus // need, term.factor * need // step)
     raise PlanError(f"make_tma_copy: a tile index of array mode {mode} moves the map's dimension {dim} by "
-                    f"((t * {term.scale}) // {term.divisor}) % {term.modulus or 'none'} elements, not whole steps of "
-                    f"{step}{where}")
+                    f"((t * {term.scale}) // {term.divisor}) % {term.modulus or 'none'} x {term.factor} elements, not "
+                    f"whole steps of {step}{where}")
 
 
 @attrs.frozen
@@ -269,19 +328,31 @@ def narrow_rows(smem: SmemTensor, mode: TmaSwizzle, elem: int) -> NarrowRows:
     return NarrowRows(attrs.evolve(smem, layout=squeezed[0]), squeezed[1], pitch)
 
 
-def check_store_target(gmem: GlobalTensor, where: str) -> None:
-    """A store's array names every element once: a stride-0 mode or overlapping modes would have two box
-    elements write one address, in an order TMA does not define (a race)."""
-    shapes, strides = [int(n) for n in flatten(gmem.layout.shape)], [int(d) for d in flatten(gmem.layout.stride)]
-    modes = sorted((d, n) for n, d in zip(shapes, strides) if n > 1)
-    if any(d == 0 for d, _ in modes):
-        raise PlanError(f"make_tma_copy: the array has a stride-0 mode (a broadcast view); a store would write each "
-                        f"element from several tile elements, in no defined order (loads of such views are "
-                        f"planned){where}")
-    reach = 0
-    for d, n in modes:
-        if d <= reach:
-            raise PlanError(f"make_tma_copy: the array's modes overlap (stride {d} elements lies inside the "
-                            f"{reach + 1} elements the smaller strides reach); a store would write some elements "
-                            f"twice, in no defined order (loads of overlapping views are planned){where}")
-        reach += (n - 1) * d
+def check_store_target(gmem: GlobalTensor, tile: tuple[int, ...], where: str) -> None:
+    """A store's window names each array element once. Where two of the tile's elements address one element (a
+    stride-0 mode, or modes that overlap within the window) the box writes it twice, and TMA defines no order
+    between the elements of a box (PTX ISA #tensor-tiled-mode), so which value lands is not defined: refused,
+    naming the two. Windows of a broadcast or overlapping array that address each element once are stores like
+    any other (each element goes to its own address)."""
+    offsets = np.zeros(1, dtype=np.int64)
+    extents: list[int] = []
+    for shape, stride in layout_modes(gmem.layout):
+        mode = Layout(shape, stride)
+        w = min(int(mode.size()), tile[len(extents)])
+        extents.append(w)
+        along = np.array([int(mode(x)) for x in range(w)], dtype=np.int64)
+        offsets = (offsets[None, :] + along[:, None]).reshape(-1)     # this mode slower than the earlier ones
+    values, first, counts = np.unique(offsets, return_index=True, return_counts=True)
+    if counts.max(initial=1) < 2:
+        return
+    k = int(np.argmax(counts > 1))
+    a, b = (int(x) for x in np.flatnonzero(offsets == values[k])[:2])
+    coords = [tuple(int(c) for c in reversed(np.unravel_index(x, tuple(reversed(extents))))) for x in (a, b)]
+    strides = [int(d) for d in flatten(gmem.layout.stride)]
+    shapes = [int(n) for n in flatten(gmem.layout.shape)]
+    what = ("the array has a stride-0 mode (a broadcast view)" if any(d == 0 and n > 1 for n, d in zip(shapes, strides))
+            else "the array's modes overlap")
+    raise PlanError(f"make_tma_copy: {what}: the tile's elements {coords[0]} and {coords[1]} both address element "
+                    f"{int(values[k])} of the array, so a store would write it twice, and TMA orders no two elements "
+                    f"of a box: which value lands is not defined (loads of such views are planned; a store whose tile "
+                    f"addresses each element once is planned too){where}")

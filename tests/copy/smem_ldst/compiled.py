@@ -10,7 +10,7 @@ from pycute.sim.emulator import Sm90Emulator
 from pycute.interp.stream import trace_entry
 
 SEED = 0x3F81_2345
-SMEM = 0x400
+SMEM = 0x800                 # the tile's shared address: aligned to every swizzle period the cases use (2 KiB)
 
 
 def fragment_value(thread, value):

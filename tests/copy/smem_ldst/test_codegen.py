@@ -26,7 +26,11 @@ PLANS = [("wgmma", "bf16", "row", "128B", "st", "sm_90a"), ("wgmma", "f16", "col
          ("user", "f32", "col", "plain", "st", "sm_90a"),
          ("wgmma", "bf16", "row", "128B", "ld", "sm_90a"), ("wgmma", "bf16", "col", "32B", "ld", "sm_90a"),
          ("wgmma", "e4m3", "col", "64B", "ld", "sm_100a"), ("tmem32", "f16", "row", "64B", "ld", "sm_90a"),
-         ("wgmma", "e4m3", "row", "64B", "ld", "sm_90a")]
+         ("wgmma", "e4m3", "row", "64B", "ld", "sm_90a"),
+         # stmatrix .trans with values paired for the fewest wavefronts (cases.TRANSPOSED)
+         ("tmem16x128b", "bf16", "col", "128B", "st", "sm_90a"),
+         ("tmem16x128b", "e4m3", "col", "128B", "st", "sm_100a"),
+         ("tmem16x64b", "bf16", "col", "Sw<3,4,3>", "st", "sm_90a")]
 
 
 def _plan(kind, dt, order, sw, op, arch):

@@ -8,7 +8,8 @@ it, e.g. the one ``perf.report`` installs into pycute's cache folder:
     python -c "from perf.tvm_reference import tvm_python; print(tvm_python()[0])"   # its path
     <that python> tests/copy/tma/generate_tvm.py
 
-Each case is described neutrally: the array's (shape, strides) in elements, and per tile mode its iterators
+Each case is described neutrally: the array's (shape, strides) in elements (a mode may be nested, its sub-modes
+innermost first, as CuTe writes them), and per tile mode its iterators
 (extent, stride in elements), innermost first, with the swizzle (B, M, S) on elements or None, so that both sides
 build the same copy. Recorded per case: TVM's tensor map (global dims and byte strides, innermost first), box,
 swizzle mode and instruction count, or TVM's refusal (``error``). Nothing of TVM's code is copied, only its answers.
@@ -46,7 +47,27 @@ CASES = {
     "f32 128x64, 64x64 K-major 128B": ("f32", ((128, 64), (64, 1)), kmajor(64, 64, 32, 3, 2)),
     "bf16 300x64, 64x64 K-major 128B-long Sw<3,4,3> (not a TMA swizzle)": (
         "bf16", ((300, 64), (64, 1)), {"modes": [[(64, 64)], [(64, 1)]], "swizzle": [3, 4, 3]}),
+    "u8 128x(8,4), 64x32 columns nested 8 B apart": ("u8", ((128, (8, 4)), (32, (1, 8))), plain(64, 32)),
+    "bf16 96x(4,16), 32x32 columns nested 8 B apart": ("bf16", ((96, (4, 16)), (64, (1, 4))), plain(32, 32)),
+    "bf16 256x8, 64x8 16-byte rows packed under 128B": (
+        "bf16", ((256, 8), (8, 1)), {"modes": [[(64, 8)], [(8, 1)]], "swizzle": [3, 3, 3]}),
 }
+
+
+def _iterators(shape, stride) -> list[tuple[int, int]]:
+    """A mode's iterators outermost first (TVM's order): a nested mode's sub-modes reversed."""
+    if isinstance(shape, int):
+        return [(shape, stride)]
+    return [it for n, d in reversed(list(zip(shape, stride))) for it in _iterators(n, d)]
+
+
+def _size(shape) -> int:
+    if isinstance(shape, int):
+        return shape
+    n = 1
+    for x in shape:
+        n *= _size(x)
+    return n
 
 
 def tvm_plan(dtype: str, array, tile: dict) -> dict:
@@ -57,7 +78,8 @@ def tvm_plan(dtype: str, array, tile: dict) -> dict:
     from tvm.tirx.layout import S, ComposeLayout, TileLayout
     from tvm.tirx.tile_primitive import DispatchContext
 
-    (g0, g1), gstride = array
+    gshape, gstride = array
+    g0, g1 = (_size(n) for n in gshape)
     s0 = 1
     for e, _ in tile["modes"][0]:
         s0 *= e
@@ -69,7 +91,8 @@ def tvm_plan(dtype: str, array, tile: dict) -> dict:
     if tile["swizzle"] is not None:
         b, m, s = tile["swizzle"]
         layout = ComposeLayout(m, b, s, layout)
-    glayout = TileLayout(S[(g0, g1):tuple(gstride)])
+    giters = [it for n, d in zip(gshape, gstride) for it in _iterators(n, d)]
+    glayout = TileLayout(S[tuple(e for e, _ in giters):tuple(d for _, d in giters)])
     name = TVM_DTYPE[dtype]
 
     @T.prim_func(check_well_formed=False)

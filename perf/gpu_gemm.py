@@ -39,7 +39,8 @@ class Launch:
         maps = [tensor_map_bytes(m.encode(t.data_ptr())) for m, t in zip(plans.maps(), (a, b, d))]
         model = g.plans.sched.at((-(-M // g.BM), -(-N // g.BN)), -(-K // g.BK))      # whole tiles
         grid = model.grid(self.sms, g.ctas_per_sm)
-        return grid, (*maps, M, N, K, float(scale), 0, 0, model.split.dp, 0, 0, 0)   # no workspace, no fp8 scales
+        # no workspace, no counters, every unit whole, no fp8 scales; the plain epilogue's empty struct
+        return grid, (*maps, M, N, K, float(scale), 0, 0, model.split.dp, 0, 0, 0, b"\0")
 
     def __call__(self, prepared) -> None:
         grid, args = prepared

@@ -231,6 +231,7 @@ def report(out) -> dict:
              if not r["exact"]]
     print(f"  every timed copy checked: {'all exact' if not wrong else f'WRONG: {wrong}'}", file=out)
     results["gemm"] = gemm(out)
+    results["attention"] = attention(out)
     try:
         from .gpu_gemm_shapes import rows as gemm_shapes
         results["gemm_shapes"] = gemm_shapes(out)
@@ -238,6 +239,49 @@ def report(out) -> dict:
         print(f"\nThe GEMM on issue 42's shapes: not run ({type(e).__name__}: {e})", file=out)
         results["gemm_shapes"] = {"not_run": f"{type(e).__name__}: {e}"}
     return results
+
+
+def attention(out) -> dict:
+    """Attention forward (pycute/kernels/attention, ``choose``'s configuration) at head dim 128, seqlen 8k (16k
+    tokens, 16 heads), causal and not, beside SDPA's cuDNN and FLASH backends in the same run (perf/gpu_attention.py;
+    ``python -m tools attention_speed`` sweeps every seqlen and head dim, docs/attention.md)."""
+    try:
+        import torch
+
+        from pycute.kernels.attention.config import AttentionConfig
+        from pycute.kernels.attention.reference import tolerance
+
+        from .gpu_attention import HIDDEN, TOKENS, bench, contenders, errors, inputs, reference_rows, tflops
+    except ImportError as e:
+        print(f"\nattention: not run ({e})", file=out)
+        return {"not_run": str(e)}
+    seqlen, d = 8192, 128
+    batch, heads = TOKENS // seqlen, HIDDEN // d
+    rows = {}
+    print(f"\nattention forward (bf16, head dim {d}, seqlen {seqlen}, batch {batch}, {heads} heads; CUDA-graph "
+          f"medians)", file=out)
+    for causal in (False, True):
+        q, k, v = inputs(batch, seqlen, seqlen, heads, heads, d, "bf16", seed=seqlen)
+        sample = torch.randperm(seqlen, device="cuda")[:64].sort().values
+        want_o, want_lse = reference_rows(q, k, v, d ** -0.5, causal, sample)
+        row = {}
+        for name, (run, o, lse) in contenders([AttentionConfig.choose(d, causal)], q, k, v, causal, d ** -0.5).items():
+            if isinstance(o, torch.Tensor):
+                o.fill_(float("nan"))
+            run()
+            torch.cuda.synchronize()
+            got = o if isinstance(o, torch.Tensor) else o["o"].transpose(1, 2)
+            e = errors(got[:, sample], None, want_o, want_lse, v)
+            key = "pycute" if name.startswith("pycute") else name
+            row[key] = {"tflops": tflops(batch, seqlen, heads, d, causal, bench(run)), "err": e["err"],
+                        "ok": e["nan"] == 0 and e["err"] <= tolerance("bf16")}
+        ratio = row["pycute"]["tflops"] / row["cudnn"]["tflops"]
+        rows["causal" if causal else "full"] = {**row, "ratio_cudnn": ratio}
+        ok = ratio >= 1.0 and all(r["ok"] for r in row.values())
+        print(f"  {'causal' if causal else 'full':<6} {row['pycute']['tflops']:8.1f} TFLOP/s  {ratio:7.1%} of cuDNN "
+              f"{row['cudnn']['tflops']:.1f}  >= 100%  {'ok' if ok else 'MISSED'}  FLASH {row['flash']['tflops']:.1f}  "
+              f"err {row['pycute']['err']:.1e}", file=out)
+    return rows
 
 
 def gemm(out) -> dict:

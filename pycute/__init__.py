@@ -49,8 +49,8 @@ from .mma import MmaPlan, make_mma, mma_accumulator
 from .mma import GmmaDescriptor, WgmmaPlan, make_gmma_desc, wgmma_a_fragment, wgmma_accumulator
 from .mma import Fp8Scaling, make_fp8_scaling
 from .mma import FragmentConvertPlan, ReducePlan, make_fragment_convert, make_reduction
-from .pipeline import (ClcScheduler, Consumer, PipelinePlan, Producer, TileScheduler, make_clc_scheduler,
-                       make_pipeline, make_tile_scheduler)
+from .pipeline import (ClcScheduler, Consumer, PipelinePlan, Producer, TileScheduler, TurnsPlan, make_clc_scheduler,
+                       make_pipeline, make_tile_scheduler, make_turns)
 from .pipeline import (GroupedScheduler, KSplit, SplitKScheduler, choose_k_split, make_grouped_scheduler,
                        make_split_k_scheduler)
 from .pipeline import AccumulatorEpilogue, MmaMainloop, make_accumulator_epilogue, make_mma_mainloop
@@ -65,7 +65,7 @@ from .sim import check_fixup, check_pipeline, verify, verify_plan, verify_tmem_c
 from .sim.operand import reference_mma, verify_operand
 from .viz import draw_layout, draw_plan, draw_smem, layout_grid, print_layout
 
-__version__ = "0.2.0"
+from .version import __version__  # noqa: E402  (one source: pycute/version.py)
 
 __all__ = [
     # values and errors
@@ -114,8 +114,8 @@ __all__ = [
     "FragmentConvertPlan",
     # kernels around the instructions: pipelines (roles, barriers, phases) and tile schedulers
     "make_pipeline", "PipelinePlan", "Producer", "Consumer", "check_pipeline", "make_tile_scheduler",
-    "TileScheduler", "make_clc_scheduler", "ClcScheduler", "make_split_k_scheduler", "SplitKScheduler", "KSplit",
-    "choose_k_split", "check_fixup", "make_grouped_scheduler", "GroupedScheduler",
+    "TileScheduler", "make_clc_scheduler", "ClcScheduler", "make_turns", "TurnsPlan", "make_split_k_scheduler",
+    "SplitKScheduler", "KSplit", "choose_k_split", "check_fixup", "make_grouped_scheduler", "GroupedScheduler",
     "make_mma_mainloop", "MmaMainloop", "make_accumulator_epilogue", "AccumulatorEpilogue",
     # pictures
     "print_layout", "layout_grid", "draw_layout", "draw_smem", "draw_plan",

@@ -16,7 +16,7 @@ PACKAGE = pathlib.Path(__file__).resolve().parents[1] / "pycute"
 
 # Lowest first. A module may import from its own layer and the layers below it, never from one above.
 LAYERS = [
-    {"errors", "views", "memo", "typing"},
+    {"errors", "views", "memo", "typing", "version"},
     {"int_tuple", "basis", "dtypes", "compile"},      # compile (NVRTC, cache, SASS, runtime): nothing above errors
     {"normalize"},
     {"layout"},

@@ -15,10 +15,8 @@ import re
 import attrs
 
 HERE = pathlib.Path(__file__).resolve().parent
-#: Scripts that build the GEMM examples, still run as ``python tools/<name>.py``; they become questions when those
-#: GEMMs move to pycute/kernels/.
-SCRIPTS = frozenset({"blockscaled_gemm_h200", "gemm_producer_h200", "hopper_gemm_h200", "prebuild_h200",
-                     "sanitize_h200"})
+#: Scripts not yet in the convention, run as ``python tools/<name>.py`` (none now).
+SCRIPTS: frozenset[str] = frozenset()
 #: Names a question may not carry: it is named by what it answers, not by the GPU it first ran on.
 DEVICE_NAME = re.compile(r"(^|_)(h100|h200|h800|h20|a100|b100|b200|gb200)(_|$)")
 

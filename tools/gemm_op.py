@@ -1,6 +1,6 @@
 """Does the GEMM op run as fast as its raw launch and cuBLAS, with microseconds of host time, in CUDA graphs?
 
-    PYTHONPATH=. python -m tools gemm_op [--quick] [OUT.jsonl]
+    PYTHONPATH=. python -m tools gemm_op [--quick] [--parts check,speed,...] [OUT.jsonl]
     PYTHONPATH=. python -m tools gemm_op --dry          # on the CPU: every configuration compiled, the op run whole
 
 Four parts, each in its own child process (a fault loses one part, never the run), every timed output first checked
@@ -17,21 +17,28 @@ operands, 2e-2 for e4m3):
   ``gemm(out=)``, ``torch.ops.pycute.gemm`` (the dispatcher), the raw launch, the benchmarks' prepare + launch; a
   first call on a new shape of an already loaded configuration (50 shapes); a first launch of a new configuration;
 * ``graph``: ``gemm`` captured in a CUDA graph (into a static output and allocating its own), replayed on new inputs
-  and checked; ``torch.compile(fullgraph=True)`` of a GEMM with a ReLU after it.
+  and checked; ``torch.compile(fullgraph=True)`` of a GEMM with a ReLU after it;
+* ``fused``: bias + ReLU and bias + GELU fused into the GEMM beside ``torch.matmul`` followed by the same ops in eager
+  torch and beside the plain GEMM, at 8192^3 and 4096^3, in interleaved rounds; every epilogue form and type of D
+  checked on a ragged problem first;
+* ``tune``: the tuner on three shapes (choose's weakest, 1000 x 1000 x 8192 and 777 x 4104 x 2056, and 4096^3): each
+  candidate checked and timed, the winner against the first guess and cuBLAS, and the op then running the winner
+  (the records in ``$OUT/gemm_op_tuning.json``).
 
 JSON lines go to ``$OUT/gemm_op.jsonl``; a table last. docs/kernels.md records the runs.
 """
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import time
 from typing import Any, Callable
 
 from tools._common import JsonLines, json_rows, out_path, run_question
 
-PARTS = ("check", "speed", "host", "graph")
-TIMEOUTS = {"check": 300, "speed": 400, "host": 240, "graph": 400}
+PARTS = ("check", "speed", "host", "graph", "fused", "tune")
+TIMEOUTS = {"check": 300, "speed": 400, "host": 240, "graph": 400, "fused": 400, "tune": 400}
 TOLERANCE = {"bf16": 1e-2, "e4m3": 2e-2}
 
 
@@ -52,23 +59,21 @@ def operands(M: int, N: int, K: int, dtype: str, device: str = "cuda", seed: int
 
 
 def reference(a: Any, b: Any, scale: float = 1.0) -> Any:
-    """The float64 product ``scale * a @ b.T``."""
-    return (a.double() @ b.double().T) * scale
+    """The float64 product ``scale * a @ b.T`` (``pycute.testing.gemm``, on the operands' device)."""
+    from pycute.testing import gemm as exact
+    return exact(a, b) * scale
 
 
 def rel_err(out: Any, ref: Any) -> float:
     """Relative Frobenius error; NaN when ``out`` holds a NaN (an element the kernel did not write)."""
-    torch = _torch()
-    out = out.double()
-    if torch.isnan(out).any():
-        return float("nan")
-    return float(torch.linalg.norm(out - ref) / torch.linalg.norm(ref))
+    from pycute.testing import rel_err as relative
+    return relative(out, ref)
 
 
 def poisoned(M: int, N: int) -> Any:
     """An M x N bf16 output filled with NaN (rows of whole 16-byte units: N a multiple of 8)."""
-    torch = _torch()
-    return torch.full((M, N), float("nan"), dtype=torch.bfloat16, device="cuda")
+    from pycute.testing import poisoned_tensor
+    return poisoned_tensor((M, N), _torch().bfloat16)
 
 
 def raw(config: Any, a: Any, b: Any, d: Any, scale: float, split: Any = None) -> tuple[Callable[[], None], int]:
@@ -76,7 +81,8 @@ def raw(config: Any, a: Any, b: Any, d: Any, scale: float, split: Any = None) ->
     workspace and counters): the launcher with the tensor maps encoded once; and its grid."""
     import torch
 
-    from pycute.kernels.hopper_gemm.op import counters, gemm_run
+    from pycute.kernels.hopper_gemm.op import counters
+    from pycute.kernels.hopper_gemm.runs import gemm_run
     from pycute.kernels.launcher import Launcher, current_stream
     from pycute.pipeline.split_k import KSplit
     run = gemm_run(config)
@@ -91,7 +97,7 @@ def raw(config: Any, a: Any, b: Any, d: Any, scale: float, split: Any = None) ->
         ws = torch.empty(launch.workspace_bytes // 4, dtype=torch.float32, device="cuda").data_ptr()
         ctr = counters(dev, current_stream(dev), launch.counters).data_ptr()
     args = (run.map_a.encode(a), run.map_b.encode(b), run.map_d.encode(d), M, N, K, float(scale), ws, ctr,
-            launch.split.dp, launch.split.workers, 0, 0)
+            launch.split.dp, launch.split.workers, 0, 0, b"\0")
     launcher = Launcher.of(config, torch.cuda.current_device())
     return (lambda: launcher(launch.grid, *args)), launch.grid
 
@@ -105,6 +111,7 @@ def part_check(quick: bool) -> list[dict]:
     from pycute.kernels import gemm
     from pycute.kernels.hopper_gemm import candidates
     rows = []
+    prebuild(candidates("bf16") + candidates("e4m3"))
     for dtype in ("bf16", "e4m3"):
         for g in candidates(dtype):                               # every configuration, through the launcher
             for M, N, K in CHECK_SHAPES[:3] if quick else CHECK_SHAPES:
@@ -299,7 +306,130 @@ def part_graph(quick: bool) -> list[dict]:
     return rows
 
 
-PART = {"check": part_check, "speed": part_speed, "host": part_host, "graph": part_graph}
+def _compile(config: Any) -> str:
+    config.compile()
+    return repr(config)
+
+
+def prebuild(configs: list[Any]) -> None:
+    """Compile ``configs`` into pycute's compile cache in parallel processes (NVRTC is single-threaded; the timed
+    parts then find every kernel built)."""
+    from concurrent.futures import ProcessPoolExecutor
+    unique = list(dict.fromkeys(configs))
+    with ProcessPoolExecutor(max_workers=max(1, min(len(unique), (os.cpu_count() or 2) - 1))) as pool:
+        list(pool.map(_compile, unique))
+
+
+# ---- fused --------------------------------------------------------------------------------------------------------
+def part_fused(quick: bool) -> list[dict]:
+    torch = _torch()
+    import triton
+
+    import pycute.kernels as pk
+    from pycute.kernels.fused import FusedEpilogue
+    rows = []
+    # every epilogue form and type of D on a ragged problem, against the float64 reference
+    M, N, K = 1000, 520, 264
+    a, b = operands(M, N, K, "bf16", seed=5)
+    acc = reference(a, b, 0.5)
+    g = torch.Generator(device="cuda").manual_seed(9)
+    bias = torch.randn(N, device="cuda", generator=g).to(torch.bfloat16)
+    scale_m = torch.rand(M, device="cuda", generator=g) + 0.5
+    res = torch.randn(M, N, device="cuda", generator=g).to(torch.float16)
+
+    @pk.epilogue
+    def gated(acc, s: pk.Row, bias: pk.Col, r: pk.Residual, alpha: float):
+        return pk.where(acc > 0, pk.silu(acc * s + bias), acc * alpha) + r
+    forms = [("bias relu", dict(bias=bias, activation="relu")), ("bias gelu", dict(bias=bias, activation="gelu")),
+             ("bias gelu_tanh residual", dict(bias=bias, activation="gelu_tanh", residual=res)),
+             ("bias silu", dict(bias=bias, activation="silu")),
+             ("gated rows columns residual scalar", dict(epilogue=gated, s=scale_m, bias=bias, r=res, alpha=0.1))]
+    from pycute.kernels.hopper_gemm.op import config_for
+    from pycute.kernels.tensor_maps import torch_dtype_name
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    tensors = {"bias": bias, "residual": res, "s": scale_m, "r": res}
+
+    def config(kw: dict, out: str, shape: tuple) -> Any:
+        ep = kw.get("epilogue") or pk.bias_activation("bias" in kw, kw.get("activation"), "residual" in kw)
+        fused = FusedEpilogue(ep, tuple(torch_dtype_name(tensors[n].dtype) for n in ep.tensors))
+        return config_for(*shape, "bf16", sms, out, fused)[0]
+    prebuild([config(kw, out, (M, N, K)) for _, kw in forms for out in ("bf16", "f16", "f32", "f8e4m3")]
+             + [config(dict(bias=bias, activation=act), "bf16", shape) for act in ("relu", "gelu")
+                for shape in ((8192, 8192, 8192), (4096, 4096, 4096))])
+    for label, kw in forms:
+        ep = kw.get("epilogue") or pk.bias_activation("bias" in kw, kw.get("activation"), "residual" in kw)
+        names = {"bias": bias, "residual": res, "s": scale_m, "r": res}
+        want = FusedEpilogue(ep, tuple("f32" for _ in ep.tensors)).reference(
+            acc, {n: names[n].double() for n in ep.tensors} | {n: kw[n] for n in ep.scalars})
+        for out in ("bf16", "f16", "f32", "f8e4m3"):
+            torch.cuda.empty_cache()
+            d = pk.gemm(a, b, 0.5, out_dtype=out, **kw)
+            torch.cuda.synchronize()
+            err = rel_err(d, want)
+            rows.append({"part": "fused", "case": f"{label} -> {out}", "shape": [M, N, K], "err": err,
+                         "ok": err < (6e-2 if out == "f8e4m3" else 1e-2)})
+    # speed: fused vs torch.matmul + the same ops in eager torch vs the plain GEMM
+    rounds = 2 if quick else 3
+    for M, N, K in [(4096, 4096, 4096)] if quick else [(8192, 8192, 8192), (4096, 4096, 4096)]:
+        a, b = operands(M, N, K, "bf16")
+        acc = reference(a, b)
+        bias = torch.randn(N, device="cuda").to(torch.bfloat16)
+        for act, torch_act in (("relu", torch.relu), ("gelu", torch.nn.functional.gelu)):
+            want = torch_act(acc + bias.double())
+            d_fused, d_plain = poisoned(M, N), poisoned(M, N)
+            fns = {"fused": lambda: pk.gemm(a, b, bias=bias, activation=act, out=d_fused),
+                   "torch eager": lambda: torch_act(torch.matmul(a, b.t()) + bias),
+                   "plain gemm": lambda: pk.gemm(a, b, out=d_plain)}
+            errors = {"fused": rel_err(fns["fused"](), want), "torch eager": rel_err(fns["torch eager"](), want),
+                      "plain gemm": rel_err(fns["plain gemm"](), acc)}
+            ok = all(e < 1e-2 for e in errors.values())
+            times: dict[str, dict[str, list[float]]] = {n: {"eager": [], "graph": []} for n in fns}
+            for _ in range(rounds if ok else 0):
+                for name, fn in fns.items():
+                    times[name]["eager"].append(float(triton.testing.do_bench(fn, warmup=25, rep=100,
+                                                                              return_mode="median")))
+                    times[name]["graph"].append(float(triton.testing.do_bench_cudagraph(fn, rep=100,
+                                                                                        return_mode="median")))
+            flops = 2 * M * N * K
+            for name in fns:
+                best = {mode: min(ms) for mode, ms in times[name].items() if ms}
+                rows.append({"part": "fused", "kernel": f"{name} ({act})", "shape": [M, N, K], "err": errors[name],
+                             "ok": ok, "ms_rounds": times[name],
+                             **{f"tflops_{mode}": flops / ms / 1e9 for mode, ms in best.items()}})
+    return rows
+
+
+# ---- tune ---------------------------------------------------------------------------------------------------------
+def part_tune(quick: bool) -> list[dict]:
+    torch = _torch()
+    import triton
+
+    from pycute.kernels.hopper_gemm.config import shared
+    from pycute.kernels.hopper_gemm.op import config_for
+    from pycute.kernels.hopper_gemm.tune import ranked, tune
+    rows = []
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    shapes = [(1000, 1000, 8192), (777, 4104, 2056), (4096, 4096, 4096)]
+    prebuild([g for s in shapes for g in ranked(*s, "bf16", sms)])
+    for M, N, K in shapes[:2] if quick else shapes:
+        result = tune(M, N, K)
+        a, b = operands(M, N, K, "bf16")
+        cublas = float(triton.testing.do_bench_cudagraph(lambda: torch.matmul(a, b.t()), rep=100,
+                                                         return_mode="median"))
+        flops = 2 * M * N * K
+        best = dict(result.times)[result.winner]
+        picked, _ = config_for(M, N, K, "bf16", sms, device=torch.cuda.current_device())
+        runs_winner = picked in (result.winner, shared(result.winner))     # its tiles whole, or shared (split-K)
+        rows.append({"part": "tune", "case": f"tune {M}x{N}x{K}", "shape": [M, N, K], "winner": repr(result.winner),
+                     "first_guess": repr(result.first_guess), "speedup_over_first_guess": result.speedup,
+                     "tflops": flops / best / 1e9 if best else None, "cublas_tflops": flops / cublas / 1e9,
+                     "candidates": {repr(g): t for g, t in result.times}, "op_runs_winner": runs_winner,
+                     "ok": runs_winner})
+    return rows
+
+
+PART = {"check": part_check, "speed": part_speed, "host": part_host, "graph": part_graph, "fused": part_fused,
+        "tune": part_tune}
 
 
 # ---- the CPU dry run ----------------------------------------------------------------------------------------------
@@ -309,7 +439,8 @@ def dry() -> list[dict]:
     torch = _torch()
     from pycute.kernels import gemm
     from pycute.kernels.hopper_gemm import candidates
-    from pycute.kernels.hopper_gemm.op import config_for, gemm_run
+    from pycute.kernels.hopper_gemm.op import config_for
+    from pycute.kernels.hopper_gemm.runs import gemm_run
     from pycute.kernels.launcher import param_layout
     rows = []
     for dtype in ("bf16", "e4m3"):
@@ -317,19 +448,22 @@ def dry() -> list[dict]:
             t0 = time.perf_counter()
             layout = param_layout(g.compile().ptx, g.launch_shape.entry)
             rows.append({"part": "dry", "config": repr(g), "compile_s": time.perf_counter() - t0,
-                         "params": layout.packer.format, "ok": layout.size == 440})
+                         "params": layout.packer.format, "ok": layout.size == 441})
     for M, N, K, dtype in ((100, 72, 40, "bf16"), (70, 24, 48, "e4m3")):
         a, b = operands(M, N, K, dtype, device="cpu")
         err = rel_err(gemm(a, b, 0.5), reference(a, b, 0.5))
         rows.append({"part": "dry", "case": f"op on the CPU {M}x{N}x{K} {dtype}", "err": err,
                      "ok": err < TOLERANCE[dtype]})
+    a, b = operands(64, 40, 32, "bf16", device="cpu")
+    bias = torch.randn(40).to(torch.bfloat16)
+    err = rel_err(gemm(a, b, bias=bias, activation="relu"), torch.relu(reference(a, b) + bias.double()))
+    rows.append({"part": "dry", "case": "fused bias + relu on the CPU 64x40x32", "err": err, "ok": err < 1e-2})
     t0 = time.perf_counter()
     for i in range(50):
         g, split = config_for(4096 + 128 * i, 4096, 4096 + 64 * i, "bf16", 132)
         gemm_run(g).launch(4096 + 128 * i, 4096, 4096 + 64 * i, split, 132 * g.ctas_per_sm)
     rows.append({"part": "dry", "case": "choose + grid of a new shape (host, no launch)",
                  "us": (time.perf_counter() - t0) / 50 * 1e6, "ok": True})
-    del torch
     return rows
 
 
@@ -338,7 +472,9 @@ def table(rows: list[dict]) -> str:
     for r in rows:
         what = r.get("kernel") or r.get("call") or r.get("case") or r.get("config", "")
         what = f"{what} {r.get('dtype', '')} {r.get('shape', '')}".strip()
-        if "tflops_graph" in r:
+        if "speedup_over_first_guess" in r:
+            result = f"{r['speedup_over_first_guess']:.2f}x choose's, {r.get('tflops') or 0:.0f} TFLOP/s"
+        elif "tflops_graph" in r:
             result = f"{r.get('tflops_eager', 0):.1f} / {r['tflops_graph']:.1f} TFLOP/s (eager / graph)"
         elif "median_us" in r:
             result = f"{r['median_us']:.1f} us (median)"
@@ -360,6 +496,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("out", nargs="?", help="the JSON lines file (default $OUT/gemm_op.jsonl)")
     parser.add_argument("--dry", action="store_true", help="on the CPU: compile everything, run the op whole")
     parser.add_argument("--quick", action="store_true", help="fewer shapes and rounds")
+    parser.add_argument("--parts", default=",".join(PARTS), help=f"the parts to run, of {','.join(PARTS)}")
     parser.add_argument("--one", choices=PARTS, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.one:                                                  # a child: one part, its rows on stdout
@@ -367,12 +504,15 @@ def main(argv: list[str]) -> int:
         for row in PART[args.one](args.quick):
             print(json.dumps(row, default=str), flush=True)
         return 0
-    with JsonLines(out_path("gemm_op", args.out)) as out:
+    path = out_path("gemm_op", args.out)
+    os.environ.setdefault("PYCUTE_TUNING_FILE", str(path.parent / "gemm_op_tuning.json"))   # the children's records
+    with JsonLines(path) as out:
         if args.dry:
             out.extend(dry())
         else:
             checked = True
-            for part in PARTS:
+            parts = [p for p in PARTS if p in args.parts.split(",")]
+            for part in parts:
                 if part != "check" and not checked:
                     out.write({"part": part, "error": "not run: the check part failed", "ok": False})
                     continue

@@ -79,19 +79,20 @@ def bench(fn) -> float:
 def launch_ours(g, split, a, b, d, scale: float = 1.0, sa=None, sb=None) -> None:
     """Configuration ``g`` shared as ``split`` on ``a``, ``b`` into the caller's ``d`` (NaN-filled for a check)."""
     import torch
-    from pycute.kernels.hopper_gemm.op import _sm_count, counters, gemm_run
-    from pycute.kernels.launcher import Launcher, current_stream
+    from pycute.kernels.hopper_gemm.op import counters
+    from pycute.kernels.hopper_gemm.runs import gemm_run
+    from pycute.kernels.launcher import Launcher, current_stream, sm_count
     M, K = a.shape
     N = b.shape[0]
     run, dev = gemm_run(g), a.device.index
-    launch = run.launch(M, N, K, split, _sm_count(dev) * g.ctas_per_sm)
+    launch = run.launch(M, N, K, split, sm_count(dev) * g.ctas_per_sm)
     ws = ctr = 0
     if launch.counters:
         ws = torch.empty(launch.workspace_bytes // 4, dtype=torch.float32, device=a.device).data_ptr()
         ctr = counters(dev, current_stream(dev), launch.counters).data_ptr()
     Launcher.of(g, dev)(launch.grid, run.map_a.encode(a), run.map_b.encode(b), run.map_d.encode(d), M, N, K, scale,
                         ws, ctr, split.dp, split.workers, 0 if sa is None else sa.data_ptr(),
-                        0 if sb is None else sb.data_ptr())
+                        0 if sb is None else sb.data_ptr(), b"\0")          # the plain epilogue's empty struct
 
 
 def alternatives(M: int, N: int, K: int, dtype: str, sms: int) -> list:
@@ -112,8 +113,9 @@ def alternatives(M: int, N: int, K: int, dtype: str, sms: int) -> list:
 # ---- the parts ---------------------------------------------------------------------------------------------------
 def part_bf16(quick: bool, emit) -> None:
     import torch
-    from pycute.kernels.hopper_gemm.op import _sm_count, config_for
-    sms = _sm_count(0)
+    from pycute.kernels.hopper_gemm.op import config_for
+    from pycute.kernels.launcher import sm_count
+    sms = sm_count(0)
     for M, N, K in bf16_shapes(quick):
         a = torch.randn(M, K, device="cuda", dtype=torch.bfloat16)
         b = torch.randn(N, K, device="cuda", dtype=torch.bfloat16)
@@ -282,7 +284,7 @@ def dry(emit, parts: tuple[str, ...]) -> None:
     ints = lambda *s: torch.randint(-3, 4, s, generator=g).to(torch.bfloat16)  # noqa: E731
     if "bf16" in parts:
         a, b = ints(72, 200), ints(72, 200)
-        d = op._gemm_cpu(a, b, 1.0, (shared(HopperGemm(BN=64, cluster=1)), KSplit.stream(2)))      # stream-K
+        d = op._gemm_cpu(a, b, 1.0, "acc", [], [], "bf16", shared(HopperGemm(BN=64, cluster=1)), KSplit.stream(2))
         emit({"part": "bf16", "contender": "pycute (CPU)", "err": rel_err(d, a.double() @ b.double().T)})
     if "grouped" in parts:
         a2, bg, offs = ints(72, 64), ints(3, 64, 64), torch.tensor([40, 40, 72], dtype=torch.int32)

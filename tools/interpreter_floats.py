@@ -3,7 +3,8 @@
 Every instruction of ``pycute.harness.float_probe`` on the same operand bit patterns, on the GPU (in a child
 process: a fault loses nothing but that run) and on the CPU (``pycute.interp.run_kernel``). One JSON line per
 instruction: the inputs, how many results differ (bit for bit, and apart from NaN payloads), the first difference,
-and for the ``.approx`` instructions the largest distance in ulps; a table last (docs/interpreter.md).
+and for the ``.approx`` instructions and the CUDA math functions the largest distance in ulps; a table last
+(docs/interpreter.md).
 
     PYTHONPATH=. python -m tools interpreter_floats [OUT.jsonl]     (default $OUT/interpreter_floats.jsonl)
     PYTHONPATH=. python -m tools interpreter_floats --dry           (no GPU: the probe compiled and run on the CPU)
@@ -30,20 +31,21 @@ def gpu_rows(path: str) -> None:
 
 def compare(gpu: np.ndarray, cpu: np.ndarray) -> list[dict]:
     """One row per instruction: where the GPU's results (``gpu``) and the CPU's differ."""
-    from pycute.harness.float_probe import APPROX_OPS, FloatProbe, same_values, ulp_distance
+    from pycute.harness.float_probe import APPROX_OPS, LIBRARY_OPS, FloatProbe, same_values, ulp_distance
     probe = FloatProbe(n=N)
     operands = probe.operands()
     out = []
     for k, (name, kinds, result, fmt, _) in enumerate(probe.ops):
         bad = np.nonzero(gpu[k] != cpu[k])[0]
-        row = {"op": name, "inputs": N, "differ": int(bad.size), "approx": any(name == o[0] for o in APPROX_OPS),
+        row = {"op": name, "inputs": N, "differ": int(bad.size),
+               "approx": any(name == o[0] for o in APPROX_OPS + LIBRARY_OPS),
                "differ_but_nan": int((~same_values(gpu[k], cpu[k], fmt)).sum())}
         if bad.size:
             i = int(bad[0])
             row["first"] = {"operands": [hex(int(operands[j][i])) for j in range(len(kinds))],
                             "gpu": hex(int(gpu[k][i])), "cpu": hex(int(cpu[k][i]))}
-        if row["approx"] and result == "f":
-            row["max_ulp"] = int(ulp_distance(gpu[k], cpu[k]).max())
+        if row["approx"] and result in ("f", "d"):
+            row["max_ulp"] = int(ulp_distance(gpu[k], cpu[k], fmt).max())
         out.append(row)
     return out
 

@@ -12,6 +12,7 @@ from .smem_ldst import emit_smem_copy, matrix_helper, vector_helper
 from .epilogue import emit_epilogue
 from .pipeline import emit_pipeline
 from .scheduler import emit_clc_scheduler, emit_tile_scheduler
+from .turns import emit_turns
 from .split_k import emit_split_k_scheduler
 from .grouped import emit_grouped_scheduler
 from .fp8_scaling import emit_fp8_scaling

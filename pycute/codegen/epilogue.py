@@ -14,7 +14,7 @@ __all__ = ["emit_epilogue"]
 
 @provides("cuda", EpiloguePlan)
 def emit_epilogue(plan: EpiloguePlan, name: str = "pycute_epilogue") -> str:
-    """``name(map, smem, thread, frag, c0, ..., stage...)`` and ``name_wait(thread)``."""
+    """``name(map, smem, thread, frag, c0, ..., stage...)``, ``name_wait(thread)`` and ``name_drain(thread)``."""
     check_function_name(name)
     kind, n = _fragment_param(plan.store)
     const = "const " if plan.store.op == "st" else ""
@@ -50,5 +50,11 @@ def emit_epilogue(plan: EpiloguePlan, name: str = "pycute_epilogue") -> str:
         "// slot(s) written in turn), then the barrier.",
         f"__device__ __forceinline__ void {name}_wait(unsigned thread{wait_param}) {{",
         f"  if (thread == 0u) pycute_bulk_wait_group_read<{plan.in_flight}>();",
+        f"  pycute_named_barrier_sync({bar}, {threads}u);",
+        "}",
+        "// Before the tile's bytes are given back (a pipeline stage the tile lives in, released to its producer):",
+        "// thread 0 waits until every TMA store it issued has read its tile, then the barrier.",
+        f"__device__ __forceinline__ void {name}_drain(unsigned thread{wait_param}) {{",
+        "  if (thread == 0u) pycute_bulk_wait_group_read<0>();",
         f"  pycute_named_barrier_sync({bar}, {threads}u);",
         "}", ""])

@@ -148,6 +148,25 @@ def _acquire(plan: PipelinePlan, f: PipelineFunction) -> list[str]:
     return _function(f, "unsigned", f"unsigned bars, {plan.name}_state st", body, notes)
 
 
+def _fill(plan: PipelinePlan, fn: dict[str, PipelineFunction]) -> list[str]:
+    """``<name>_fill``: acquire, every load's issue from one lane, advance -- each load's map and tile coordinates
+    its parameters (``map_<load>``, ``<load>_<coordinate>``)."""
+    if "fill" not in fn:
+        return []
+    n = plan.name
+    params, calls = [f"unsigned bars, {n}_state& st, unsigned smem"], []
+    for load, lp in plan.loads:
+        coords = [f"{load}_{c}" for c in lp.coordinate_names]
+        params.append(", ".join([f"const void* map_{load}"] + [f"int {c}" for c in coords]))
+        calls.append(f"{n}_{load}(map_{load}, smem, full, {', '.join(coords + ['st.index'])});")
+    warp = plan.producer.caller == "warp"
+    body = [f"  const unsigned full = {n}_producer_acquire(bars, st);"]
+    body += ["  if (pycute_elect_one_sync()) {", *(f"    {c}" for c in calls), "  }"] if warp else \
+        [f"  {c}" for c in calls]
+    body.append("  st.advance();")
+    return _function(fn["fill"], "void", ", ".join(params), body)
+
+
 def _signals(plan: PipelinePlan, fn: dict[str, PipelineFunction]) -> list[str]:
     """The producer's commit, the consumers' release and the relay, where the plan has them."""
     p, c, state = plan.producer, plan.consumer, f"unsigned bars, {plan.name}_state st"
@@ -175,6 +194,8 @@ def _signals(plan: PipelinePlan, fn: dict[str, PipelineFunction]) -> list[str]:
                              "a release")
             body = _by_caller(c.caller, [f"const unsigned empty = {empty};", *_arrive(plan, "empty", reach, True)])
         out += _function(fn["consumer_release"], "void", state, body)
+        out += _function(fn["consumer_advance"], "void", f"unsigned bars, {plan.name}_state& st",
+                         [f"  {plan.name}_consumer_release(bars, st);", "  st.advance();"])
     if "relay" in fn:           # called as the consumer is (the odd CTA's MMA warp): every caller waits, one arrives
         out += _function(fn["relay"], "void", state,
                          [f"  const unsigned full = {_barrier(plan, 'full')};",
@@ -205,7 +226,8 @@ def emit_pipeline(plan: PipelinePlan) -> str:
     out += _function(fn["producer_start"], f"{n}_state", "", [f"  return {n}_state{{0u, {plan.producer_start}u}};"],
                      ["Phase bit 1 names the phase before a fresh barrier's first, which counts as completed."])
     out += _function(fn["consumer_start"], f"{n}_state", "", [f"  return {n}_state{{0u, {plan.consumer_start}u}};"])
-    out += _init(plan, fn["init"]) + _acquire(plan, fn["producer_acquire"]) + _signals(plan, fn) + _turns(plan, fn)
+    out += _init(plan, fn["init"]) + _acquire(plan, fn["producer_acquire"]) + _fill(plan, fn) + _signals(plan, fn) \
+        + _turns(plan, fn)
     return "\n".join(out) + "\n"
 
 

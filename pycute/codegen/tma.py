@@ -284,16 +284,19 @@ def emit_tma_retarget(r: TensorMapReplace, name: str = "pycute_tma_retarget") ->
     if r.preconditions:
         head.append("// Preconditions (a checked build, -DPYCUTE_CHECKED, traps on them): "
                     + "; ".join(p.rule for p in r.preconditions) + ".")
-    checks = ["#ifdef PYCUTE_CHECKED              // the warp's values are uniform: one lane prints, every lane traps",
-              f"  if (reinterpret_cast<unsigned long long>(address) % {GLOBAL_ALIGN}ull != 0) {{",
-              f'    if (pycute_elect_one_sync()) printf("pycute: {name}: address %llx is not {GLOBAL_ALIGN}-byte '
-              f'aligned (a tensor map\'s global address is)\\n", reinterpret_cast<unsigned long long>(address));',
-              "    __trap();", "  }"]
+    # A warp vote first: the lowest lane that finds a value broken prints it, the warp meets, then every lane traps
+    # (a lane trapping before the printing one has printed would cut the message off).
+    checks = ["#ifdef PYCUTE_CHECKED", "  unsigned lane_;", '  asm("mov.u32 %0, %%laneid;" : "=r"(lane_));']
+    tests = [(f"reinterpret_cast<unsigned long long>(address) % {GLOBAL_ALIGN}ull != 0",
+              f"pycute: {name}: address %llx is not {GLOBAL_ALIGN}-byte aligned (a tensor map's global address is)",
+              "reinterpret_cast<unsigned long long>(address)")]
     for p in r.preconditions:
-        rule = p.rule.replace("%", "%%")
-        checks += [f"  if ({p.broken_c}) {{",
-                   f'    if (pycute_elect_one_sync()) printf("pycute: {name}: {p.name} = %d breaks '
-                   f'{rule}: {p.why}\\n", {p.name});', "    __trap();", "  }"]
+        tests.append((p.broken_c, f"pycute: {name}: {p.name} = %d breaks " + p.rule.replace("%", "%%") + f": {p.why}",
+                      p.name))
+    for test, message, value in tests:
+        checks += [f"  if (const unsigned bad_ = __ballot_sync(0xFFFFFFFFu, {test})) {{",
+                   f'    if (lane_ == __ffs(bad_) - 1u) printf("{message}\\n", {value});',
+                   "    __syncwarp();", "    __trap();", "  }"]
     checks.append("#endif")
     edits = []
     for f in r.fields:

@@ -156,14 +156,18 @@ def _comment(plan: WgmmaPlan, warpgroup_arg: bool) -> list[str]:
 
 
 @provides("cuda", WgmmaPlan)
-def emit_wgmma(plan: WgmmaPlan, name: str = "pycute_wgmma", wait: int | None = None,
+def emit_wgmma(plan: WgmmaPlan, name: str = "pycute_wgmma", wait: int | None = None, commit: bool = False,
                warpgroup_arg: bool = False) -> str:
     """The issuing function of ``plan``: the base descriptors, then one ``wgmma.mma_async`` per k-step; with
-    ``wait`` N also the fences before and the commit and ``wait_group<N>`` after; with ``warpgroup_arg`` a
-    ``warpgroup`` parameter even for a one-warpgroup tile (it must be 0 there)."""
+    ``commit`` also the fences before and the commit after (the caller waits), with ``wait`` N the commit and
+    ``wait_group<N>`` too; with ``warpgroup_arg`` a ``warpgroup`` parameter even for a one-warpgroup tile (it must
+    be 0 there)."""
     check_function_name(name)
     if wait is not None and (not isinstance(wait, int) or isinstance(wait, bool) or wait < 0):
         raise TypeError(f"plan.cuda: wait is None (issue only) or the groups left pending (an int >= 0), got {wait!r}")
+    if not isinstance(commit, bool):
+        raise TypeError(f"plan.cuda: commit is a bool, got {commit!r}")
+    fenced = commit or wait is not None
     body = []
     if isinstance(plan.a, GmmaDescriptor):
         rows = [_indexed(list(plan.a_rows), "warpgroup")] if plan.warpgroups > 1 else []
@@ -171,18 +175,23 @@ def emit_wgmma(plan: WgmmaPlan, name: str = "pycute_wgmma", wait: int | None = N
                     f"{plan.a.descriptor.encode():#018x}ull, {_address(plan.a, 'smem_a', rows)});")
     body.append(f"  const unsigned long long desc_b = pycute_gmma_desc_at({plan.b.descriptor.encode():#018x}ull, "
                 f"{_address(plan.b, 'smem_b', [])});")
-    if wait is not None:
+    if fenced:
         body += ["  pycute_wgmma_fence_operand(d);", "  pycute_wgmma_fence();"]
     for inst in plan.instructions:
         a = "" if inst.a_offset is None else _advanced("desc_a", inst.a_offset)
         body += _mma_asm(plan, inst.k, a, _advanced("desc_b", inst.b_offset))
+    if fenced:
+        body.append("  pycute_wgmma_commit_group();")
     if wait is not None:
-        body += ["  pycute_wgmma_commit_group();", f"  pycute_wgmma_wait_group<{wait}>();",
-                 "  pycute_wgmma_fence_operand(d);"]
+        body += [f"  pycute_wgmma_wait_group<{wait}>();", "  pycute_wgmma_fence_operand(d);"]
     head = _comment(plan, warpgroup_arg)
     if wait is not None:
         head[-2:] = [f"// `scale_d` 0: D = A B^T (the first k-step ignores D); 1: D += A B^T. It fences, issues, "
                      f"commits and waits", f"// until at most {wait} of the thread's wgmma groups are pending."]
+    elif commit:
+        head[-2:] = ["// `scale_d` 0: D = A B^T (the first k-step ignores D); 1: D += A B^T. It fences, issues and "
+                     "commits one", "// group; the caller waits (pycute_wgmma_wait_group<N>, then "
+                     "pycute_wgmma_fence_operand(d) before reading D)."]
     return "\n".join([f'#include "{WGMMA_HEADER}"', "", *head, _signature(plan, name, warpgroup_arg) + " {", *body,
                       "}"]) + "\n"
 

@@ -11,13 +11,13 @@ address spaces and the race checks, ``sync`` / ``warp`` / ``asyncops`` / ``tenso
 ``scheduler`` runs the threads and ``launch`` binds a launch's arguments.
 """
 from .stream import GENERIC_SHARED_WINDOW, ISSUE_DECODERS, probe_stream, run_entry, trace_entry
-from .launch import KernelRun, TensorMapArg, run_kernel, tensor_map
+from .launch import KernelRun, ScheduleError, StructArg, TensorMapArg, run_kernel, tensor_map
 from .report import DeadlockError
 from .shadow import RaceError
-from .sync import BarrierError
+from .sync import BarrierConflictError, BarrierError
 from .conventions import ConventionError
 from .warpgroup import WgmmaError
 
 __all__ = ["GENERIC_SHARED_WINDOW", "ISSUE_DECODERS", "probe_stream", "run_entry", "trace_entry", "KernelRun",
-           "TensorMapArg", "run_kernel", "tensor_map", "DeadlockError", "RaceError", "BarrierError",
-           "ConventionError", "WgmmaError"]
+           "StructArg", "TensorMapArg", "run_kernel", "tensor_map", "DeadlockError", "RaceError", "BarrierError",
+           "BarrierConflictError", "ScheduleError", "ConventionError", "WgmmaError"]

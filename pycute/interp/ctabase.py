@@ -22,6 +22,7 @@ class CtaBase:
     threads: list
     warps: list
     bars: dict
+    bar_groups: dict
     mbarriers: dict
     live: int
     suspend: Callable[..., int]

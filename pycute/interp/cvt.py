@@ -12,7 +12,7 @@ import math
 from typing import Callable
 
 from ..errors import CompileError, EmulationError
-from .floats import FORMATS, decode, exact_parts, from_float, round_exact, round_up
+from .floats import FORMATS, decode, exact_parts, from_float, nearest, round_exact, round_up
 
 from .front import Instr
 from .numeric import flush, relu
@@ -60,14 +60,18 @@ def _float_to_float(src_name: str, dst_name: str, mode: str, flags: set[str], in
     ftz, satfinite = "ftz" in flags, "satfinite" in flags
     dfmt_mask = MASK[32] ^ ((1 << dfmt.shift) - 1)
 
+    fast = mode == "rn" and not integral and not flags - {"rn"} and {src_name, dst_name} <= {"f64", "f32", "f16"}
+
     def run(a: int) -> int:
         x = decode(flush(a, sfmt) if ftz and src_name == "f32" else a, sfmt)
+        if fast:                                        # one C-library rounding from the exact double
+            return int(nearest(x, dfmt))                # type: ignore[arg-type]
         if dst_name == "tf32" and src_name == "f32" and math.isnan(x):
             # The H200 keeps a NaN's sign, exponent and top ten payload bits (ptxas's sm_90 code masks the low 13;
             # a payload only there comes out as infinity): docs/interpreter.md, "On the H200".
             return a & dfmt_mask
         if integral and math.isfinite(x):
-            x = float(_to_integer(x, mode)) if x != 0 else x
+            x = math.copysign(float(_to_integer(x, mode)), x)      # IEEE roundToIntegral keeps the sign
         try:
             bits = from_float(x, dfmt, mode if not integral else "rn", satfinite, ftz and dst_name == "f32")
         except ValueError as e:

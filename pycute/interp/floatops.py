@@ -10,7 +10,7 @@ from ..errors import CompileError
 from . import numeric
 from .floats import FORMATS, decode
 from .front import Instr
-from .intops import int_compare
+from .intops import int_compare, selp
 from .operands import MASK, Ctx, dst, signed, src, type_info
 
 __all__ = ["FLOAT_EMITTERS", "float_type", "packed"]
@@ -186,4 +186,4 @@ FLOAT_EMITTERS: dict[str, Callable[[Instr, list[str], Ctx], list[str]]] = {
     "max": _minmax("max"), "copysign": _copysign, "testp": _testp,
 }
 #: Comparisons and selections, for integer and float types alike.
-COMPARE_EMITTERS = {"setp": _setp, "set": _set, "slct": _slct}
+COMPARE_EMITTERS = {"setp": _setp, "set": _set, "slct": _slct, "selp": selp}

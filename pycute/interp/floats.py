@@ -17,7 +17,8 @@ from typing import Literal
 
 import attrs
 
-__all__ = ["FloatFormat", "FORMATS", "decode", "round_exact", "round_up", "from_float", "exact_parts", "Rounding"]
+__all__ = ["FloatFormat", "FORMATS", "decode", "round_exact", "round_up", "from_float", "exact_parts", "Rounding",
+           "nearest"]
 
 Rounding = Literal["rn", "rna", "rz", "rm", "rp"]
 
@@ -77,12 +78,22 @@ FORMATS = {f.name: f for f in (
 
 _F64 = struct.Struct("<d")
 _U64 = struct.Struct("<Q")
+_F32 = struct.Struct("<f")
+_U32 = struct.Struct("<I")
+_F16 = struct.Struct("<e")
+_U16 = struct.Struct("<H")
+_HALF = 2 ** 16 - 1                                  # an f16 register's bits
 
 
 def decode(bits: int, fmt: FloatFormat) -> float:
     """The value of ``bits`` in ``fmt`` (NaN as Python's NaN)."""
-    if fmt.name == "f64":
+    name = fmt.name
+    if name == "f64":
         return _F64.unpack(_U64.pack(bits))[0]
+    if name == "f32":                                   # the IEEE formats through the C library's own reading
+        return _F32.unpack(_U32.pack(bits & 0xFFFFFFFF))[0]
+    if name == "f16":
+        return _F16.unpack(_U16.pack(bits & _HALF))[0]
     code = bits >> fmt.shift
     neg = bool(code & (fmt.sign_bit >> fmt.shift)) if fmt.signed else False
     mag = code & ((1 << (fmt.exp_bits + fmt.man_bits)) - 1)
@@ -158,6 +169,25 @@ def round_exact(fmt: FloatFormat, neg: bool, m: int, e: int, mode: str = "rn", s
     if code > fmt.max_code:
         return _overflow(fmt, neg, mode, satfinite)
     return sign | (code << fmt.shift)
+
+
+def nearest(x: float, fmt: FloatFormat) -> int | None:
+    """The bits of ``x`` rounded to nearest even into f64, f32 or f16 by the C library (one rounding from the
+    double; a finite ``x`` that overflows becomes an infinity); None for other formats. A NaN is the canonical
+    NaN."""
+    if x != x:
+        return fmt.nan
+    name = fmt.name
+    try:
+        if name == "f64":
+            return _U64.unpack(_F64.pack(x))[0]
+        if name == "f32":
+            return _U32.unpack(_F32.pack(x))[0]
+        if name == "f16":
+            return _U16.unpack(_F16.pack(x))[0]
+    except OverflowError:
+        return fmt.inf | (fmt.sign_bit if x < 0 else 0)
+    return None
 
 
 def from_float(x: float, fmt: FloatFormat, mode: str = "rn", satfinite: bool = False, ftz: bool = False) -> int:

@@ -10,7 +10,7 @@ from ..errors import CompileError, EmulationError
 from .front import Instr
 from .operands import MASK, Ctx, dst, signed, src, type_info
 
-__all__ = ["INT_EMITTERS", "int_compare"]
+__all__ = ["INT_EMITTERS", "int_compare", "selp"]
 
 
 def _type(ins: Instr, mods: list[str]) -> tuple[str, int, bool]:
@@ -276,7 +276,8 @@ def _sad(ins: Instr, mods: list[str], ctx: Ctx) -> list[str]:
     return _set(ctx, ins.args[0], f"{src(ctx, ins.args[3], bits)} + abs({a} - {b})", bits)
 
 
-def _selp(ins: Instr, mods: list[str], ctx: Ctx) -> list[str]:
+def selp(ins: Instr, mods: list[str], ctx: Ctx) -> list[str]:
+    """``selp`` of any type: a choice of bit patterns (PTX ISA #comparison-and-selection-instructions-selp)."""
     t = mods[-1]
     bits = type_info(t)[0]
     a, b = (src(ctx, x, bits) for x in ins.args[1:3])
@@ -310,5 +311,5 @@ INT_EMITTERS: dict[str, Callable[[Instr, list[str], Ctx], list[str]]] = {
     "popc": _bits(_popc), "clz": _bits(_clz), "brev": _bits(_brev), "bfind": _bits(_bfind), "bfe": _fields,
     "bfi": _fields, "shl": _shift, "shr": lambda i, m, c: _shift(i, m, c, False), "shf": _shf,
     "and": _logic("&"), "or": _logic("|"), "xor": _logic("^"), "lop3": _lop3, "prmt": _prmt_emit,
-    "selp": _selp, "dp4a": _dp, "dp2a": _dp, "sad": _sad,
+    "dp4a": _dp, "dp2a": _dp, "sad": _sad,
 }

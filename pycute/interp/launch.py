@@ -7,6 +7,7 @@ scalar parameters, given in order or by the kernel's C parameter names (read fro
 from __future__ import annotations
 
 import functools
+import random
 import re
 from typing import Any, Mapping, Sequence
 
@@ -24,10 +25,13 @@ from .conventions import attribute, check_conventions
 from .front import Entry, Module, Param, Variable, demangle, parse_entry
 from .memory import TENSOR_MAP_MAGIC as _MAGIC, GlobalMemory
 from .operands import MASK
+from .params import StructArg
+from .schedules import ScheduleError, run_schedules
 from .scheduler import UNLAUNCHED, Cluster, Cta, Thread, World, run
 from .warp import Warp
 
-__all__ = ["run_kernel", "KernelRun", "TensorMapArg", "tensor_map", "SHARED_START", "MAX_SHARED"]
+__all__ = ["run_kernel", "KernelRun", "TensorMapArg", "tensor_map", "StructArg", "SHARED_START", "MAX_SHARED",
+           "ScheduleError"]
 
 #: The shared-window address of a CTA's first variable: the model leaves the first KiB unused, so that no variable
 #: sits at address 0 (CUDA reserves 1 KiB of shared memory per block, cudaDevAttrReservedSharedMemoryPerBlock).
@@ -227,6 +231,8 @@ def _argument(p: Param, value: Any, label: str, gmem: GlobalMemory, maps: dict) 
             return image
         value = np.frombuffer(image, dtype=np.uint8).copy()
         label = f"the tensor map of {label}"
+    if isinstance(value, StructArg):
+        return value.image(p.size, label, lambda k, v: gmem.add(f"{label}.{k}", _bytes_of(v, f"argument {label}")))
     if isinstance(value, np.ndarray):
         if p.size != 8:
             raise EmulationError(f"parameter {label} (.{p.type}) is not a pointer: an array cannot bind to it")
@@ -340,7 +346,8 @@ def _hold_back(world: World, resident: int | None) -> None:
 def run_kernel(kernel: Any, entry: str | None = None, *, grid: Any = 1, block: Any = 128, cluster: Any = None,
                args: Sequence[Any] | Mapping[str, Any] = (), smem: int = 0, check_unwritten: bool = True,
                max_steps: int = 20_000_000, conventions: Mapping[str, Any] | None = None,
-               barriers: Mapping[str, Sequence[str]] | None = None, resident: int | None = None) -> KernelRun:
+               barriers: Mapping[str, Sequence[str]] | None = None, resident: int | None = None,
+               schedules: int = 1, seed: int = 0) -> KernelRun:
     """Run ``kernel`` (a ``Compiled`` from ``pycute.compile.compile_cuda``, or PTX text) on the CPU: every thread
     of ``grid`` x ``block`` (clusters of ``cluster``; default the entry's ``__cluster_dims__``) with ``smem``
     bytes of dynamic shared memory. Global arrays in ``args`` are read and written in place. Raises
@@ -350,7 +357,17 @@ def run_kernel(kernel: Any, entry: str | None = None, *, grid: Any = 1, block: A
     call is checked against its function's convention (ConventionError). ``barriers`` names the 8-byte words of
     shared arrays in reports (``{"bars": pipeline.barrier_names()}``: ``mainloop.full[0]`` rather than
     ``bars[0]``). With ``resident`` only that many clusters run at once, the others launching in grid order as
-    clusters exit (what ``clusterlaunchcontrol.try_cancel`` cancels)."""
+    clusters exit (what ``clusterlaunchcontrol.try_cancel`` cancels). With ``schedules`` k > 1 it runs k times,
+    k - 1 of them under orders seeded from ``seed``: an array left differently is a ``ScheduleError`` (schedules)."""
+    launch = functools.partial(_run_kernel, kernel, entry, grid, block, cluster, args, smem, check_unwritten,
+                               max_steps, conventions, barriers, resident)
+    return run_schedules(launch, args, schedules, seed)
+
+
+def _run_kernel(kernel: Any, entry: str | None, grid: Any, block: Any, cluster: Any,
+                args: Sequence[Any] | Mapping[str, Any], smem: int, check_unwritten: bool, max_steps: int,
+                conventions: Mapping[str, Any] | None, barriers: Mapping[str, Sequence[str]] | None,
+                resident: int | None, order: random.Random | None) -> KernelRun:
     ptx, source = (kernel.ptx, getattr(kernel, "source", None)) if hasattr(kernel, "ptx") else (kernel, None)
     if not isinstance(ptx, str):
         raise TypeError(f"run_kernel: a Compiled kernel or PTX text, got {type(kernel).__name__}")
@@ -375,6 +392,7 @@ def run_kernel(kernel: Any, entry: str | None = None, *, grid: Any = 1, block: A
     _populate(world, grid3, block3, cluster3, _align(total, 16), int(smem),
               "explicitcluster" in ent.directives or cluster is not None)
     _hold_back(world, resident)
+    world.order = order
     try:
         run(world)
     finally:

@@ -82,7 +82,10 @@ def _atomic(op: str, t: str, old: int, b: int, c: int | None, bits: int) -> int:
     mask = (1 << bits) - 1
     if t.startswith("f") or t.startswith("bf"):
         name = t[:-2] if t.endswith("x2") else t
-        fn = binary("add", name) if op == "add" else minmax(op, name)
+        # atom / red .add.f32 round to nearest and flush subnormal inputs and results to zeros of their sign (PTX ISA
+        # #parallel-synchronization-and-communication-instructions-atom; ptxas writes ATOMG.E.ADD.F32.FTZ.RN); the
+        # f16 / bf16 / f64 additions keep subnormals
+        fn = binary("add", name, ftz=name == "f32") if op == "add" else minmax(op, name)
         if t.endswith("x2"):
             half = bits // 2
             lo = fn(old & ((1 << half) - 1), b & ((1 << half) - 1))

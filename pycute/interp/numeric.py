@@ -12,6 +12,7 @@ hardware's in the last place; their special values (zeros, infinities, NaN) foll
 from __future__ import annotations
 
 import math
+import struct
 from typing import Callable
 
 from .floats import FORMATS, FloatFormat, decode, exact_parts, from_float, round_exact
@@ -78,9 +79,57 @@ def _inputs(fmt: FloatFormat, ftz: bool, *bits: int) -> list[float]:
     return [decode(flush(b, fmt) if ftz else b, fmt) for b in bits]
 
 
+#: Formats whose round-to-nearest arithmetic runs on Python's own doubles (``_fast``).
+_FAST = ("f32", "f64")
+
+
+_D, _Q, _S, _I = (struct.Struct(f) for f in ("<d", "<Q", "<f", "<I"))
+_NAN64, _NAN32 = FORMATS["f64"].nan, FORMATS["f32"].nan
+_MAN52, _HIDDEN52 = (1 << 52) - 1, 1 << 52
+
+
+def _f32_bits(r: float, ftz: bool) -> int:
+    """A double rounded to nearest even into f32 (the C library's one rounding; an overflow is an infinity; with
+    ``ftz`` a subnormal result is a zero of its sign); NaN is the canonical NaN."""
+    if r != r:
+        return _NAN32
+    try:
+        bits = _I.unpack(_S.pack(r))[0]
+    except OverflowError:
+        return 0xFF800000 if r < 0 else 0x7F800000
+    if ftz and not bits & 0x7F800000:
+        return bits & 0x80000000
+    return bits
+
+
+def _f64_bits(r: float) -> int:
+    return _NAN64 if r != r else _Q.unpack(_D.pack(r))[0]
+
+
+def _fast(op: str, fmt: FloatFormat, ftz: bool) -> Callable[[int, int], int]:
+    """``add`` / ``sub`` / ``mul`` to nearest in f32 / f64 on Python's doubles: a double operation is IEEE's, and
+    an f32 result rounded from the double one is the correctly rounded f32 result (53 >= 2 * 24 + 2 bits:
+    double rounding is innocuous for +, -, *, / and sqrt; S. A. Figueroa, "When is double rounding innocuous?",
+    SIGNUM 1995)."""
+    calc = {"add": lambda x, y: x + y, "sub": lambda x, y: x - y, "mul": lambda x, y: x * y}[op]
+    if fmt.name == "f64":
+        unpack, pack = _D.unpack, _Q.pack
+        return lambda a, b: _f64_bits(calc(unpack(pack(a))[0], unpack(pack(b))[0]))
+    f_unpack, i_pack = _S.unpack, _I.pack
+
+    def run(a: int, b: int) -> int:
+        if ftz:
+            a = a if a & 0x7F800000 else a & 0x80000000
+            b = b if b & 0x7F800000 else b & 0x80000000
+        return _f32_bits(calc(f_unpack(i_pack(a))[0], f_unpack(i_pack(b))[0]), ftz)
+    return run
+
+
 def binary(op: str, fmt_name: str, mode: str = "rn", ftz: bool = False, sat: bool = False) -> Callable[[int, int], int]:
     """``add`` / ``sub`` / ``mul`` on two registers' bits."""
     fmt = FORMATS[fmt_name]
+    if mode == "rn" and not sat and fmt_name in _FAST:
+        return _fast(op, fmt, ftz)
 
     def run(a: int, b: int) -> int:
         x, y = _inputs(fmt, ftz, a, b)
@@ -91,10 +140,69 @@ def binary(op: str, fmt_name: str, mode: str = "rn", ftz: bool = False, sat: boo
     return run
 
 
+def _fast_fma64(exact: Callable[[int, int, int], int]) -> Callable[[int, int, int], int]:
+    """``fma.rn.f64`` on Python's doubles where the product is exact in a double (normal operands whose
+    significands hold at most 53 bits together, a normal product): one double addition rounds the exact sum;
+    every other case goes to ``exact``."""
+    unpack, pack = _D.unpack, _Q.pack
+
+    def run(a: int, b: int, c: int) -> int:
+        ea, eb = (a >> 52) & 0x7FF, (b >> 52) & 0x7FF
+        if ea == 0x7FF or eb == 0x7FF or (c >> 52) & 0x7FF == 0x7FF:
+            return exact(a, b, c)
+        x, y, z = unpack(pack(a))[0], unpack(pack(b))[0], unpack(pack(c))[0]
+        if x and y:
+            ma, mb = (a & _MAN52) | _HIDDEN52, (b & _MAN52) | _HIDDEN52
+            zeros = (ma & -ma).bit_length() + (mb & -mb).bit_length() - 2
+            if not ea or not eb or zeros < 53 or not 2 <= ea + eb - 1023 <= 2045:
+                return exact(a, b, c)
+        return _f64_bits(x * y + z)
+    return run
+
+
+def _fast_fma32(ftz: bool, exact: Callable[[int, int, int], int]) -> Callable[[int, int, int], int]:
+    """``fma.rn.f32`` on Python's doubles: the product of two f32 values is exact in a double, the double sum is
+    the f32 answer unless it was inexact and landed on a midpoint between two f32 values (double rounding), which
+    ``exact`` decides."""
+    f_unpack, i_pack = _S.unpack, _I.pack
+
+    def run(a: int, b: int, c: int) -> int:
+        if ftz:
+            a, b, c = (v if v & 0x7F800000 else v & 0x80000000 for v in (a, b, c))
+        x, y, z = f_unpack(i_pack(a))[0], f_unpack(i_pack(b))[0], f_unpack(i_pack(c))[0]
+        p = x * y
+        r = p + z
+        if r - r != 0:                                   # an infinity or NaN: IEEE's own rules decide
+            return exact(a, b, c)
+        rb = r - p
+        if (p - (r - rb)) + (z - rb) and _f32_midpoint(r):       # TwoSum's error: the sum was inexact
+            return exact(a, b, c)
+        return _f32_bits(r, ftz)
+    return run
+
+
+def _f32_midpoint(r: float) -> bool:
+    """Whether the double ``r`` lies halfway between two f32 values (its bits below f32's last place are 1000...)."""
+    if r == 0:
+        return False
+    e = math.frexp(abs(r))[1]
+    q = max(e - 24, -149)                                # the f32 quantum's exponent at this magnitude
+    scaled = math.ldexp(abs(r), -q)
+    return scaled - math.floor(scaled) == 0.5
+
+
 def fma(fmt_name: str, mode: str = "rn", ftz: bool = False, sat: bool = False) -> Callable[[int, int, int], int]:
     """``fma`` (and ``mad`` with a rounding mode): ``a * b + c`` rounded once."""
     fmt = FORMATS[fmt_name]
+    exact = _exact_fma(fmt, mode, ftz, sat)
+    if mode == "rn" and not sat and fmt_name == "f64":
+        return _fast_fma64(exact)
+    if mode == "rn" and not sat and fmt_name == "f32":
+        return _fast_fma32(ftz, exact)
+    return exact
 
+
+def _exact_fma(fmt: FloatFormat, mode: str, ftz: bool, sat: bool) -> Callable[[int, int, int], int]:
     def run(a: int, b: int, c: int) -> int:
         x, y, z = _inputs(fmt, ftz, a, b, c)
         if not (math.isfinite(x) and math.isfinite(y)):
@@ -148,7 +256,14 @@ def _root(x: float) -> tuple | float:
 def divide(fmt_name: str, mode: str = "rn", ftz: bool = False) -> Callable[[int, int], int]:
     """``div.rnd`` (bit-exact), and ``div.full`` / ``div.approx`` modelled as the quotient rounded to nearest."""
     fmt = FORMATS[fmt_name]
-    return lambda a, b: _finish(fmt, _quotient(*_inputs(fmt, ftz, a, b)), mode, ftz, False)
+    fast = mode == "rn" and fmt_name in _FAST
+
+    def run(a: int, b: int) -> int:
+        x, y = _inputs(fmt, ftz, a, b)
+        if fast and y and math.isfinite(x) and math.isfinite(y):
+            return _f64_bits(x / y) if fmt_name == "f64" else _f32_bits(x / y, ftz)     # IEEE's (see _fast)
+        return _finish(fmt, _quotient(x, y), mode, ftz, False)
+    return run
 
 
 def _approx(name: str, x: float) -> tuple | float:
@@ -181,8 +296,13 @@ def unary(name: str, fmt_name: str, mode: str = "rn", ftz: bool = False) -> Call
     if name == "neg":
         return lambda a: (flush(a, fmt) if ftz else a) ^ fmt.sign_bit
 
+    fast = mode == "rn" and fmt_name in _FAST and name in ("sqrt", "rcp")
+
     def run(a: int) -> int:
         (x,) = _inputs(fmt, ftz, a)
+        if fast and (x > 0 or (x and name == "rcp")) and math.isfinite(x):      # IEEE's double sqrt / 1/x (_fast)
+            r = math.sqrt(x) if name == "sqrt" else 1.0 / x
+            return _f64_bits(r) if fmt_name == "f64" else _f32_bits(r, ftz)
         value = _approx(name, x)
         if isinstance(value, tuple):
             neg, m, e = value

@@ -158,7 +158,7 @@ def _exit(ins: Instr, mods: list[str], ctx: KernelCtx) -> Code:
 @register("trap")
 @register("brkpt")
 def _trap(ins: Instr, mods: list[str], ctx: KernelCtx) -> Code:
-    return Code((f"m.trap(th, {ins.line}, {ins.text!r})",))
+    return Code((f"return m.trap(th, {ins.line}, {ins.text!r})",), "end")
 
 
 def _nothing(ins: Instr, mods: list[str], ctx: KernelCtx) -> Code:

@@ -9,6 +9,7 @@ threads; when none are in flight either and some thread still waits, that is a d
 """
 from __future__ import annotations
 
+import random
 import time
 from collections import deque
 
@@ -28,10 +29,12 @@ from .warp import Warp, WarpMixin
 from .regpool import RegisterPoolMixin
 from .warpgroup import WarpgroupMixin
 
-__all__ = ["Thread", "Cta", "Cluster", "World", "run", "READY", "WAITING", "EXITED", "UNLAUNCHED", "CANCELLED"]
+__all__ = ["Thread", "Cta", "Cluster", "World", "run", "READY", "WAITING", "EXITED", "UNLAUNCHED", "CANCELLED",
+           "TRAPPED"]
 
 READY, WAITING, EXITED = 0, 1, 2
 UNLAUNCHED, CANCELLED = 3, 4           # a cluster waiting for a resident slot; one clusterlaunchcontrol cancelled
+TRAPPED = 5                            # executed trap: the kernel ends once its warp's other lanes have run
 _DIMS = "xyz"
 
 
@@ -64,7 +67,7 @@ class Thread:
         self.wg_groups: list = []
         self.wg_fence: list | None = None
         self.wg_written: dict = {}
-        self.map_acquired: dict = {}                   # fence.proxy.tensormap acquires: address -> version seen
+        self.map_acquired: dict = {}                   # fence.proxy.tensormap acquires: address -> (clock, line)
         self.reg_seq = 0                               # setmaxnreg instructions executed
 
     def tick(self) -> None:
@@ -101,6 +104,7 @@ class Cta(MemoryMixin, SyncMixin, WarpMixin, AsyncMixin, TensorMixin, WarpgroupM
         self.threads: list[Thread] = []
         self.warps: list[Warp] = []
         self.bars: dict = {}
+        self.bar_groups: dict = {}                     # (barrier id, count) -> the last phase's warps, clock, lines
         self.mbarriers: dict = {}
         self.elected: dict = {}
         self.live = 0
@@ -121,8 +125,14 @@ class Cta(MemoryMixin, SyncMixin, WarpMixin, AsyncMixin, TensorMixin, WarpgroupM
             self.world.launch_next()
         return -2
 
-    def trap(self, th: Thread, line: int, text: str) -> None:
-        raise EmulationError(f"{describe_thread(th)} executed {text!r} (PTX line {line}): the kernel traps")
+    def trap(self, th: Thread, line: int, text: str) -> int:
+        """``th`` stops; the run ends with an error once the other lanes of its warp that can run have run (a
+        warp's lanes run together on the GPU: a lane that prints the reason before its own trap is not cut off by
+        a sibling's earlier one)."""
+        th.state = TRAPPED
+        if self.world.trapped is None:
+            self.world.trapped = (th, line, text)
+        return -2
 
     def called(self, th: Thread, gid: int) -> None:
         """``th`` runs an effect of generated function ``gid``: a second lane of a warp calling an ``elected``
@@ -189,11 +199,13 @@ class World:
         self.tensor_maps: dict = {}
         self.owners: list = []
         self.printed: list[str] = []
+        self.trapped: tuple | None = None              # (thread, PTX line, statement) of the first trap
+        self.order: random.Random | None = None         # a seeded schedule's choices (None: thread order)
         self.conventions: dict = {}
         self.barrier_names: dict[str, tuple[str, ...]] = {}      # shared array -> the names of its 8-byte words
         self.seconds = 0.0
         self.registers: int | None = None              # per thread at launch (the cubin's), for setmaxnreg
-        self.map_versions: dict = {}                   # tensor maps published during the run: address -> count
+        self.map_publish: dict = {}                    # a map's address -> its last publish: lanes' clocks, who, line
         self.pending: deque = deque()                  # clusters not launched yet (run_kernel(resident=...))
         self.cancelled: list = []                      # clusters clusterlaunchcontrol.try_cancel cancelled
 
@@ -276,16 +288,40 @@ def _run_thread(world: World, th: Thread, budget: int) -> int:
         raise statement_error(world.program, e) from e
 
 
+def _end_with_trap(world: World, slice_blocks: int) -> None:
+    """The trapping thread's warp runs on (its lanes that are ready, until they wait, exit or trap; others stop),
+    then the error: the trap, and what the kernel printed before it (a checked build's reason)."""
+    assert world.trapped is not None
+    th, line, text = world.trapped
+    same = [t for t in world.ready if t.cta is th.cta and t.warp == th.warp]
+    for _ in range(world.max_steps // max(slice_blocks, 1)):
+        lanes = [t for t in same if t.state == READY]
+        if not lanes:
+            break
+        world.ready = deque(t for t in world.ready if t not in lanes)
+        for t in lanes:
+            _run_thread(world, t, slice_blocks)
+        same = [t for t in world.ready if t.cta is th.cta and t.warp == th.warp]
+    printed = "".join(world.printed)
+    raise EmulationError(f"{describe_thread(th)} executed {text!r} (PTX line {line}): the kernel traps"
+                         + (f"; it printed before: {printed.strip()}" if printed.strip() else ""))
+
+
 def run(world: World, slice_blocks: int = 256) -> None:
     """Run every thread to its exit; DeadlockError when all that remain wait and nothing in flight can help."""
     t0 = time.perf_counter()
     world.ready.extend(th for th in world.threads if th.state == READY)
+    order = world.order
     while True:
         while world.ready:
+            if order is not None:                      # a seeded schedule: any ready thread, for any slice
+                world.ready.rotate(-order.randrange(len(world.ready)))
             th = world.ready.popleft()
             if th.state != READY:
                 continue
-            world.steps += _run_thread(world, th, slice_blocks)
+            world.steps += _run_thread(world, th, slice_blocks if order is None else order.randint(1, slice_blocks))
+            if world.trapped is not None:
+                _end_with_trap(world, slice_blocks)
             if world.steps > world.max_steps:
                 raise EmulationError(f"the kernel ran more than {world.max_steps} blocks of statements without "
                                      f"finishing (an unbounded loop? raise max_steps)")

@@ -226,6 +226,10 @@ class _Thread:
             # The one thread modelled stands for its warp: shfl.sync returns its own value, which is the source
             # lane's for warp-uniform operands (what pycute_warp_index() shuffles).
             self.regs[args[0].split("|")[0].strip()] = self.value(args[1], 32)
+        elif base == "vote":                               # likewise: every member lane holds this predicate
+            pred = self.guard_passes(args[1].strip())
+            mask = self.value(args[2], 32) if len(args) > 2 else 0xFFFFFFFF
+            self.regs[args[0]] = (mask if pred else 0) if "ballot" in parts else int(pred or "uni" in parts)
         elif base in ("ld", "st") and "param" not in parts:
             if base == "ld":                                 # data from memory this model does not hold
                 for reg in args[0].strip("{}").split(","):

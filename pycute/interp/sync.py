@@ -17,7 +17,7 @@ from .ctabase import CtaBase
 from ..errors import EmulationError
 from .operands import MASK
 
-__all__ = ["SyncMixin", "Mbarrier", "NamedBarrier", "ClusterBarrier", "BarrierError"]
+__all__ = ["SyncMixin", "Mbarrier", "NamedBarrier", "ClusterBarrier", "BarrierError", "BarrierConflictError"]
 
 _MAX_COUNT = (1 << 20) - 1            # an mbarrier's expected count and its tx-count are 20-bit
 
@@ -25,6 +25,13 @@ _MAX_COUNT = (1 << 20) - 1            # an mbarrier's expected count and its tx-
 class BarrierError(EmulationError):
     """An mbarrier used against the ISA's rules: uninitialised, more arrivals than expected, a phase completed
     with its copies still in flight (``expect_tx`` too small). The message names the barrier."""
+
+
+class BarrierConflictError(BarrierError):
+    """One named barrier id (with one thread count) used by two groups of warps whose arrivals can mix: a phase
+    completed by warps of both, or two groups' phases not ordered by any synchronisation -- on the GPU the first
+    ``count`` threads to arrive complete a phase, whichever group they belong to. The message names the barrier, the
+    warps, the count and the PTX lines."""
 
 
 class Mbarrier:
@@ -97,6 +104,9 @@ class NamedBarrier:
         self.acc: np.ndarray | None = None
         self.waiters: list = []
         self.values: list = []
+        self.warps: set[int] = set()                    # the warps whose threads arrived in this phase
+        self.lines: set[int] = set()                    # and the PTX lines they arrived at
+        self.first: np.ndarray | None = None             # the first arrival's clock
 
     def describe(self, cta) -> str:
         want = self.expected if self.expected is not None else cta.live
@@ -133,7 +143,7 @@ class SyncMixin(CtaBase):
     """Barrier and mbarrier instructions of a CTA's threads (mixed into ``scheduler.Cta``)."""
 
     # -- bar / barrier -------------------------------------------------------------------------------------------
-    def _arrive_bar(self, th, index: int, count: int | None) -> NamedBarrier:
+    def _arrive_bar(self, th, index: int, count: int | None, line: int) -> NamedBarrier:
         bar = self.bars.setdefault(index, NamedBarrier(index))
         if count is not None:
             if count % 32 or count <= 0:
@@ -144,10 +154,40 @@ class SyncMixin(CtaBase):
                 raise EmulationError(f"barrier {index} of {self.name}: this arrival expects {count} threads, "
                                      f"earlier ones {bar.expected if bar.expected is not None else 'all'}")
             bar.expected = count
-        bar.acc = th.vc.copy() if bar.acc is None else np.maximum(bar.acc, th.vc)
+        if bar.acc is None:
+            bar.acc, bar.first = th.vc.copy(), th.vc.copy()
+        else:
+            np.maximum(bar.acc, th.vc, out=bar.acc)
         th.tick()
         bar.arrived += 1
+        bar.warps.add(th.warp)
+        bar.lines.add(line)
         return bar
+
+    def _check_group(self, bar: NamedBarrier) -> None:
+        """A phase of ``bar`` with an explicit count completed: its warps against the last phase's of that id and
+        count (BarrierConflictError when the groups can mix; docs/interpreter.md, "Named barriers")."""
+        if bar.expected is None:
+            return
+        key = (bar.index, bar.expected)
+        last = self.bar_groups.get(key)
+        self.bar_groups[key] = (frozenset(bar.warps), bar.acc, frozenset(bar.lines))
+        if last is None or last[0] == bar.warps:
+            return
+        warps, acc, lines = last
+        mixed = bool(warps & bar.warps)
+        if not mixed and bar.first is not None and bool(np.all(bar.first >= acc)):
+            return                                       # the earlier group's phase happened before this one began
+        ranges = lambda ws: ", ".join(str(w) for w in sorted(ws))                      # noqa: E731
+        at = ", ".join(str(n) for n in sorted(lines | bar.lines))
+        why = (f"a phase completed by warps {ranges(bar.warps)} after one by warps {ranges(warps)}: the warps of two "
+               f"groups mix in one phase" if mixed else
+               f"warps {ranges(warps)} and warps {ranges(bar.warps)} use it as two groups, and nothing orders the "
+               f"second group's arrivals after the first group's phase: their warps can mix")
+        raise BarrierConflictError(f"barrier {bar.index} of {self.name} with a count of {bar.expected} threads: {why} "
+                                   f"(the first {bar.expected} threads to arrive complete a phase, whichever group "
+                                   f"they belong to; PTX lines {at}). Give each group its own barrier id (PTX ISA "
+                                   f"#parallel-synchronization-and-communication-instructions-bar)")
 
     def _release_bar(self, bar: NamedBarrier, th) -> bool:
         want = bar.expected if bar.expected is not None else self.live
@@ -155,6 +195,7 @@ class SyncMixin(CtaBase):
             return False
         if bar.arrived > want:
             raise EmulationError(f"{bar.describe(self)}: more arrivals than the {want} threads it counts")
+        self._check_group(bar)
         popc = sum(1 for v in bar.values if v)
         result = {"popc": popc, "and": popc == len(bar.values), "or": popc > 0}
         for waiter, dslot, nxt, op in bar.waiters:
@@ -168,7 +209,7 @@ class SyncMixin(CtaBase):
 
     def bar_wait(self, th, site, index: int, count: int | None, value, dslot: int | None, nxt: int) -> int:
         """``bar.sync`` / ``barrier.sync`` / ``bar.red``: arrive, then wait for the phase to complete."""
-        bar = self._arrive_bar(th, index, count)
+        bar = self._arrive_bar(th, index, count, site.line)
         op = next((m for m in site.mods if m in ("popc", "and", "or")), "popc")
         bar.waiters.append((th, dslot, nxt, op))
         bar.values.append(value)
@@ -177,7 +218,7 @@ class SyncMixin(CtaBase):
         return self.suspend(th, nxt, ("bar", self, bar))
 
     def bar_arrive(self, th, site, index: int, count: int | None) -> None:
-        self._release_bar(self._arrive_bar(th, index, count), th)
+        self._release_bar(self._arrive_bar(th, index, count, site.line), th)
 
     # -- barrier.cluster -----------------------------------------------------------------------------------------
     def cluster_arrive(self, th, release: bool) -> None:

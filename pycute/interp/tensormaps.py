@@ -9,7 +9,9 @@ must lie in one of the run's buffers) and writes the image of the edited map bac
 like any bytes (``pycute_tensormap_fetch``). ``tensormap.cp_fenceproxy`` (every lane of the warp, ``.sync.aligned``)
 copies an image from shared to global memory and publishes it to the tensormap proxy; a TMA through a map some
 thread published during the run must come after a ``fence.proxy.tensormap::generic.acquire`` of that address by the
-issuing thread (else the copy may use the stale map: an error naming both)."""
+issuing thread that is ordered (happens-before) after the publish -- by the warp itself, or a CTA barrier after
+the publishing warp's ``cp_fenceproxy`` -- else the copy may use the stale map: an error naming the publish and
+the missing barrier or acquire."""
 from __future__ import annotations
 
 import re
@@ -34,7 +36,8 @@ def map_index(image: bytes, where: str) -> int:
     if not image.startswith(TENSOR_MAP_MAGIC):
         raise EmulationError(f"the tensor map at {where} is not one run_kernel placed (pass pycute.interp.tensor_map("
                              f"plan, array) as the argument, and copy or edit it with plain copies and "
-                             f"tensormap.replace only)")
+                             f"tensormap.replace only; a map another warp publishes with tensormap.cp_fenceproxy is "
+                             f"read here before that publish: a CTA barrier after it is missing)")
     return int.from_bytes(image[len(TENSOR_MAP_MAGIC):len(TENSOR_MAP_MAGIC) + 4], "little")
 
 
@@ -69,24 +72,46 @@ def _publish(cta, warp, site, group: dict) -> None:
     th = group[min(group)][0]
     cta.st(th, "generic", rec.gmem, _IMAGE, cta.ld(th, "shared", rec.smem, _IMAGE))
     world = cta.world
-    world.map_versions[rec.gmem] = world.map_versions.get(rec.gmem, 0) + 1
+    lanes = tuple((t.slot, int(t.vc[t.slot])) for t, *_ in group.values())     # each lane's clock at the publish
+    world.map_publish[rec.gmem] = (lanes, repr(th), site.line)
+
+
+def _acquire(th, addr: int, line: int) -> None:
+    """``fence.proxy.tensormap::generic.acquire`` of the map at ``addr``: the thread's clock there."""
+    th.map_acquired[addr] = (th.vc.copy(), line)
 
 
 def check_acquired(world, th, addr: int) -> None:
-    """A TMA through the map at ``addr``: if a thread published it during the run, ``th`` acquired it since."""
-    version = world.map_versions.get(addr)
-    if version is not None and th.map_acquired.get(addr, 0) < version:
-        buf, off = world.gmem.find(addr, _IMAGE, "tensor-map read")
-        raise EmulationError(f"{th!r} copies through the tensor map at {addr:#x} ({buf.name}+{off:#x}), which "
-                             f"tensormap.cp_fenceproxy "
-                             f"rewrote, without a fence.proxy.tensormap::generic.acquire of it since (PTX ISA "
-                             f"#tensormap-instructions-tensormap-cp-fenceproxy: the copy may use the old map)")
+    """A TMA through the map at ``addr``: if a thread published it during the run, ``th``'s acquire of it is
+    ordered after the publish (happens-before: a CTA barrier between another warp's cp_fenceproxy and the acquire,
+    PTX ISA #tensormap-instructions-tensormap-cp-fenceproxy); the error names what is missing."""
+    if addr not in world.map_publish:
+        return
+    lanes, who, line = world.map_publish[addr]
+    fence = th.map_acquired.get(addr)
+    after = lambda vc: any(vc[slot] >= epoch for slot, epoch in lanes)           # noqa: E731
+    if fence is not None and after(fence[0]):
+        return
+    buf, off = world.gmem.find(addr, _IMAGE, "tensor-map read")
+    head = (f"{th!r} copies through the tensor map at {addr:#x} ({buf.name}+{off:#x}), which {who} published with "
+            f"tensormap.cp_fenceproxy (PTX line {line}), ")
+    tail = " (PTX ISA #tensormap-instructions-tensormap-cp-fenceproxy: the copy may use the old map)"
+    if not after(th.vc):
+        acq = (f"its fence.proxy.tensormap::generic.acquire (PTX line {fence[1]}) is not ordered after it" if fence
+               else "it has no fence.proxy.tensormap::generic.acquire of it either")
+        raise EmulationError(head + "but no synchronisation orders this thread after that publish: the CTA barrier "
+                             "(bar.sync / __syncthreads()) between the publishing warp's cp_fenceproxy and this "
+                             f"thread's acquire is missing; {acq}" + tail)
+    if fence is not None:
+        raise EmulationError(head + f"and its fence.proxy.tensormap::generic.acquire (PTX line {fence[1]}) comes "
+                             "before the synchronisation that orders it after the publish: acquire after the "
+                             "barrier" + tail)
+    raise EmulationError(head + "without a fence.proxy.tensormap::generic.acquire of it since" + tail)
 
 
 def _fence(ins: Instr, mods: list[str], ctx: KernelCtx) -> Code:
     if re.match(r"proxy\.tensormap::generic$", ".".join(mods[:2])) and "acquire" in mods:
-        return Code((f"th.map_acquired[{address(ctx, ins.args[0])}] = m.world.map_versions.get("
-                     f"{address(ctx, ins.args[0])}, 0)",))
+        return Code((f"{ctx.helper(_acquire, 'acquire')}(th, {address(ctx, ins.args[0])}, {ins.line})",))
     return Code(("pass",))          # the other fences order what runs in order here (docs/interpreter.md)
 
 

@@ -93,7 +93,8 @@ def emit_inline(ins: Instr, ctx: Ctx) -> list[str] | None:
         return CONVERT_EMITTERS[base](ins, mods, ctx)
     if base in COMPARE_EMITTERS:
         return COMPARE_EMITTERS[base](ins, mods, ctx)
-    is_float = bool(mods) and _is_float(mods[-1])
+    # selp picks one of two bit patterns by a predicate, whatever their type (selp.f32 is the integer form's move)
+    is_float = bool(mods) and _is_float(mods[-1]) and base != "selp"
     table = FLOAT_EMITTERS if is_float else INT_EMITTERS
     if base in table:
         return table[base](ins, mods, ctx)

@@ -19,7 +19,7 @@ from typing import Any, Sequence
 from ..errors import LaunchError
 from .protocol import Kernel, LaunchShape
 
-__all__ = ["Launcher", "ParamLayout", "param_layout", "torch_module", "current_stream"]
+__all__ = ["Launcher", "ParamLayout", "param_layout", "torch_module", "current_stream", "sm_count"]
 
 CUDA_ERROR_INVALID_CONTEXT = 201
 _CLUSTER_DIMENSION = 4            # CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION (cuda.h, CUlaunchAttributeID)
@@ -43,6 +43,17 @@ def current_stream(device: int) -> int:
     torch = torch_module()
     raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
     return int(raw(device)) if raw is not None else int(torch.cuda.current_stream(device).cuda_stream)
+
+
+_sms: dict[int, int] = {}
+
+
+def sm_count(device: int) -> int:
+    """The SMs of CUDA device ``device`` (asked of torch once)."""
+    n = _sms.get(device)
+    if n is None:
+        n = _sms[device] = torch_module().cuda.get_device_properties(device).multi_processor_count
+    return n
 
 
 class ParamLayout:

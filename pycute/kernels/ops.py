@@ -1,8 +1,10 @@
 """Every kernel's torch operation, registered with ``torch.library`` on import (namespace ``pycute``):
-``import pycute.kernels.ops`` makes ``torch.ops.pycute.gemm`` and ``torch.ops.pycute.blockscaled_gemm`` exist.
-Importing it imports torch; ``import pycute.kernels`` alone does not (its ``gemm`` / ``blockscaled_mm`` import
-their op's module when first asked for)."""
+``import pycute.kernels.ops`` makes ``torch.ops.pycute.gemm``, ``scaled_gemm``, ``grouped_mm`` and
+``blockscaled_gemm`` exist. Importing it imports torch; ``import pycute.kernels`` alone does not (its ``gemm`` /
+``scaled_gemm`` / ``grouped_mm`` / ``blockscaled_mm`` import their op's module when first asked for)."""
 from .blockscaled_gemm.op import blockscaled_mm
+from .grouped_gemm.op import grouped_mm
 from .hopper_gemm.op import gemm
+from .hopper_gemm.scaled import scaled_gemm
 
-__all__ = ["gemm", "blockscaled_mm"]
+__all__ = ["gemm", "scaled_gemm", "grouped_mm", "blockscaled_mm"]

@@ -128,14 +128,16 @@ class WgmmaPlan:
                 int(atom.trans_b) if atom.transposes else None, inst.a_registers, tuple(range(self.d_registers))))
         return out
 
-    def cuda(self, name: str = "pycute_wgmma", wait: int | None = None, warpgroup_arg: bool = False) -> str:
+    def cuda(self, name: str = "pycute_wgmma", wait: int | None = None, commit: bool = False,
+             warpgroup_arg: bool = False) -> str:
         """A ``__device__`` function all 128 threads of a warpgroup call: ``name(unsigned smem_a | const unsigned
         (&a)[...], unsigned smem_b, <D> (&d)[...], unsigned scale_d[, unsigned warpgroup], <stages>)``, one
         wgmma.mma_async per k-step. It issues only: the caller fences before, commits and waits after
-        (``pycute/wgmma.cuh``), unless ``wait`` N asks the function to fence, commit and ``wait_group<N>`` itself.
+        (``pycute/wgmma.cuh``), unless ``commit`` asks the function to fence and commit its group itself (the
+        caller waits: several groups in flight) or ``wait`` N to fence, commit and ``wait_group<N>``.
         ``warpgroup_arg``: take ``warpgroup`` even when the tile is one warpgroup's (it is then 0), so that a kernel
         whose configurations have tiles of one or more warpgroups calls the function alike."""
-        return view("cuda", self, name, wait=wait, warpgroup_arg=warpgroup_arg)
+        return view("cuda", self, name, wait=wait, commit=commit, warpgroup_arg=warpgroup_arg)
 
     def verify(self, seed: int = 0) -> None:
         """Emulate every warpgroup's instructions on operands whose products and sums are exact and compare D with

@@ -23,7 +23,7 @@ from ..copy.cp_async.plan import CpAsyncPlan
 from ..copy.dsmem.plan import DsmemPlan
 from ..copy.tma.plan import TmaPlan
 from ..views import view
-from .rings import ring_view
+from .rings import rename_stage, ring_view
 
 __all__ = ["Release", "ProducerKind", "Producer", "Consumer", "BarrierInit", "PipelineFunction", "PipelinePlan",
            "caller_threads"]
@@ -145,8 +145,9 @@ class PipelinePlan:
     """A validated pipeline. ``loads`` are the producer's copy plans, each over the ring's run-time stage index
     (``(name, plan)``); ``full`` / ``empty`` are the barrier initialisations per CTA rank of the cluster (``empty``
     is empty for a ``sync`` release); ``producer_start`` / ``consumer_start`` the phase bits the roles' states start
-    at; ``smem_bytes`` the rings' bytes from the buffer base, within ``capacity`` less ``reserve`` and the
-    barriers."""
+    at; ``smem_bytes`` where the rings end from the buffer base (they begin at ``start``, after the rings of the
+    pipelines it was placed after, whose barriers take ``before`` bytes), within ``capacity`` less ``reserve`` and
+    the barriers."""
 
     name: str
     arch: str
@@ -166,6 +167,8 @@ class PipelinePlan:
     capacity: int
     chosen: str                                          # how the stage count was chosen
     rings: tuple[tuple[str, Any], ...] = ()              # (load, its staged tile) for the rings the pipeline laid out
+    start: int = 0                                       # where its rings begin (after earlier pipelines' rings)
+    before: int = 0                                      # the barrier bytes of the pipelines placed before it
 
     VARIANT: ClassVar[str] = "pipeline"
 
@@ -264,14 +267,16 @@ class PipelinePlan:
         raise KeyError(f"pipeline {self.name!r} has no load {name!r} (its loads: "
                        f"{', '.join(n for n, _ in self.loads) or 'none'})")
 
-    def ring(self, name: str, view: Any = None) -> Any:
+    def ring(self, name: str, view: Any = None, index: str | None = None) -> Any:
         """The shared tile load ``name`` fills, over the ring the pipeline laid out (a run-time index ``stage``):
         what the consumers' plans -- a store, an MMA's descriptors -- are planned over. ``view``: another whole
         tile of the same bytes (the 4-bit elements a TMA load moves as bytes, the SF layout a flat bulk copy
-        fills), placed and staged as the load's ring (``rings.ring_view``)."""
+        fills), placed and staged as the load's ring (``rings.ring_view``). ``index`` renames the stage index (an
+        MMA reading two pipelines' rings, Q's and K's, takes each stage by its own name)."""
         for n, ring in self.rings:
             if n == name:
-                return ring if view is None else ring_view(self.name, name, ring, view)
+                out = ring if view is None else ring_view(self.name, name, ring, view)
+                return out if index is None else rename_stage(out, index)
         self.load(name)
         raise KeyError(f"pipeline {self.name!r}: load {name!r} came over its own ring; plan over that ring")
 
@@ -302,6 +307,9 @@ class PipelinePlan:
                                 ("waits for the stage's release, " if self.empty else "")
                                 + ("arms its full barrier with the stage's bytes, " if self.arms else "")
                                 + "returns the full barrier's address (the loads' mbar)")]
+        if self.fills:
+            out.append(PipelineFunction(f"{n}_fill", "producer", p.convention, "the producer's whole fill of its "
+                                        "next stage: acquires it, issues every load (one lane), advances the state"))
         if p.kind in ("arrive", "commit"):
             out.append(PipelineFunction(f"{n}_producer_commit", "producer", p.convention,
                                         "signals the stage full (" + ("fence for the async proxy, then arrive"
@@ -312,6 +320,8 @@ class PipelinePlan:
             out.append(PipelineFunction(f"{n}_consumer_release", "consumer", c.convention,
                                         "releases the stage to the CTA(s) whose producers fill it ("
                                         + ("tcgen05.commit" if c.release == "commit" else "mbarrier arrivals") + ")"))
+            out.append(PipelineFunction(f"{n}_consumer_advance", "consumer", c.convention,
+                                        "releases the stage and moves the state to the next"))
         if self.relay:
             out.append(PipelineFunction(f"{n}_relay", "relay", c.convention, "in the odd CTA of a pair, called as "
                                         "the consumer is: waits for its own stage to land, then arrives on the even "
@@ -332,6 +342,11 @@ class PipelinePlan:
         return {"full": full + (("remote_arrive",) if self.relay else ()), "empty": empty}
 
     @property
+    def fills(self) -> bool:
+        """Whether ``<name>_fill`` is generated: every load is a TMA load (its map and coordinates the fill's)."""
+        return bool(self.loads) and all(isinstance(p, TmaPlan) for _, p in self.loads)
+
+    @property
     def arms(self) -> bool:
         """Whether the producer arms full barriers with expect_tx (TMA, bulk and DSMEM loads)."""
         return self.producer.kind in ("tma", "dsmem")
@@ -343,9 +358,11 @@ class PipelinePlan:
         for load, offset, size in self.stage_bytes:
             lines.append(f"  load {load:<10} {size} B per stage at +{offset} B ({self.load(load)!r})")
         if self.loads:
-            lines.append(f"  shared      rings {self.smem_bytes} B + barriers {self.barrier_bytes} B + reserve "
-                         f"{self.reserve} B = {self.smem_bytes + self.barrier_bytes + self.reserve} B of "
-                         f"{self.capacity} B")
+            earlier = f" + earlier pipelines' barriers {self.before} B" if self.before else ""
+            rings = f"rings [{self.start}, {self.smem_bytes}) B after earlier rings" if self.start else \
+                f"rings {self.smem_bytes} B"
+            lines.append(f"  shared      {rings} + barriers {self.barrier_bytes} B{earlier} + reserve {self.reserve} "
+                         f"B = {self.smem_bytes + self.barrier_bytes + self.before + self.reserve} B of {self.capacity} B")
         lines.append(f"  producer    {p.kind}, called by {p.convention.who}" + (
             f" in CTAs {list(self.producer_ctas())}" if len(self.producer_ctas()) < self.ctas else ""))
         lines.append(f"  consumer    releases by {c.release}, called by {c.convention.who} x {c.count}" + (

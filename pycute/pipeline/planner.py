@@ -5,7 +5,7 @@ inconsistent pipeline is a PlanError that names the values."""
 from __future__ import annotations
 
 import re
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 import attrs
 
@@ -229,10 +229,23 @@ def _full_why(plan: PipelinePlan) -> str:
     return " + ".join(parts) or "none"
 
 
+def _before(after: Any, arch: str) -> tuple[PipelinePlan, ...]:
+    """The pipelines ``after`` names, checked: plans of the same target."""
+    plans = (after,) if isinstance(after, PipelinePlan) else tuple(after)
+    for p in plans:
+        if not isinstance(p, PipelinePlan):
+            raise TypeError(f"make_pipeline: after= takes pipeline plans, got {type(p).__name__}")
+        if p.arch != arch:
+            raise PlanError(f"make_pipeline: pipeline {p.name!r} is planned for {p.arch}, this one for {arch}; one "
+                            f"kernel's pipelines share a target")
+    return plans
+
+
 def make_pipeline(loads: Any = (), *, consumer: Consumer, producer: Producer | None = None,
                   stages: int | None = None, name: str = "pipeline", arch: str = "sm_90a", reserve: int = 0,
                   ctas: int | None = None, expect_tx: int | None = None, full_arrivals: int | None = None,
-                  empty_arrivals: int | None = None) -> PipelinePlan:
+                  empty_arrivals: int | None = None, after: PipelinePlan | Sequence[PipelinePlan] = ()
+                  ) -> PipelinePlan:
     """Plan a pipeline whose producer issues ``loads`` (a plan, a sequence of plans named ``load0``, ... or a
     mapping of names to plans: TMA and bulk loads, cp.async loads completing by ``arrive``, or a DSMEM copy) into a
     ring of stages that ``consumer`` drains. Loads planned for one tile are re-planned over a ring the pipeline lays
@@ -240,7 +253,9 @@ def make_pipeline(loads: Any = (), *, consumer: Consumer, producer: Producer | N
     kernel uses otherwise); loads already over a ring (one run-time index) keep it. Without loads, ``producer``
     says how stages fill (``Producer('commit', ...)``: tcgen05 operations, e.g. an MMA filling accumulators;
     ``Producer('arrive', ...)``: threads' stores). ``ctas`` is the cluster's size where the loads do not say it.
-    ``expect_tx``, ``full_arrivals`` and ``empty_arrivals``, when given, must equal what the roles derive."""
+    ``expect_tx``, ``full_arrivals`` and ``empty_arrivals``, when given, must equal what the roles derive.
+    ``after``: pipelines of the same kernel whose rings come first in the same buffer (an attention kernel's Q ring,
+    then its K and V rings): these rings begin where theirs end, and their barriers count against the capacity."""
     if not isinstance(consumer, Consumer):
         raise TypeError(f"make_pipeline: consumer is a pc.Consumer, got {type(consumer).__name__}")
     if not 1 <= consumer.turns or not 1 <= consumer.turn_barrier <= 16 - consumer.turns:
@@ -255,6 +270,9 @@ def make_pipeline(loads: Any = (), *, consumer: Consumer, producer: Producer | N
     reserve = as_int(reserve, "make_pipeline: reserve")
     if stages is not None and as_int(stages, "make_pipeline: stages") < 1:
         raise PlanError(f"make_pipeline: stages={stages}: at least one stage")
+    before = _before(after, arch)
+    start = max((p.smem_bytes for p in before), default=0)
+    held = reserve + sum(p.barrier_bytes for p in before)      # the earlier pipelines' barriers live elsewhere
     items = _named(loads)
     producer = _producer(items, producer)
     _check_roles(producer, consumer, arch)
@@ -263,18 +281,19 @@ def make_pipeline(loads: Any = (), *, consumer: Consumer, producer: Producer | N
             raise PlanError(f"make_pipeline: load {n!r} ({p!r}) exists on {', '.join(p.targets)}, not {arch}")
     per_stage = 1 if consumer.release == "sync" else 2
     if items:
-        staged, stages, layout, ring_bytes, chosen, rings = lay_out_rings(items, stages, capacity, reserve, per_stage, arch)
+        staged, stages, layout, ring_bytes, chosen, rings = lay_out_rings(items, stages, capacity, held, per_stage,
+                                                                          arch, start)
     elif stages is None:
         raise PlanError("make_pipeline: without loads the stage count is given (stages=): nothing in shared memory "
                         "sizes it")
     else:
-        staged, layout, ring_bytes, chosen, rings = [], [], 0, "given", []
-    check_capacity(stages, ring_bytes, per_stage, reserve, capacity, arch)
+        staged, layout, ring_bytes, chosen, rings = [], [], start, "given", []
+    check_capacity(stages, ring_bytes, per_stage, held, capacity, arch, start)
     plan = PipelinePlan(name=name, arch=arch, stages=stages, ctas=_ctas(items, producer, consumer, ctas),
                         producer=producer, consumer=consumer, loads=tuple(staged), full=(), empty=(), relay=False,
                         producer_start=1, consumer_start=0, smem_bytes=ring_bytes,
                         stage_bytes=tuple(layout), reserve=reserve, capacity=capacity, chosen=chosen,
-                        rings=tuple(rings))
+                        rings=tuple(rings), start=start, before=held - reserve)
     full, empty, relay = _barriers(plan)
     plan = attrs.evolve(plan, full=full, empty=empty, relay=relay)
     _check_barriers(plan)

@@ -21,7 +21,8 @@ from ..tensor.smem import SmemTensor
 from ..tensor.stages import STAGE_ALIGN, make_stages
 from ..tensor.values import layout_values
 
-__all__ = ["STAGE_INDEX", "lay_out_rings", "check_capacity", "tile_of", "tile_bytes", "stages_of", "ring_view"]
+__all__ = ["STAGE_INDEX", "lay_out_rings", "check_capacity", "tile_of", "tile_bytes", "stages_of", "ring_view",
+           "rename_stage"]
 
 #: The run-time index a restaged load takes the stage by (the generated code passes ``state.index``).
 STAGE_INDEX = "stage"
@@ -90,30 +91,41 @@ def _restage(name: str, plan: Any, stages: int, offset: int) -> tuple[Any, SmemT
 
 
 def lay_out_rings(items: list[tuple[str, Any]], stages: int | None, capacity: int, reserve: int, barriers_per_stage: int,
-           arch: str) -> tuple[list[tuple[str, Any]], int, list[tuple[str, int, int]], int, str, list[tuple[str, Any]]]:
-    """The staged loads, the stage count, ``(load, offset, bytes per stage)`` per load, the rings' bytes, how the
-    stage count was chosen and the rings the pipeline laid out."""
+           arch: str, start: int = 0
+           ) -> tuple[list[tuple[str, Any]], int, list[tuple[str, int, int]], int, str, list[tuple[str, Any]]]:
+    """The staged loads, the stage count, ``(load, offset, bytes per stage)`` per load, the rings' end from the
+    buffer base, how the stage count was chosen and the rings the pipeline laid out. The rings begin ``start``
+    bytes into the buffer (after another pipeline's rings); ``reserve`` counts every other byte the kernel keeps
+    in shared memory."""
     staged = [bool(stages_of(p)) for _, p in items]
     if any(staged) and not all(staged):
         raise PlanError("make_pipeline: some loads take a run-time stage index and some do not: give every load "
                         "as planned for one tile (the pipeline builds the ring) or every one over its ring")
     if any(staged):
-        return (*_given_rings(items, stages), [])
+        given = _given_rings(items, stages)
+        low = min(offset for _, offset, _ in given[2])
+        if low < start:
+            raise PlanError(f"make_pipeline: a load's ring starts at +{low} B, inside the rings of the pipelines it "
+                            f"is placed after (they end at +{start} B)")
+        return (*given, [])
     if any(isinstance(p, DsmemPlan) for _, p in items):
         raise PlanError("make_pipeline: a DSMEM load is given over its ring (make_dsmem_copy between staged tiles)")
     steps = [_step(p.smem) for _, p in items]
     per_stage = sum(steps) + barriers_per_stage * MBARRIER_BYTES
+    held = reserve + start                      # bytes the kernel keeps besides these rings and their barriers
     if stages is None:
-        stages = (capacity - reserve) // per_stage
+        stages = (capacity - held) // per_stage
         if stages < 1:
             raise PlanError(f"make_pipeline: not one stage fits: a stage takes {sum(steps)} B of rings and "
-                            f"{barriers_per_stage * MBARRIER_BYTES} B of barriers, and {capacity - reserve} B are "
-                            f"left ({capacity} B less the reserve {reserve} B)")
-        chosen = f"as many as fit: ({capacity} - {reserve} reserved) // {per_stage} B per stage"
+                            f"{barriers_per_stage * MBARRIER_BYTES} B of barriers, and {capacity - held} B are "
+                            f"left ({capacity} B less the reserve {reserve} B"
+                            + (f" and the {start} B of rings before these" if start else "") + ")")
+        chosen = f"as many as fit: ({capacity} - {reserve} reserved" + (f" - {start} before" if start else "") \
+            + f") // {per_stage} B per stage"
     else:
         chosen = "given"
-        check_capacity(stages, stages * sum(steps), barriers_per_stage, reserve, capacity, arch)   # before re-planning
-    out, layout, rings, offset = [], [], [], 0
+        check_capacity(stages, start + stages * sum(steps), barriers_per_stage, reserve, capacity, arch, start)
+    out, layout, rings, offset = [], [], [], start
     for (name, plan), step in zip(items, steps):
         restaged, ring = _restage(name, plan, stages, offset)
         out.append((name, restaged))
@@ -123,11 +135,14 @@ def lay_out_rings(items: list[tuple[str, Any]], stages: int | None, capacity: in
     return out, stages, layout, offset, chosen, rings
 
 
-def check_capacity(stages: int, ring_bytes: int, barriers_per_stage: int, reserve: int, capacity: int,
-                    arch: str) -> None:
-    used = ring_bytes + stages * barriers_per_stage * MBARRIER_BYTES + reserve
+def check_capacity(stages: int, ring_end: int, barriers_per_stage: int, reserve: int, capacity: int,
+                    arch: str, start: int = 0) -> None:
+    """The rings (ending ``ring_end`` bytes into the buffer, beginning at ``start``), their barriers and the
+    ``reserve`` within ``capacity``."""
+    used = ring_end + stages * barriers_per_stage * MBARRIER_BYTES + reserve
     if used > capacity:
-        raise PlanError(f"make_pipeline: {stages} stages x {ring_bytes // stages} B + "
+        raise PlanError(f"make_pipeline: " + (f"{start} B of earlier rings + " if start else "")
+                        + f"{stages} stages x {(ring_end - start) // stages} B + "
                         f"{stages * barriers_per_stage * MBARRIER_BYTES} B of barriers + {reserve} B reserved = {used} B, "
                         f"over {arch}'s {capacity} B of shared memory")
 
@@ -176,3 +191,14 @@ def ring_view(pipeline: str, name: str, ring: SmemTensor, tile: Any) -> SmemTens
     staged = attrs.evolve(make_stages(tile, ring.dynamic[0].extent), offset=start * 8 // tile.bits)
     rank = len(tile.layout.shape) if isinstance(tile.layout.shape, tuple) else 1
     return staged[(slice(None),) * rank + (dynamic(STAGE_INDEX),)]
+
+
+def rename_stage(ring: SmemTensor, name: str) -> SmemTensor:
+    """``ring`` with its run-time stage index called ``name`` (a C identifier: the generated functions' parameter)."""
+    new = dynamic(name).name
+    if not any(d.name == STAGE_INDEX for d in ring.dynamic):
+        raise PlanError(f"{ring!r} has no run-time index {STAGE_INDEX!r} to rename")
+    if any(d.name == new for d in ring.dynamic):
+        raise PlanError(f"{ring!r} already has a run-time index {new!r}")
+    return attrs.evolve(ring, dynamic=tuple(attrs.evolve(d, name=new) if d.name == STAGE_INDEX else d
+                                            for d in ring.dynamic))

@@ -27,7 +27,7 @@ from .executors.wgmma import D_BITS, d_codes_of, d_values, pack_fragment, unpack
 from .operand import decode, reference_mma
 from .verify_mma import write_tile
 
-__all__ = ["verify_wgmma", "wgmma_exact_codes", "WgmmaOperands", "wgmma_operands", "emulate_wgmma", "expected_d",
+__all__ = ["verify_wgmma", "wgmma_exact_codes", "WgmmaOperands", "wgmma_operands", "place_operands", "emulate_wgmma", "expected_d",
            "d_codes", "EXACT_K"]
 
 #: The largest K whose sums stay exact in an f16 accumulator with these values (|sum| <= K + 4, in quarters).
@@ -85,7 +85,13 @@ def wgmma_operands(plan: WgmmaPlan, seed: int = 0, **values: int) -> WgmmaOperan
         raise EmulationError(f"verify_wgmma: K {k} > {EXACT_K}: f16 sums of these values would not stay exact")
     a = wgmma_exact_codes(plan.atom.a, _bits(plan), rng, (m, k))
     b = wgmma_exact_codes(plan.atom.b, plan.b.tensor.bits, rng, (n, k))
-    d0 = _d_start(plan.d.dtype.name, rng, (m, n))
+    return place_operands(plan, a, b, _d_start(plan.d.dtype.name, rng, (m, n)), **values)
+
+
+def place_operands(plan: WgmmaPlan, a: np.ndarray, b: np.ndarray, d0: np.ndarray, **values: int) -> WgmmaOperands:
+    """Element codes ``a`` (M x K), ``b`` (N x K) and D's starting codes ``d0`` (M x N) laid out as ``plan`` reads
+    them at the run-time indices' ``values``: A's tile from shared byte 0 (or A packed into each thread's
+    registers), B's after it, D through the accumulator fragment."""
     b_shift, b_bytes = _placed(plan.b, values)
     a_regs, smem_a, a_shift, a_bytes = None, None, 0, 0
     if isinstance(plan.a, GmmaDescriptor):                  # A's tile at 0, B's after it

@@ -217,11 +217,18 @@ def _coords(fragment: RegisterFragment) -> FragmentCoords:
         raise PlanError(f"fragment_coords: thread {t}'s value {v} is element {int(index[t, v])} of a {rows} x {cols} "
                         f"tile of {rows * cols} elements: not in the tile")
     row, col = index % rows, index // rows
-    if coord is not None:
-        got = (layout_values(coord, 0).reshape(-1, fragment.threads).T,
-               layout_values(coord, 1).reshape(-1, fragment.threads).T)
-        assert np.array_equal(got[0], row) and np.array_equal(got[1], col), "identity composition disagrees"
+    if coord is not None and not _moves_one_axis(coord, row, col, fragment.threads):
+        coord = None
     return FragmentCoords(fragment, (rows, cols), coord, _read_only(row), _read_only(col))
+
+
+def _moves_one_axis(coord: Layout, row: np.ndarray, col: np.ndarray, threads: int) -> bool:
+    """Every mode of ``coord`` steps along one axis (or none), and the layout gives the tables."""
+    strides = flatten(coord.stride)
+    if any(isinstance(d, ScaledBasis) and len(d.terms) != 1 for d in strides):
+        return False
+    return (np.array_equal(layout_values(coord, 0).reshape(-1, threads).T, row)
+            and np.array_equal(layout_values(coord, 1).reshape(-1, threads).T, col))
 
 
 def fragment_coords(fragment: RegisterFragment | HasRegisterFragment) -> FragmentCoords:

@@ -1,28 +1,13 @@
 """The two kernels of issue 34's first compute-sanitizer run, under the tool that reported them (docs/sanitizer.md):
 the cp.async round trip whose last vector read past its array (memcheck) and the bulk round trips whose dump
-racecheck reported, each in its own process through tools/sanitize_h200.py. Needs a GPU of compute capability 9.0
-or newer and compute-sanitizer; `python3 tools/sanitize_h200.py` runs every kernel under every tool."""
-import importlib.util
-import pathlib
-import sys
-
+racecheck reported, each in its own process through tools/sanitizer.py. Needs a GPU of compute capability 9.0
+or newer and compute-sanitizer; `python -m tools sanitizer` runs every kernel under every tool."""
 import pytest
 
 from pycute.compile import runtime
+from tools import sanitizer as tool
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
 INFO = runtime.device_info()
-
-
-def _tool():
-    spec = importlib.util.spec_from_file_location("sanitize_h200", ROOT / "tools" / "sanitize_h200.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["sanitize_h200"] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-tool = _tool()
 SANITIZER = tool.find_sanitizer()
 REASON = ("needs a CUDA GPU of compute capability 9.0 or newer" if INFO is None or INFO[1][0] < 9 else
           "needs compute-sanitizer (CUDA toolkit) on PATH or under /usr/local" if SANITIZER is None else None)

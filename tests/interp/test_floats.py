@@ -195,3 +195,59 @@ def test_integer_to_float_conversions_round_by_mode():
     assert f32(scalar_convert("f32", "u32", {"rn"})(big)) == float(1 << 24)
     assert f32(scalar_convert("f32", "u32", {"rp"})(big)) == float((1 << 24) + 2)
     assert f32(scalar_convert("f32", "s32", {"rn"})((-3) & 0xFFFFFFFF)) == -3.0
+
+
+def test_f32_fma_is_not_rounded_twice_through_a_double():
+    # x * y + z = 1 + 2^-23 + 2^-24 - 2^-70: a double rounds it to the midpoint 1 + 2^-23 + 2^-24, which rounds to
+    # even (1 + 2^-22); the exact sum lies below the midpoint: 1 + 2^-23
+    x, y, z = 1 + 2.0 ** -23, (1 - 2.0 ** -23) * 2.0 ** -24, 1 + 2.0 ** -23
+    assert numeric.fma("f32")(bits32(x), bits32(y), bits32(z)) == bits32(1 + 2.0 ** -23)
+
+
+@settings(max_examples=300)
+@given(st.integers(0, (1 << 32) - 1), st.integers(0, (1 << 32) - 1), st.sampled_from(["div", "sqrt", "rcp"]))
+def test_f32_div_sqrt_rcp_round_to_nearest_like_ieee_float32(a, b, op):
+    x, y = np.float32(f32(a)), np.float32(f32(b))
+    with np.errstate(all="ignore"):
+        want = {"div": x / y, "sqrt": np.sqrt(x), "rcp": np.float32(1) / x}[op]
+    got = numeric.divide("f32")(a, b) if op == "div" else numeric.unary(op, "f32")(a)
+    assert got == (0x7FFFFFFF if np.isnan(want) else bits32(want))
+
+
+@settings(max_examples=300)
+@given(st.floats(width=64), st.floats(width=64), st.floats(width=64),
+       st.sampled_from(["add", "sub", "mul", "div", "fma"]))
+def test_f64_arithmetic_to_nearest_is_ieee_double(x, y, z, op):
+    b = [struct.unpack("<Q", struct.pack("<d", v))[0] for v in (x, y, z)]
+    if op == "fma":
+        got = numeric.fma("f64")(*b)
+        exact = None if not all(map(np.isfinite, (x, y, z))) else Fraction(x) * Fraction(y) + Fraction(z)
+        if exact is None or abs(exact) > Fraction(2) ** 1000:
+            return
+        want = float(exact) if exact != 0 else (x * y + z)
+    else:
+        with np.errstate(all="ignore"):
+            want = {"add": np.float64(x) + y, "sub": np.float64(x) - y, "mul": np.float64(x) * y,
+                    "div": np.float64(x) / np.float64(y)}[op]
+        got = numeric.divide("f64")(b[0], b[1]) if op == "div" else numeric.binary(op, "f64")(b[0], b[1])
+    assert got == (0x7FFFFFFFFFFFFFFF if np.isnan(want) else struct.unpack("<Q", struct.pack("<d", want))[0])
+
+
+@pytest.mark.parametrize("fmt, dtype", [("f32", np.float32), ("f64", np.float64), ("f16", np.float16)])
+@pytest.mark.parametrize("mode, ref", [("rni", np.rint), ("rzi", np.trunc), ("rmi", np.floor), ("rpi", np.ceil)])
+def test_rounding_to_an_integral_value_keeps_the_sign_of_zero(fmt, dtype, mode, ref):
+    width = {np.float32: np.uint32, np.float64: np.uint64, np.float16: np.uint16}[dtype]
+    for x in (-0.3, -0.5, -0.0, 0.0, 0.3, -0.7, 2.5, -2.5, 1e-5, -1e-5):
+        v = np.array(x, dtype=dtype)
+        got = scalar_convert(fmt, fmt, {mode})(int(v.view(width)))
+        assert got == int(ref(v).astype(dtype).view(width)), (x, mode)
+
+
+def test_float_atomic_add_flushes_subnormals_as_the_hardware_does():
+    from pycute.interp.memory import _atomic
+    tiny = bits32(np.float32(1e-40))                # a subnormal: flushed to +0 as an input and as a result
+    assert _atomic("add", "f32", bits32(1.0), tiny, None, 32) == bits32(1.0)
+    assert _atomic("add", "f32", tiny, tiny, None, 32) == 0
+    assert _atomic("add", "f32", bits32(-1e-40), 0x80000000, None, 32) == 0x80000000     # -0 + -0
+    half_tiny = 0x0001                              # f16 subnormals are kept (atom.add.noftz.f16)
+    assert _atomic("add", "f16", half_tiny, half_tiny, None, 16) == 0x0002

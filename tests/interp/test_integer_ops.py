@@ -122,6 +122,13 @@ def test_setp_combines_with_a_predicate_and_writes_the_complement():
     assert list(run_body(body, 2)) == [1, 0]
 
 
+def test_selp_of_floats_picks_a_bit_pattern_by_the_predicate():
+    # what NVRTC emits for `x = p ? x : -INFINITY`: the float form moves bits as the integer one does
+    body = ("\tmov.b32 %f1, 0f3F800000;\n\tsetp.eq.u32 %p1, 1, 1;\n\tselp.f32 %f2, %f1, 0fFF800000, %p1;\n"
+            "\tsetp.eq.u32 %p2, 1, 0;\n\tselp.f32 %f3, %f1, 0fFF800000, %p2;\n\tst.global.f32 [%out], %f2;\n\tst.global.f32 [%out+4], %f3;")
+    assert list(run_body(body, 2)) == [0x3F800000, 0xFF800000]
+
+
 def test_vector_moves_pack_and_unpack_the_lowest_element_first():
     body = ("\tmov.b16 %h1, 0x1111;\n\tmov.b16 %h2, 0x2222;\n\tmov.b32 %r1, {%h1, %h2};\n"
             "\tmov.b32 {%h3, %h4}, %r1;\n\tcvt.u32.u16 %r2, %h4;\n"

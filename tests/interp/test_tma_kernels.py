@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import pycute as pc
-from examples.grouped_tma import SMEM, TILE_BYTES, GroupedTma
+from examples.grouped_tma import SMEM, TILE_BYTES, GroupedTma, Work
 from pycute import ComposedLayout, Layout, Swizzle
 from pycute.compile import compile_cuda
 from pycute.errors import EmulationError
@@ -51,9 +51,70 @@ def test_a_copy_through_a_republished_map_without_the_acquire_fence_is_refused()
     assert "pycute_tensormap_acquire_gpu(&ws[0]);" in source
     kernel = compile_cuda(source.replace("pycute_tensormap_acquire_gpu(&ws[0]);", ""), arch="sm_90a")
     with pytest.raises(EmulationError, match=r"copies through the tensor map at 0x\w+ \(workspace\+0x0\), which "
-                                             r"tensormap\.cp_fenceproxy rewrote, without a "
-                                             r"fence\.proxy\.tensormap::generic\.acquire"):
+                                             r"CTA 0 thread 0 \(warp 0 lane 0\) published with "
+                                             r"tensormap\.cp_fenceproxy \(PTX line \d+\), without a "
+                                             r"fence\.proxy\.tensormap::generic\.acquire of it since"):
         run_grouped(example, kernel, example.work()[:1])
+
+
+def _cross_warp(barrier: str) -> str:
+    """The grouped example with warp 0 retargeting the maps and warp 1 acquiring them and copying through them,
+    ``barrier`` between the two."""
+    source = GroupedTma().source()
+    issue = "    if (pycute_elect_one_sync()) {\n      pycute_tensormap_acquire(a_map);"
+    assert issue in source and "  if (warp == 0 && pycute_elect_one_sync()) {\n    store_c(" in source
+    source = source.replace(issue, f"  }}\n  {barrier}\n  if (warp == 1) {{\n" + issue)
+    return source.replace("  if (warp == 0 && pycute_elect_one_sync()) {\n    store_c(",
+                          "  if (warp == 1 && pycute_elect_one_sync()) {\n    store_c(")
+
+
+def test_a_map_retargeted_by_one_warp_is_used_by_another_after_a_cta_barrier():
+    example = GroupedTma()
+    work = example.work()[:2]
+    a, c, one, group = run_grouped(example, compile_cuda(_cross_warp("__syncthreads();"), arch="sm_90a"), work)
+    for k, w in enumerate(work):
+        assert np.array_equal(group[k], example.expected(a, w, True)), w
+
+
+def test_a_map_used_by_another_warp_without_the_cta_barrier_names_the_missing_barrier():
+    # a delay instead of the barrier: in this run warp 0 publishes first, but nothing orders warp 1 after it
+    kernel = compile_cuda(_cross_warp("for (int s = 0; s < 64; ++s) __nanosleep(100);"), arch="sm_90a")
+    with pytest.raises(EmulationError, match=r"CTA 0 thread 32 \(warp 1 lane 0\) copies through the tensor map at "
+                                             r"0x\w+ \(workspace\+0x0\), which CTA 0 thread 0 \(warp 0 lane 0\) "
+                                             r"published with tensormap\.cp_fenceproxy \(PTX line \d+\), but no "
+                                             r"synchronisation orders this thread after that publish: the CTA barrier "
+                                             r"\(bar\.sync / __syncthreads\(\)\) between the publishing warp's "
+                                             r"cp_fenceproxy and this thread's acquire is missing; its "
+                                             r"fence\.proxy\.tensormap::generic\.acquire \(PTX line \d+\) is not "
+                                             r"ordered after it"):
+        run_grouped(GroupedTma(), kernel, GroupedTma().work()[:1])
+
+
+def test_the_checked_retarget_says_which_precondition_a_warp_broke():
+    # every lane of warp 0 finds rows = 0: a warp vote, the lowest lane prints, the warp meets, then it traps -- the
+    # message comes out on the CPU (and on the GPU: no lane traps before it is printed)
+    example = GroupedTma()
+    bad = [Work(0, 0, 0, 0)]
+    with pytest.raises(EmulationError, match=r"executed 'trap' .* the kernel traps; it printed before: pycute: "
+                                             r"retarget_a: rows = 0 breaks rows >= 1: a tensor-map dimension has at "
+                                             r"least one element"):
+        run_grouped(example, example.compile(checked=True), bad)
+
+
+def test_a_trap_reports_what_an_elected_lane_printed_even_when_a_sibling_traps_first():
+    source = r"""
+extern "C" __global__ void guarded(const int* v) {
+  unsigned elected;
+  asm volatile("{\n\t.reg .pred p;\n\telect.sync _|p, 0xffffffff;\n\tselp.u32 %0, 1, 0, p;\n\t}" : "=r"(elected));
+  if (v[0] < 0) {
+    if (!elected) __trap();                  // a sibling lane reaches its trap first
+    printf("reason: v = %d\n", v[0]);
+    __trap();
+  }
+}
+"""
+    with pytest.raises(EmulationError, match=r"the kernel traps; it printed before: reason: v = -5"):
+        run_kernel(compile_cuda(source, arch="sm_90a"), "guarded", block=32, args=[np.array([-5], np.int32)])
 
 
 # --- multicast masks and cache policies -----------------------------------------------------------------------------

@@ -1,9 +1,10 @@
-"""The persistent block-scaled GEMM (pycute/kernels/blockscaled_gemm), MXF8 and NVFP4, cta_group 1 and 2: its
-body (kernel.cuh, as it is after the configuration's constants) is at most 25 hand-written lines; its sm_100a build
-holds exactly the planned instructions in each role's loop body; run whole on the CPU (every CTA and thread, several tiles per CTA, both accumulators in turn) it writes the
-reference D, f32 or bf16; pycute's single-thread interpreter finds each role issuing the plans' streams for the
-scheduler's tiles; the soft build compiles for sm_90a and, on a GPU with clusters, gives the reference D. The
-mutation tests of its pipelines are tests/kernels/test_blockscaled_gemm_mutations.py."""
+"""The persistent block-scaled GEMM (pycute/kernels/blockscaled_gemm), MXF8 and NVFP4, cta_group 1 and 2: its body
+(kernel.cuh, as it is after the configuration's constants) is at most 25 hand-written lines; its sm_100a build holds
+exactly the planned instructions in each role's loop body; run whole on the CPU (every CTA and thread, several tiles
+per CTA, both accumulators in turn) it writes the reference D, f32 or bf16; pycute's single-thread interpreter finds
+each role issuing the plans' streams for the scheduler's tiles; the soft build compiles for sm_90a and, on a GPU with
+clusters, gives the reference D. The mutation tests of its pipelines are
+tests/kernels/test_blockscaled_gemm_mutations.py."""
 import json
 import re
 import subprocess
@@ -185,6 +186,13 @@ def test_packed_scale_factors_land_where_the_mma_reads_them(built):
 def test_the_soft_build_compiles_for_sm_90a_without_tcgen05(kind, g):
     compiled = BlockScaledGemm(kind, g, *SIZE, sms=2 * g).compile("sm_90a", soft=True)
     assert not re.search(r"^\s*tcgen05\.", compiled.ptx, re.M)
+
+
+def test_the_soft_sm_90a_build_runs_whole_on_the_cpu():
+    # one 128 x 128 tile, one k-block: every thread of the sm_90a build, the tcgen05 model's MMAs (f64 sums), TMEM
+    # and copies interpreted as the CUDA they are (selp.f64 included: the elements' signs)
+    got, want = run_whole(BlockScaledGemm("mxf8", 1, 128, 128, 128, sms=1), soft=True)
+    assert np.array_equal(got, want)
 
 
 @pytest.mark.parametrize("kw, error", [(dict(kind="fp8"), r"kind is one of mxf8, nvfp4 .* not 'fp8'"),

@@ -163,6 +163,25 @@ def test_asked_to_wait_the_function_fences_issues_commits_and_waits_itself():
         plan.cuda("mma", wait=-1)
 
 
+def test_asked_to_commit_the_function_fences_issues_and_commits_one_group_and_leaves_the_wait_to_the_caller():
+    # several groups in flight (an attention kernel's S = Q K^T and O += P V): the caller waits for the older one
+    plan = PLANS["s8 x u8"]
+    source = plan.cuda("mma", commit=True) + ('extern "C" __global__ void probe(int* out, unsigned sa, unsigned sb) {\n'
+                                              '  int d[24];\n  for (int i = 0; i < 24; ++i) d[i] = out[i];\n'
+                                              '  mma(sa, sb, d, 0u);\n  pycute_wgmma_wait_group<0>();\n'
+                                              '  pycute_wgmma_fence_operand(d);\n'
+                                              '  for (int i = 0; i < 24; ++i) out[i] = d[i];\n}\n')
+    thread = trace_entry(compile_cuda(source, arch="sm_90a").ptx, {0: 0x7000_0000_0000, 1: 0x400, 2: 0x8400}, {},
+                         "probe")
+    ops = [t[0] if isinstance(t, tuple) else "wgmma.mma_async" for t in thread.trace]
+    ops = [op for op in ops if not op.startswith(("ld", "st"))]
+    assert ops == ["wgmma.fence.sync.aligned", "wgmma.mma_async", "wgmma.mma_async",
+                   "wgmma.commit_group.sync.aligned", "wgmma.wait_group.sync.aligned"]
+    assert "  pycute_wgmma_wait_group" not in plan.cuda("mma", commit=True)       # (the comment names it)
+    with pytest.raises(TypeError, match="commit is a bool"):
+        plan.cuda("mma", commit=1)
+
+
 @pytest.mark.parametrize("dtype, n", [(pc.bf16, 256), (pc.f8e4m3, 64), (pc.tf32, 8)])
 def test_the_asm_operand_lists_are_comma_separated_as_gnu_asm_requires(dtype, n):
     # NVRTC's front end tolerated a missing comma between operand lines; GCC-style asm does not, nor does nvcc's host

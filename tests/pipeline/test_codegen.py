@@ -148,3 +148,31 @@ def test_a_blackwell_pairs_mainloop_and_accumulator_pipelines_compile(arch, opti
     h = pc.compile.compile_cuda(ring.cuda() + acc.cuda() + PAIR_KERNEL, arch=arch, options=options).histogram()
     assert h.get("UTCBAR.2CTA.MULTICAST", 0) == commits          # the stage release and the accumulator commit
     assert not any(op.startswith(("LDL", "STL")) for op in h)
+
+
+@pytest.mark.parametrize("caller", ["warp", "elected"])
+def test_a_tma_fill_acquires_issues_every_load_from_one_lane_and_advances(caller):
+    pipe = make_pipeline({"a": tma(), "b": tma(256)}, consumer=Consumer("warp", 4),
+                         producer=Producer("tma", caller), stages=3, name="ring")
+    fill = function(pipe.cuda(), "ring_fill")
+    assert fill.startswith(" ring_fill(unsigned bars, ring_state& st, unsigned smem, const void* map_a, int a_t0, "
+                           "int a_t1, const void* map_b, int b_t0, int b_t1) {")
+    issue = ("ring_a(map_a, smem, full, a_t0, a_t1, st.index);", "ring_b(map_b, smem, full, b_t0, b_t1, st.index);")
+    lines = [line.strip() for line in fill.splitlines()[1:]]
+    inner = ["if (pycute_elect_one_sync()) {", *issue, "}"] if caller == "warp" else list(issue)
+    assert lines == ["const unsigned full = ring_producer_acquire(bars, st);", *inner, "st.advance();"]
+
+
+def test_only_tma_pipelines_have_a_fill():
+    staged = pc.make_smem_tensor(pc.f32, Layout((64, 64, 3), (64, 1, 4096)))[:, :, pc.dynamic("stage")]
+    load = pc.make_cp_async_copy(staged, pc.make_global_tensor(pc.f32, Layout((1024, 512), (512, 1))),
+                                 threads=128, completion="arrive")
+    pipe = make_pipeline({"a": load}, consumer=Consumer("warp", 4))
+    assert not pipe.fills and "_fill(" not in pipe.cuda()
+
+
+def test_a_consumer_advance_releases_the_stage_and_moves_the_state_on():
+    pipe = make_pipeline({"a": tma()}, consumer=Consumer("warpgroup", 2), stages=3, name="ring")
+    advance = function(pipe.cuda(), "ring_consumer_advance")
+    assert advance.startswith(" ring_consumer_advance(unsigned bars, ring_state& st) {")
+    assert [line.strip() for line in advance.splitlines()[1:]] == ["ring_consumer_release(bars, st);", "st.advance();"]

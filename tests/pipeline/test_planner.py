@@ -250,3 +250,49 @@ def test_a_warp_may_produce_tma_loads_every_lane_waiting_and_one_arming():
 def test_a_producer_that_does_not_issue_the_loads_is_refused(build, message):
     with pytest.raises(pc.PlanError, match=message):
         build()
+
+
+# -- pipelines placed one after another in one buffer (an attention kernel's Q ring, then its K and V rings) --------
+
+def test_a_pipeline_placed_after_another_lays_its_rings_where_the_others_end():
+    q = make_pipeline({"q": pc.make_tma_copy(tile(128), A)}, consumer=Consumer("warpgroup", 2), stages=2, name="q")
+    kv = make_pipeline({"k": pc.make_tma_copy(tile(128), B), "v": pc.make_tma_copy(tile(128), B)},
+                       consumer=Consumer("warpgroup", 2), stages=2, name="kv", after=q)
+    assert q.smem_bytes == 2 * 16384 and kv.start == q.smem_bytes
+    assert kv.stage_bytes == (("k", 32768, 16384), ("v", 65536, 16384)) and kv.smem_bytes == 98304
+    assert kv.ring("k").offset * 2 == 32768 and kv.before == q.barrier_bytes
+    assert "rings [32768, 98304) B after earlier rings" in kv.explain()
+
+
+def test_a_pipeline_placed_after_others_fits_its_stages_in_what_they_leave():
+    q = make_pipeline({"q": pc.make_tma_copy(tile(256), A)}, consumer=Consumer("warpgroup", 2), stages=2, name="q")
+    kv = make_pipeline({"k": pc.make_tma_copy(tile(256), B)}, consumer=Consumer("warpgroup", 2), after=q, name="kv",
+                       reserve=1024)
+    per_stage = 32768 + 2 * MBARRIER_BYTES
+    assert kv.stages == (smem_capacity("sm_90a") - 1024 - q.smem_bytes - q.barrier_bytes) // per_stage
+    # the reserve counts the earlier pipeline's 32 B of barriers too
+    with pytest.raises(pc.PlanError, match=r"65536 B of earlier rings \+ 5 stages x 32768 B \+ 80 B of barriers \+ "
+                                           r"3032 B reserved = 232488 B, over sm_90a's 232448 B"):
+        make_pipeline({"k": pc.make_tma_copy(tile(256), B)}, consumer=Consumer("warpgroup", 2), after=q, stages=5,
+                      reserve=3000, name="kv")
+
+
+def test_pipelines_of_different_targets_are_not_placed_together():
+    q = make_pipeline({"q": pc.make_tma_copy(tile(128), A)}, consumer=Consumer("warp"), stages=2, arch="sm_100a")
+    with pytest.raises(pc.PlanError, match=r"pipeline 'pipeline' is planned for sm_100a, this one for sm_90a"):
+        make_pipeline({"k": pc.make_tma_copy(tile(128), B)}, consumer=Consumer("warp"), stages=2, after=q)
+    with pytest.raises(TypeError, match=r"after= takes pipeline plans, got TmaPlan"):
+        make_pipeline({"k": pc.make_tma_copy(tile(128), B)}, consumer=Consumer("warp"), stages=2,
+                      after=[pc.make_tma_copy(tile(128), B)])
+
+
+def test_an_mma_reading_two_pipelines_rings_takes_each_stage_by_its_own_name():
+    q = make_pipeline({"q": pc.make_tma_copy(tile(128), A)}, consumer=Consumer("warpgroup", 2), stages=2, name="q")
+    kv = make_pipeline({"k": pc.make_tma_copy(tile(128), B)}, consumer=Consumer("warpgroup", 2), stages=3,
+                       name="kv", after=q)
+    mma = pc.make_mma(pc.wgmma_accumulator(pc.f32, 128, 128), q.ring("q", index="q_stage"),
+                      kv.ring("k", index="kv_stage"))
+    assert mma.stage_names == ("kv_stage", "q_stage")
+    assert "unsigned kv_stage, unsigned q_stage)" in mma.cuda("qk")
+    with pytest.raises(pc.PlanError, match=r"dynamic\('pycute_x'\): the name becomes a C parameter"):
+        q.ring("q", index="pycute_x")

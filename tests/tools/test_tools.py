@@ -129,6 +129,8 @@ def test_the_dry_runs_pass_on_the_cpu(question, capsys):
                                             ("tma_every_box", ["--only", "torch/"]),
                                             ("fragments_roundtrip", ["--only", "coords,reduce"]),
                                             ("gemm_shapes", ["--part", "fp8"]),
-                                            ("smem_wavefronts", ["--only", "bank"])])
+                                            ("smem_wavefronts", ["--only", "bank"]),
+                                            ("fp8_accumulation", ["--only", "acc_f8e5m2_f8e4m3_f32_k32"]),
+                                            ("checked_message", [])])
 def test_each_questions_dry_run_builds_what_it_launches(question, args, capsys):
     assert main([question, "--dry", *args]) == 0, capsys.readouterr().out

@@ -17,7 +17,8 @@ from ...layout import Layout
 
 __all__ = ["WARPGROUP_WARPS", "WARPGROUP_THREADS", "WGMMA_M", "A_REGISTERS", "WgmmaType", "WGMMA_TYPES",
            "D_PTX", "n_values", "warpgroup_fragment", "D_RUN", "wgmma_ptx", "FENCE_PTX", "COMMIT_PTX",
-           "WAIT_PTX", "SETMAXNREG", "MAXNREG_RANGE", "WGMMA_SASS", "Family"]
+           "WAIT_PTX", "SETMAXNREG", "MAXNREG_RANGE", "WGMMA_SASS", "Family", "WgmmaAccumulation",
+           "EXACT_ACCUMULATION", "WGMMA_ACCUMULATION"]
 
 WARPGROUP_WARPS = 4
 WARPGROUP_THREADS = 32 * WARPGROUP_WARPS
@@ -107,3 +108,55 @@ MAXNREG_RANGE = range(24, 257, 8)
 
 #: The SASS opcode each family assembles to (ptxas 13, sm_90a): HGMMA.64xNx16.F32.BF16, QGMMA.64xNx32.F32.E4M3.E4M3...
 WGMMA_SASS: dict[Family, str] = {"f16": "HGMMA", "bf16": "HGMMA", "tf32": "HGMMA", "fp8": "QGMMA", "int": "IGMMA"}
+
+
+Rounding = Literal["rz", "rd", "rn"]
+
+
+@attrs.frozen
+class WgmmaAccumulation:
+    """How one ``wgmma.mma_async`` instruction (one k-step) sums its K products and the accumulator C into D, as a
+    multi-term adder: the exact products of each ``block`` of consecutive k are aligned, with the running sum
+    (and C, when ``c_term`` is ``aligned``), to the largest term's exponent, each term keeping ``fraction_bits``
+    bits below that exponent (the bits under it dropped by ``term_rounding``: ``rz`` toward zero, ``rd`` toward
+    minus infinity, ``rn`` to nearest even); the aligned integers add exactly. ``grid`` says which exponent a
+    product aligns by: the sum of its operands' exponents (``exponents``; a product of two significands in [1, 2)
+    may lie one binade above it) or its value's own (``values``). With ``c_term`` ``after``, C is added to the
+    products' sum exactly. The sum is then rounded into D's type by ``rounding``. ``fraction_bits`` None is the
+    exact sum rounded once (the model pycute used before the measurement). ``source`` names the evidence."""
+
+    fraction_bits: int | None = None
+    block: int = 32
+    c_term: Literal["aligned", "after"] = "aligned"
+    term_rounding: Rounding = "rz"
+    rounding: Literal["rz", "rn"] = "rn"
+    grid: Literal["exponents", "values"] = "exponents"
+    source: str = ""
+
+    def __attrs_post_init__(self) -> None:
+        if self.fraction_bits is not None and not 1 <= self.fraction_bits <= 45:
+            raise ValueError(f"WgmmaAccumulation: fraction_bits {self.fraction_bits} outside 1..45 (the aligned sum "
+                             f"must stay exact in a float64)")
+        if self.block < 1:
+            raise ValueError(f"WgmmaAccumulation: block {self.block} < 1")
+
+    @property
+    def exact(self) -> bool:
+        return self.fraction_bits is None
+
+    def describe(self) -> str:
+        if self.exact:
+            return f"the exact sum rounded once ({self.rounding})"
+        c = "C aligned with the first block" if self.c_term == "aligned" else "C added after"
+        return (f"blocks of {self.block} products aligned to the largest {self.grid[:-1]} keeping {self.fraction_bits}"
+                f" bits below it (terms {self.term_rounding}), {c}, D rounded {self.rounding}")
+
+
+#: The exact sum rounded to nearest once: what pycute's emulator computes where the hardware's accumulation has not
+#: been measured. It is *not* the hardware's for fp8 (Hopper sums fp8 products with fewer bits, docs/wgmma.md
+#: "fp8 accumulation").
+EXACT_ACCUMULATION = WgmmaAccumulation(source="not measured: the exact sum rounded once, not the hardware's")
+
+#: Each family's accumulation as the emulator models it (docs/wgmma.md, "fp8 accumulation", says what was measured).
+WGMMA_ACCUMULATION: dict[Family, WgmmaAccumulation] = {
+    "f16": EXACT_ACCUMULATION, "bf16": EXACT_ACCUMULATION, "tf32": EXACT_ACCUMULATION, "fp8": EXACT_ACCUMULATION}

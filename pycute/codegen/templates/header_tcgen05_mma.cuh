@@ -30,6 +30,11 @@ ${mma_functions}
 #else
 ${soft_mma_tables}
 
+// 2^e as a double, for e in [-1022, 1023] (exact; no libm call).
+__device__ __forceinline__ double pycute_soft_pow2(int e) {
+  return __longlong_as_double((long long)(e + 1023) << 52);
+}
+
 // An element code of soft format `fmt` (0 f16, 1 bf16, 2 tf32, 3 e4m3, 4 e5m2, 5 e2m1) as a double.
 __device__ double pycute_soft_minifloat(unsigned code, int ebits, int mbits, int bias, bool fn) {
   const unsigned man = code & ((1u << mbits) - 1u), exp = (code >> mbits) & ((1u << ebits) - 1u);
@@ -39,8 +44,8 @@ __device__ double pycute_soft_minifloat(unsigned code, int ebits, int mbits, int
     return __longlong_as_double(0x7FF8000000000000ull);     // e4m3fn: S.1111.111 is NaN (e2m1 has none)
   if (!fn && exp == top && man != 0u) return __longlong_as_double(0x7FF8000000000000ull);
   if (!fn && exp == top) return sign * __longlong_as_double(0x7FF0000000000000ull);
-  if (exp == 0u) return sign * ldexp(double(man), 1 - bias - mbits);
-  return sign * ldexp(double(man | (1u << mbits)), int(exp) - bias - mbits);
+  if (exp == 0u) return sign * double(man) * pycute_soft_pow2(1 - bias - mbits);
+  return sign * double(man | (1u << mbits)) * pycute_soft_pow2(int(exp) - bias - mbits);
 }
 
 __device__ double pycute_soft_element(unsigned code, int fmt) {
@@ -106,12 +111,15 @@ __device__ double pycute_soft_scale(pycute_soft_tmem_image* img, unsigned sf, un
   const unsigned col = (sf & ${column_mask}u) + row / PYCUTE_TMEM_QUADRANT_LANES;
   const unsigned code = (*pycute_soft_cell(img, lane, col, "tcgen05.mma SF") >> (8u * id)) & 0xFFu;
   if (ue4m3) return pycute_soft_minifloat(code & 0x7Fu, 4, 3, 7, true);
-  return code == 0xFFu ? __longlong_as_double(0x7FF8000000000000ull) : ldexp(1.0, int(code) - 127);
+  return code == 0xFFu ? __longlong_as_double(0x7FF8000000000000ull) : pycute_soft_pow2(int(code) - 127);
 }
 
 // One instruction's D (+)= A B^T for each CTA of the group: its rows of A (its shared memory) times all rows of B
 // (row j in CTA j / (n / cta_group)), block-scaled by its own SFs (`vec` per row per instruction from byte `id`),
-// each element of D where its data path puts it (pycute_soft_d_place).
+// each element of D where its data path puts it (pycute_soft_d_place). A is decoded PYCUTE_SOFT_ROWS rows at a
+// time and each row of B once per such block (every product of two scaled elements is exact in a double, so the
+// sums are those of the element-by-element definition).
+#define PYCUTE_SOFT_ROWS 8
 __device__ void pycute_soft_mma_tile(unsigned d, unsigned long long a, int a_tmem, unsigned long long b, unsigned m,
                                      unsigned n, int fa, int fb, unsigned ta, unsigned tb, unsigned accumulate,
                                      int cta_group, int ws, int vec, int ue4m3, unsigned sfa, unsigned sfb,
@@ -123,24 +131,30 @@ __device__ void pycute_soft_mma_tile(unsigned d, unsigned long long a, int a_tme
   const unsigned lane0 = d >> PYCUTE_TMEM_LANE_SHIFT, col0 = d & ${column_mask}u;
   for (unsigned c = self; c < self + unsigned(cta_group); ++c) {
     pycute_soft_tmem_image* img = pycute_soft_image(c);
-    for (unsigned i = 0; i < rows; ++i) {
-      double row[64];
-      for (unsigned k = 0; k < kk; ++k)
-        row[k] = pycute_soft_element(a_tmem ? pycute_soft_tmem_operand(img, unsigned(a), i, k, bits_a)
-                                            : pycute_soft_operand(a, ta, i, k, bits_a, c), fa)
-                 * (vec ? pycute_soft_scale(img, sfa, i, sfa_id + k / block, ue4m3) : 1.0);
+    for (unsigned i0 = 0; i0 < rows; i0 += PYCUTE_SOFT_ROWS) {
+      const unsigned count = rows - i0 < PYCUTE_SOFT_ROWS ? rows - i0 : PYCUTE_SOFT_ROWS;
+      double row[PYCUTE_SOFT_ROWS][64];
+      for (unsigned r = 0; r < count; ++r)
+        for (unsigned k = 0; k < kk; ++k)
+          row[r][k] = pycute_soft_element(a_tmem ? pycute_soft_tmem_operand(img, unsigned(a), i0 + r, k, bits_a)
+                                                 : pycute_soft_operand(a, ta, i0 + r, k, bits_a, c), fa)
+                      * (vec ? pycute_soft_scale(img, sfa, i0 + r, sfa_id + k / block, ue4m3) : 1.0);
       for (unsigned j = 0; j < n; ++j) {
         double scale[4] = {1.0, 1.0, 1.0, 1.0};
         for (int v = 0; v < vec; ++v) scale[v] = pycute_soft_scale(img, sfb, j, sfb_id + unsigned(v), ue4m3);
-        double sum = 0.0;
+        double col[64];
         for (unsigned k = 0; k < kk; ++k)
-          sum += row[k] * pycute_soft_element(pycute_soft_operand(b, tb, j % b_rows, k, bits_b, self + j / b_rows), fb)
-                 * scale[k / block];
-        unsigned lane, col;
-        pycute_soft_d_place(m, cta_group, ws, n, i, j, &lane, &col);
-        unsigned* cell = pycute_soft_cell(img, lane0 + lane, col0 + col, "tcgen05.mma");
-        const double old = accumulate ? double(__uint_as_float(*cell)) : 0.0;
-        *cell = __float_as_uint(float(old + sum));
+          col[k] = pycute_soft_element(pycute_soft_operand(b, tb, j % b_rows, k, bits_b, self + j / b_rows), fb)
+                   * scale[k / block];
+        for (unsigned r = 0; r < count; ++r) {
+          double sum = 0.0;
+          for (unsigned k = 0; k < kk; ++k) sum += row[r][k] * col[k];
+          unsigned lane, cl;
+          pycute_soft_d_place(m, cta_group, ws, n, i0 + r, j, &lane, &cl);
+          unsigned* cell = pycute_soft_cell(img, lane0 + lane, col0 + cl, "tcgen05.mma");
+          const double old = accumulate ? double(__uint_as_float(*cell)) : 0.0;
+          *cell = __float_as_uint(float(old + sum));
+        }
       }
     }
   }

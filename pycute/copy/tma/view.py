@@ -210,7 +210,9 @@ def array_view(modes: list[tuple[Any, Any]], smem: SmemTensor, where: str, merge
     owners: list[int] = []
     tiles = mode_extents(smem.layout)
     for k, ((shape, stride), t) in enumerate(zip(modes, tiles)):
-        flat = coalesce(Layout(shape, stride))
+        flat = Layout(shape, stride)
+        if not is_int(shape) and is_int(coalesce(flat).shape) and int(flat.size()) > 1:
+            flat = coalesce(flat)               # its sub-modes one run (CuTe's coalesce); else each its own
         leaves = list(zip(flatten(flat.shape), flatten(flat.stride)))
         if len(leaves) == 1:
             if not is_int(shape):

@@ -28,25 +28,27 @@ def barrier_names(gemm: BlockScaledGemm) -> dict[str, tuple[str, ...]]:
 
 
 def run_whole(gemm: BlockScaledGemm, seed: int = 0, source: str | None = None,
-              conventions: bool = False) -> tuple[np.ndarray, np.ndarray]:
+              conventions: bool = False, soft: bool = False) -> tuple[np.ndarray, np.ndarray]:
     """``(D as the whole kernel writes it on the CPU, the reference)``: every CTA and thread of the sm_100a build
-    (or of ``source``, e.g. a mutated copy of ``gemm.source()``) run by ``pycute.interp.run_kernel``, which raises on
+    (or of ``source``, e.g. a mutated copy of ``gemm.source()``; ``soft``: the sm_90a build with the header's
+    tcgen05 model, its MMAs, TMEM and tcgen05 copies plain CUDA) run by ``pycute.interp.run_kernel``, which raises on
     a deadlock, a race or a misused mbarrier, naming the barrier; ``conventions``: also every generated function's
     calls against its calling convention. The pad columns of D must hold zeros (AssertionError otherwise)."""
     x = gemm.inputs(seed)
     data = gemm.arrays(x)
-    run_arrays(gemm, data, source, conventions)
+    run_arrays(gemm, data, source, conventions, soft)
     got, pad = gemm.result(data["d"])
     assert not np.any(pad != 0), f"the pad columns of D hold {np.count_nonzero(pad != 0)} non-zero value(s)"
     return got, gemm.reference(x)
 
 
 def run_arrays(gemm: BlockScaledGemm, data: dict[str, np.ndarray], source: str | None = None,
-               conventions: bool = False) -> None:
-    """Run the sm_100a build whole on the CPU over the kernel's global arrays (``gemm.arrays``: A and B bytes, the
-    packed SFs, D filled), writing ``data["d"]`` in place."""
-    compiled = gemm.compile("sm_100a", lineinfo=conventions) if source is None else \
-        compile_cuda(source, arch="sm_100a")
+               conventions: bool = False, soft: bool = False) -> None:
+    """Run the sm_100a build (``soft``: the sm_90a build with the tcgen05 model) whole on the CPU over the kernel's
+    global arrays (``gemm.arrays``: A and B bytes, the packed SFs, D filled), writing ``data["d"]`` in place."""
+    arch = "sm_90a" if soft else "sm_100a"
+    compiled = gemm.compile(arch, soft=soft, lineinfo=conventions) if source is None else \
+        compile_cuda(source, arch=arch)
     loads = dict(gemm.operands.loads)
     args = dict(map_a=tensor_map(loads["a"], data["a"]), map_b=tensor_map(loads["b"], data["b"]), sfa=data["sfa"],
                 sfb=data["sfb"], map_d=tensor_map(gemm.epilogue.store.tma, data["d"]), tiles_m=gemm.tiles[0],

@@ -1,13 +1,13 @@
 """The block-scaled GEMM as a torch operation: ``pycute.kernels.blockscaled_mm(a, b, sfa, sfb, kind, out_dtype,
 cta_group)`` = ``(a * sfa) @ (b * sfb).T`` in f32 or bf16, the custom op ``pycute::blockscaled_gemm`` with a fake
-implementation. Operands are element codes: MXF8 ``a`` M x K float8_e4m3fn (or its bytes as uint8) with UE8M0 scale factors ``sfa`` M x K/32
-(uint8 codes); NVFP4 ``a`` M x K/2 uint8 (two E2M1 codes a byte, the lower K in the low nibble) with UE4M3 scale
-factors M x K/16 (float8_e4m3fn or uint8). The scale factors are packed into the kernel's blocked layout by one
-gather (``config.sf_pack_index``).
+implementation. Operands are element codes: MXF8 ``a`` M x K float8_e4m3fn (or its bytes as uint8) with UE8M0 scale
+factors ``sfa`` M x K/32 (uint8 codes); NVFP4 ``a`` M x K/2 uint8 (two E2M1 codes a byte, the lower K in the low
+nibble) with UE4M3 scale factors M x K/16 (float8_e4m3fn or uint8). The scale factors are packed into the kernel's
+blocked layout by one gather (``config.sf_pack_index``).
 
-CPU tensors run the compiled sm_100a kernel whole in pycute's interpreter (exact; small problems). CUDA tensors
-launch it through the launcher on an sm_100 GPU only -- no Blackwell GPU has run it (docs/kernels.md); on any other
-device the op raises ``LaunchError``. Importing this module imports torch and registers the op."""
+CPU tensors run the compiled sm_100a kernel whole in pycute's interpreter (exact; small problems). CUDA tensors launch
+it through the launcher on an sm_100 GPU only -- no Blackwell GPU has run it (docs/kernels.md); on any other device the
+op raises ``LaunchError``. Importing this module imports torch and registers the op."""
 from __future__ import annotations
 
 from typing import Any

@@ -23,13 +23,16 @@ from pathlib import Path
 import attrs
 
 from ...compile.nvrtc import Compiled, compile_cuda
-from ..protocol import LaunchShape, make_launch_shape
-from ..source import handwritten_lines, kernel_source
+from ...dtypes import dtype as as_dtype, f32
 from ...errors import PlanError
+from ...mma import wgmma_accumulator
+from ...mma.fp8_scaling import Fp8Scaling, ScaleKind, make_fp8_scaling
 from ...pipeline.split_cost import SplitCost, choose_k_split, modelled_time
 from ...pipeline.split_k import KSplit
-from ...mma.fp8_scaling import Fp8Scaling, ScaleKind, make_fp8_scaling
-from .plans import CHUNK, DTYPES, TEMPLATE, Dtype, GemmPlans, Mode
+from ..fused import OUT_TYPES, FusedEpilogue
+from ..protocol import LaunchShape, make_launch_shape
+from ..source import handwritten_lines, kernel_source
+from .plans import CHUNK, D_TEMPLATE_PAD, DTYPES, TEMPLATE, Dtype, GemmPlans, Mode
 
 __all__ = ["HopperGemm", "Mode", "candidates", "choose", "choose_split", "plan_split", "shared", "MEASURED_TFLOPS",
            "HANDWRITTEN_LINES", "BODY", "SM_SHARED", "kernel_body_lines"]
@@ -40,14 +43,15 @@ BODY = Path(__file__).with_name("kernel.cuh")
 WGMMA_ROWS = 64     # rows of one warpgroup's wgmma slice
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class HopperGemm:
     """One kernel configuration: the tile (BN columns; ``m_blocks`` 64-row wgmma blocks per consumer warpgroup),
     the consumers and how they share the tiles, the stages (None: as many as fit), the cluster (CTAs along M that
-    share B by multicast) and the raster's band height. ``split_k``: tiles may be shared by pieces of their
-    k-blocks (split-K / stream-K, ``pipeline.split_k``; the launch says how, a ``KSplit``). ``scales`` (e4m3): the
-    fp8 scales' kind (``mma.fp8_scaling``; None: the one ``scale`` argument), promoted every ``promote`` k-blocks
-    (None: all of K in the tensor core)."""
+    share B by multicast), the raster's band height, D's type and the fused epilogue (docs/kernels.md).
+    ``split_k``: tiles may be shared by pieces of their k-blocks (split-K / stream-K, ``pipeline.split_k``; the
+    launch says how, a ``KSplit``; docs/gemm-shapes.md). ``scales`` (e4m3): the fp8 scales' kind
+    (``mma.fp8_scaling``; None: the one ``scale`` argument), promoted every ``promote`` k-blocks (None: all of K in
+    the tensor core)."""
 
     dtype: Dtype = "bf16"
     BN: int = 256
@@ -57,11 +61,15 @@ class HopperGemm:
     stages: int | None = None
     cluster: int = 2
     group: int = 8
-    split_k: bool = False
-    scales: ScaleKind | None = None
-    promote: int | None = None
+    out: str = attrs.field(default="bf16", kw_only=True)
+    epilogue: FusedEpilogue = attrs.field(factory=FusedEpilogue, kw_only=True)
+    split_k: bool = attrs.field(default=False, kw_only=True)
+    scales: ScaleKind | None = attrs.field(default=None, kw_only=True)
+    promote: int | None = attrs.field(default=None, kw_only=True)
 
     def __attrs_post_init__(self) -> None:
+        if self.out not in OUT_TYPES:
+            raise PlanError(f"HopperGemm: D's type is one of {', '.join(OUT_TYPES)}, not {self.out!r}")
         if self.scales is not None and self.dtype != "e4m3":
             raise PlanError(f"HopperGemm: scales={self.scales!r} scale fp8 operands, not {self.dtype}")
         if self.promote is not None and self.scales is None:
@@ -79,6 +87,16 @@ class HopperGemm:
         if self.scales is None:
             return None
         return make_fp8_scaling(self.scales, (self.BM, self.BN), bk=self.BK, interval=self.promote)
+
+    def __repr__(self) -> str:
+        """The fields, D's type and the epilogue only where they are not the plain GEMM's."""
+        fields = ", ".join(f"{f}={getattr(self, f)!r}" for f in ("dtype", "BN", "m_blocks", "consumers", "mode",
+                                                                  "stages", "cluster", "group"))
+        extra = (f", out={self.out!r}" if self.out != "bf16" else "") + \
+            (f", epilogue={self.epilogue.text!r} {self.epilogue.dtypes}" if self.epilogue != FusedEpilogue() else "") + \
+            (", split_k=True" if self.split_k else "") + \
+            (f", scales={self.scales!r}, promote={self.promote!r}" if self.scales is not None else "")
+        return f"HopperGemm({fields}{extra})"
 
     @property
     def BK(self) -> int:
@@ -98,12 +116,16 @@ class HopperGemm:
 
     @property
     def epilogue_bytes(self) -> int:
-        """Each consumer's ring of two 64 x 64 bf16 tiles."""
-        return self.consumers * 2 * 64 * CHUNK * 2
+        """Each consumer's ring of two 64 x 64 tiles of D's type."""
+        return self.consumers * self.epilogue_ring_bytes
+
+    @property
+    def epilogue_ring_bytes(self) -> int:
+        return 2 * 64 * CHUNK * as_dtype(self.out).bits // 8
 
     @functools.cached_property
     def plans(self) -> GemmPlans:
-        return GemmPlans.of(self, TEMPLATE, TEMPLATE, TEMPLATE)
+        return GemmPlans.of(self, TEMPLATE, TEMPLATE + D_TEMPLATE_PAD, TEMPLATE)
 
     @property
     def smem_bytes(self) -> int:
@@ -132,7 +154,7 @@ class HopperGemm:
                 "BK": self.BK, "M_BLOCKS": self.m_blocks, "COOPERATIVE": coop,
                 "TURNS": 1 if coop else self.consumers, "SLICE_ROWS": WGMMA_ROWS,
                 "ACC_VALUES": self.BN // 2, "CHUNK": CHUNK, "CHUNK_VALUES": CHUNK // 2,
-                "CHUNKS_N": self.BN // CHUNK, "EPILOGUE_SLOTS": 2, "EPILOGUE_RING_BYTES": 2 * 64 * CHUNK * 2,
+                "CHUNKS_N": self.BN // CHUNK, "EPILOGUE_SLOTS": 2, "EPILOGUE_RING_BYTES": self.epilogue_ring_bytes,
                 "PRODUCER_REGISTERS": PRODUCER_REGISTERS, "CONSUMER_REGISTERS": self.consumer_registers,
                 "SPLIT_K": self.split_k, "PARTS": self.plans.sched.parts, "PROMOTE": self.promote or 0,
                 "EPILOGUE_SCALES": self.scales not in (None, "block")}
@@ -141,10 +163,12 @@ class HopperGemm:
         """The constants, the plans' functions, then ``kernel.cuh``."""
         p = self.plans
         turns = [] if self.mode == "pingpong" else [_ONE_GROUP_TURNS]
+        fused = self.epilogue.cuda(wgmma_accumulator(f32, 64, self.BN), wgmma_accumulator(f32, 64, CHUNK),
+                                   self.m_blocks)
         scaling = self.scaling
         return kernel_source(repr(self), self.constants(),
                              [p.mainloop.cuda(), *turns, p.mma.cuda("mma", warpgroup_arg=True),
-                              p.store_d.cuda("store_d"), p.sched.cuda(),
+                              p.store_d.cuda("store_d"), fused, p.sched.cuda(),
                               _NO_SCALES if scaling is None else scaling.cuda("fp8s")], BODY)
 
     def compile(self) -> Compiled:
@@ -243,4 +267,4 @@ def kernel_body_lines() -> int:
     return handwritten_lines(BODY.read_text(encoding="utf-8"), "gemm")
 
 
-HANDWRITTEN_LINES = 80
+HANDWRITTEN_LINES = 84

@@ -1,14 +1,15 @@
-// The Hopper GEMM's kernel, D = scale * A B^T (pycute/kernels/hopper_gemm; docs/kernels.md, docs/hopper-gemm.md).
-// Before it, HopperGemm.source() puts the configuration's constants (THREADS, BM, BN, BK, TURNS, ...: constexpr)
-// and the plans' functions: mainloop_* (the TMA pipeline and its barriers), mma (a k-block's wgmma on one 64-row
-// slice), store_d / store_d_wait (the epilogue: stmatrix into a swizzled ring, TMA store), sched_* (the persistent
-// scheduler: whole tiles, or pieces of their k-blocks reduced by a fixup, docs/gemm-shapes.md) and fp8s_* (fp8
-// scales and the promotion of the tensor core's partial sums). Every address, count, parity and register grouping
-// is theirs.
+// The Hopper GEMM's kernel, D = epilogue(scale * A B^T) (pycute/kernels/hopper_gemm; docs/kernels.md,
+// docs/hopper-gemm.md, docs/gemm-shapes.md). Before it, HopperGemm.source() puts the configuration's constants (THREADS,
+// BM, BN, BK, TURNS, ...: constexpr) and the plans' functions: mainloop_* (the TMA pipeline and its barriers), mma (a
+// k-block's wgmma on one 64-row slice), epilogue_* (the fused epilogue: its inputs' loads and the expression, by
+// fragment coordinates), store_d / store_d_wait (stmatrix into a swizzled ring, TMA store), sched_* (the persistent
+// scheduler: whole tiles, or pieces of their k-blocks reduced by a fixup) and fp8s_* (fp8 scales and the promotion
+// of the tensor core's partial sums). Every address, count, parity and register grouping is theirs.
 extern "C" __global__ void __launch_bounds__(THREADS, CTAS_PER_SM)
 gemm(const __grid_constant__ pycute_tensor_map map_a, const __grid_constant__ pycute_tensor_map map_b,
      const __grid_constant__ pycute_tensor_map map_d, int M, int N, int K, float scale, float* ws,
-     unsigned* counters, unsigned dp, unsigned workers, const float* scale_a, const float* scale_b) {
+     unsigned* counters, unsigned dp, unsigned workers, const float* scale_a, const float* scale_b,
+     const __grid_constant__ epilogue_params ep) {
   extern __shared__ unsigned char raw[];
   __shared__ __align__(8) unsigned long long bars[mainloop_barrier_words];
   const unsigned smem = (pycute_smem_address(raw) + 1023u) & ~1023u, b = pycute_smem_address(bars);
@@ -51,6 +52,10 @@ gemm(const __grid_constant__ pycute_tensor_map map_a, const __grid_constant__ py
       pycute_tile t;
       sched_tile(pc.unit, t, tiles_m, tiles_n);
       if (n > 0u) mainloop_turn_wait(cw);
+      epilogue_tile ev;                         // the tile's per-row inputs, loaded while its MMAs run
+#pragma unroll
+      for (unsigned mi = 0; mi < M_BLOCKS; ++mi)
+        epilogue_load_rows(ev, mi, thread, t.m * BM + (slice + mi) * SLICE_ROWS, M, ep);
 #pragma unroll
       for (unsigned v = 0; v < M_BLOCKS * ACC_VALUES && PROMOTE > 0u; ++v) d[v / ACC_VALUES][v % ACC_VALUES] = 0.0f;
       bool held = false;                        // a stage the last wgmma read, not yet released
@@ -87,13 +92,13 @@ gemm(const __grid_constant__ pycute_tensor_map map_a, const __grid_constant__ py
         fp8s_scale(d[mi], scale_a, scale_b, 1.0f, t.m * BM + (slice + mi) * SLICE_ROWS, t.n * BN, thread, M, N);
 #pragma unroll
       for (unsigned c = 0; c < M_BLOCKS * CHUNKS_N; ++c, ++stored) {
-        const unsigned mi = c / CHUNKS_N, j = c % CHUNKS_N;
+        const unsigned j = c / M_BLOCKS, mi = c % M_BLOCKS;
+        const int row0 = t.m * BM + (slice + mi) * SLICE_ROWS, col0 = t.n * BN + CHUNK * j;
+        if (mi == 0u) epilogue_load_cols(ev, thread, col0, N, ep);      // the chunk's per-column inputs, once
         float frag[CHUNK_VALUES];
-#pragma unroll
-        for (unsigned i = 0; i < CHUNK_VALUES; ++i) frag[i] = d[mi][CHUNK_VALUES * j + i] * scale;
+        epilogue_chunk(ev, d[mi], mi, j, frag, thread, row0, col0, M, N, scale, ep);
         store_d_wait(thread, bar);
-        store_d(&map_d, epi, thread, frag, t.m * BM + (slice + mi) * SLICE_ROWS, t.n * BN + CHUNK * j,
-                stored % EPILOGUE_SLOTS, bar);
+        store_d(&map_d, epi, thread, frag, row0, col0, stored % EPILOGUE_SLOTS, bar);
       }
     }
     if (thread == 0u) pycute_bulk_wait_group<0>();

@@ -9,20 +9,23 @@ import attrs
 from ...copy.smem_ldst.epilogue import EpiloguePlan, make_epilogue
 from ...copy.tma.params import TensorMapParams
 from ...copy.tma.planner import make_tma_copy
-from ...dtypes import DType, bf16, f8e4m3, f32
+from ...dtypes import DType, bf16, dtype, f8e4m3, f32
 from ...layout import Layout
 from ...mma import WgmmaPlan, make_mma, wgmma_accumulator
 from ...pipeline import Consumer, PipelinePlan, Producer, SplitKScheduler, make_pipeline, make_split_k_scheduler
 from ...tensor import dynamic, kmajor_smem_tensor, make_global_tensor, make_stages
 
-__all__ = ["GemmPlans", "Tiling", "Dtype", "Mode", "DTYPES", "CHUNK", "TEMPLATE"]
+__all__ = ["GemmPlans", "Tiling", "Dtype", "Mode", "DTYPES", "CHUNK", "TEMPLATE", "D_TEMPLATE_PAD"]
 
 Dtype = Literal["bf16", "e4m3"]
 Mode = Literal["cooperative", "pingpong"]
 DTYPES: dict[str, DType] = {"bf16": bf16, "e4m3": f8e4m3}
 #: The plans compiled into a configuration's kernel are made for arrays this large; the kernel text does not depend
-#: on the problem (the tile counts are run-time arguments and the tensor maps are encoded per call).
+#: on the problem (the tile counts are run-time arguments and the tensor maps are encoded per call). D's template
+#: has 16 more columns: no multiple of a wide box, so that its store is planned in the form every N takes (an f32
+#: chunk's two 32-column boxes, not one box of a 3-d map that only a multiple of 32 columns allows).
 TEMPLATE = 2 ** 16
+D_TEMPLATE_PAD = 16
 CHUNK = 64          # columns of D per epilogue store: one 128-byte swizzle row of bf16
 
 
@@ -65,6 +68,9 @@ class Tiling(Protocol):
     @property
     def epilogue_bytes(self) -> int: ...
 
+    @property
+    def out(self) -> str: ...
+
 
 @attrs.frozen
 class GemmPlans:
@@ -82,7 +88,8 @@ class GemmPlans:
         dt = DTYPES[g.dtype]
         a = make_global_tensor(dt, Layout((M, K), (lda or K, 1)))
         b = make_global_tensor(dt, Layout((N, K), (ldb or K, 1)))
-        d = make_global_tensor(bf16, Layout((M, N), (ldd or N, 1)))
+        out = dtype(g.out)
+        d = make_global_tensor(out, Layout((M, N), (ldd or N, 1)))
         load_a = make_tma_copy(kmajor_smem_tensor(dt, g.BM, g.BK, "128B"), a)
         load_b = make_tma_copy(kmajor_smem_tensor(dt, g.BN, g.BK, "128B"), b,
                                multicast=g.cluster if g.cluster > 1 else None)
@@ -93,7 +100,8 @@ class GemmPlans:
                                  stages=g.stages, reserve=g.epilogue_bytes + 1024, name="mainloop")
         acc_rows = g.BM if g.mode == "cooperative" else g.wg_rows
         mma = make_mma(wgmma_accumulator(f32, acc_rows, g.BN), mainloop.ring("a"), mainloop.ring("b"))
-        ring_d = make_stages(kmajor_smem_tensor(bf16, 64, CHUNK, "128B"), 2)[:, :, dynamic("slot")]
+        ring_d = make_stages(kmajor_smem_tensor(out, 64, CHUNK, "64B" if out.bits == 8 else "128B"), 2)[:, :,
+                                                                                                dynamic("slot")]
         store_d = make_epilogue(wgmma_accumulator(f32, 64, CHUNK), ring_d, d, barrier_id=dynamic("bar"))
         # whole tiles, or (split_k) tiles shared by pieces of their k-blocks, each consumer warpgroup's rows reduced
         # by their own part
@@ -116,4 +124,5 @@ class GemmPlans:
         loads, kernel_loads = dict(self.mainloop.loads), dict(kernel.mainloop.loads)
         return all(shape(x) == shape(y) for x, y in zip(self.maps(), kernel.maps())) and all(
             [i.coords for i in loads[n].instructions] == [i.coords for i in kernel_loads[n].instructions]
-            for n in loads)
+            for n in loads) and [i.coords for i in self.store_d.tma.instructions] == \
+            [i.coords for i in kernel.store_d.tma.instructions]

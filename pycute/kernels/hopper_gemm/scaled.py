@@ -15,10 +15,11 @@ import numpy as np
 from ...errors import LaunchError
 from ...mma.fp8_scaling import ScaleKind, make_fp8_scaling
 from ...pipeline.split_k import KSplit
-from ..launcher import Launcher, current_stream, torch_module
+from ..launcher import Launcher, current_stream, sm_count, torch_module
 from ..tensors import check_cpu_size, from_bits, row_pitch, tma_rows, to_bits
 from .config import HopperGemm, choose_split
-from .op import _CPU_CTAS, _sm_count, counters, gemm_run
+from .op import _CPU_CTAS, _NO_INPUTS, counters
+from .runs import gemm_run
 
 __all__ = ["scaled_gemm", "scaled_candidates"]
 
@@ -68,7 +69,7 @@ def _config(M: int, N: int, K: int, kind: str, promote: int, sms: int) -> Any:
 def _cuda(a: Any, b: Any, sa: Any, sb: Any, kind: str, promote: int, alpha: float) -> Any:
     M, N, K = _check(a, b, sa, sb, kind, promote)
     device = a.device.index
-    sms = _sm_count(device)
+    sms = sm_count(device)
     g, split = _config(M, N, K, kind, promote, sms)
     run = gemm_run(g)
     a, b = tma_rows(a), tma_rows(b)
@@ -81,7 +82,7 @@ def _cuda(a: Any, b: Any, sa: Any, sb: Any, kind: str, promote: int, alpha: floa
         ctr = counters(device, current_stream(device), launch.counters).data_ptr()
     Launcher.of(g, device)(launch.grid, run.map_a.encode(a, "scaled_gemm: a"), run.map_b.encode(b, "scaled_gemm: b"),
                            run.map_d.encode(d, "scaled_gemm: D"), M, N, K, float(alpha), ws, ctr, split.dp,
-                           split.workers, sa.contiguous().data_ptr(), sb.contiguous().data_ptr())
+                           split.workers, sa.contiguous().data_ptr(), sb.contiguous().data_ptr(), _NO_INPUTS)
     return d if pitch == N else d[:, :N]
 
 
@@ -109,7 +110,7 @@ def _cpu(a: Any, b: Any, sa: Any, sb: Any, kind: str, promote: int, alpha: float
     run_kernel(g.compile(), shape.entry, grid=launch.grid, block=shape.threads, cluster=shape.cluster,
                smem=shape.smem_bytes, args=[*maps, M, N, K, float(alpha), ws, ctr, split.dp, split.workers,
                                             sa.detach().contiguous().numpy().reshape(-1),
-                                            sb.detach().contiguous().numpy().reshape(-1)])
+                                            sb.detach().contiguous().numpy().reshape(-1), _NO_INPUTS])
     return from_bits(d, torch.bfloat16)[:, :N]
 
 

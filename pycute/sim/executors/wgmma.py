@@ -13,13 +13,14 @@ from typing import Callable
 import numpy as np
 
 from ...arch.sm90.wgmma import (A_REGISTERS, COMMIT_PTX, D_RUN, FENCE_PTX, SETMAXNREG, WAIT_PTX, WARPGROUP_THREADS,
-                                WGMMA_M, WGMMA_TYPES, warpgroup_fragment)
+                                WGMMA_ACCUMULATION, WGMMA_M, WGMMA_TYPES, warpgroup_fragment)
 from ...atoms.wgmma import WgmmaIssue, parse_wgmma_ptx
 from ...errors import EmulationError, PlanError
 from ...layout import Layout
 from ...tensor.values import layout_values
 from ..machine import Machine
-from ..operand import gmma_operand, reference_mma
+from ..accumulate import dot_sum
+from ..operand import decode as element_values, gmma_operand, reference_mma
 
 __all__ = ["WgmmaExecutor", "decode", "pack_fragment", "unpack_fragment", "d_values", "d_codes_of", "SYNC_PREFIXES",
            "D_BITS"]
@@ -79,7 +80,10 @@ def d_codes_of(values: np.ndarray, d: str) -> np.ndarray:
 
 
 class WgmmaExecutor(Machine):
-    """wgmma.mma_async against a CTA's shared memory and one warpgroup's registers."""
+    """wgmma.mma_async against a CTA's shared memory and one warpgroup's registers; ``accumulation`` is each
+    float family's summation model (the hardware's where measured, ``arch.sm90.wgmma.WGMMA_ACCUMULATION``)."""
+
+    accumulation: dict = WGMMA_ACCUMULATION
 
     def wgmma(self, issue: WgmmaIssue, d: np.ndarray, a: np.ndarray | None = None, cta: int = 0) -> np.ndarray:
         """Execute ``issue`` for one warpgroup: ``d`` its 128 threads' D registers ((128, registers) uint32), ``a``
@@ -100,11 +104,17 @@ class WgmmaExecutor(Machine):
                                    c.smem_base)
         b_codes = gmma_operand(issue.b_desc, "MN" if issue.trans_b else "K", shape.n, shape.k, tb.bits, c.smem,
                                c.smem_base)
-        prod = reference_mma(a_codes, b_codes, shape.a, shape.b)
-        prod = prod * (issue.scale_a or 1) * (issue.scale_b or 1)
         layout = warpgroup_fragment(WGMMA_M, shape.n, D_RUN)
         old = d_values(unpack_fragment(d, layout, WARPGROUP_THREADS, D_BITS[shape.d]), shape.d)
-        new = prod.T.reshape(-1) + (old if issue.scale_d else 0.0)     # index row + 64 * col
+        if ta.family == "int":
+            prod = reference_mma(a_codes, b_codes, shape.a, shape.b)
+            new = prod.T.reshape(-1) + (old if issue.scale_d else 0.0)     # index row + 64 * col
+        else:                       # the family's accumulation model (arch.sm90.wgmma.WGMMA_ACCUMULATION)
+            a_vals = element_values(a_codes, shape.a) * (issue.scale_a or 1)
+            b_vals = element_values(b_codes, shape.b) * (issue.scale_b or 1)
+            acc = old.reshape(shape.n, WGMMA_M).T if issue.scale_d else None
+            new = dot_sum(a_vals[:, None], b_vals[None], acc, shape.a, shape.b, shape.d, self.accumulation[ta.family])
+            new = new.T.reshape(-1)
         return pack_fragment(d_codes_of(new, shape.d), layout, WARPGROUP_THREADS, D_BITS[shape.d])
 
 

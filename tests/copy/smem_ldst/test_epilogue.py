@@ -53,6 +53,15 @@ def test_the_wait_lets_the_rings_other_slots_stores_stay_in_flight(slots):
     assert f"pycute_bulk_wait_group_read<{slots - 1}>();" in plan.cuda("epi")
 
 
+def test_the_drain_waits_for_every_store_before_the_tiles_bytes_are_given_back():
+    # a tile that lives in a pipeline's stage (an attention kernel's O over its Q stage) is released only once the
+    # stores have read it, whatever the ring lets stay in flight
+    ring = pc.make_stages(pc.kmajor_smem_tensor(pc.bf16, 64, 128, "128B"), 2)[:, :, pc.dynamic("stage")]
+    code = make_epilogue(pc.make_fragment(pc.f32, 128, wgmma_layout(128)), ring, ARRAY).cuda("epi")
+    drain = code[code.index("void epi_drain(unsigned thread) {"):]
+    assert "pycute_bulk_wait_group_read<0>();" in drain and "pycute_named_barrier_sync(1u, 128u);" in drain
+
+
 def test_a_run_time_barrier_id_is_a_parameter_of_the_function_and_its_wait():
     # two consumer warpgroups run the same epilogue code, each on its own named barrier
     plan = make_epilogue(pc.make_fragment(pc.f32, 128, wgmma_layout(128)), pc.kmajor_smem_tensor(pc.bf16, 64, 128,
@@ -60,7 +69,7 @@ def test_a_run_time_barrier_id_is_a_parameter_of_the_function_and_its_wait():
                          ARRAY, barrier_id=pc.dynamic("bar"))
     code = plan.cuda("epi")
     assert "int c1, unsigned bar) {" in code and "void epi_wait(unsigned thread, unsigned bar)" in code
-    assert code.count("pycute_named_barrier_sync(bar, 128u);") == 2
+    assert code.count("pycute_named_barrier_sync(bar, 128u);") == 3
     assert "<bar, at run time>" in plan.explain()
 
 

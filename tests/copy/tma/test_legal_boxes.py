@@ -307,3 +307,9 @@ def test_a_nested_sub_mode_a_few_bytes_apart_that_does_not_coalesce_stays_refuse
     g = pc.make_global_tensor(pc.u8, Layout(((8, 4), 128), ((1, 12), 64)))
     with pytest.raises(pc.PlanError, match="has a stride of 12 B; a tensor map stride is a multiple of 16 B"):
         make_tma_copy(pc.make_smem_tensor(pc.u8, Layout((32, 64), (1, 32))), g)
+
+
+def test_a_one_element_contiguous_mode_keeps_its_stride():
+    """CuTe's coalesce gives a one-element mode stride 0; the contiguous mode of a 1 x 1 array must keep its 1."""
+    tile = pc.kmajor_smem_tensor(pc.bf16, 128, 64, "128B")
+    assert make_tma_copy(tile, pc.make_global_tensor(pc.bf16, Layout((1, 1), (16, 1)))).tensor_map.global_dims[0] == 1

@@ -1,15 +1,17 @@
-"""Every kernel pycute generates or ships, run as a user runs it under compute-sanitizer's memcheck, racecheck,
-synccheck and initcheck on the GPU present (docs/sanitizer.md): the round-trip harnesses, the streams, the examples'
-soft builds and the benchmarks' kernels, each once on small inputs.
+"""Is every kernel pycute generates or ships clean under compute-sanitizer?
 
-    PYTHONPATH=. python3 tools/sanitize_h200.py [OUT.jsonl] [--only SUBSTRING ...] [--tools memcheck,racecheck]
-    PYTHONPATH=. python3 tools/sanitize_h200.py --build         # no GPU: compile every case for sm_90a
-    PYTHONPATH=. python3 tools/sanitize_h200.py --dry-run       # no GPU: and run each up to the launch
-    PYTHONPATH=. python3 tools/sanitize_h200.py --list
+Each kernel runs as a user runs it under compute-sanitizer's memcheck, racecheck, synccheck and initcheck on the GPU
+present (docs/sanitizer.md): the round-trip harnesses, the streams, the examples' and kernels' soft builds and the
+benchmarks' kernels, each once on small inputs.
+
+    PYTHONPATH=. python -m tools sanitizer [OUT.jsonl] [--only SUBSTRING ...] [--tools memcheck,racecheck]
+    PYTHONPATH=. python -m tools sanitizer --build         # no GPU: compile every case for sm_90a
+    PYTHONPATH=. python -m tools sanitizer --dry           # no GPU: and run each up to the launch
+    PYTHONPATH=. python -m tools sanitizer --list
 
 Each (case, tool) is its own process with a time limit (a fault or a hang loses one run): first every case plainly
 (its result checked against the reference; this also fills the compile cache), then under each tool,
-``compute-sanitizer --tool T python3 tools/sanitize_h200.py --case NAME``. One JSON line per run (case, tool,
+``compute-sanitizer --tool T python -m tools sanitizer --case NAME``. One JSON line per run (case, tool,
 errors, warnings, the tool's summary line, its first findings, the command) to OUT.jsonl (default
 ``$OUT/sanitizer-h200.jsonl``, else ``docs/sanitizer-h200.jsonl``), written as the runs finish; a table last.
 
@@ -35,8 +37,6 @@ from typing import Any, Callable, Iterable
 import attrs
 
 ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
 
 #: compute-sanitizer's tools, in the order they run. initcheck is cheap on these kernels (small inputs, all
 #: uploaded), so it runs too.
@@ -310,7 +310,7 @@ def gemm_case(kind: str, cta_group: int) -> SanitizeCase:
         from pycute.kernels.blockscaled_gemm import BlockScaledGemm
         return BlockScaledGemm(kind, cta_group, 128, 256, 256, sms=cta_group)   # one CTA (pair) walks both tiles
     return SanitizeCase(f"example/blockscaled-gemm-{kind}-g{cta_group}-soft",
-                        "pycute.kernels.blockscaled_gemm.BlockScaledGemm", lambda arch: make().compile(arch, soft=True),
+                        "pycute.kernels.blockscaled_gemm.config.BlockScaledGemm", lambda arch: make().compile(arch, soft=True),
                         lambda gpu, arch: _same(make().run(gpu, arch=arch, soft=True, seed=7)), timeout=420.0)
 
 
@@ -325,6 +325,35 @@ def wgmma_case(index: int) -> SanitizeCase:
         return bool((got == want).all())
     return SanitizeCase(f"wgmma/{index}", "pycute.harness.wgmma.WgmmaRoundTrip",
                         lambda arch: make().compile(arch), launch)
+
+
+def fragments_case(kind: str) -> SanitizeCase:
+    """A register-fragment round trip (real on Hopper): the coordinate helpers, a row reduction's functions, or the
+    S = Q K^T -> P -> O = P V chain with e4m3's shuffles (docs/fragments.md)."""
+    def make():
+        import pycute as pc
+        from pycute.harness.fragment_chain import ChainCase
+        from pycute.harness.fragments import CoordsRoundTrip, ReduceRoundTrip
+        if kind == "coords":
+            return CoordsRoundTrip(pc.fragment_coords(pc.wgmma_accumulator(pc.f32, 128, 64)))
+        if kind == "reduce":
+            return ReduceRoundTrip(pc.make_reduction(pc.wgmma_accumulator(pc.f32, 64, 64)))
+        return ChainCase("f8e4m3", d=32).roundtrip()
+
+    def launch(gpu, arch: str) -> bool:
+        import numpy as np
+        from pycute.harness.fragments import same_floats
+        rt = make()
+        if kind == "coords":
+            return bool(np.array_equal(rt.run(gpu, arch=arch), rt.expected()))
+        if kind == "reduce":
+            return bool(same_floats(rt.run(gpu, 7, arch), rt.expected(7)).all())
+        check = rt.check(rt.run(gpu, 7, arch), 7)
+        return all(v == 0 for k, v in check.items() if k not in ("s_rounded", "elements"))
+    kernel = {"coords": "pycute.harness.fragments.CoordsRoundTrip",
+              "reduce": "pycute.harness.fragments.ReduceRoundTrip",
+              "chain": "pycute.harness.fragment_chain.ChainRoundTrip"}[kind]
+    return SanitizeCase(f"fragments/{kind}", kernel, lambda arch: make().compile(arch), launch)
 
 
 def epilogue_case(name: str) -> SanitizeCase:
@@ -478,6 +507,27 @@ def _flat_names(table: str) -> list[str]:
     return [c[0] for c in getattr(flat_cases, table)]
 
 
+def fragments_case(kind: str, name: str, kernel: str) -> SanitizeCase:
+    """A fragments round trip (coordinates, a row reduction, the S -> P -> O chain; tools/fragments_roundtrip.py):
+    what the GPU's threads write equals the tables / the emulator."""
+    def launch(gpu, arch: str) -> bool:
+        from pycute.compile import runtime  # noqa: F401  (the Gpu the round trip runs on)
+        from tools import fragments_roundtrip as fr
+        rt = fr.roundtrip(kind, name)
+        out = fr._run_gpu(kind, rt)
+        return fr.passed({"kind": kind, "case": name, **fr.verdict(kind, rt, out)})
+
+    def build(arch: str) -> Any:
+        from tools import fragments_roundtrip as fr
+        return fr.roundtrip(kind, name).compile(arch)
+    return SanitizeCase(f"fragments/{kind}-{name.replace(' ', '-')}", kernel, build, launch)
+
+
+def _chain_name() -> str:
+    from pycute.harness.fragment_chain import CHAIN_CASES
+    return CHAIN_CASES[0].name
+
+
 def _wgmma_cases() -> list:
     from pycute.harness.wgmma import WGMMA_CASES
     return list(WGMMA_CASES)
@@ -500,9 +550,13 @@ def registry() -> list[SanitizeCase]:
              dsmem_ring_case(2), dsmem_ring_case(4)] +
             [wgmma_case(i) for i in (0, 1, len(_wgmma_cases()) - 1)] +
             [epilogue_case(n) for n in ("wgmma-bf16-row-128B", "tmem32-e4m3-row-32B", "user-f32-row-128B")] +
+            [fragments_case(k) for k in ("coords", "reduce", "chain")] +
             [conversion_case(), epilogue_stream_case(), epilogue_example_case()] +
             [feed_case("warpgroups-multicast"), feed_case("minimal"), schedule_case(), grouped_case()] +
             [hopper_gemm_case("bf16"), hopper_gemm_case("e4m3")] +
+            [fragments_case("coords", "wgmma D f32 64x256", "pycute.harness.fragments.CoordsRoundTrip"),
+             fragments_case("reduce", "wgmma D 64x256 rows", "pycute.harness.fragments.ReduceRoundTrip"),
+             fragments_case("chain", _chain_name(), "pycute.harness.fragment_chain.ChainRoundTrip")] +
             [q_tile_case(), sf_pipeline_case(1), sf_pipeline_case(2), gemm_case("mxf8", 1), gemm_case("nvfp4", 2)])
 
 
@@ -552,7 +606,7 @@ def find_sanitizer() -> str | None:
 
 def command(case: SanitizeCase, tool: str, sanitizer: str) -> list[str]:
     """The process one (case, tool) runs in: the case's own entry, wrapped in the tool unless ``tool`` is PLAIN."""
-    inner = [sys.executable, str(Path(__file__).resolve()), "--case", case.name]
+    inner = [sys.executable, "-m", "tools", "sanitizer", "--case", case.name]
     if tool == PLAIN:
         return inner
     return [sanitizer, "--tool", tool, *(["--target-processes", "all"] if case.children else []),
@@ -731,8 +785,8 @@ def default_out() -> Path:
         ROOT / "docs" / "sanitizer-h200.jsonl"
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="tools/sanitize_h200.py", description=__doc__,
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="python -m tools sanitizer", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("out", nargs="?", type=Path, help="the JSON lines file (default: $OUT/sanitizer-h200.jsonl)")
     parser.add_argument("--case", help="(the child) run this one case on the GPU and print its verdict")
@@ -743,7 +797,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--timeout", type=float, help="seconds per run (default: each case's own)")
     parser.add_argument("--sanitizer", help="the compute-sanitizer binary (default: found on PATH or /usr/local)")
     parser.add_argument("--build", action="store_true", help=f"only compile every case for {BUILD_ARCH} (no GPU)")
-    parser.add_argument("--dry-run", action="store_true",
+    parser.add_argument("--dry", "--dry-run", dest="dry_run", action="store_true",
                         help=f"compile every case for {BUILD_ARCH} and run it up to the GPU on the host (no GPU)")
     parser.add_argument("--list", action="store_true", help="list the cases")
     args = parser.parse_args(argv)
@@ -773,6 +827,3 @@ def main(argv: list[str] | None = None) -> int:
     print(table(records, tools))
     return 0 if all(cell(r) in ("ok", "clean") for r in records) else 1
 
-
-if __name__ == "__main__":
-    sys.exit(main())

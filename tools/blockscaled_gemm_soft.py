@@ -1,23 +1,25 @@
-"""Record the persistent block-scaled GEMM example's soft build on the GPU present (docs/blockscaled-gemm.md):
+"""Does the block-scaled GEMM's soft build write the reference D on the GPU, for every format, group and size?
+
+The persistent block-scaled GEMM's soft build on the GPU present (docs/blockscaled-gemm.md):
 every format x cta_group at every problem size recorded before (one tile per CTA), the largest with four CTAs or
 pairs walking its 9 to 15 tiles (both accumulators in turn, the accumulator pipeline wrapping), and bf16 D whose rows are not
 whole 16 bytes (the padded pitch) -- each case in its own child process with a time limit (a fault or a hang loses
 one case, not the run), one JSON line per case: D against the reference, element by element, and D's pad columns.
 
-    PYTHONPATH=. python3 tools/blockscaled_gemm_h200.py [OUT.jsonl] [--match TEXT]
+    PYTHONPATH=. python -m tools blockscaled_gemm_soft [OUT.jsonl] [--match TEXT]
+    PYTHONPATH=. python -m tools blockscaled_gemm_soft --dry      # on the CPU: one small case run whole
 
-The default output is $OUT/blockscaled-gemm-h200.jsonl (./blockscaled-gemm-h200.jsonl without $OUT); the summary
+The default output is $OUT/blockscaled_gemm_soft.jsonl (./blockscaled_gemm_soft.jsonl without $OUT); the summary
 table comes last. ``--match`` keeps the cases whose label contains TEXT (``mxf8-cg2``, ``persistent``, ``bf16``).
 """
 from __future__ import annotations
 
 import argparse
 import json
-import os
-import subprocess
-from concurrent.futures import ThreadPoolExecutor
-import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
+
+from tools._common import last_json, out_path, run_question
 
 RECORDED = [(128, 256, 128), (200, 300, 416), (300, 520, 544), (520, 280, 1024)]   # the 2026-12-01 sizes
 FORMATS = [(kind, g) for kind in ("mxf8", "nvfp4") for g in (1, 2)]
@@ -56,28 +58,44 @@ def one(kind: str, g: int, m: int, n: int, k: int, d_type: str, sms: int) -> dic
             "nonzero": int(np.count_nonzero(want)), "pad": "zeros"}
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("out", nargs="?", default=os.path.join(os.environ.get("OUT", "."),
-                                                               "blockscaled-gemm-h200.jsonl"))
+def dry() -> int:
+    """One small case, cta_group 2, run whole on the CPU (the interpreter) against the reference."""
+    import numpy as np
+
+    from pycute.kernels.blockscaled_gemm import BlockScaledGemm
+    from pycute.kernels.blockscaled_gemm.check import run_whole
+    gemm = BlockScaledGemm("nvfp4", 2, 200, 136, 256, sms=2)
+    got, want = run_whole(gemm, seed=7)
+    differ = int((got != want).sum())
+    print(json.dumps({"case": "dry nvfp4-cg2-200x136x256", "differ": differ, "elements": int(got.size)}))
+    gemm.compile("sm_90a", soft=True)
+    return 0 if differ == 0 else 1
+
+
+def main(argv: list[str]) -> int:
+    if argv[:1] == ["--one"]:
+        a = argv[1:]
+        print(json.dumps(one(a[0], int(a[1]), int(a[2]), int(a[3]), int(a[4]), a[5], int(a[6]))))
+        return 0
+    parser = argparse.ArgumentParser(prog="python -m tools blockscaled_gemm_soft", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("out", nargs="?", default=None)
+    parser.add_argument("--dry", action="store_true", help="on the CPU: one small case run whole")
     parser.add_argument("--match", default="", help="only the cases whose label contains this text")
     parser.add_argument("--jobs", type=int, default=6, help="cases at once (each in its own process)")
     args = parser.parse_args(argv)
+    if args.dry:
+        return dry()
+
     def child(case: dict) -> dict:
         argv1 = [str(case[key]) for key in ("kind", "g", "m", "n", "k", "d_type", "sms")]
-        try:
-            run = subprocess.run([sys.executable, __file__, "--one", *argv1], capture_output=True, text=True,
-                                 timeout=TIMEOUT_S)
-            row = json.loads(run.stdout.strip().splitlines()[-1]) if run.returncode == 0 else \
-                {"error": (run.stderr or run.stdout)[-1500:]}
-        except subprocess.TimeoutExpired:
-            row = {"error": f"timed out after {TIMEOUT_S} s"}
-        except (json.JSONDecodeError, IndexError):
-            row = {"error": f"no result line: {run.stdout[-500:]} {run.stderr[-1000:]}"}
-        return {"case": case["label"], **row}
+        run = run_question("blockscaled_gemm_soft", ["--one", *argv1], TIMEOUT_S)
+        row = last_json(run.stdout) if run.ok else None
+        return {"case": case["label"], **(row if row is not None else {"error": run.error()})}
 
     rows = []
-    with open(args.out, "w") as out, ThreadPoolExecutor(args.jobs) as pool:   # each case its own process
+    path = out_path("blockscaled_gemm_soft", args.out)
+    with open(path, "w") as out, ThreadPoolExecutor(args.jobs) as pool:   # each case its own process
         for row in pool.map(child, [c for c in cases() if args.match in c["label"]]):
             rows.append(row)
             out.write(json.dumps(row) + "\n")
@@ -91,11 +109,3 @@ def main(argv: list[str] | None = None) -> int:
     passed = sum("error" not in r and r["differ"] == 0 and r["nonzero"] > 0 for r in rows)
     print(f"{passed} of {len(rows)} cases: D equals the reference bit for bit (pad columns zero)")
     return 0 if passed == len(rows) else 1
-
-
-if __name__ == "__main__":
-    if len(sys.argv) > 1 and sys.argv[1] == "--one":
-        a = sys.argv[2:]
-        print(json.dumps(one(a[0], int(a[1]), int(a[2]), int(a[3]), int(a[4]), a[5], int(a[6]))))
-    else:
-        sys.exit(main())

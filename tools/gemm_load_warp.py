@@ -1,4 +1,6 @@
-"""The Hopper GEMM's load warp in its two forms, timed in turn beside cuBLAS (``torch.matmul``) or
+"""Is the Hopper GEMM faster with its load warp waiting converged than with one elected lane issuing alone?
+
+The Hopper GEMM's load warp in its two forms, timed in turn beside cuBLAS (``torch.matmul``) or
 ``torch._scaled_mm`` at 8192^3 (docs/hopper-gemm.md): ``warp`` (the example as it is: every lane of the load warp
 waits for the stage, one elected lane arms and issues; ``Producer("tma", "warp")``) and ``elected`` (the form before
 2026-12-02: one elected lane runs the whole loop while the warp's other lanes wait at the kernel's closing
@@ -8,18 +10,16 @@ Each variant in its own process (a fault loses one): both forms checked against 
 first, then ``ROUNDS`` rounds of (warp, elected, the vendor's) at 8192^3, each the median of triton's
 ``do_bench_cudagraph``.
 
-    PYTHONPATH=. python3 tools/gemm_producer_h200.py [OUT.jsonl]
+    PYTHONPATH=. python -m tools gemm_load_warp [OUT.jsonl]
+    PYTHONPATH=. python -m tools gemm_load_warp --dry      # on the CPU: both forms of every variant compiled
 """
 from __future__ import annotations
 
 import json
-import os
 import statistics
-import subprocess
-import sys
 from typing import Any
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from tools._common import out_path, run_question
 
 ROUNDS = 5
 SHAPES = [(1000, 1000, 528), (333, 520, 1001), (256, 512, 128)]
@@ -107,13 +107,23 @@ def one(index: int) -> list[dict]:
              "tflops_median": flops / statistics.median(ms) / 1e9 if ms else None} for name, ms in times.items()]
 
 
-def main(path: str) -> None:
+def main(argv: list[str]) -> int:
+    if argv[:1] == ["--one"]:
+        for row in one(int(argv[1])):
+            print(json.dumps(row), flush=True)
+        return 0
+    if argv[:1] == ["--dry"]:
+        for g in variants():
+            for name, form in (("warp", g), ("elected", Elected(g))):
+                h = form.compile().histogram()
+                print(f"{name:<8} {g!r}: {h.get('UTMALDG.2D', 0) + h.get('UTMALDG.2D.MULTICAST', 0)} TMA loads")
+        return 0
+    path = out_path("gemm_load_warp", argv[0] if argv else None)
     rows = []
     for i in range(len(variants())):
-        run = subprocess.run([sys.executable, os.path.abspath(__file__), "--one", str(i)], capture_output=True,
-                             text=True, timeout=400)
-        got = [json.loads(line) for line in run.stdout.splitlines() if line.startswith("{")]
-        rows += got or [{"variant": i, "error": (run.stderr or run.stdout)[-1500:]}]
+        child = run_question("gemm_load_warp", ["--one", str(i)], timeout=400)
+        got = [json.loads(line) for line in child.stdout.splitlines() if line.startswith("{")]
+        rows += got or [{"variant": i, "error": child.error()}]
     with open(path, "w") as out:
         for r in rows:
             out.write(json.dumps(r) + "\n")
@@ -125,11 +135,4 @@ def main(path: str) -> None:
                   f" {'ok' if r['ok'] else 'WRONG ' + str(r['errors'])}")
         else:
             print(f"{r['variant'][:60]:<60} {r['form']:<9} not timed: {r['errors']}")
-
-
-if __name__ == "__main__":
-    if len(sys.argv) > 2 and sys.argv[1] == "--one":
-        for row in one(int(sys.argv[2])):
-            print(json.dumps(row), flush=True)
-    else:
-        main(sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.environ.get("OUT", "."), "gemm-producer-h200.jsonl"))
+    return 0 if all("error" not in r and r.get("ok") for r in rows) else 1

@@ -1,27 +1,24 @@
-"""Compile, in parallel, the kernels the timed H200 sweeps launch (the Hopper GEMM's variants, the epilogue stream's
+"""Do the kernels the timed sweeps launch all compile (into the cache, in parallel, before a timed run)?
+
+Compile, in parallel, the kernels the timed sweeps launch (the Hopper GEMM's variants, the epilogue stream's
 and the pipeline feed's configurations) into pycute's compile cache, so that a timed run spends its minutes timing
 and not in NVRTC (the device machine has 16 cores; the sweeps compile one kernel at a time).
 
-    PYTHONPATH=. python3 tools/prebuild_h200.py [--jobs 12] [--only rate,feed,gemm,epilogue]
+    PYTHONPATH=. python -m tools prebuild [--jobs 12] [--only rate,feed,gemm,epilogue]
+    PYTHONPATH=. python -m tools prebuild --dry       # the same on the CPU (NVRTC needs no GPU): --only gemm
 
 Prints how many kernels compiled and how long it took; a kernel that fails to compile is named (the sweep that
 launches it will report it again)."""
 from __future__ import annotations
 
-import os
-import sys
 import time
 from concurrent.futures import ProcessPoolExecutor
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def _gemm(i: int) -> str:
-    from pycute.kernels.hopper_gemm import HopperGemm, candidates
-    variants = candidates() + candidates("e4m3") + [
-        HopperGemm(cluster=1), HopperGemm(BN=128, m_blocks=2, mode="pingpong", stages=4),
-        HopperGemm(BN=128, m_blocks=2, mode="pingpong", cluster=1),
-        HopperGemm(BN=192), HopperGemm(BN=256, m_blocks=1, mode="pingpong", stages=3)]
+    from tools.gemm_speed import variants as gemm_variants
+    variants = gemm_variants()
     if i >= len(variants):
         return ""
     variants[i].compile()
@@ -77,10 +74,10 @@ def _one(job: tuple[str, int]) -> str:
         return f"FAILED {kind} {i}: {type(e).__name__}: {str(e)[:200]}"
 
 
-def main() -> None:
-    jobs = int(sys.argv[sys.argv.index("--jobs") + 1]) if "--jobs" in sys.argv else 12
+def main(argv: list[str]) -> int:
+    jobs = int(argv[argv.index("--jobs") + 1]) if "--jobs" in argv else 12
     start = time.time()
-    only = sys.argv[sys.argv.index("--only") + 1].split(",") if "--only" in sys.argv else None
+    only = argv[argv.index("--only") + 1].split(",") if "--only" in argv else ["gemm"] if "--dry" in argv else None
     work = [("rate", i) for i in range(80)] + [("gemm", i) for i in range(20)] + [("epilogue", i) for i in range(40)] \
         + [("feed", i) for i in range(80)]
     work = [w for w in work if only is None or w[0] in only]
@@ -90,7 +87,4 @@ def main() -> None:
     print(f"prebuilt {len(done) - len(failed)} kernels in {time.time() - start:.0f} s; {len(failed)} failed")
     for f in failed:
         print(" ", f)
-
-
-if __name__ == "__main__":
-    main()
+    return 1 if failed else 0

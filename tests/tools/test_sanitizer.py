@@ -1,9 +1,8 @@
-"""tools/sanitize_h200.py, without a GPU: its registry covers every kernel the harnesses and examples launch, every
-case runs on the host up to the launch (checked for a few here; ``--dry-run`` runs them all), the runs' reports are
+"""tools/sanitizer.py, without a GPU: its registry covers every kernel the harnesses, the kernels and the examples
+launch, every case runs on the host up to the launch (checked for a few here; ``--dry`` runs them all), the runs' reports are
 read into errors and warnings, and the runner keeps each run in its own process with a time limit, one JSON line
 each, and a table."""
 import importlib
-import importlib.util
 import inspect
 import json
 import pathlib
@@ -15,18 +14,10 @@ import pytest
 import pycute as pc
 import pycute.harness
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
+import pycute.kernels
+from tools import sanitizer as tool
 
-
-def _load():
-    spec = importlib.util.spec_from_file_location("sanitize_h200", ROOT / "tools" / "sanitize_h200.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["sanitize_h200"] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-tool = _load()
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 CASES = tool.registry()
 
 
@@ -39,11 +30,13 @@ def _launching_classes(package_name: str, modules) -> set[str]:
     return out
 
 
-def test_every_kernel_the_harnesses_and_examples_launch_has_a_case():
+def test_every_kernel_the_harnesses_kernels_and_examples_launch_has_a_case():
     harnesses = _launching_classes("pycute.harness", [m.name for m in pkgutil.iter_modules(pycute.harness.__path__)])
+    kernels = _launching_classes("pycute.kernels", [f"{m.name}.config" for m in
+                                                    pkgutil.iter_modules(pycute.kernels.__path__) if m.ispkg])
     examples = _launching_classes("examples", [p.stem for p in (ROOT / "examples").glob("*.py") if p.stem != "__init__"])
-    missing = (harnesses | examples) - {c.kernel for c in CASES}
-    assert not missing, f"append rows to tools/sanitize_h200.py's registry() for {sorted(missing)}"
+    missing = (harnesses | kernels | examples) - {c.kernel for c in CASES}
+    assert not missing, f"append rows to tools/sanitizer.py's registry() for {sorted(missing)}"
 
 
 def test_case_names_are_unique_and_name_their_family():
@@ -51,7 +44,7 @@ def test_case_names_are_unique_and_name_their_family():
     assert len(set(names)) == len(names)
     assert {n.split("/")[0] for n in names} == {"cp-async", "bulk", "dsmem", "tma", "tcgen05-cp-soft",
                                                  "tcgen05-ldst-soft", "mma-soft", "chain-soft", "stream", "example",
-                                                 "wgmma", "epilogue"}
+                                                 "wgmma", "epilogue", "fragments"}
 
 
 def test_the_two_findings_of_issue_34_are_cases():

@@ -1,50 +1,57 @@
-"""The Hopper GEMM on the H200 against cuBLAS (torch.matmul), Triton and torch._scaled_mm, in one run.
+"""How fast is the Hopper GEMM beside cuBLAS, Triton and torch._scaled_mm, at 8192^3 and over a sweep of shapes?
 
-    PYTHONPATH=. python tools/hopper_gemm_h200.py [--out results.jsonl] [--quick]
+    PYTHONPATH=. python -m tools gemm_speed --check --ok ok.json   # every variant, small shapes, each in a child
+    PYTHONPATH=. python -m tools gemm_speed --quick --ok ok.json   # the timed run (docs/runs/gemm/hopper-gemm-h200.jsonl)
+    PYTHONPATH=. python -m tools gemm_speed --dry                  # on the CPU: every variant compiled
 
-Every timed result is checked against an f32 reference first (relative Frobenius error, NaN-poisoned output).
+Every timed result is checked against an f32 reference first (relative Frobenius error, NaN-poisoned output); the
+launches are the benchmarks' (perf/gpu_gemm.py: the plans of each problem, then the package's launcher).
 """
 from __future__ import annotations
 
 import argparse
 import json
 import os
-import sys
 
-import torch
-
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from pycute.kernels.hopper_gemm import HopperGemm, candidates  # noqa: E402
-from pycute import PlanError  # noqa: E402
+from pycute import PlanError
+from pycute.kernels.hopper_gemm import HopperGemm, candidates
+from tools._common import run_question
 
 
-from perf.gpu_gemm import (TRITON_CONFIGS, Launch, bench, inputs, reference, rel_err,  # noqa: E402
-                           run_ours, triton_mm)
+def variants() -> list[HopperGemm]:
+    """The candidates (bf16 and e4m3) and five more configurations timed beside them."""
+    return candidates() + candidates("e4m3") + [
+        HopperGemm(cluster=1), HopperGemm(BN=128, m_blocks=2, mode="pingpong", stages=4),
+        HopperGemm(BN=128, m_blocks=2, mode="pingpong", cluster=1),
+        HopperGemm(BN=192), HopperGemm(BN=256, m_blocks=1, mode="pingpong", stages=3)]
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--out", default=os.path.join(os.environ.get("OUT", "."), "hopper_gemm.jsonl"))
+def main(argv: list[str]) -> int:
+    ap = argparse.ArgumentParser(prog="python -m tools gemm_speed", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--out", default=os.path.join(os.environ.get("OUT", "."), "gemm_speed.jsonl"))
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--check", action="store_true", help="correctness only, small shapes, every variant, each in "
                     "a child process (a fault loses that variant); the passing ones listed in --ok")
     ap.add_argument("--ok", default=None, help="the file of variants that passed --check (time only those)")
     ap.add_argument("--variant", type=int, default=None, help=argparse.SUPPRESS)
-    args = ap.parse_args()
-    variants = candidates() + candidates("e4m3") + [
-        HopperGemm(cluster=1), HopperGemm(BN=128, m_blocks=2, mode="pingpong", stages=4),
-        HopperGemm(BN=128, m_blocks=2, mode="pingpong", cluster=1),
-        HopperGemm(BN=192), HopperGemm(BN=256, m_blocks=1, mode="pingpong", stages=3)]
+    ap.add_argument("--dry", action="store_true", help="on the CPU: compile every variant")
+    args = ap.parse_args(argv)
+    if args.dry:
+        for g in variants():
+            h = g.compile().histogram()
+            print(g, {k: v for k, v in sorted(h.items()) if "GMMA" in k or k.startswith(("LDL", "STL", "UTMA"))})
+        return 0
+    import torch
+
+    from perf.gpu_gemm import TRITON_CONFIGS, Launch, bench, inputs, reference, rel_err, run_ours, triton_mm
     if args.check and args.variant is None:
-        import subprocess
         ok = []
-        for i, g in enumerate(variants):
-            try:
-                run = subprocess.run([sys.executable, __file__, "--check", "--variant", str(i)], capture_output=True,
-                                     text=True, timeout=120)
-                out, rc = run.stdout + run.stderr[-1500:], run.returncode
-            except subprocess.TimeoutExpired:
-                out, rc = "timed out after 120 s (a hang)", -1
+        for i, g in enumerate(variants()):
+            child = run_question("gemm_speed", ["--check", "--variant", str(i)], timeout=120)
+            out, rc = child.stdout + child.stderr[-1500:], (child.rc if child.rc is not None else -1)
+            if child.rc is None:
+                out = "timed out after 120 s (a hang)"
             print(out if rc or "BAD" in out else out.strip().splitlines()[-1] if out.strip() else "", flush=True)
             if rc == 0 and "BAD" not in out:
                 ok.append(repr(g))
@@ -53,9 +60,9 @@ def main() -> None:
         if args.ok:
             with open(args.ok, "w") as f:
                 json.dump(ok, f)
-        return
+        return 0
     if args.check:
-        for g in [variants[args.variant]]:
+        for g in [variants()[args.variant]]:
             launch = Launch(g)
             for (M, N, K) in [(128, 256, 64), (256, 512, 128), (1000, 1000, 528), (300, 520, 4096), (64, 8, 16),
                               (700, 1304, 1040), (333, 520, 1001), (1, 8, 1), (2048, 2048, 8192), (333, 517, 64)]:
@@ -67,7 +74,7 @@ def main() -> None:
                     continue
                 err = rel_err(d, reference(a, b, 0.5))
                 print(f"check {'ok ' if err < 1e-2 else 'BAD'} {g!r} {(M, N, K)} err {err:.3e}", flush=True)
-        return
+        return 0
     rows = []
 
     def record(**row):
@@ -112,7 +119,7 @@ def main() -> None:
     cublas = flops / t / 1e9
     record(kind="cublas", dtype="bf16", shape=[M, N, K], ms=t, tflops=cublas, err=rel_err(torch.matmul(a, b.t()), ref))
     passed = None if args.ok is None else set(json.load(open(args.ok)))
-    timed = [g for g in variants if g.dtype == "bf16" and (passed is None or repr(g) in passed)]
+    timed = [g for g in variants() if g.dtype == "bf16" and (passed is None or repr(g) in passed)]
     for g in timed:
         try:
             tf, err = ours(g, a, b, ref)
@@ -161,7 +168,4 @@ def main() -> None:
             print(f"{r['kind']:10} {str(r.get('variant', r.get('cfg', r.get('dtype', ''))))[:70]:72} "
                   f"{str(r['shape']):22} {r['tflops']:8.1f} TFLOP/s err {r.get('err', 0):.2e}"
                   + (f" cublas {r['cublas']:.1f} triton {r['triton']:.1f}" if r["kind"] == "sweep" else ""))
-
-
-if __name__ == "__main__":
-    main()
+    return 0

@@ -236,8 +236,10 @@ def shared(g: HopperGemm) -> HopperGemm:
 
 
 def tile_rate(g: HopperGemm) -> float:
-    """The TFLOP/s ``g``'s tile shape measured on the whole H200 (``MEASURED_TFLOPS``; fp8 at twice bf16's)."""
-    return MEASURED_TFLOPS[(g.BM, g.BN, g.mode)] * (2 if g.dtype == "e4m3" else 1)
+    """The TFLOP/s ``g``'s tile shape measured on the whole H200 (``MEASURED_TFLOPS``; an unmeasured shape at the
+    slowest measured rate; fp8 at twice bf16's)."""
+    rate = MEASURED_TFLOPS.get((g.BM, g.BN, g.mode), min(MEASURED_TFLOPS.values()))
+    return rate * (2 if g.dtype == "e4m3" else 1)
 
 
 def plan_split(g: HopperGemm, M: int, N: int, K: int, sms: int = 132) -> tuple[KSplit, float]:

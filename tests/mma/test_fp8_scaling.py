@@ -1,12 +1,14 @@
 """FP8 scaling plans (pycute.mma.fp8_scaling): the scales' shapes and where they apply, the float64 reference, and
-the kernel's arithmetic modelled: with an adder narrower than f32 in the tensor core (a stand-in until issue 43's
-measured model), an unpromoted kernel's error grows with K while a promoted one's stays flat, for every kind of
-scale; with an exact adder the promoted arithmetic is the reference to f32 rounding."""
+the kernel's arithmetic modelled: with the tensor core's adder narrower than f32 (``pycute.sim.accumulate``'s model at
+a width issue 43's measurement has not pinned yet), an unpromoted kernel's error grows with K while a promoted one's
+stays flat, for every kind of scale; with an exact adder the promoted arithmetic is the reference to f32 rounding."""
 import numpy as np
 import pytest
 
 import pycute as pc
+from pycute.arch.sm90.wgmma import WgmmaAccumulation
 from pycute.mma.fp8_scaling import K_STEP, make_fp8_scaling
+from pycute.sim.accumulate import dot_sum
 
 KINDS = ["tensor", "row", "col", "rowcol", "block"]
 
@@ -21,13 +23,11 @@ def scales(plan, rng, m, n, k):
 
 
 def narrow_adder(bits):
-    """A stand-in for Hopper's fp8 accumulation: each k-step's sum cut toward zero to ``bits`` bits below its
-    leading one."""
-    def step(a, b, c):
-        d = a @ b.T + (0 if c is None else c)
-        q = 2.0 ** (np.floor(np.log2(np.maximum(np.abs(d), 1e-300))) - bits)
-        return np.trunc(d / q) * q
-    return step
+    """Hopper's fp8 adder as ``pycute.sim.accumulate`` models it (``WgmmaAccumulation``: each k-step's 32 products
+    and C aligned to the largest, ``bits`` kept below it, cut toward zero), at a width issue 43's measurement has not
+    pinned yet: the promotion's claim holds for any such adder narrower than f32."""
+    model = WgmmaAccumulation(fraction_bits=bits, block=32, source="a width under test, not the measured one")
+    return lambda a, b, c: dot_sum(a[:, None, :], b[None, :, :], c, "f8e4m3", "f8e4m3", "f32", model)
 
 
 def test_the_scales_shapes_follow_their_kind():
@@ -77,7 +77,7 @@ def test_promotion_keeps_the_error_flat_in_k_and_without_it_the_error_grows(kind
                 ref)
     assert errors[8192, 1] < 1.3 * errors[512, 1]
     if kind != "block":
-        assert errors[8192, None] > 8 * errors[512, None] and errors[8192, None] > 20 * errors[8192, 1]
+        assert errors[8192, None] > 3 * errors[512, None] and errors[8192, None] > 5 * errors[8192, 1]
 
 
 def test_the_plan_states_its_interval_registers_and_where_scales_apply():

@@ -37,8 +37,10 @@ class Launch:
         plans = GemmPlans.of(g, M, N, K, a.stride(0), b.stride(0), d.stride(0))
         assert plans.issues_as(g.plans), "the problem's tensor maps differ from the compiled kernel's boxes"
         maps = [tensor_map_bytes(m.encode(t.data_ptr())) for m, t in zip(plans.maps(), (a, b, d))]
-        grid = g.plans.sched.at((-(-M // g.BM), -(-N // g.BN))).grid(self.sms, g.ctas_per_sm)
-        return grid, (*maps, M, N, K, float(scale), b"\0")         # the plain epilogue's empty struct
+        model = g.plans.sched.at((-(-M // g.BM), -(-N // g.BN)), -(-K // g.BK))      # whole tiles
+        grid = model.grid(self.sms, g.ctas_per_sm)
+        # no workspace, no counters, every unit whole, no fp8 scales; the plain epilogue's empty struct
+        return grid, (*maps, M, N, K, float(scale), 0, 0, model.split.dp, 0, 0, 0, b"\0")
 
     def __call__(self, prepared) -> None:
         grid, args = prepared

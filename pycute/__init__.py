@@ -47,9 +47,12 @@ from .copy.tma import (ConvProblem, Gather4Plan, Im2colPlan, Im2colWPlan, Multic
 from .arch.sm80.cache import CachePolicy
 from .mma import MmaPlan, make_mma, mma_accumulator
 from .mma import GmmaDescriptor, WgmmaPlan, make_gmma_desc, wgmma_a_fragment, wgmma_accumulator
+from .mma import Fp8Scaling, make_fp8_scaling
 from .mma import FragmentConvertPlan, ReducePlan, make_fragment_convert, make_reduction
 from .pipeline import (ClcScheduler, Consumer, PipelinePlan, Producer, TileScheduler, TurnsPlan, make_clc_scheduler,
                        make_pipeline, make_tile_scheduler, make_turns)
+from .pipeline import (GroupedScheduler, KSplit, SplitKScheduler, choose_k_split, make_grouped_scheduler,
+                       make_split_k_scheduler)
 from .pipeline import AccumulatorEpilogue, MmaMainloop, make_accumulator_epilogue, make_mma_mainloop
 from . import compile  # pycute.compile (NVRTC, cache, SASS), reachable as pc.compile
 from . import codegen  # registers plan.cuda()
@@ -58,7 +61,7 @@ from .codegen.tcgen05_cp import commit_asm
 from .codegen.probe import probe_source
 from .mma import (InstrDescriptor, ScaleFactorTensor, UmmaDescriptor, check_scale_factor_copy, make_instr_desc,
                   make_umma_desc, scale_factor_smem, scale_factor_tensor)
-from .sim import check_pipeline, verify, verify_plan, verify_tmem_copy
+from .sim import check_fixup, check_pipeline, verify, verify_plan, verify_tmem_copy
 from .sim.operand import reference_mma, verify_operand
 from .viz import draw_layout, draw_plan, draw_smem, layout_grid, print_layout
 
@@ -105,12 +108,14 @@ __all__ = [
     "ScaleFactorTensor", "check_scale_factor_copy", "verify_operand", "reference_mma",
     # Hopper's wgmma (sm_90a): make_mma with a register accumulator
     "wgmma_accumulator", "wgmma_a_fragment", "make_gmma_desc", "GmmaDescriptor", "WgmmaPlan", "mnmajor_smem_tensor",
+    "make_fp8_scaling", "Fp8Scaling",
     # register fragments: each value's (row, col), reductions along rows, the accumulator as the next MMA's A
     "fragment_coords", "FragmentCoords", "make_reduction", "ReducePlan", "make_fragment_convert",
     "FragmentConvertPlan",
     # kernels around the instructions: pipelines (roles, barriers, phases) and tile schedulers
     "make_pipeline", "PipelinePlan", "Producer", "Consumer", "check_pipeline", "make_tile_scheduler",
-    "TileScheduler", "make_clc_scheduler", "ClcScheduler", "make_turns", "TurnsPlan",
+    "TileScheduler", "make_clc_scheduler", "ClcScheduler", "make_turns", "TurnsPlan", "make_split_k_scheduler",
+    "SplitKScheduler", "KSplit", "choose_k_split", "check_fixup", "make_grouped_scheduler", "GroupedScheduler",
     "make_mma_mainloop", "MmaMainloop", "make_accumulator_epilogue", "AccumulatorEpilogue",
     # pictures
     "print_layout", "layout_grid", "draw_layout", "draw_smem", "draw_plan",

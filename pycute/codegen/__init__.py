@@ -13,6 +13,9 @@ from .epilogue import emit_epilogue
 from .pipeline import emit_pipeline
 from .scheduler import emit_clc_scheduler, emit_tile_scheduler
 from .turns import emit_turns
+from .split_k import emit_split_k_scheduler
+from .grouped import emit_grouped_scheduler
+from .fp8_scaling import emit_fp8_scaling
 from .mainloop import emit_mma_mainloop
 from .accumulator import emit_accumulator_epilogue
 from .convention import read_conventions

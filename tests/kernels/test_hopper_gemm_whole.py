@@ -10,10 +10,11 @@ import pytest
 from pycute.kernels.hopper_gemm import GemmPlans, HopperGemm
 from pycute.compile import compile_cuda
 from pycute.interp import DeadlockError, RaceError, run_kernel, tensor_map
+from pycute.pipeline.split_k import KSplit
 
 COOPERATIVE = HopperGemm(BN=64, cluster=2, stages=4)
 PINGPONG = HopperGemm(BN=128, m_blocks=2, mode="pingpong")
-TURN_WAIT, TURN_PASS = "if (n > 0u) mainloop_turn_wait(cw);", "if (sched_next(w) < units) mainloop_turn_pass(cw);"
+TURN_WAIT, TURN_PASS = "if (n > 0u) mainloop_turn_wait(cw);", "if (next.more) mainloop_turn_pass(cw);"
 
 
 def bf16_bits(x: np.ndarray) -> np.ndarray:
@@ -22,18 +23,25 @@ def bf16_bits(x: np.ndarray) -> np.ndarray:
     return ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16).astype(np.uint16)
 
 
-def run_gemm(gemm: HopperGemm, m: int, n: int, k: int, grid: int, kernel=None) -> tuple[np.ndarray, np.ndarray]:
-    """``(D as the kernel wrote it, the reference)``: bf16 bits of ``A B^T`` for integer A (m x k) and B (n x k)."""
+def run_gemm(gemm: HopperGemm, m: int, n: int, k: int, grid: int, kernel=None,
+             split: KSplit | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """``(D as the kernel wrote it, the reference)``: bf16 bits of ``A B^T`` for integer A (m x k) and B (n x k), the
+    tiles whole or shared as ``split``."""
     rng = np.random.default_rng(m * 7 + n * 3 + k)
     a, b = rng.integers(-2, 3, (m, k)).astype(np.float32), rng.integers(-2, 3, (n, k)).astype(np.float32)
     d = np.full((m, n), 0x7FC0, dtype=np.uint16)                   # NaN: every element must be written
     plans = GemmPlans.of(gemm, m, n, k)
     assert plans.issues_as(gemm.plans)
     map_a, map_b, map_d = plans.maps()
+    model = gemm.plans.sched.at((-(-m // gemm.BM), -(-n // gemm.BN)), -(-k // gemm.BK), split)
+    ws = np.full(max(1, model.workspace_bytes // 4), np.nan, np.float32)
+    counters = np.zeros(max(1, model.counters), np.uint32)
     run_kernel(kernel or gemm.compile(), "gemm", grid=grid, block=gemm.threads, smem=gemm.smem_bytes,
                cluster=gemm.launch_shape.cluster,
                args=[tensor_map(map_a, bf16_bits(a)), tensor_map(map_b, bf16_bits(b)), tensor_map(map_d, d), m, n, k,
-                     1.0, b"\0"])                                    # the plain epilogue's empty struct
+                     1.0, ws, counters, model.split.dp, model.split.workers, np.zeros(1, np.float32),
+                     np.zeros(1, np.float32), b"\0"])                  # the plain epilogue's empty struct
+    assert not counters.any(), "the fixup left a counter set"
     return d, bf16_bits(a.astype(np.float64) @ b.astype(np.float64).T)
 
 
@@ -85,3 +93,14 @@ def test_a_stage_released_before_its_wgmma_completed_is_overwritten_before_its_r
                                         r"CTA [01] read and has not released to the writer"):
         run_gemm(COOPERATIVE, 128, 128, 384, 2, mutated(COOPERATIVE, ("pycute_wgmma_wait_group<1>();",
                                                          "pycute_wgmma_wait_group<2>();")))
+
+
+# ---- split-K and stream-K: tiles shared by pieces of their k-blocks, reduced by the fixup ---------------------------
+
+@pytest.mark.parametrize("gemm, mnk, grid, split", [
+    (HopperGemm(BN=64, consumers=1, stages=3, cluster=1, split_k=True), (128, 120, 512), 3, KSplit.stream(3)),
+    (HopperGemm(BN=64, cluster=2, stages=4, split_k=True), (232, 72, 192), 2, KSplit.stream(1, dp=1))],
+    ids=["stream-K: 4 tiles of 8 k-blocks over 3 workers", "a whole cluster block, then stream-K, cluster 2"])
+def test_shared_tiles_sum_to_the_exact_product(gemm, mnk, grid, split):
+    got, want = run_gemm(gemm, *mnk, grid, split=split)
+    assert np.array_equal(got, want)

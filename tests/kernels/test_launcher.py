@@ -52,11 +52,13 @@ def test_a_launch_shape_is_whole_warps():
         make_launch_shape("k", 100, 0)
 
 
-def test_the_gemms_parameter_block_is_three_maps_at_64_bytes_then_the_scalars_and_the_epilogues_struct():
+def test_the_gemms_parameter_block_is_three_maps_at_64_bytes_then_the_scalars_pointers_and_the_epilogues_struct():
     layout = param_layout(HopperGemm(BN=64, consumers=1, stages=5, cluster=1).compile().ptx, "gemm")
+    # the maps; M, N, K, scale; the split-K workspace and counters, the partition (dp, workers); the fp8 scales
     assert [(o, c) for _, o, _, c in layout.params] == [(0, "128s"), (128, "128s"), (256, "128s"), (384, "I"),
-                                                         (388, "I"), (392, "I"), (396, "f"), (400, "1s")]
-    assert layout.size == 401 and layout.packer.format == "<128s128s128sIIIf1s"     # the empty epilogue_params
+                                                         (388, "I"), (392, "I"), (396, "f"), (400, "Q"), (408, "Q"),
+                                                         (416, "I"), (420, "I"), (424, "Q"), (432, "Q"), (440, "1s")]
+    assert layout.size == 441 and layout.packer.format == "<128s128s128sIIIfQQIIQQ1s"     # the empty epilogue_params
 
 
 def test_scalars_and_pointers_sit_at_their_own_alignment():

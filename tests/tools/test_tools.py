@@ -128,6 +128,7 @@ def test_the_dry_runs_pass_on_the_cpu(question, capsys):
                                             ("feed_gap", ["--waits", "--jobs", "2"]),
                                             ("tma_every_box", ["--only", "torch/"]),
                                             ("fragments_roundtrip", ["--only", "coords,reduce"]),
+                                            ("gemm_shapes", ["--part", "fp8"]),
                                             ("smem_wavefronts", ["--only", "bank"]),
                                             ("fp8_accumulation", ["--only", "acc_f8e5m2_f8e4m3_f32_k32"]),
                                             ("checked_message", [])])

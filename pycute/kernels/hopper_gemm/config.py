@@ -26,13 +26,16 @@ from ...compile.nvrtc import Compiled, compile_cuda
 from ...dtypes import dtype as as_dtype, f32
 from ...errors import PlanError
 from ...mma import wgmma_accumulator
+from ...mma.fp8_scaling import Fp8Scaling, ScaleKind, make_fp8_scaling
+from ...pipeline.split_cost import SplitCost, choose_k_split, modelled_time
+from ...pipeline.split_k import KSplit
 from ..fused import OUT_TYPES, FusedEpilogue
 from ..protocol import LaunchShape, make_launch_shape
 from ..source import handwritten_lines, kernel_source
 from .plans import CHUNK, D_TEMPLATE_PAD, DTYPES, TEMPLATE, Dtype, GemmPlans, Mode
 
-__all__ = ["HopperGemm", "Mode", "candidates", "choose", "MEASURED_TFLOPS", "HANDWRITTEN_LINES", "BODY",
-           "SM_SHARED", "kernel_body_lines"]
+__all__ = ["HopperGemm", "Mode", "candidates", "choose", "choose_split", "plan_split", "shared", "MEASURED_TFLOPS",
+           "HANDWRITTEN_LINES", "BODY", "SM_SHARED", "kernel_body_lines"]
 
 SM_SHARED = 233472  # one SM's shared memory (228 KiB); each resident CTA also takes 1 KiB (CUDA Programming Guide)
 PRODUCER_REGISTERS = 40
@@ -44,7 +47,11 @@ WGMMA_ROWS = 64     # rows of one warpgroup's wgmma slice
 class HopperGemm:
     """One kernel configuration: the tile (BN columns; ``m_blocks`` 64-row wgmma blocks per consumer warpgroup),
     the consumers and how they share the tiles, the stages (None: as many as fit), the cluster (CTAs along M that
-    share B by multicast), the raster's band height, D's type and the fused epilogue (docs/kernels.md)."""
+    share B by multicast), the raster's band height, D's type and the fused epilogue (docs/kernels.md).
+    ``split_k``: tiles may be shared by pieces of their k-blocks (split-K / stream-K, ``pipeline.split_k``; the
+    launch says how, a ``KSplit``; docs/gemm-shapes.md). ``scales`` (e4m3): the fp8 scales' kind
+    (``mma.fp8_scaling``; None: the one ``scale`` argument), promoted every ``promote`` k-blocks (None: all of K in
+    the tensor core)."""
 
     dtype: Dtype = "bf16"
     BN: int = 256
@@ -56,17 +63,39 @@ class HopperGemm:
     group: int = 8
     out: str = attrs.field(default="bf16", kw_only=True)
     epilogue: FusedEpilogue = attrs.field(factory=FusedEpilogue, kw_only=True)
+    split_k: bool = attrs.field(default=False, kw_only=True)
+    scales: ScaleKind | None = attrs.field(default=None, kw_only=True)
+    promote: int | None = attrs.field(default=None, kw_only=True)
 
     def __attrs_post_init__(self) -> None:
         if self.out not in OUT_TYPES:
             raise PlanError(f"HopperGemm: D's type is one of {', '.join(OUT_TYPES)}, not {self.out!r}")
+        if self.scales is not None and self.dtype != "e4m3":
+            raise PlanError(f"HopperGemm: scales={self.scales!r} scale fp8 operands, not {self.dtype}")
+        if self.promote is not None and self.scales is None:
+            raise PlanError(f"HopperGemm: promote={self.promote} needs fp8 scales (scales=...)")
+        if self.promote is not None and self.m_blocks * self.BN > 128:
+            raise PlanError(f"HopperGemm: promoting a {self.wg_rows} x {self.BN} accumulator per warpgroup doubles "
+                            f"its {self.m_blocks * self.BN // 2} registers per thread past the budget: at most 64 x "
+                            f"128 per warpgroup")
+        if self.scales is not None:
+            self.scaling                    # the plan's own checks (block scales: BN and the interval)
+
+    @property
+    def scaling(self) -> Fp8Scaling | None:
+        """The fp8 scaling plan (None without scales)."""
+        if self.scales is None:
+            return None
+        return make_fp8_scaling(self.scales, (self.BM, self.BN), bk=self.BK, interval=self.promote)
 
     def __repr__(self) -> str:
         """The fields, D's type and the epilogue only where they are not the plain GEMM's."""
         fields = ", ".join(f"{f}={getattr(self, f)!r}" for f in ("dtype", "BN", "m_blocks", "consumers", "mode",
                                                                   "stages", "cluster", "group"))
         extra = (f", out={self.out!r}" if self.out != "bf16" else "") + \
-            (f", epilogue={self.epilogue.text!r} {self.epilogue.dtypes}" if self.epilogue != FusedEpilogue() else "")
+            (f", epilogue={self.epilogue.text!r} {self.epilogue.dtypes}" if self.epilogue != FusedEpilogue() else "") + \
+            (", split_k=True" if self.split_k else "") + \
+            (f", scales={self.scales!r}, promote={self.promote!r}" if self.scales is not None else "")
         return f"HopperGemm({fields}{extra})"
 
     @property
@@ -126,7 +155,9 @@ class HopperGemm:
                 "TURNS": 1 if coop else self.consumers, "SLICE_ROWS": WGMMA_ROWS,
                 "ACC_VALUES": self.BN // 2, "CHUNK": CHUNK, "CHUNK_VALUES": CHUNK // 2,
                 "CHUNKS_N": self.BN // CHUNK, "EPILOGUE_SLOTS": 2, "EPILOGUE_RING_BYTES": self.epilogue_ring_bytes,
-                "PRODUCER_REGISTERS": PRODUCER_REGISTERS, "CONSUMER_REGISTERS": self.consumer_registers}
+                "PRODUCER_REGISTERS": PRODUCER_REGISTERS, "CONSUMER_REGISTERS": self.consumer_registers,
+                "SPLIT_K": self.split_k, "PARTS": self.plans.sched.parts, "PROMOTE": self.promote or 0,
+                "EPILOGUE_SCALES": self.scales not in (None, "block")}
 
     def source(self) -> str:
         """The constants, the plans' functions, then ``kernel.cuh``."""
@@ -134,9 +165,11 @@ class HopperGemm:
         turns = [] if self.mode == "pingpong" else [_ONE_GROUP_TURNS]
         fused = self.epilogue.cuda(wgmma_accumulator(f32, 64, self.BN), wgmma_accumulator(f32, 64, CHUNK),
                                    self.m_blocks)
+        scaling = self.scaling
         return kernel_source(repr(self), self.constants(),
                              [p.mainloop.cuda(), *turns, p.mma.cuda("mma", warpgroup_arg=True),
-                              p.store_d.cuda("store_d"), fused, p.sched.cuda()], BODY)
+                              p.store_d.cuda("store_d"), fused, p.sched.cuda(),
+                              _NO_SCALES if scaling is None else scaling.cuda("fp8s")], BODY)
 
     def compile(self) -> Compiled:
         return compile_cuda(self.source(), arch="sm_90a", options=("-std=c++17",))
@@ -148,6 +181,13 @@ class HopperGemm:
                 f"{s.smem_bytes} B of shared memory, cluster {s.cluster}, {self.ctas_per_sm} CTA(s) per SM")
         return "\n\n".join([head, p.mainloop.explain(), p.mma.explain(), p.store_d.explain(), p.sched.explain()])
 
+
+#: Without fp8 scales the promotion and the epilogue's scaling are never called (``if constexpr``) but named.
+_NO_SCALES = """// No fp8 scales: nothing to promote or scale.
+__device__ __forceinline__ void fp8s_promote(float*, const float*, const float*, const float*, unsigned, unsigned,
+                                             unsigned, unsigned, unsigned, unsigned, unsigned) {}
+__device__ __forceinline__ void fp8s_scale(float*, const float*, const float*, float, unsigned, unsigned, unsigned,
+                                           unsigned, unsigned) {}"""
 
 #: Cooperative consumers are one group: the turn is always theirs (the ping-pong pipeline generates the real ones).
 _ONE_GROUP_TURNS = """// One consumer group holds the turn for good: handing it over is nothing.
@@ -189,10 +229,44 @@ def choose(M: int, N: int, K: int, dtype: Dtype = "bf16", sms: int = 132) -> Hop
     return min(candidates(dtype), key=time)
 
 
+@functools.lru_cache(maxsize=None)
+def shared(g: HopperGemm) -> HopperGemm:
+    """``g`` whose tiles may be shared by pieces of their k-blocks (split-K / stream-K), made once."""
+    return g if g.split_k else attrs.evolve(g, split_k=True)
+
+
+def tile_rate(g: HopperGemm) -> float:
+    """The TFLOP/s ``g``'s tile shape measured on the whole H200 (``MEASURED_TFLOPS``; an unmeasured shape at the
+    slowest measured rate; fp8 at twice bf16's)."""
+    rate = MEASURED_TFLOPS.get((g.BM, g.BN, g.mode), min(MEASURED_TFLOPS.values()))
+    return rate * (2 if g.dtype == "e4m3" else 1)
+
+
+def plan_split(g: HopperGemm, M: int, N: int, K: int, sms: int = 132) -> tuple[KSplit, float]:
+    """``g``'s partition of ``M x N x K`` (``choose_k_split``: whole tiles unless sharing them is modelled to
+    finish clearly earlier) and its modelled time in nanoseconds."""
+    sched = shared(g).plans.sched
+    tiles, kblocks = (-(-M // g.BM), -(-N // g.BN)), -(-K // g.BK)
+    clusters = max(1, sms * g.ctas_per_sm // g.cluster)
+    cost = SplitCost.from_rate(tile_rate(g), (g.BM, g.BN, g.BK), clusters, g.cluster)
+    split = choose_k_split(sched, tiles, kblocks, clusters, cost)
+    return split, modelled_time(sched.at(tiles, kblocks, split), clusters, cost)
+
+
+def choose_split(M: int, N: int, K: int, dtype: Dtype = "bf16", sms: int = 132,
+                 among: list[HopperGemm] | None = None) -> tuple[HopperGemm, KSplit]:
+    """The configuration (``among`` the candidates) and partition modelled to finish ``M x N x K`` first: each
+    candidate's tiles whole or shared (``plan_split``); the configuration returned has ``split_k`` set exactly
+    when its tiles are shared."""
+    best = min(((g, *plan_split(g, M, N, K, sms)) for g in (among or candidates(dtype))), key=lambda x: x[2])
+    g, split, _ = best
+    return (shared(g) if split.workers else g), split
+
+
 def kernel_body_lines() -> int:
     """The hand-written lines of ``kernel.cuh`` (between the kernel's braces; blank, comment and lone-brace lines
     not counted)."""
     return handwritten_lines(BODY.read_text(encoding="utf-8"), "gemm")
 
 
-HANDWRITTEN_LINES = 61
+HANDWRITTEN_LINES = 84

@@ -19,16 +19,17 @@ import numpy as np
 
 from ...errors import LaunchError
 from ..fused import PLAIN, Epilogue, FusedEpilogue, bias_activation
-from ..launcher import Launcher, sm_count, torch_module
+from ...pipeline.split_k import KSplit
+from ..launcher import Launcher, current_stream, sm_count, torch_module
 from ..tensor_maps import torch_dtype_name
 from ..tensors import check_cpu_size, empty_rows, from_bits, row_pitch, tma_rows, to_bits
 from ..tuner import tuning_enabled
-from .config import HopperGemm, choose
+from .config import HopperGemm, choose_split, plan_split, shared
 from .plans import Dtype
 from .runs import GemmRun, gemm_run
 from .tune import tune, tuned
 
-__all__ = ["gemm", "GemmRun", "gemm_run", "config_for"]
+__all__ = ["gemm", "GemmRun", "gemm_run", "config_for", "counters"]
 
 torch = torch_module()
 _DTYPES: dict[Any, Dtype] = {torch.bfloat16: "bf16", torch.float8_e4m3fn: "e4m3"}
@@ -38,19 +39,21 @@ _CPU_CTAS = 2             # CTAs (whole clusters) a CPU run launches: each walks
 _NO_INPUTS = b"\0"        # the empty epilogue_params struct (C++: one byte)
 
 
-_configs: dict[tuple, HopperGemm] = {}
+_configs: dict[tuple, tuple[HopperGemm, KSplit]] = {}
+_counters: dict[tuple[int, int], Any] = {}
 _parsed: dict[str, Epilogue] = {"acc": PLAIN}
 
 
 def config_for(M: int, N: int, K: int, dtype: Dtype, sms: int, out: str = "bf16",
                fused: FusedEpilogue | None = None, base: HopperGemm | None = None,
-               device: int | None = None) -> HopperGemm:
-    """The configuration for the problem, with D's type and the fused epilogue (remembered): ``base`` if given,
-    else on CUDA device ``device`` the tuned winner of its shape class (tuned first under ``PYCUTE_TUNE=1``), else
-    ``choose``'s first guess."""
+               device: int | None = None) -> tuple[HopperGemm, KSplit]:
+    """The configuration for the problem, with D's type and the fused epilogue, and its partition (remembered):
+    ``base`` if given, else on CUDA device ``device`` the tuned winner of its shape class (tuned first under
+    ``PYCUTE_TUNE=1``), its tiles whole or shared as ``plan_split`` models best; else ``choose_split``'s first guess
+    (the configuration and the partition together). A configuration whose tiles are shared has ``split_k`` set."""
     key = (M, N, K, dtype, sms, out, fused, base, device)
-    g = _configs.get(key)
-    if g is None:
+    found = _configs.get(key)
+    if found is None:
         g = base
         if g is None and device is not None:
             name = torch.cuda.get_device_name(device)
@@ -58,13 +61,27 @@ def config_for(M: int, N: int, K: int, dtype: Dtype, sms: int, out: str = "bf16"
             if g is None and tuning_enabled():
                 g = tune(M, N, K, dtype, device).winner
         if g is None:
-            g = choose(M, N, K, dtype, sms)
+            g, split = choose_split(M, N, K, dtype, sms)
+        else:
+            split = plan_split(g, M, N, K, sms)[0]
+            g = shared(g) if split.workers else g
         if g.dtype != dtype:
             raise LaunchError(f"gemm: the configuration {g!r} reads {g.dtype} operands; a and b are {dtype}")
         if out != g.out or (fused or FusedEpilogue()) != g.epilogue:
             g = attrs.evolve(g, out=out, epilogue=fused or FusedEpilogue())
-        _configs[key] = g
-    return g
+        found = _configs[key] = (g, split)
+    return found
+
+
+def counters(device: int, stream: int, count: int) -> Any:
+    """Zeroed ``u32`` fixup counters for launches on ``stream`` (at least ``count``): kept per stream and left zero
+    by every launch (the last arrival resets its counter), so a call costs no memset and a CUDA graph may capture
+    it; launches on one stream never overlap."""
+    key = (device, stream)
+    buf = _counters.get(key)
+    if buf is None or buf.numel() < count:
+        buf = _counters[key] = torch.zeros(max(count, 1024), dtype=torch.int32, device=f"cuda:{device}")
+    return buf
 
 
 def _check(a: Any, b: Any) -> tuple[int, int, int, Dtype]:
@@ -135,7 +152,7 @@ def _gemm_cuda(a: Any, b: Any, scale: float, text: str = "acc", tensors: Any = (
     else:
         tensors, fused = _inputs(_epilogue(text), tensors, scalars, M, N, a.device)
         params = fused.struct_bytes(_values(fused, tensors, scalars, lambda t: t.data_ptr()))
-    g = config_for(M, N, K, dtype, sms, out_dtype, fused, config, device)
+    g, split = config_for(M, N, K, dtype, sms, out_dtype, fused, config, device)
     run = gemm_run(g)
     a, b = tma_rows(a), tma_rows(b)
     if out is None:
@@ -143,21 +160,28 @@ def _gemm_cuda(a: Any, b: Any, scale: float, text: str = "acc", tensors: Any = (
         d = torch.empty((M, pitch), dtype=_OUT[out_dtype], device=a.device)   # the store's map covers the pad
     else:                                                                      # checked by gemm()
         pitch, d = N, out
-    grid = run.grid(M, N, sms * g.ctas_per_sm)
-    Launcher.of(g, device)(grid, run.map_a.encode(a, "gemm: a"), run.map_b.encode(b, "gemm: b"),
+    launch = run.launch(M, N, K, split, sms * g.ctas_per_sm)
+    ws = ctr = 0
+    if launch.counters:
+        ws = torch.empty(launch.workspace_bytes // 4, dtype=torch.float32, device=a.device).data_ptr()
+        ctr = counters(device, current_stream(device), launch.counters).data_ptr()
+    Launcher.of(g, device)(launch.grid, run.map_a.encode(a, "gemm: a"), run.map_b.encode(b, "gemm: b"),
                            run.map_d.encode(d, "gemm: out" if out is not None else "gemm: D"), M, N, K, float(scale),
-                           params)
+                           ws, ctr, split.dp, split.workers, 0, 0, params)
     return d if pitch == N else d[:, :N]
 
 
 def _gemm_cpu(a: Any, b: Any, scale: float, text: str, tensors: Any, scalars: Any, out_dtype: str,
-              config: HopperGemm | None = None) -> Any:
+              config: HopperGemm | None = None, split: KSplit | None = None) -> Any:
+    """The CPU run (pycute.interp): ``config_for``'s configuration and partition, or ``config`` shared as
+    ``split``."""
     from ...interp import run_kernel, tensor_map
     M, N, K, dtype = _check(a, b)
     check_cpu_size("gemm", M * N * K)
     tensors, fused = _inputs(_epilogue(text), tensors, scalars, M, N, a.device)
     tensors = [empty_rows(M, N, t.dtype, t.device).copy_(t) if t.dim() == 2 else t for t in tensors]   # own rows
-    g = config_for(M, N, K, dtype, 132, out_dtype, fused, config)
+    g, chosen = config_for(M, N, K, dtype, 132, out_dtype, fused, config)
+    split = split or chosen
     run = gemm_run(g)
     unit = row_pitch(K, a.element_size())
     maps = []
@@ -173,8 +197,12 @@ def _gemm_cpu(a: Any, b: Any, scale: float, text: str, tensors: Any, scalars: An
         return to_bits(t.as_strided((t.shape[0], t.stride(0)), (t.stride(0), 1)) if t.dim() == 2 else t)
     params = fused.struct_arg(_values(fused, tensors, scalars, place))
     shape = g.launch_shape
-    run_kernel(g.compile(), shape.entry, grid=run.grid(M, N, _CPU_CTAS * shape.cluster_size), block=shape.threads,
-               cluster=shape.cluster, smem=shape.smem_bytes, args=[*maps, M, N, K, float(scale), params])
+    launch = run.launch(M, N, K, split, _CPU_CTAS * shape.cluster_size)
+    ws = np.full(max(1, launch.workspace_bytes // 4), np.nan, np.float32)
+    ctr = np.zeros(max(1, launch.counters), np.uint32)
+    run_kernel(g.compile(), shape.entry, grid=launch.grid, block=shape.threads, cluster=shape.cluster,
+               smem=shape.smem_bytes, args=[*maps, M, N, K, float(scale), ws, ctr, split.dp, split.workers,
+                                            np.zeros(1, np.float32), np.zeros(1, np.float32), params])
     return from_bits(d, _OUT[out_dtype])[:, :N]
 
 

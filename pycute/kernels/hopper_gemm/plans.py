@@ -12,7 +12,7 @@ from ...copy.tma.planner import make_tma_copy
 from ...dtypes import DType, bf16, dtype, f8e4m3, f32
 from ...layout import Layout
 from ...mma import WgmmaPlan, make_mma, wgmma_accumulator
-from ...pipeline import Consumer, PipelinePlan, Producer, TileScheduler, make_pipeline, make_tile_scheduler
+from ...pipeline import Consumer, PipelinePlan, Producer, SplitKScheduler, make_pipeline, make_split_k_scheduler
 from ...tensor import dynamic, kmajor_smem_tensor, make_global_tensor, make_stages
 
 __all__ = ["GemmPlans", "Tiling", "Dtype", "Mode", "DTYPES", "CHUNK", "TEMPLATE", "D_TEMPLATE_PAD"]
@@ -54,6 +54,9 @@ class Tiling(Protocol):
     def group(self) -> int: ...
 
     @property
+    def split_k(self) -> bool: ...
+
+    @property
     def BM(self) -> int: ...
 
     @property
@@ -76,7 +79,7 @@ class GemmPlans:
     mainloop: PipelinePlan
     mma: WgmmaPlan
     store_d: EpiloguePlan
-    sched: TileScheduler
+    sched: SplitKScheduler
 
     @classmethod
     def of(cls, g: Tiling, M: int, N: int, K: int, lda: int | None = None, ldb: int | None = None,
@@ -100,7 +103,11 @@ class GemmPlans:
         ring_d = make_stages(kmajor_smem_tensor(out, 64, CHUNK, "64B" if out.bits == 8 else "128B"), 2)[:, :,
                                                                                                 dynamic("slot")]
         store_d = make_epilogue(wgmma_accumulator(f32, 64, CHUNK), ring_d, d, barrier_id=dynamic("bar"))
-        sched = make_tile_scheduler(None, cluster=(g.cluster, 1), swizzle=g.group)
+        # whole tiles, or (split_k) tiles shared by pieces of their k-blocks, each consumer warpgroup's rows reduced
+        # by their own part
+        sched = make_split_k_scheduler(registers=g.wg_rows // 64 * g.BN // 2,
+                                       parts=g.consumers if g.mode == "cooperative" else 1,
+                                       cluster=(g.cluster, 1), swizzle=g.group, shared=g.split_k, name="sched")
         assert isinstance(mma, WgmmaPlan)
         return cls(mainloop, mma, store_d, sched)
 

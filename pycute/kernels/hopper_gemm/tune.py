@@ -87,7 +87,8 @@ def tune(M: int, N: int, K: int, dtype: Dtype = "bf16", device: int | None = Non
         try:
             run = gemm_run(g)
             launcher = Launcher.of(g, device)
-            args = (run.map_a.encode(a), run.map_b.encode(b), run.map_d.encode(d), M, N, K, 1.0, b"\0")
+            args = (run.map_a.encode(a), run.map_b.encode(b), run.map_d.encode(d), M, N, K, 1.0, *run.whole(M, N),
+                    b"\0")
             grid = run.grid(M, N, sms * g.ctas_per_sm)
             d.fill_(float("nan"))
             launcher(grid, *args)

@@ -35,10 +35,15 @@ def cases(lib):
     }
 
 
+QUICK = False   # ``perf.report --quick``: one short sample each, for checking the report's tables, not its numbers
+
+
 def median_us(fn, batch: int = 50, repeats: int = 15, setup=None) -> float:
     """Median over ``repeats`` of the mean time of ``batch`` calls of ``fn``, in microseconds, with garbage
     collection paused as ``timeit`` does. A ``setup`` (clearing the caches for a cold time) runs before each call
     outside the timed region, so every sample is a measurement of ``fn`` alone and never negative."""
+    if QUICK:
+        batch, repeats = max(1, batch // 50), 1
     gc.disable()
     try:
         samples = []

@@ -1,4 +1,4 @@
-"""``python -m perf.report [--json PATH]``: quick medians for every area, the targets, and the static cost table.
+"""``python -m perf.report [--json PATH] [--quick]``: quick medians for every area, the targets, and the static cost table.
 
 The timings are medians of short timed batches on this machine (CPU only). Copy times in the cost table are a
 MODEL (B200 shared-memory bandwidth), not measurements; GPU rows run only on an sm_100-family device.
@@ -24,6 +24,7 @@ from pycute.codegen.probe import probe_source
 from pycute.layout import clear_caches
 from pycute.cost import ISSUE_FLOOR, copy_cost, issue_costs, ldst_costs, median_per_copy, stage_costs
 
+from . import algebra_cases
 from .algebra_cases import cases, median_us
 from .cases import (ATOMS, CUTE_DSL_ISSUE_COST, atom_copy, compile_overhead, cute_comparison_copies, demo_copy,
                     failing_plan, issue_matrix, ldst_plans, mma_plans, mma_probe, staged_copies)
@@ -86,7 +87,7 @@ def algebra(results, out):
 
 def versus_tvm(results, time_demo, demo_cold, plan) -> list:
     """TVM's planner on the demo copy, run between two of pycute's timings; the slower of those is compared."""
-    tvm, why = time_tvm_demo_plan()
+    tvm, why = (None, "--quick") if algebra_cases.QUICK else time_tvm_demo_plan()
     if tvm is None:
         results["plan.demo.vs_tvm"] = "not measured: " + why
         return [("TVM's planner on the demo copy", "-", "-", f"not measured: {why}")]
@@ -281,7 +282,7 @@ def stages(results, out):
 
 def costs(results, out):
     rows = []
-    for label, plan in demo_copies():
+    for label, plan in demo_copies()[:2] if algebra_cases.QUICK else demo_copies():
         c = copy_cost(plan)
         n = c.instructions
         rows.append((plan.atom.ptx.replace("tcgen05.cp.", ""), label, n, f"{c.lower_bound} ({c.widest_legal})",
@@ -303,9 +304,10 @@ def interpreter(results, out):
     from pycute.kernels.blockscaled_gemm import BlockScaledGemm
     from pycute.kernels.blockscaled_gemm.check import run_whole
     rows = []
-    for kind, g, m in (("mxf8", 1, 512), ("nvfp4", 2, 512)):
+    for kind, g, m in (("mxf8", 1, 512), ("nvfp4", 2, 512))[:1 if algebra_cases.QUICK else 2]:
         gemm = BlockScaledGemm(kind, g, m=m, n=256, k=512)
-        run_whole(gemm)                                          # compiles (and caches) the kernel
+        if not algebra_cases.QUICK:
+            run_whole(gemm)                                      # compiles (and caches) the kernel
         t0 = time.perf_counter()
         got, want = run_whole(gemm)
         seconds = time.perf_counter() - t0
@@ -322,7 +324,12 @@ def main(argv=None) -> int:
     parser.add_argument("--json", help="write the numbers to this file")
     parser.add_argument("--gpu", action="store_true", help="only the GPU throughput of pycute's copy kernels "
                         "(perf/gpu_report.py) against the same run's memcpy")
+    parser.add_argument("--quick", action="store_true", help="one short sample per timing and one round: every "
+                        "table, noisy numbers (the test suite's check of the report)")
     args = parser.parse_args(argv)
+    if args.quick:
+        global ROUNDS
+        algebra_cases.QUICK, ROUNDS = True, 1
     out = sys.stdout
     if args.gpu:
         from .gpu_report import report, write

@@ -50,7 +50,7 @@ def fill_of(root):
 def cells(root, **match):
     """The rects with data attributes, as dicts of those attributes (a rect over lanes ``a-b`` stands for one
     rect per lane of the run)."""
-    out = []
+    out, fills = [], fill_of(root)
     for r, data in _rects(root, {}):
         if not data:
             continue
@@ -58,7 +58,6 @@ def cells(root, **match):
         if "lanes" in data:
             lo, hi = (int(x) for x in data["lanes"].split("-"))
             runs = [data | {"lane": str(lane)} for lane in range(lo, hi + 1)]
-        fills = fill_of(root)
         for d in runs:
             if all(d.get(k) == str(v) for k, v in match.items()):
                 out.append(d | {"fill": fills[r.attrib["class"]]})

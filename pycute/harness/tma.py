@@ -11,9 +11,9 @@ from ..compile.nvrtc import Compiled, compile_cuda
 from ..compile.runtime import Gpu, check_gpu, tensor_map_arg, tensor_map_bytes
 from ..copy.tma.plan import TmaPlan
 from ..errors import CompileError, PlanError
-from ..int_tuple import idx2crd, product
 from ..sim.emulator import Sm90Emulator
 from ..sim.verify_tma import element_bytes
+from ..tensor.values import layout_values
 from ..codegen.tma import emit_tma_copy
 
 __all__ = ["TmaRoundTrip"]
@@ -73,9 +73,13 @@ class TmaRoundTrip:
 
     @property
     def smem_bytes(self) -> int:
-        """Shared bytes from the buffer base that cover the tile (a whole KiB)."""
-        tile = self.load.tile_shape
-        last = max(self.load.smem.element_offset(*tuple(idx2crd(i, tile))) for i in range(product(tile)))
+        """Shared bytes from the buffer base that cover the tile (a whole KiB): the largest (swizzled) element offset
+        of the tile's elements, all evaluated at once (the tile's extents are its layout's top-level modes, so the
+        coordinates in colex order are the layout's 1-D indices; one ``element_offset`` call per element took
+        seconds per kernel on the largest tiles)."""
+        smem = self.load.smem
+        linear = smem.offset + layout_values(smem.layout)
+        last = int((smem.swizzle(linear) if smem.swizzle is not None else linear).max())
         return -(-(last + 1) * self.load.elem_bytes // 1024) * 1024
 
     def source(self) -> str:

@@ -5,12 +5,14 @@ from typing import Iterable
 
 import collections
 import functools
+import hashlib
 import os
 import re
 import shutil
 import subprocess
 import sysconfig
 import tempfile
+import threading
 
 from ..errors import CompileError
 
@@ -36,10 +38,32 @@ def nvdisasm_path() -> str:
     raise CompileError("nvdisasm not found: install nvidia-cuda-nvdisasm (a pycute dependency)")
 
 
+#: The listings of the last cubins disassembled, by the cubin's SHA-256: nvdisasm spends about half a second starting up on
+#: any cubin, and a compiled kernel's SASS is often read several times (its instructions, its histogram, its
+#: functions).
+_LISTINGS: collections.OrderedDict[str, str] = collections.OrderedDict()
+_KEEP = 64
+_LOCK = threading.Lock()
+
+
 def disassemble(cubin: bytes) -> str:
-    """The SASS listing of a cubin."""
+    """The SASS listing of a cubin (the last few cubins' listings are remembered)."""
     if not isinstance(cubin, (bytes, bytearray)):
         raise TypeError(f"disassemble: a cubin is bytes, got {type(cubin).__name__}")
+    key = hashlib.sha256(cubin).hexdigest()
+    with _LOCK:
+        if key in _LISTINGS:
+            _LISTINGS.move_to_end(key)
+            return _LISTINGS[key]
+    listing = _nvdisasm(cubin)
+    with _LOCK:
+        _LISTINGS[key] = listing
+        while len(_LISTINGS) > _KEEP:
+            _LISTINGS.popitem(last=False)
+    return listing
+
+
+def _nvdisasm(cubin: bytes) -> str:
     try:
         with tempfile.NamedTemporaryFile(suffix=".cubin") as f:
             f.write(cubin)

@@ -8,9 +8,9 @@ import pycute as pc
 from pycute import ComposedLayout, Layout, Swizzle, TCol, TLane
 from pycute.arch.sm100.tcgen05_cp import decompression_sass
 from pycute.atoms import cp_candidates
-from pycute.codegen.probe import probe_source
+from pycute.codegen.probe import probe_entry, probe_source
 from pycute.compile import compile_cuda
-from pycute.compile.sass import utccp_instructions
+from pycute.compile.sass import function_instructions, utccp_instructions
 from pycute.interp.stream import probe_stream
 
 PITCH = {"none": 16, "32B": 32, "64B": 64, "128B": 128}
@@ -40,19 +40,32 @@ def tmem_for(atom, k):
 CASES = [(atom, sw) for g in (1, 2) for atom in cp_candidates(g) for sw in PITCH]
 
 
-@pytest.mark.parametrize("atom,swizzle", CASES, ids=[f"{a.name}-g{a.cta_group}-{s}" for a, s in CASES])
-def test_fp4_decompression_round_trips_in_the_emulator_and_through_the_compiled_stream(atom, swizzle):
+def fp4_plan(atom, swizzle):
     per_row = atom.bits // 8                               # TMEM bytes (= FP4 elements) of one row
     k = 2 * per_row
     src = padded_fp4(max(atom.rows, 8), max(k, PITCH[swizzle]), swizzle)[0:atom.rows, 0:k]
-    plan = pc.make_tiled_copy(tmem_for(atom, k), src, cta_group=atom.cta_group, shape=atom.shape,
+    return pc.make_tiled_copy(tmem_for(atom, k), src, cta_group=atom.cta_group, shape=atom.shape,
                               multicast=atom.multicast or None, decompress="b4x16_p64")
+
+
+@pytest.fixture(scope="module")
+def probes():
+    """Every case's probe kernel (``fp4_<case>_probe``) in one translation unit: one NVRTC compile and one nvdisasm
+    run for the 48 cases, not one each (each kernel's PTX entry and SASS function are its own)."""
+    compiled = compile_cuda("".join(probe_source(fp4_plan(a, s), f"fp4_{i}") for i, (a, s) in enumerate(CASES)))
+    return compiled.ptx, function_instructions(compiled.sass())
+
+
+@pytest.mark.parametrize("atom,swizzle", CASES, ids=[f"{a.name}-g{a.cta_group}-{s}" for a, s in CASES])
+def test_fp4_decompression_round_trips_in_the_emulator_and_through_the_compiled_stream(atom, swizzle, probes):
+    plan = fp4_plan(atom, swizzle)
     assert plan.atom == atom and all(i.ptx.endswith(".b8x16.b4x16_p64") for i in plan.instructions)
     pc.verify_plan(plan, seed=3)
-    compiled = compile_cuda(probe_source(plan, "fp4"))
-    assert probe_stream(compiled.ptx, "fp4", 0x400, 0) == plan.stream(0x400, 0)
-    pc.verify_plan(plan, seed=4, smem_base=0x400, stream=lambda s, t: probe_stream(compiled.ptx, "fp4", s, t))
-    sass = utccp_instructions(compiled.instructions())
+    ptx, functions = probes
+    name = f"fp4_{CASES.index((atom, swizzle))}"
+    assert probe_stream(ptx, name, 0x400, 0) == plan.stream(0x400, 0)
+    pc.verify_plan(plan, seed=4, smem_base=0x400, stream=lambda s, t: probe_stream(ptx, name, s, t))
+    sass = utccp_instructions(functions[probe_entry(name)])
     assert len(sass) == len(plan.instructions)
     assert all(i.split()[0] == atom.sass + decompression_sass(plan.decompress) for i in sass)
 

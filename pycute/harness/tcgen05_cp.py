@@ -43,15 +43,15 @@ __all__ = ["roundtrip_source", "RoundTrip", "Timing"]
 _CHUNK = 8      # the readback and the zeroing move 8 columns per tcgen05.ld / st (32x32b.x8)
 
 
-def _src_offset_function(plan: Tcgen05CpPlan) -> str:
-    """``pycute_src_byte_offset(i)``: logical element i -> byte offset in the shared buffer (generated)."""
+def _src_offset_function(plan: Tcgen05CpPlan, name: str) -> str:
+    """``<name>_src_byte_offset(i)``: logical element i -> byte offset in the shared buffer (generated)."""
     src = plan.src
     c = coalesce(src.layout)
     shapes, strides = flatten(c.shape), flatten(c.stride)
     lines = ["// Logical element i of the source region -> byte offset from the shared buffer base: the region's",
              f"// layout {src.layout!r} at element offset {src.offset}"
              + (f", then the swizzle {src.swizzle!r}" if src.swizzle is not None else "") + ".",
-             "__device__ __forceinline__ unsigned pycute_src_byte_offset(unsigned i) {",
+             f"__device__ __forceinline__ unsigned {name}_src_byte_offset(unsigned i) {{",
              f"  unsigned e = {src.offset}u;"]
     prefix = 1
     for n, d in zip(shapes, strides):
@@ -66,7 +66,8 @@ def _src_offset_function(plan: Tcgen05CpPlan) -> str:
 
 
 def roundtrip_source(plan: Tcgen05CpPlan, name: str = "pycute_copy") -> str:
-    """A complete round-trip kernel ``<name>_roundtrip(const unsigned char* values, unsigned* out)``."""
+    """A complete round-trip kernel ``<name>_roundtrip(const unsigned char* values, unsigned* out)``; kernels of
+    different names compose in one translation unit (one NVRTC call for many)."""
     if plan.src.bits not in (8, 16, 32):
         raise CompileError(f"round-trip kernels fill shared memory element by element and support 8, 16 and 32-bit "
                            f"elements; {plan.src.dtype.name} has {plan.src.bits}")
@@ -74,7 +75,8 @@ def roundtrip_source(plan: Tcgen05CpPlan, name: str = "pycute_copy") -> str:
     return render(
         "roundtrip.cu", smem_bytes=smem_bytes_needed(plan.src), tmem_cols=plan.dst.alloc_columns,
         elements=plan.src.layout.size(), element_bytes=plan.src.bits // 8, function=emit_device_function(plan, name),
-        src_offset=_src_offset_function(plan), threads=128 * g, cluster=" __cluster_dims__(2, 1, 1)" if g == 2 else "",
+        src_offset=_src_offset_function(plan, name), threads=128 * g,
+        cluster=" __cluster_dims__(2, 1, 1)" if g == 2 else "",
         name=name, cta_group=g, ctas=g, chunk=_CHUNK, st=ldst_helper("st", _CHUNK), ld=ldst_helper("ld", _CHUNK),
         sync="pycute_cluster_sync();" if g == 2 else "__syncthreads();", issuer="of the even CTA " if g == 2 else "",
         is_issuer="(cta & 1u) == 0u" if g == 2 else "true")

@@ -36,7 +36,7 @@ extern "C" __global__ void __launch_bounds__(128, 1)${cluster} ${name}_roundtrip
   for (unsigned b = tid; b < PYCUTE_SMEM_BYTES; b += blockDim.x) buffer[b] = 0;
   __syncthreads();
   for (unsigned i = tid; i < PYCUTE_ELEMS; i += blockDim.x) {
-    const unsigned off = pycute_src_byte_offset(i);
+    const unsigned off = ${name}_src_byte_offset(i);
     for (unsigned k = 0; k < PYCUTE_ELEM_BYTES; ++k) buffer[off + k] = values[(cta * PYCUTE_ELEMS + i) * PYCUTE_ELEM_BYTES + k];
   }
 
@@ -84,3 +84,7 @@ extern "C" __global__ void __launch_bounds__(128, 1)${cluster} ${name}_roundtrip
   ${sync}
   if (warp == 0) pycute_tmem_dealloc<${cta_group}>(taddr, PYCUTE_TMEM_COLS);
 }
+#undef PYCUTE_SMEM_BYTES
+#undef PYCUTE_TMEM_COLS
+#undef PYCUTE_ELEMS
+#undef PYCUTE_ELEM_BYTES

@@ -182,16 +182,24 @@ def test_packed_scale_factors_land_where_the_mma_reads_them(built):
                 assert got == (codes[r, s] if r < 300 and s < 26 else 0x38), (tile, kb, row, slot)
 
 
-@pytest.mark.parametrize("kind, g", [("mxf8", 1), ("nvfp4", 2)], ids=["mxf8-cg1", "nvfp4-cg2"])   # both of each
-def test_the_soft_build_compiles_for_sm_90a_without_tcgen05(kind, g):
-    compiled = BlockScaledGemm(kind, g, *SIZE, sms=2 * g).compile("sm_90a", soft=True)
+#: The soft builds compiled here are ones other tests compile too, so that the compile cache serves the second
+#: (an sm_90a soft build is 6-20 s of NVRTC): mxf8 cg1's is the whole CPU run's below, nvfp4 cg2's is the one
+#: ``python -m tools blockscaled_gemm_soft --dry`` compiles (tests/tools/test_gemm_op.py). The problem size changes
+#: only the constants of the configuration, not the code the soft build swaps in.
+SOFT_RUN = dict(kind="mxf8", cta_group=1, m=128, n=128, k=128, sms=1)
+SOFT_BUILDS = {"mxf8-cg1": SOFT_RUN, "nvfp4-cg2": dict(kind="nvfp4", cta_group=2, m=200, n=136, k=256, sms=2)}
+
+
+@pytest.mark.parametrize("config", SOFT_BUILDS.values(), ids=SOFT_BUILDS.keys())   # both of each
+def test_the_soft_build_compiles_for_sm_90a_without_tcgen05(config):
+    compiled = BlockScaledGemm(**config).compile("sm_90a", soft=True)
     assert not re.search(r"^\s*tcgen05\.", compiled.ptx, re.M)
 
 
 def test_the_soft_sm_90a_build_runs_whole_on_the_cpu():
     # one 128 x 128 tile, one k-block: every thread of the sm_90a build, the tcgen05 model's MMAs (f64 sums), TMEM
     # and copies interpreted as the CUDA they are (selp.f64 included: the elements' signs)
-    got, want = run_whole(BlockScaledGemm("mxf8", 1, 128, 128, 128, sms=1), soft=True)
+    got, want = run_whole(BlockScaledGemm(**SOFT_RUN), soft=True)
     assert np.array_equal(got, want)
 
 

@@ -27,7 +27,7 @@ BODY = Path(__file__).with_name("attention.cuh")
 #: The kernel's entry.
 ENTRY = "attention_sm100"
 #: The body's hand-written lines, held by a test.
-HANDWRITTEN_LINES = 0
+HANDWRITTEN_LINES = 42
 #: The load warp and the MMA warp, after the softmax warps.
 LOAD_WARP, MMA_WARP = SOFTMAX_WARPS, SOFTMAX_WARPS + 1
 WARPS = SOFTMAX_WARPS + 2

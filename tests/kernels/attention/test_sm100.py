@@ -2,9 +2,10 @@
 address, a count, a parity, a register index or a lane mask); its sm_100a SASS per configuration -- one UTCHMMA per
 16-element k-block of S = Q K^T and of O += P V at each of their two issue sites, a tcgen05.commit for each release
 and fill, the S, P and O moves between TMEM and registers, the TMA loads and the one TMA store, no local memory;
-its soft sm_90a build (pycute's tcgen05 model) without a tcgen05 instruction, run whole on the CPU against the
-float64 reference (O within a few units of its type's rounding, every element written, the log-sum-exp within 1e-5,
--inf exactly for a row that sees no key); and the configurations it refuses. No Blackwell GPU has run it."""
+the sm_100a build run whole on the CPU (pycute's interpreter, its tcgen05 instructions by pycute's emulator) and its
+soft sm_90a build (pycute's tcgen05 model, no tcgen05 instruction) run whole too, each against the float64 reference
+(O within a few units of its type's rounding, every element written, the log-sum-exp within 1e-5, -inf exactly for a
+row that sees no key); and the configurations it refuses. No Blackwell GPU has run it."""
 import math
 import re
 
@@ -18,11 +19,13 @@ from pycute.kernels.attention.sm100.cpu import run_on_cpu
 from pycute.kernels.attention.sm100.kernel import BODY, HANDWRITTEN_LINES, body_lines
 
 BITS = {"bf16": bf16_bits, "f16": f16_bits}
-#: The first guesses at head dims 64 (causal) and 128: 128 x 128 tiles.
-SASS_CONFIGS = [Sm100Config(head_dim=64, causal=True), Sm100Config(head_dim=128)]
-#: The soft builds the CPU runs (64-key blocks: each soft MMA is interpreted element by element).
-CAUSAL = Sm100Config(head_dim=64, block_n=64, causal=True)
-FULL = Sm100Config(dtype="f16", head_dim=128, block_n=64)
+#: 128 x 128 tiles at head dims 64 (causal) and 128 (f16): their sm_100a builds are checked and run on the CPU.
+CAUSAL = Sm100Config(head_dim=64, causal=True)
+FULL = Sm100Config(dtype="f16", head_dim=128)
+#: The soft builds run on the CPU: 64-key blocks (each soft MMA is interpreted element by element, and each soft
+#: build is ~20 s of NVRTC when not cached).
+SOFT_CAUSAL = Sm100Config(head_dim=64, block_n=64, causal=True)
+SOFT_FULL = Sm100Config(head_dim=64, block_n=64)
 
 
 def test_the_body_has_at_most_60_hand_written_lines():
@@ -39,7 +42,7 @@ def test_no_line_of_the_body_is_an_address_a_count_a_parity_a_register_index_or_
         assert not re.search(pattern, code), pattern
 
 
-@pytest.fixture(scope="module", params=SASS_CONFIGS, ids=lambda c: c.name)
+@pytest.fixture(scope="module", params=[CAUSAL, FULL], ids=lambda c: c.name)
 def sm100a(request):
     return request.param, request.param.compile("sm_100a")
 
@@ -73,7 +76,7 @@ def test_the_planned_tma_loads_and_store_and_no_local_memory(sm100a):
     assert not any(op.startswith(("LDL", "STL")) for op in h)
 
 
-@pytest.fixture(scope="module", params=[CAUSAL, FULL], ids=lambda c: c.name)
+@pytest.fixture(scope="module", params=[SOFT_CAUSAL, SOFT_FULL], ids=lambda c: c.name)
 def soft(request):
     return request.param.compile("sm_90a", soft=True, ctas=1)
 
@@ -88,10 +91,10 @@ def inputs(dtype, batch, seqlen_q, seqlen_k, heads, kv_heads, head_dim, seed=0):
                  for s, h in ((seqlen_q, heads), (seqlen_k, kv_heads), (seqlen_k, kv_heads)))
 
 
-def check(config, shape, grid=1):
+def check(config, shape, grid=1, soft=False):
     q, k, v = inputs(config.dtype, *shape, config.head_dim)
     scale = 1 / math.sqrt(config.head_dim)
-    o, lse = run_on_cpu(config, q, k, v, scale, grid=grid)
+    o, lse = run_on_cpu(config, q, k, v, scale, grid=grid, soft=soft)
     want_o, want_lse = attention_reference(*(from_bits(x, config.dtype) for x in (q, k, v)), scale, config.causal)
     got = from_bits(o, config.dtype)
     assert not np.isnan(got).any(), "an element of O was not written"
@@ -102,19 +105,30 @@ def check(config, shape, grid=1):
     return want_lse
 
 
-def test_causal_grouped_heads_two_tiles_on_one_cta_with_rows_that_see_no_key():
-    # 2 query heads on 1 key / value head, 100 queries over 80 keys: one 128-row tile per head (28 rows past
-    # seqlen_q), both on one persistent CTA (Q's stage, the S buffers, O and O's shared tiles each taken again);
-    # 2 key blocks of 64, the last 16 keys long and crossed by the diagonal, aligned to the bottom right: the first
-    # 20 rows see no key (O 0, log-sum-exp -inf)
-    want_lse = check(CAUSAL, (1, 100, 80, 2, 1))
-    assert np.isinf(want_lse[0, :, :20]).all() and np.isfinite(want_lse[0, :, 20:]).all()
+def test_causal_grouped_heads_several_tiles_per_cta_with_rows_that_see_no_key():
+    # 2 query heads on 1 key / value head, 200 queries over 150 keys: 2 query blocks per head (the second 72 rows
+    # long), 4 work tiles on 2 persistent CTAs (Q's stage, the S buffers, O and O's shared tiles each taken again);
+    # the diagonal aligned to the bottom right crosses 2 key blocks of 128 (the last 22 keys long) and leaves the
+    # first 50 rows without a key (O 0, log-sum-exp -inf)
+    want_lse = check(CAUSAL, (1, 200, 150, 2, 1), grid=2)
+    assert np.isinf(want_lse[0, :, :50]).all() and np.isfinite(want_lse[0, :, 50:]).all()
 
 
 def test_full_attention_at_head_dim_128_in_f16_over_keys_cut_by_seqlen_k():
-    # 70 queries over 100 keys: 2 key blocks (O rescaled in TMEM in two 64-column chunks, stored in two), the last
-    # 36 keys long
-    check(FULL, (1, 70, 100, 1, 1))
+    # 2 sequences of 70 queries over 300 keys: 3 key blocks, the last 44 keys long; O rescaled in TMEM and stored in
+    # two 64-column chunks
+    check(FULL, (2, 70, 300, 1, 1), grid=2)
+
+
+def test_the_soft_build_causal_with_rows_that_see_no_key():
+    # 100 queries over 80 keys in 64-key blocks: the last block 16 keys long, the first 20 rows see no key
+    want_lse = check(SOFT_CAUSAL, (1, 100, 80, 1, 1), soft=True)
+    assert np.isinf(want_lse[0, 0, :20]).all()
+
+
+def test_the_soft_build_without_mask_over_keys_cut_by_seqlen_k():
+    # 70 queries over 100 keys in 64-key blocks: O rescaled once, the last block 36 keys long
+    check(SOFT_FULL, (1, 70, 100, 1, 1), soft=True)
 
 
 @pytest.mark.parametrize("kw, message", [
@@ -130,4 +144,4 @@ def test_a_configuration_it_does_not_build_is_refused_naming_the_rule(kw, messag
 
 def test_a_soft_build_for_sm_100a_is_refused():
     with pytest.raises(PlanError, match=r"builds for sm_100a, or for sm_90a with soft=True"):
-        CAUSAL.compile("sm_100a", soft=True)
+        SOFT_CAUSAL.compile("sm_100a", soft=True)

@@ -1,6 +1,7 @@
-"""The sm_100a attention kernel's soft build run whole on the CPU (``pycute.interp.run_kernel``): the sm_90a build with
-pycute's tcgen05 model (its MMAs, TMEM, tcgen05.ld / st plain CUDA), every thread of a small grid, the TMA loads
-and stores and the pipelines' barriers, with the interpreter's deadlock, race and overwrite checks."""
+"""The sm_100a attention kernel run whole on the CPU (``pycute.interp.run_kernel``): every thread of a small grid, the
+TMA loads and stores and the pipelines' barriers, with the interpreter's deadlock, race and overwrite checks. Either
+the sm_100a build itself (its tcgen05.mma, TMEM, tcgen05.ld / st and commits done by pycute's emulator) or the soft
+sm_90a build (pycute's tcgen05 model in plain CUDA, interpreted instruction by instruction: much slower)."""
 from __future__ import annotations
 
 import math
@@ -22,9 +23,9 @@ def barrier_names(plans: Sm100Plans) -> tuple[str, ...]:
     return tuple(n for _, full in PIPELINES for n in getattr(plans, full).barrier_names())
 
 
-def run_on_cpu(config: Sm100Config, q: np.ndarray, k: np.ndarray, v: np.ndarray, scale: float, grid: int = 1
-               ) -> tuple[np.ndarray, np.ndarray]:
-    """``(O bits, lse)`` of the soft build for ``(batch, seqlen, heads, head_dim)`` arrays of ``config.dtype`` bits
+def run_on_cpu(config: Sm100Config, q: np.ndarray, k: np.ndarray, v: np.ndarray, scale: float, grid: int = 1,
+               soft: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """``(O bits, lse)`` of the sm_100a build (``soft``: the soft sm_90a build) for ``(batch, seqlen, heads, head_dim)`` arrays of ``config.dtype`` bits
     (uint16) on ``grid`` persistent CTAs; O starts as NaN (an element the kernel does not write stays NaN), lse
     ``(batch, heads, seqlen_q)``."""
     batch, sq, heads, d = q.shape
@@ -38,7 +39,8 @@ def run_on_cpu(config: Sm100Config, q: np.ndarray, k: np.ndarray, v: np.ndarray,
     o = np.full(q.shape, NAN_BITS[config.dtype], dtype=np.uint16)
     lse = np.full((batch, heads, sq), np.nan, dtype=np.float32)
     mq, mk, mv, mo = plans.maps()
-    run_kernel(config.compile("sm_90a", soft=True, ctas=grid), ENTRY, grid=grid, block=config.threads,
+    compiled = config.compile("sm_90a", soft=True, ctas=grid) if soft else config.compile("sm_100a")
+    run_kernel(compiled, ENTRY, grid=grid, block=config.threads,
                smem=config.smem_bytes,
                args=[tensor_map(mq, np.ascontiguousarray(q)), tensor_map(mk, np.ascontiguousarray(k)),
                      tensor_map(mv, np.ascontiguousarray(v)), tensor_map(mo, o), lse, sq, sk, heads,

@@ -106,8 +106,9 @@ def check_config(c: Sm100Config) -> None:
         raise PlanError(f"attention (sm_100a): head dim {c.head_dim}: the kernel is built for head dims "
                         f"{list(HEAD_DIMS)}")
     if c.block_n not in BLOCK_NS:
-        raise PlanError(f"attention (sm_100a): block_n={c.block_n}: two {BLOCK_M} x block_n f32 S buffers, P and O "
-                        f"fit TMEM's 512 columns for block_n in {list(BLOCK_NS)}")
+        raise PlanError(f"attention (sm_100a): block_n={c.block_n}: the kernel is built and checked for block_n in "
+                        f"{list(BLOCK_NS)} (from 192 on, two {BLOCK_M} x block_n f32 S buffers, P and O outgrow "
+                        f"TMEM's 512 columns)")
     if c.kv_stages < 2:
         raise PlanError(f"attention (sm_100a): kv_stages={c.kv_stages}: at least two K and V stages (the next key "
                         f"block loads while this one is multiplied)")

@@ -111,29 +111,19 @@ def _state(p_registers: int) -> list[str]:
             "rescale.",
             "struct attn_registers {",
             "  float s[s_values], o[o_values];", "  unsigned p[p_registers];",
-            "  float max[s_row_slots], sum[s_row_slots], scale[s_row_slots];", "};",
-            "__device__ __forceinline__ float attn_inf() { return __int_as_float(0x7f800000); }   // +infinity",
+            "  float max[s_row_slots], sum[s_row_slots], scale[s_row_slots];", "};", *math_lines()]
+
+
+def math_lines() -> list[str]:
+    """``attn_inf`` and ``attn_exp2`` (``ex2.approx.ftz.f32``, PTX ISA #floating-point-instructions-ex2)."""
+    return ["__device__ __forceinline__ float attn_inf() { return __int_as_float(0x7f800000); }   // +infinity",
             "__device__ __forceinline__ float attn_exp2(float x) {",
             '  float y;', '  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));', "  return y;", "}"]
 
 
 def _step() -> list[str]:
     """The online softmax's step, O's rescale and P's conversion."""
-    return ["// One step of the online softmax (`first`: the tile's first, from an empty state): the rows' new max,",
-            "// the rescale of the old state, p = 2^(s scale_log2 - max scale_log2) in place, the rows' sums (per",
-            "// thread).",
-            "__device__ __forceinline__ void attn_softmax(attn_registers& r, float scale_log2, bool first) {",
-            "  pycute_wgmma_fence_operand(r.s);",
-            "  float m[s_row_slots], base[s_row_slots];",
-            "#pragma unroll", "  for (int i = 0; i < s_row_slots; ++i) m[i] = first ? -attn_inf() : r.max[i];",
-            "  s_row_max(r.s, m);",
-            "#pragma unroll", "  for (int i = 0; i < s_row_slots; ++i) {",
-            "    base[i] = m[i] == -attn_inf() ? 0.f : m[i] * scale_log2;     // a row that saw only masked keys",
-            "    r.scale[i] = first ? 0.f : attn_exp2(r.max[i] * scale_log2 - base[i]);",
-            "    r.sum[i] = first ? 0.f : r.sum[i] * r.scale[i];", "    r.max[i] = m[i];", "  }",
-            "#pragma unroll",
-            "  for (int v = 0; v < s_values; ++v) r.s[v] = attn_exp2(fmaf(r.s[v], scale_log2, -base[s_row_slot(v)]));",
-            "  s_row_sum_partial(r.s, r.sum);", "}",
+    return [*online_step(fence=True),
             "// O's rows rescaled by the last step's scale (once the P V that wrote O has landed).",
             "__device__ __forceinline__ void attn_rescale(attn_registers& r) {",
             "  pycute_wgmma_fence_operand(r.o);          // after the wait that landed O, before its next MMA",
@@ -143,3 +133,24 @@ def _step() -> list[str]:
             "__device__ __forceinline__ void attn_to_p(attn_registers& r) {",
             "  s_to_p(r.s, r.p);",
             "  pycute_wgmma_fence_operand(r.p);          // P written before the fence of its MMA", "}"]
+
+
+def online_step(fence: bool) -> list[str]:
+    """``attn_softmax``: one step of the online softmax over ``attn_registers``' S (``fence``: keep the compiler's
+    reads and writes of S after the wgmma wait, ``pycute_wgmma_fence_operand``; tcgen05.ld's registers need none:
+    the wait is in the load's function)."""
+    return ["// One step of the online softmax (`first`: the tile's first, from an empty state): the rows' new max,",
+            "// the rescale of the old state, p = 2^(s scale_log2 - max scale_log2) in place, the rows' sums (per",
+            "// thread).",
+            "__device__ __forceinline__ void attn_softmax(attn_registers& r, float scale_log2, bool first) {",
+            *(["  pycute_wgmma_fence_operand(r.s);"] if fence else []),
+            "  float m[s_row_slots], base[s_row_slots];",
+            "#pragma unroll", "  for (int i = 0; i < s_row_slots; ++i) m[i] = first ? -attn_inf() : r.max[i];",
+            "  s_row_max(r.s, m);",
+            "#pragma unroll", "  for (int i = 0; i < s_row_slots; ++i) {",
+            "    base[i] = m[i] == -attn_inf() ? 0.f : m[i] * scale_log2;     // a row that saw only masked keys",
+            "    r.scale[i] = first ? 0.f : attn_exp2(r.max[i] * scale_log2 - base[i]);",
+            "    r.sum[i] = first ? 0.f : r.sum[i] * r.scale[i];", "    r.max[i] = m[i];", "  }",
+            "#pragma unroll",
+            "  for (int v = 0; v < s_values; ++v) r.s[v] = attn_exp2(fmaf(r.s[v], scale_log2, -base[s_row_slot(v)]));",
+            "  s_row_sum_partial(r.s, r.sum);", "}"]

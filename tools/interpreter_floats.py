@@ -6,7 +6,8 @@ instruction: the inputs, how many results differ (bit for bit, and apart from Na
 and for the ``.approx`` instructions and the CUDA math functions the largest distance in ulps; a table last
 (docs/interpreter.md).
 
-    PYTHONPATH=. python -m tools interpreter_floats [OUT.jsonl]     (default $OUT/interpreter_floats.jsonl)
+    PYTHONPATH=. python -m tools interpreter_floats [OUT.jsonl]     (default $OUT/interpreter_floats.jsonl; the
+                                                                    GPU's results beside it, .gpu.npy)
     PYTHONPATH=. python -m tools interpreter_floats --dry           (no GPU: the probe compiled and run on the CPU)
 """
 from __future__ import annotations
@@ -82,6 +83,7 @@ def main(argv: list[str]) -> int:
             return 1
         gpu = np.load(npy)
     path = out_path("interpreter_floats", args.out)
+    np.save(path.with_suffix(".gpu.npy"), gpu)     # every result, for questions the first difference leaves open
     with JsonLines(path) as out:
         out.extend(compare(gpu, FloatProbe(n=N).run_cpu()))
     print(table(out.rows))

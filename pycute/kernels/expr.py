@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import math
 import re
-import typing
 from typing import Any, Callable, Literal
 
 import attrs
@@ -238,6 +237,28 @@ def where(condition: Any, a: Any, b: Any) -> Value:
     return _apply("where", condition, a, b)
 
 
+_KIND_NAMES = {t.__name__: t for t in _KINDS}
+
+
+def _annotation(fn: Callable[..., Any], annotation: Any) -> Any:
+    """A parameter's annotation as a type. Under ``from __future__ import annotations`` it is text, evaluated in
+    ``fn``'s module; text naming a module its module does not hold (``pk.Row`` after a ``import pycute.kernels as
+    pk`` inside a function: the name is local to that function, not in the epilogue's closure) is read by its last
+    name when that is one of the kinds' (``Row``, ``Col``, ``Residual``, ``float``)."""
+    import inspect
+    if annotation is inspect.Parameter.empty:
+        return None
+    if not isinstance(annotation, str):
+        return annotation
+    try:
+        return eval(annotation, getattr(fn, "__globals__", {}), {})       # noqa: S307  the user's own annotation
+    except Exception:                                       # noqa: BLE001  an annotation that does not resolve
+        name = annotation.rsplit(".", 1)[-1]
+        if name in _KIND_NAMES:
+            return _KIND_NAMES[name]
+        raise _refuse(f"the annotation {annotation!r} of {fn.__name__!r} does not resolve") from None
+
+
 def trace(fn: Callable[..., Any]) -> Expr:
     """``fn(acc, **inputs)`` called on symbolic values: its first parameter is the accumulator, every other one an
     input whose kind its annotation gives (``Row``, ``Col``, ``Residual`` or ``float``)."""
@@ -245,15 +266,12 @@ def trace(fn: Callable[..., Any]) -> Expr:
     params = list(inspect.signature(fn).parameters.values())
     if not params:
         raise _refuse(f"{getattr(fn, '__name__', fn)!r} takes no accumulator argument")
-    try:
-        hints = typing.get_type_hints(fn)
-    except Exception as e:                                  # noqa: BLE001  an annotation that does not resolve
-        raise _refuse(f"the annotations of {fn.__name__!r} do not resolve ({e})") from None
     args = [Value(Expr("acc"))]
     for p in params[1:]:
-        kind = _KINDS.get(hints.get(p.name))
+        annotation = _annotation(fn, p.annotation)
+        kind = _KINDS.get(annotation)
         if kind is None or p.kind not in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY):
-            raise _refuse(f"input {p.name!r} of {fn.__name__!r} is annotated {hints.get(p.name)!r}: annotate each "
+            raise _refuse(f"input {p.name!r} of {fn.__name__!r} is annotated {annotation!r}: annotate each "
                           f"input pycute.kernels.Row, Col, Residual or float")
         if not _NAME.match(p.name) or p.name in ("acc", "scale"):
             raise _refuse(f"input {p.name!r}: a C identifier other than acc and scale")

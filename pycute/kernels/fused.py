@@ -44,24 +44,23 @@ class Epilogue:
     """An elementwise epilogue: ``expr`` of ``acc`` (``scale * (A B^T)``, f32) and named inputs."""
 
     expr: Expr
+    #: The canonical text (what a torch op's schema carries; ``Epilogue.parse`` reads it back).
+    text: str = attrs.field(init=False, eq=False, repr=False)
+    #: The named inputs ``(name, kind)`` in the order they first appear.
+    inputs: tuple[tuple[str, Kind], ...] = attrs.field(init=False, eq=False, repr=False)
+    #: The inputs that are tensors (row, column, residual), in order, and those that are scalars.
+    tensors: tuple[str, ...] = attrs.field(init=False, eq=False, repr=False)
+    scalars: tuple[str, ...] = attrs.field(init=False, eq=False, repr=False)
 
-    @property
-    def text(self) -> str:
-        """The canonical text (what a torch op's schema carries; ``Epilogue.parse`` reads it back)."""
-        return self.expr.text
-
-    @property
-    def inputs(self) -> tuple[tuple[str, Kind], ...]:
-        return self.expr.inputs()
-
-    @property
-    def tensors(self) -> tuple[str, ...]:
-        """The inputs that are tensors (row, column, residual), in order."""
-        return tuple(n for n, k in self.inputs if k != "scalar")
-
-    @property
-    def scalars(self) -> tuple[str, ...]:
-        return tuple(n for n, k in self.inputs if k == "scalar")
+    def __attrs_post_init__(self) -> None:
+        # Worked out once, here: a torch op reads them on every call, and under torch.compile Dynamo traces those
+        # reads -- walking the expression (a set of its nodes) there breaks the graph where Dynamo cannot hash
+        # user objects (torch 2.11: "hashing object of type Expr", seen on the H100 run of 2026-12-07).
+        inputs = self.expr.inputs()
+        object.__setattr__(self, "text", self.expr.text)
+        object.__setattr__(self, "inputs", inputs)
+        object.__setattr__(self, "tensors", tuple(n for n, k in inputs if k != "scalar"))
+        object.__setattr__(self, "scalars", tuple(n for n, k in inputs if k == "scalar"))
 
     @classmethod
     def parse(cls, text: str) -> "Epilogue":

@@ -48,6 +48,28 @@ def test_an_input_without_a_kind_is_refused():
         trace(f)
 
 
+def test_text_annotations_naming_a_module_imported_inside_a_function_are_read_by_their_kind():
+    # what ``from __future__ import annotations`` leaves when the kinds come from ``import pycute.kernels as kk``
+    # inside the function that defines the epilogue: the text "kk.Col" names a module the epilogue's globals lack
+    def gated(acc, bias: "kk.Col", gate: "kk.Residual", alpha: "float"):
+        return (acc + bias) * gate * alpha
+    assert trace(gated).inputs() == (("bias", "col"), ("gate", "residual"), ("alpha", "scalar"))
+
+
+def test_a_text_annotation_that_names_no_kind_is_refused():
+    def f(acc, bias: "kk.Vector"):
+        return acc + bias
+    with pytest.raises(pc.PlanError, match=r"the annotation 'kk.Vector' of 'f' does not resolve"):
+        trace(f)
+
+
+def test_an_epilogue_knows_its_inputs_without_walking_its_expression_again():
+    # a torch op reads them on every call (under torch.compile, Dynamo traces the reads)
+    e = pk.bias_activation(bias=True, activation="relu", residual=True)
+    assert (e.tensors, e.scalars, e.text) == (("bias", "residual"), (), e.expr.text)
+    assert all(not isinstance(getattr(type(e), name, None), property) for name in ("inputs", "tensors", "text"))
+
+
 def test_where_takes_a_comparison():
     with pytest.raises(pc.PlanError, match=r"where's condition is a comparison"):
         trace(lambda acc: pk.where(acc, acc, 0.0))

@@ -47,6 +47,8 @@ def modelled_time(plan: SplitKScheduler, clusters: int, cost: SplitCost) -> floa
     order). In closed form per worker (numpy), so that a problem of thousands of units costs milliseconds."""
     kb, s = plan._problem()
     g = as_int(clusters, "clusters")
+    if not s.workers:                       # whole units only: the busiest cluster runs ceil(dp / g) of them
+        return float(-(-s.dp // g) * (kb * cost.kblock + cost.piece))
     per_cta = np.bincount(np.arange(s.dp) % g, minlength=g) * (kb * cost.kblock + cost.piece)
     if s.workers:
         iters, w = plan.iterations(), np.arange(s.workers, dtype=np.int64)

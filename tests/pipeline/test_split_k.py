@@ -183,3 +183,23 @@ def test_a_wave_and_a_bit_is_streamed():
     s = choose_k_split(plan, (7, 17), 33, 66, c)
     assert s.workers > 0
     assert modelled_time(plan.at((7, 17), 33, s), 66, c) < 0.8 * modelled_time(plan.at((7, 17), 33), 66, c)
+
+
+@settings(max_examples=60, deadline=None)
+@given(tm=st.integers(1, 80), tn=st.integers(1, 40), kblocks=st.integers(1, 200), clusters=st.integers(1, 132))
+def test_whole_units_take_as_long_as_the_busiest_cluster(tm, tn, kblocks, clusters):
+    # persistent clusters take whole units in turn (a unit: its k-blocks and one piece); the makespan is the
+    # busiest cluster's sum
+    c = cost(clusters)
+    busy = [0.0] * clusters
+    for u in range(PLAN.at((tm, tn), kblocks).units):
+        busy[u % clusters] += kblocks * c.kblock + c.piece
+    want = max(busy)
+    assert modelled_time(PLAN.at((tm, tn), kblocks), clusters, c) == pytest.approx(want, rel=1e-12)
+
+
+def test_problems_of_one_tile_grid_get_one_partition():
+    # a decode step's M = 1 .. 128 all fill one row of 128-row tiles: the partition depends on the grid alone
+    from pycute.kernels.hopper_gemm.config import candidates, plan_split
+    g = candidates("bf16")[0]
+    assert len({plan_split(g, m, 4096, 4096) for m in range(1, g.BM + 1)}) == 1

@@ -245,8 +245,14 @@ def tile_rate(g: HopperGemm) -> float:
 def plan_split(g: HopperGemm, M: int, N: int, K: int, sms: int = 132) -> tuple[KSplit, float]:
     """``g``'s partition of ``M x N x K`` (``choose_k_split``: whole tiles unless sharing them is modelled to
     finish clearly earlier) and its modelled time in nanoseconds."""
+    return _plan_tiles(g, (-(-M // g.BM), -(-N // g.BN)), -(-K // g.BK), sms)
+
+
+@functools.lru_cache(maxsize=4096)
+def _plan_tiles(g: HopperGemm, tiles: tuple[int, int], kblocks: int, sms: int) -> tuple[KSplit, float]:
+    """``plan_split`` by what it depends on -- the tile grid and the k-blocks, not M, N and K themselves -- and
+    remembered: problems of one grid (a decode step's M = 1 .. BM) are planned once (a plan is milliseconds)."""
     sched = shared(g).plans.sched
-    tiles, kblocks = (-(-M // g.BM), -(-N // g.BN)), -(-K // g.BK)
     clusters = max(1, sms * g.ctas_per_sm // g.cluster)
     cost = SplitCost.from_rate(tile_rate(g), (g.BM, g.BN, g.BK), clusters, g.cluster)
     split = choose_k_split(sched, tiles, kblocks, clusters, cost)

@@ -94,11 +94,12 @@ def legal_case(group: str, name: str, gpu) -> dict:
             "ok": all(r["smem"] is None and r["array"] is None and r["spins"] < SPIN for r in rows)}
 
 
-def overwrite_case(name: str, gpu) -> dict:
+def forced_store(name: str):
+    """Overwrite case ``name``: (the load plan, the load's box issued as a store, the tile reaching the row's partial
+    unit, the planner's refusal of that store (its first line) or None)."""
     import attrs
     import pycute as pc
     from pycute.atoms.tma import tma_atom
-    from pycute.harness.tma import TmaRoundTrip
     from tests.copy.tma.cases_legal import PARTIAL_ROW
     source, tile, reduce = OVERWRITE[name]
     _, g, s, _, load_options, store_options = next(c for c in PARTIAL_ROW if c[0] == source)
@@ -111,6 +112,12 @@ def overwrite_case(name: str, gpu) -> dict:
         refused = None
     except pc.PlanError as e:
         refused = str(e).splitlines()[0][:200]
+    return load, forced, tile, refused
+
+
+def overwrite_case(name: str, gpu) -> dict:
+    from pycute.harness.tma import TmaRoundTrip
+    load, forced, tile, refused = forced_store(name)
     rt = TmaRoundTrip(load, forced)
     got = _launch(rt, tile, 0, gpu)
     image, array = rt.emulate(tile, 0)

@@ -17,7 +17,9 @@ from ..interp.floats import FORMATS, decode
 __all__ = ["FloatProbe", "EXACT_OPS", "APPROX_OPS", "LIBRARY_OPS", "ulp_distance", "same_values"]
 
 # (name, operands, result, result format, text). Operand and result kinds: "f" a float32 (the bit pattern given),
-# "h" 16 bits, "r" 32 bits, "d" an f64 and "l" 64 bits (as operands from two of the input words); the result format
+# "h" 16 bits, "r" 32 bits, "d" an f64 and "l" 64 bits (as operands from two of the input words), "D" an f64 with
+# its NaNs made +0 (f64 -> integer conversions: what the GPU gives for a NaN is not known yet, and the interpreter
+# refuses it; docs/interpreter.md); the result format
 # names how to read it (per lane). The text is inline asm with %0 the result and %1.. the operands; "=expr" a C
 # expression of x0, x1, x2 (the operands as float / double); "@op" an atomic op on a word of the output holding
 # operand 0, with operand 1 as its value.
@@ -61,8 +63,8 @@ EXACT_OPS: tuple[tuple[str, str, str, str, str], ...] = tuple(
        ("cvt.rn.f16x2.e5m2x2", "h", "r", "f16x2", "cvt.rn.f16x2.e5m2x2 %0, %1;"),
        ("cvt.rn.satfinite.e4m3x2.f16x2", "r", "h", "e4m3x2", "cvt.rn.satfinite.e4m3x2.f16x2 %0, %1;"),
        ("cvt.rn.satfinite.e5m2x2.f16x2", "r", "h", "e5m2x2", "cvt.rn.satfinite.e5m2x2.f16x2 %0, %1;"),
-       ("cvt.rzi.s32.f64", "d", "r", "s32", "cvt.rzi.s32.f64 %0, %1;"),
-       ("cvt.rni.s64.f64", "d", "l", "s64", "cvt.rni.s64.f64 %0, %1;"),
+       ("cvt.rzi.s32.f64", "D", "r", "s32", "cvt.rzi.s32.f64 %0, %1;"),
+       ("cvt.rni.s64.f64", "D", "l", "s64", "cvt.rni.s64.f64 %0, %1;"),
        ("cvt.rn.f64.s64", "l", "d", "f64", "cvt.rn.f64.s64 %0, %1;"),
        ("cvt.rzi.u32.f32", "f", "r", "u32", "cvt.rzi.u32.f32 %0, %1;")]
     + [(f"add.{m}.f64", "dd", "d", "f64", f"add.{m}.f64 %0, %1, %2;") for m in _RND]
@@ -136,8 +138,9 @@ def same_values(a: np.ndarray, b: np.ndarray, fmt: str) -> np.ndarray:
 
 _OPERAND = {"f": "__uint_as_float(v[{j}])", "h": "(unsigned short)v[{j}]", "r": "v[{j}]",
             "d": "__longlong_as_double(probe_f64(i, v[{j}], v[({j} + 1) % 3]))",
-            "l": "probe_f64(i, v[{j}], v[({j} + 1) % 3])"}
-_CONSTRAINT = {"f": "f", "h": "h", "r": "r", "d": "d", "l": "l"}
+            "l": "probe_f64(i, v[{j}], v[({j} + 1) % 3])",
+            "D": "__longlong_as_double(probe_f64_number(i, v[{j}], v[({j} + 1) % 3]))"}
+_CONSTRAINT = {"f": "f", "h": "h", "r": "r", "d": "d", "l": "l", "D": "d"}
 _CTYPE = {"f": ("float", "__float_as_uint({})"), "h": ("unsigned short", "{}"), "r": ("unsigned", "{}"),
           "d": ("double", "__double_as_longlong({})"), "l": ("unsigned long long", "{}")}
 
@@ -188,6 +191,11 @@ __device__ __forceinline__ unsigned long long probe_f64(int i, unsigned hi, unsi
   if (e == 0xFFu) return sign | 0x7FF0000000000000ull | (man << 29) | (man ? low : 0ull);
   if (e == 0u) return sign | (man << 29);
   return sign | ((unsigned long long)(e + 896u) << 52) | (man << 29) | low;
+}}
+
+__device__ __forceinline__ unsigned long long probe_f64_number(int i, unsigned hi, unsigned lo) {{
+  const unsigned long long x = probe_f64(i, hi, lo);
+  return ((x >> 52) & 0x7FFull) == 0x7FFull && (x & 0xFFFFFFFFFFFFFull) ? 0ull : x;
 }}
 
 extern "C" __global__ void float_probe(const unsigned* operands, unsigned* out, int n) {{

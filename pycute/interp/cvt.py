@@ -48,6 +48,12 @@ def _float_to_int(fmt_name: str, dbits: int, dsigned: bool, mode: str, ftz: bool
 
     def run(a: int) -> int:
         x = decode(flush(a, fmt) if ftz else a, fmt)
+        if math.isnan(x) and fmt_name == "f64":
+            # An f32 NaN converts to 0 on the GPU, as here; an f64 NaN does not (cvt.rzi.s32.f64 and
+            # cvt.rni.s64.f64 gave something else for every NaN on the H100: docs/interpreter.md), and which value
+            # is not recorded yet: refuse rather than give a value the GPU does not.
+            raise EmulationError(f"cvt of an f64 NaN to {'s' if dsigned else 'u'}{dbits}: the GPU's result is not "
+                                 f"0 and not yet known to pycute (docs/interpreter.md, float-to-integer)")
         if math.isnan(x):
             return 0
         n = hi if x == math.inf else lo if x == -math.inf else min(max(_to_integer(x, mode), lo), hi)

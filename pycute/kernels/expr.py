@@ -7,6 +7,7 @@ torch op's schema. What it cannot express -- Python control flow on a traced val
 with no elementwise meaning -- is refused with a ``PlanError`` naming what to write instead."""
 from __future__ import annotations
 
+import inspect
 import math
 import re
 from typing import Any, Callable, Literal
@@ -68,15 +69,14 @@ class Expr:
     def nodes(self) -> list["Expr"]:
         """Every distinct node, operands before their users."""
         out: list[Expr] = []
-        seen: set = set()
+        seen: set[Expr] = set()
 
         def visit(e: Expr) -> None:
-            if e in seen:
-                return
-            for a in e.args:
-                visit(a)
-            seen.add(e)
-            out.append(e)
+            if e not in seen:
+                for a in e.args:
+                    visit(a)
+                seen.add(e)
+                out.append(e)
         visit(self)
         return out
 
@@ -84,9 +84,8 @@ class Expr:
         """The named inputs ``(name, kind)`` in the order they first appear."""
         found: dict[str, Kind] = {}
         for e in self.nodes():
-            if e.op == "input":
-                if found.setdefault(e.name, e.kind) != e.kind:      # type: ignore[arg-type]
-                    raise PlanError(f"epilogue: input {e.name!r} is used as both {found[e.name]} and {e.kind}")
+            if e.op == "input" and found.setdefault(e.name, e.kind) != e.kind:      # type: ignore[arg-type]
+                raise PlanError(f"epilogue: input {e.name!r} is used as both {found[e.name]} and {e.kind}")
         return tuple(found.items())
 
 
@@ -237,32 +236,23 @@ def where(condition: Any, a: Any, b: Any) -> Value:
     return _apply("where", condition, a, b)
 
 
-_KIND_NAMES = {t.__name__: t for t in _KINDS}
-
-
 def _annotation(fn: Callable[..., Any], annotation: Any) -> Any:
-    """A parameter's annotation as a type. Under ``from __future__ import annotations`` it is text, evaluated in
-    ``fn``'s module; text naming a module its module does not hold (``pk.Row`` after a ``import pycute.kernels as
-    pk`` inside a function: the name is local to that function, not in the epilogue's closure) is read by its last
-    name when that is one of the kinds' (``Row``, ``Col``, ``Residual``, ``float``)."""
-    import inspect
-    if annotation is inspect.Parameter.empty:
-        return None
+    """An annotation as a type: text (``from __future__ import annotations``) is evaluated in ``fn``'s module, or
+    read by its last name where that names a module imported inside a function (``pk.Row``)."""
     if not isinstance(annotation, str):
-        return annotation
+        return None if annotation is inspect.Parameter.empty else annotation
     try:
         return eval(annotation, getattr(fn, "__globals__", {}), {})       # noqa: S307  the user's own annotation
     except Exception:                                       # noqa: BLE001  an annotation that does not resolve
-        name = annotation.rsplit(".", 1)[-1]
-        if name in _KIND_NAMES:
-            return _KIND_NAMES[name]
-        raise _refuse(f"the annotation {annotation!r} of {fn.__name__!r} does not resolve") from None
+        kind = {t.__name__: t for t in _KINDS}.get(annotation.rsplit(".", 1)[-1])
+        if kind is None:
+            raise _refuse(f"the annotation {annotation!r} of {fn.__name__!r} does not resolve") from None
+        return kind
 
 
 def trace(fn: Callable[..., Any]) -> Expr:
     """``fn(acc, **inputs)`` called on symbolic values: its first parameter is the accumulator, every other one an
     input whose kind its annotation gives (``Row``, ``Col``, ``Residual`` or ``float``)."""
-    import inspect
     params = list(inspect.signature(fn).parameters.values())
     if not params:
         raise _refuse(f"{getattr(fn, '__name__', fn)!r} takes no accumulator argument")

@@ -228,10 +228,13 @@ def _summary(r: dict) -> str:
 
 # ---- the report ---------------------------------------------------------------------------------------------------
 
-def analyse(runs: dict, how: str, out_dir: str | None) -> list[dict]:
-    """Fit and read out ``runs``; the rows written to ``out_dir`` (None: printed only)."""
+def analyse(runs: dict, how: str, out_dir: str | None, raw: str | None = None) -> list[dict]:
+    """Fit and read out ``runs``; the rows written to ``out_dir`` (None: printed only). ``raw``: the saved run they
+    were read from (a re-analysis on the CPU), named in the first row."""
     rows: list[dict] = [{"question": QUESTION, "device": str(runs["device"]), "seed": SEED,
                          "date": time.strftime("%Y-%m-%d")}]
+    if raw is not None:
+        rows[0]["reanalysed_from"] = raw
     kernels = [k for k in KERNELS if k.entry in runs]
     dry = str(runs["device"]).startswith("CPU")
     ctas = DRY_CTAS if dry else None
@@ -340,5 +343,5 @@ def main(argv: list[str]) -> int:
             print(f"error: the GPU run failed: {child.error()}")
             return 1
         runs = dict(np.load(raw))
-    analyse(runs, args.fit, out_dir)
+    analyse(runs, args.fit, out_dir, args.raw)
     return 0

@@ -193,30 +193,38 @@ class WgmmaAccumulation:
 #: been measured (tf32). It is *not* the hardware's for the measured families (docs/wgmma.md, "fp8 accumulation").
 EXACT_ACCUMULATION = WgmmaAccumulation(source="not measured: the exact sum rounded once, not the hardware's")
 
-#: The run every measured record below reproduces bit for bit (tools/fp8_accumulation.py, seed 2026; on an H100,
-#: whose tensor core the H200 shares; never run on an H200).
+#: The run every measured record below reproduces bit for bit (tools/fp8_accumulation.py, seed 2026), on an H100;
+#: the H200 has the same GH100 tensor cores but the run has not been repeated there. Its re-analysis with these
+#: records and each one's one-field neighbours: docs/runs/wgmma/fp8-accumulation-h100-refit.jsonl.
 MEASURED_RUN = ("docs/runs/wgmma/fp8-accumulation-h100.npz (every D code) and "
                 "docs/runs/wgmma/fp8-accumulation-h100.jsonl (the analysis): an H100 80GB HBM3, sm_90a, 2026-12-07")
 
 #: fp8 (e4m3 / e5m2, any pairing) into f32, QGMMA: 13 bits below the largest exponent of the instruction's 32
 #: products and C, cut toward zero; the sum cut again to 13 bits below its own leading bit. 540672 of 540672 D
 #: equal (6 kernels: the four pairings at K 32, e4m3 at K 128 and e5m2 at K 64 chained, D rounded between
-#: instructions). Each field is pinned: 12 or 14 bits, blocks of 16, terms rd / rn, no sum cut, a sum cut of 12 or
-#: 14, a sum cut to nearest, an unclamped subnormal C or operand exponent, products aligned by their values -- each
-#: changes 1500 to 387000 of them. Overflow is not reached by fp8 products; ``inf`` is the bf16 kernels' behaviour.
+#: instructions). One field changed, the D that differ: sum cut 14 56125, none 62046, 12 187089; products aligned
+#: by their values 63758; blocks of 16 104583; 14 bits 206966, 12 288800; terms to nearest 268564, down 386905.
+#: D's rounding, the sign of zero and overflow make no difference in these kernels (the 13-bit sum is exact in f32;
+#: no fp8 sum overflowed): they are the other families' measured behaviour, kept for one adder's rules.
 FP8_F32 = WgmmaAccumulation(13, 32, "aligned", "rz", "rz", "exponents", sum_bits=13, zero="positive",
                             overflow="inf", source="measured: " + MEASURED_RUN)
 #: fp8 into f16: the same alignment (13 bits, 32 products with C, toward zero) but no cut of the sum: it is rounded
-#: to nearest into f16 directly. 180224 of 180224 equal (e4m3 K 32, e5m2 K 64); a sum cut of 13 or 14 bits changes
-#: 806 / 239 of them, 12 or 14 alignment bits 39443 / 23512.
+#: to nearest into f16 directly. 180224 of 180224 equal (e4m3 K 32, e5m2 K 64). One field changed: the sign of zero
+#: IEEE's 3; the sum cut to 13 bits 1976; aligned by values 8023; blocks of 16 13959; 14 bits 23509, 12 39440;
+#: terms to nearest 29824, down 70115; D toward zero 60472. Overflow: no sum reached 2^16.
 FP8_F16 = WgmmaAccumulation(13, 32, "aligned", "rz", "rn", "exponents", zero="positive", overflow="inf",
                             source="measured: " + MEASURED_RUN)
 #: f16 or bf16 into f32, HGMMA: 25 bits below the largest exponent of the instruction's 16 products and C, cut
-#: toward zero, the sum cut toward zero into f32. 270336 of 270336 equal (bf16 K 16 and K 64, f16 K 16); 24 or 26
-#: bits change 50005 / 29841, blocks of 8 12953, D rounded to nearest 74375.
+#: toward zero, the sum cut toward zero into f32. 270336 of 270336 equal (bf16 K 16 and K 64, f16 K 16). One field
+#: changed, bf16 / f16: IEEE's zero 2 / 0, IEEE's overflow 2 / 0 (C = 3e38 plus products past 2^128 is inf); blocks
+#: of 8 2876 / 10075; aligned by values 3452 / 6383; 26 bits 10713 / 19124, 24 20997 / 29004; terms to nearest
+#: 16319 / 25156, down 67802 / 48993; D to nearest 51692 / 22681. A cut of the sum to 25 bits changes none (D
+#: keeps 23 anyway): whether the adder cuts its sum before D's rounding the data do not tell.
 HALF_F32 = WgmmaAccumulation(25, 16, "aligned", "rz", "rz", "exponents", zero="positive", overflow="inf",
                              source="measured: " + MEASURED_RUN)
-#: f16 into f16: 25 bits, the sum rounded to nearest into f16. 90112 of 90112 equal (K 32).
+#: f16 into f16: 25 bits, the sum rounded to nearest into f16. 90112 of 90112 equal (K 32). One field changed:
+#: aligned by values 1; IEEE's zero 2; blocks of 8 13; 26 bits 18, 24 38; terms to nearest 29, down 47; D toward
+#: zero 48119; a sum cut to 25 bits none.
 HALF_F16 = WgmmaAccumulation(25, 16, "aligned", "rz", "rn", "exponents", zero="positive", overflow="inf",
                              source="measured: " + MEASURED_RUN)
 

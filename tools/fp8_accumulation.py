@@ -25,6 +25,7 @@ the candidates most likely by the readouts; ``--fit full`` the whole grid (minut
 from __future__ import annotations
 
 import argparse
+import functools
 import itertools
 import os
 import time
@@ -32,7 +33,7 @@ import time
 import attrs
 import numpy as np
 
-from pycute.arch.sm90.wgmma import EXACT_ACCUMULATION, WgmmaAccumulation
+from pycute.arch.sm90.wgmma import EXACT_ACCUMULATION, WGMMA_ACCUMULATION, WGMMA_TYPES, WgmmaAccumulation
 from pycute.harness.wgmma_accumulation import AccumulationKernel, Tiles, accumulation_tiles, kernels_source
 from pycute.sim.executors.wgmma import d_values
 from pycute.sim.operand import decode
@@ -52,8 +53,12 @@ DRY_CTAS = (0, 2, 20)
 
 def group(k: AccumulationKernel) -> str:
     """Kernels fitted together: one operand family and D type."""
-    fam = "fp8" if k.a.startswith("f8") else k.a
-    return f"{fam}->{k.d}"
+    return f"{WGMMA_TYPES[k.a].family}->{k.d}"
+
+
+def measured(k: AccumulationKernel) -> WgmmaAccumulation:
+    """The record pycute holds as the hardware's for the kernel's family and D type (``WGMMA_ACCUMULATION``)."""
+    return WGMMA_ACCUMULATION[WGMMA_TYPES[k.a].family, k.d]
 
 
 # ---- runs ----------------------------------------------------------------------------------------------------------
@@ -111,6 +116,26 @@ def grid(bits: range, blocks=(4, 8, 16, 32), c_terms=("aligned", "after"), terms
     for f, blk, c, t, r, g, w in itertools.product(bits, blocks, c_terms, terms, roundings, grids, wide):
         out.append(Candidate(WgmmaAccumulation(f, blk, c, t, r, g), w))
     return out
+
+
+def neighbours(model: WgmmaAccumulation) -> list[Candidate]:
+    """``model`` with one field changed at a time, to the values a fit would confuse it with: one bit more or fewer
+    (alignment and sum cut), half the block, the other term and final roundings, the other grid, no sum cut or one
+    as wide as the alignment, IEEE's sign of zero and overflow. If the data tell each field, every one of these
+    differs from the GPU somewhere."""
+    assert model.fraction_bits is not None
+    ev = functools.partial(attrs.evolve, model, source="")
+    out = [ev(fraction_bits=model.fraction_bits + d) for d in (-1, 1)] + [ev(block=model.block // 2)]
+    out += [ev(term_rounding=t) for t in ("rz", "rd", "rn") if t != model.term_rounding]
+    out += [ev(rounding="rn" if model.rounding == "rz" else "rz"),
+            ev(grid="values" if model.grid == "exponents" else "exponents")]
+    if model.sum_bits is None:
+        out.append(ev(sum_bits=model.fraction_bits))
+    else:
+        out += [ev(sum_bits=None)] + [ev(sum_bits=model.sum_bits + d) for d in (-1, 1)]
+    out += [ev(zero="ieee")] if model.zero != "ieee" else []
+    out += [ev(overflow="ieee")] if model.overflow != "ieee" else []
+    return [Candidate(m) for m in out]
 
 
 def predict(k: AccumulationKernel, tiles: Tiles, cand: Candidate) -> np.ndarray:
@@ -203,10 +228,13 @@ def _summary(r: dict) -> str:
 
 # ---- the report ---------------------------------------------------------------------------------------------------
 
-def analyse(runs: dict, how: str, out_dir: str | None) -> list[dict]:
-    """Fit and read out ``runs``; the rows written to ``out_dir`` (None: printed only)."""
+def analyse(runs: dict, how: str, out_dir: str | None, raw: str | None = None) -> list[dict]:
+    """Fit and read out ``runs``; the rows written to ``out_dir`` (None: printed only). ``raw``: the saved run they
+    were read from (a re-analysis on the CPU), named in the first row."""
     rows: list[dict] = [{"question": QUESTION, "device": str(runs["device"]), "seed": SEED,
                          "date": time.strftime("%Y-%m-%d")}]
+    if raw is not None:
+        rows[0]["reanalysed_from"] = raw
     kernels = [k for k in KERNELS if k.entry in runs]
     dry = str(runs["device"]).startswith("CPU")
     ctas = DRY_CTAS if dry else None
@@ -233,18 +261,31 @@ def analyse(runs: dict, how: str, out_dir: str | None) -> list[dict]:
             coarse = fit(runs, single, cands, rows=slice(0, 64, 16), ctas=ctas)
         best = [c for _, c, _ in coarse[:6]]
         best += [Candidate(c.model, wide=True) for c in best[:2] if any(k.k > k.step for k in members)]
-        final = fit(runs, members, best + [Candidate(EXACT_ACCUMULATION)], ctas=ctas)
-        rows.append({"group": g, "fit": how, "candidates_tried": len(cands),
+        held = Candidate(attrs.evolve(measured(members[0]), source=""))
+        near = neighbours(held.model) if not held.model.exact else []
+        final = fit(runs, members, list(dict.fromkeys(best + [held, Candidate(EXACT_ACCUMULATION)] + near)),
+                    ctas=ctas)
+        rows.append({"group": g, "fit": how, "candidates_tried": len(set(cands) | {held, *near}),
                      "best": [{"differ": n, "model": c.record(), "describe": c.describe(), "per_kernel": per}
                               for n, c, per in final[:5]],
                      "exact_model": next({"differ": n, "per_kernel": per} for n, c, per in final
-                                         if c == Candidate(EXACT_ACCUMULATION))})
+                                         if c == Candidate(EXACT_ACCUMULATION)),
+                     "pycute_model": next({"differ": n, "describe": c.describe(), "per_kernel": per}
+                                          for n, c, per in final if c == held),
+                     "neighbours": [{"differ": n, "changed": _changed(held.model, c.model), "per_kernel": per}
+                                    for n, c, per in final if c in near]})
     path = out_path(QUESTION, os.path.join(out_dir, f"{QUESTION}.jsonl")) if out_dir is not None else None
     if path is not None:
         with JsonLines(path) as out:
             out.extend(rows)
     _print(rows, str(path or "not written"))
     return rows
+
+
+def _changed(base: WgmmaAccumulation, other: WgmmaAccumulation) -> dict:
+    """The fields in which ``other`` differs from ``base``, with ``other``'s values."""
+    a, b = attrs.asdict(base), attrs.asdict(other)
+    return {f: b[f] for f in a if a[f] != b[f]}
 
 
 def _print(rows: list[dict], path: str) -> None:
@@ -263,6 +304,9 @@ def _print(rows: list[dict], path: str) -> None:
             b = r["best"][0]
             print(f"{r['group']}: best of {r['candidates_tried']}: {b['differ']} differ -- {b['describe']}; "
                   f"exact model: {r['exact_model']['differ']} differ")
+            held = r["pycute_model"]
+            print(f"  pycute's record ({held['describe']}): {held['differ']} differ {held['per_kernel']}")
+            print("  one field changed: " + ", ".join(f"{n['changed']} {n['differ']}" for n in r["neighbours"]))
 
 
 def main(argv: list[str]) -> int:
@@ -299,5 +343,5 @@ def main(argv: list[str]) -> int:
             print(f"error: the GPU run failed: {child.error()}")
             return 1
         runs = dict(np.load(raw))
-    analyse(runs, args.fit, out_dir)
+    analyse(runs, args.fit, out_dir, args.raw)
     return 0

@@ -1,9 +1,10 @@
 """FP8 scaling as a plan (Hopper ``wgmma`` with e4m3 / e5m2 operands, f32 scales): what each scale multiplies,
 where it is applied, and how often the tensor core's partial sums are promoted into f32 registers.
 
-Hopper's fp8 ``wgmma`` accumulates in an adder narrower than f32 (DeepGEMM: "about 14 bits"; issue 43's probe
-measures it, ``arch.sm90.wgmma``), so a kernel that leaves all of K in the tensor core's accumulator loses bits with
-every k-step and its error grows with K. **Promotion**: a consumer runs ``interval`` k-blocks of ``wgmma`` into a
+Hopper's fp8 ``wgmma`` accumulates in an adder narrower than f32 (measured on an H100: each k-step's products and
+C keep 13 bits below the largest exponent, cut toward zero, and the sum 13 below its own leading bit -- 14
+significant bits, DeepSeek-V3's "about 14 bits"; ``arch.sm90.wgmma.FP8_F32``), so a kernel that leaves all of K in
+the tensor core's accumulator loses bits with every k-step and its error grows with K. **Promotion**: a consumer runs ``interval`` k-blocks of ``wgmma`` into a
 partial accumulator that starts at zero (the interval's first instruction with scale-d 0), waits for them, and adds
 the partial into f32 registers -- ``acc += partial`` (``tensor`` / ``row`` / ``col`` / ``rowcol``: the scales are
 applied once, in the epilogue, ``D = sa[row] sb[col] acc``) or ``acc += partial x sa[row, kb] x sb[nb, kb]``
@@ -45,8 +46,8 @@ InstructionSum = Callable[[np.ndarray, np.ndarray, "np.ndarray | None"], np.ndar
 
 
 def exact_instruction_sum(a: np.ndarray, b: np.ndarray, c: np.ndarray | None) -> np.ndarray:
-    """The exact sum of the products and C rounded once to f32 (what the emulator computed before issue 43's
-    measurement of Hopper's fp8 adder)."""
+    """The exact sum of the products and C rounded once to f32 (what the emulator computed before the H100 run
+    measured Hopper's fp8 adder; not the hardware's)."""
     d = a.astype(np.float64) @ b.astype(np.float64).T
     return (d if c is None else d + c).astype(np.float32).astype(np.float64)
 

@@ -3,9 +3,10 @@ the way a multi-term adder sums it, in numpy, exactly.
 
 Products of the operands are exact in float64 (at most 11 x 11 significant bits); a block's terms are scaled to the
 grid of its largest exponent (a power of two: exact), cut to integers by the term rounding, added as integers
-(below 2^53: exact) and scaled back. The last step rounds the exact sum (a float64 pair ``hi + lo`` where C is
-added after the products) into D's type with the model's rounding. Infinities and NaNs follow IEEE through a plain
-float64 sum (a NaN result is the canonical NaN)."""
+(below 2^53: exact) and scaled back; the sum is cut to ``sum_bits`` below its leading bit where the model says so.
+The last step rounds the exact sum (a float64 pair ``hi + lo`` where C is added after the products) into D's type
+with the model's rounding, then applies the model's sign of zero and overflow. Infinities and NaNs follow IEEE
+through a plain float64 sum (a NaN D's code is ``arch.sm90.wgmma.WGMMA_NAN``, written by ``d_codes_of``)."""
 from __future__ import annotations
 
 import numpy as np
@@ -18,6 +19,8 @@ __all__ = ["dot_sum", "exponents", "round_pair", "EMIN"]
 EMIN = {"f8e4m3": -6, "f8e5m2": -14, "f16": -14, "bf16": -126, "tf32": -126, "f32": -126}
 _ZERO = -(1 << 14)                           # the "exponent" of a zero term: below every grid
 _DTYPE = {"f32": np.float32, "f16": np.float16}
+#: The binade past each D type's largest (its largest finite value is just below it).
+_OVERFLOW = {"f32": 2.0 ** 128, "f16": 2.0 ** 16}
 
 
 def exponents(x: np.ndarray, emin: int) -> np.ndarray:
@@ -88,6 +91,10 @@ def dot_sum(a: np.ndarray, b: np.ndarray, c: np.ndarray | None, a_type: str, b_t
         hi, lo = _aligned_sum(a, b, np.where(np.isfinite(p), p, 0), np.where(np.isfinite(cc), cc, 0), a_type,
                               b_type, d, model)
     out = round_pair(hi, lo, d, model.rounding)
+    if model.zero == "positive":                # the adder's zero has no sign: a cancellation or underflow is +0
+        out = np.where(out == 0, 0.0, out)
+    if model.overflow == "inf":                 # the exponent runs out whatever the rounding (rz included)
+        out = np.where(np.abs(hi) >= _OVERFLOW[d], np.copysign(np.inf, hi), out)
     zeros = (p == 0).all(axis=-1) & (cc == 0)                           # IEEE: -0 only if every term is -0
     negative = np.signbit(p).all(axis=-1) & (np.signbit(cc) | (c is None))
     out = np.where(zeros, np.where(negative, -0.0, 0.0), out)
@@ -116,6 +123,11 @@ def _aligned_sum(a: np.ndarray, b: np.ndarray, p: np.ndarray, c: np.ndarray, a_t
         total = _cut(_scale(terms, shift[..., None]), model.term_rounding).sum(axis=-1)
         total = total + _cut(_scale(acc, shift), model.term_rounding)
         acc = _scale(total, -shift)
+    if model.sum_bits is not None:              # the sum normalised into a register of sum_bits fraction bits
+        # its exponent floored at D's smallest normal one, as C's alignment is: the register holds a subnormal C
+        # with the bits the alignment left it
+        shift = model.sum_bits - exponents(acc, EMIN[d])
+        acc = np.where(acc == 0, acc, _scale(np.trunc(_scale(acc, shift)), -shift))
     if aligned:
         return acc, np.zeros_like(acc)
     return _two_sum(acc, c)

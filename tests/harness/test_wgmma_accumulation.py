@@ -3,7 +3,7 @@ run_kernel equal to the model the emulator uses, and its fit finds a planted mod
 import numpy as np
 import pytest
 
-from pycute.arch.sm90.wgmma import EXACT_ACCUMULATION, WgmmaAccumulation
+from pycute.arch.sm90.wgmma import EXACT_ACCUMULATION, WGMMA_ACCUMULATION, WgmmaAccumulation
 from pycute.compile.nvrtc import compile_cuda
 from pycute.harness.wgmma_accumulation import AccumulationKernel, Tiles, accumulation_tiles, encode, \
     kernels_source
@@ -20,7 +20,7 @@ def test_kernel_runs_whole_as_the_emulator_models_it(kernel):
     tiles = _some(accumulation_tiles(kernel, 3), [0, 5, 20])          # a single-product probe, uniform, specials
     compiled = compile_cuda(kernels_source((kernel,)), arch="sm_90a")
     got = kernel.run_cpu(tiles, compiled)
-    assert np.array_equal(got, kernel.model(tiles, EXACT_ACCUMULATION))
+    assert np.array_equal(got, kernel.model(tiles, WGMMA_ACCUMULATION["fp8", kernel.d]))
     assert tiles.scale_d.tolist() == [1, 1, 1]
 
 

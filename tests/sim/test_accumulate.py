@@ -1,10 +1,13 @@
 """The wgmma accumulation models (pycute.sim.accumulate): the exact model is the exact sum rounded once, the
-aligned models cut each term at the grid of the block's largest exponent."""
+aligned models cut each term at the grid of the block's largest exponent; the measured records' mechanisms, each on
+a hand-made case (most taken from the H100 run, docs/runs/wgmma/fp8-accumulation-h100.jsonl)."""
+import attrs
 import numpy as np
 import pytest
 
-from pycute.arch.sm90.wgmma import EXACT_ACCUMULATION, WgmmaAccumulation
+from pycute.arch.sm90.wgmma import EXACT_ACCUMULATION, FP8_F16, FP8_F32, HALF_F32, WgmmaAccumulation
 from pycute.sim.accumulate import dot_sum, round_pair
+from pycute.sim.executors.wgmma import d_codes_of
 
 ONES = np.ones(4)
 
@@ -82,3 +85,75 @@ def test_special_values_follow_ieee():
 def test_model_parameters_are_checked():
     with pytest.raises(ValueError, match="fraction_bits 60 outside 1..45"):
         WgmmaAccumulation(60)
+
+
+# ---- the mechanisms the H100 run measured (arch.sm90.wgmma: FP8_F32, FP8_F16, HALF_F32; docs/wgmma.md) ----------
+
+
+def test_fp8_into_f32_cuts_the_sum_that_carried_to_13_bits_below_its_new_leading_bit():
+    # one of the run's probes: C and the product align at 2^(0 - 13) and sum exactly to -0x1.2bfcp+1, which carried
+    # into binade 1; the hardware's D keeps 13 bits below that: -0x1.2bf8p+1
+    c, p = -float.fromhex("0x1.dffffep+0"), -float.fromhex("0x1.ep-2")
+    assert one([p], c=c, model=FP8_F32, a="f8e4m3") == -float.fromhex("0x1.2bf8p+1")
+    assert one([p], c=c, model=attrs.evolve(FP8_F32, sum_bits=None), a="f8e4m3") == -float.fromhex("0x1.2bfcp+1")
+
+
+def test_fp8_into_f32_cuts_c_alone_to_13_bits():
+    # every product zero: D is C with its bits below 2^(14 - 13) cut toward zero (the run: D = C in 0 of 512)
+    c = -float.fromhex("0x1.dffffep+14")
+    assert one([0.0, 0.0], c=c, model=FP8_F32) == -float.fromhex("0x1.dff8p+14")
+
+
+@pytest.mark.parametrize("c, want", [(2.0 ** -130, 2.0 ** -130), (-(2.0 ** -140), 0.0), (2.0 ** -149, 0.0)])
+def test_a_subnormal_c_aligns_at_the_smallest_normal_exponent(c, want):
+    # the grid of a lone subnormal C is 2^(-126 - 13): 2^-130 survives, 2^-140 and 2^-149 are cut to +0 (the run's
+    # special CTAs: every such D)
+    got = one([0.0], c=c, model=FP8_F32)
+    assert got == want and not np.signbit(got)
+
+
+def test_fp8_into_f16_rounds_the_aligned_sum_to_nearest_without_the_cut():
+    # 1 + 2^-13 + C (1 + 2^-10) = 2 + 2^-10 + 2^-13, exact on the grid 2^-13: to nearest in f16 (ulp 2^-9 there)
+    # it rounds up; cut to 13 bits first it would be the tie 2 + 2^-10, rounded to even: 2
+    terms, c = [1.0, 2.0 ** -13], 1.0 + 2.0 ** -10
+    assert one(terms, c=c, model=FP8_F16, d="f16") == 2.0 + 2.0 ** -9
+    assert one(terms, c=c, model=attrs.evolve(FP8_F16, sum_bits=13), d="f16") == 2.0
+
+
+def test_a_negative_sum_rounded_to_zero_is_positive_zero():
+    # -2^-26 is below half of f16's smallest subnormal 2^-24: IEEE rounds it to -0, the hardware writes +0
+    a, b = np.array([-(2.0 ** -13)]), np.array([2.0 ** -13])
+    got = {z: float(dot_sum(a, b, None, "f8e5m2", "f8e5m2", "f16", attrs.evolve(FP8_F16, zero=z)))
+           for z in ("ieee", "positive")}
+    assert got == {"ieee": 0.0, "positive": 0.0}
+    assert np.signbit(got["ieee"]) and not np.signbit(got["positive"])
+
+
+def test_terms_all_negative_zero_keep_ieee_negative_zero():
+    # not in the run (no dot product had every term -0): the model keeps IEEE's -0 there
+    assert np.signbit(one([-0.0, -0.0], c=-0.0, model=FP8_F32))
+
+
+def test_a_sum_past_the_largest_binade_is_infinite_even_when_rounding_toward_zero():
+    # as in the run's bf16 cases (C = 3e38, products near 4.2e37: inf, though D rounds toward zero): C plus the
+    # bf16 product 1.140625 * 2^62 * 2^63 (4.85e37) lies past 2^128
+    c = float(np.float32(3.0e38))
+    a, b = np.array([1.140625 * 2.0 ** 62]), np.array([2.0 ** 63])
+    got = {o: float(dot_sum(a, b, np.float64(c), "bf16", "bf16", "f32", attrs.evolve(HALF_F32, overflow=o)))
+           for o in ("ieee", "inf")}
+    assert got == {"ieee": float(np.finfo(np.float32).max), "inf": np.inf}
+
+
+def test_a_nan_d_has_the_code_wgmma_writes():
+    codes = d_codes_of(np.array([np.nan, -np.nan, 1.0]), "f32").tolist()
+    assert codes == [0x7FFFFFFF, 0x7FFFFFFF, 0x3F800000]
+    assert d_codes_of(np.array([np.nan]), "f16").tolist() == [0x7FFF]
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    (dict(fraction_bits=13, sum_bits=0), "sum_bits 0 outside 1..52"),
+    (dict(fraction_bits=13, sum_bits=13, c_term="after"), "sum_bits cuts the aligned sum"),
+    (dict(sum_bits=13), "sum_bits cuts the aligned sum")])
+def test_a_sum_cut_needs_an_aligned_sum(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        WgmmaAccumulation(**kwargs)

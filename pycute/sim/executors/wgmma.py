@@ -13,7 +13,7 @@ from typing import Callable
 import numpy as np
 
 from ...arch.sm90.wgmma import (A_REGISTERS, COMMIT_PTX, D_RUN, FENCE_PTX, SETMAXNREG, WAIT_PTX, WARPGROUP_THREADS,
-                                WGMMA_ACCUMULATION, WGMMA_M, WGMMA_TYPES, warpgroup_fragment)
+                                WGMMA_ACCUMULATION, WGMMA_M, WGMMA_NAN, WGMMA_TYPES, warpgroup_fragment)
 from ...atoms.wgmma import WgmmaIssue, parse_wgmma_ptx
 from ...errors import EmulationError, PlanError
 from ...layout import Layout
@@ -72,16 +72,18 @@ def d_values(codes: np.ndarray, d: str) -> np.ndarray:
 
 
 def d_codes_of(values: np.ndarray, d: str) -> np.ndarray:
-    """Values rounded to accumulator type ``d`` (f32, f16; s32 wraps), as codes."""
+    """Values rounded to accumulator type ``d`` (f32, f16; s32 wraps), as codes; a NaN is the code wgmma writes
+    (``WGMMA_NAN``)."""
     if d == "i32":                                     # s32 accumulators wrap (no .satfinite)
         return (values.astype(np.int64) & 0xFFFFFFFF).astype(np.uint64)
     bits = D_BITS[d]
-    return values.astype(_FLOAT[bits]).view({32: np.uint32, 16: np.uint16}[bits]).astype(np.uint64)
+    codes = values.astype(_FLOAT[bits]).view({32: np.uint32, 16: np.uint16}[bits]).astype(np.uint64)
+    return np.where(np.isnan(values), np.uint64(WGMMA_NAN[d]), codes)
 
 
 class WgmmaExecutor(Machine):
     """wgmma.mma_async against a CTA's shared memory and one warpgroup's registers; ``accumulation`` is each
-    float family's summation model (the hardware's where measured, ``arch.sm90.wgmma.WGMMA_ACCUMULATION``)."""
+    float family's summation model by D type (the hardware's where measured, ``arch.sm90.wgmma.WGMMA_ACCUMULATION``)."""
 
     accumulation: dict = WGMMA_ACCUMULATION
 
@@ -113,7 +115,8 @@ class WgmmaExecutor(Machine):
             a_vals = element_values(a_codes, shape.a) * (issue.scale_a or 1)
             b_vals = element_values(b_codes, shape.b) * (issue.scale_b or 1)
             acc = old.reshape(shape.n, WGMMA_M).T if issue.scale_d else None
-            new = dot_sum(a_vals[:, None], b_vals[None], acc, shape.a, shape.b, shape.d, self.accumulation[ta.family])
+            model = self.accumulation[ta.family, shape.d]
+            new = dot_sum(a_vals[:, None], b_vals[None], acc, shape.a, shape.b, shape.d, model)
             new = new.T.reshape(-1)
         return pack_fragment(d_codes_of(new, shape.d), layout, WARPGROUP_THREADS, D_BITS[shape.d])
 

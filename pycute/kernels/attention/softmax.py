@@ -20,7 +20,7 @@ import attrs
 
 from ...errors import PlanError
 from ...mma import FragmentConvertPlan, ReducePlan, make_fragment_convert, make_reduction
-from ...tensor import RegisterFragment, fragment_coords
+from ...tensor import FragmentCoords, RegisterFragment, fragment_coords
 
 __all__ = ["OnlineSoftmax"]
 
@@ -50,16 +50,7 @@ class OnlineSoftmax:
     def check(self) -> None:
         """What the functions rely on, from the fragments: O's row slots are S's rows (one per-row state serves
         both), and one lane per row has column base 0 (it writes the row's log-sum-exp)."""
-        s, o = fragment_coords(self.s), fragment_coords(self.o)
-        s_rows = s.row[:, [v[0] for v in s.slots("row")]]
-        o_rows = o.row[:, [v[0] for v in o.slots("row")]]
-        if s_rows.shape != o_rows.shape or (s_rows != o_rows).any():
-            raise PlanError("attention: O's row slots are not S's rows (thread by thread); the rescale of O takes S's "
-                            "per-row state")
-        for row in range(s.shape[0]):
-            if sum(int(s.thread_col[t]) == 0 for t in s.threads_of_row(row)) != 1:
-                raise PlanError(f"attention: row {row} has no single lane whose columns start at 0 (its log-sum-exp "
-                                f"writer)")
+        check_row_state(fragment_coords(self.s), fragment_coords(self.o), "attention")
 
     def cuda(self) -> str:
         self.check()
@@ -103,6 +94,21 @@ class OnlineSoftmax:
                     f"    out[row + {off}] = r.sum[{i}] > 0.f ? (r.max[{i}] * scale_log2 + log2f(r.sum[{i}])) * {_LN2} "
                     f": -attn_inf();"]
         return out + ["}"]
+
+
+def check_row_state(s: FragmentCoords, o: FragmentCoords, kernel: str) -> None:
+    """What the softmax functions rely on, from S's and O's fragment coordinates: O's row slots are S's rows thread
+    by thread (one per-row state rescales both), and one lane per row has column base 0 (it writes the row's
+    log-sum-exp)."""
+    s_rows = s.row[:, [v[0] for v in s.slots("row")]]
+    o_rows = o.row[:, [v[0] for v in o.slots("row")]]
+    if s_rows.shape != o_rows.shape or (s_rows != o_rows).any():
+        raise PlanError(f"{kernel}: O's row slots are not S's rows (thread by thread); the rescale of O takes S's "
+                        f"per-row state")
+    for row in range(s.shape[0]):
+        if sum(int(s.thread_col[t]) == 0 for t in s.threads_of_row(row)) != 1:
+            raise PlanError(f"{kernel}: row {row} has no single lane whose columns start at 0 (its log-sum-exp "
+                            f"writer)")
 
 
 def _state(p_registers: int) -> list[str]:

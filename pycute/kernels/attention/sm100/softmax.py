@@ -19,7 +19,7 @@ from ....copy import EpiloguePlan, Tcgen05LdStPlan
 from ....errors import PlanError
 from ....mma import make_fragment_convert, make_reduction
 from ....tensor import fragment_coords
-from ..softmax import _LN2, math_lines, online_step
+from ..softmax import _LN2, check_row_state, math_lines, online_step
 
 __all__ = ["TmemSoftmax"]
 
@@ -51,15 +51,7 @@ class TmemSoftmax:
         if (o.row != w.row).any() or (o.col != w.col).any():
             raise PlanError("attention (sm_100a): O's tcgen05.ld and tcgen05.st fragments differ; its rescale writes "
                             "each value back where it read it")
-        s_rows = s.row[:, [v[0] for v in s.slots("row")]]
-        o_rows = o.row[:, [v[0] for v in o.slots("row")]]
-        if s_rows.shape != o_rows.shape or (s_rows != o_rows).any():
-            raise PlanError("attention (sm_100a): O's row slots are not S's rows (thread by thread); O's rescale "
-                            "takes S's per-row state")
-        for row in range(s.shape[0]):
-            if sum(int(s.thread_col[t]) == 0 for t in s.threads_of_row(row)) != 1:
-                raise PlanError(f"attention (sm_100a): row {row} has no single lane whose columns start at 0 (its "
-                                f"log-sum-exp writer)")
+        check_row_state(s, o, "attention (sm_100a)")
 
     def cuda(self) -> str:
         self.check()

@@ -85,14 +85,7 @@ class OnlineSoftmax:
                "#pragma unroll   // a row that saw no key is 0, whatever its masked products held",
                "  for (int v = 0; v < o_values; ++v) r.o[v] = inv[o_row_slot(v)] > 0.f ? r.o[v] * inv[o_row_slot(v)] "
                ": 0.f;",
-               "  if (s_col_thread(t) != 0) return;",
-               "  float* out = attn_lse_row(lse, tile);",
-               "  const int row = attn_first_row(tile, warpgroup) + s_row_thread(t);"]
-        for i, vs in enumerate(s.slots("row")):
-            off = int(s.value_row[vs[0]])
-            out += [f"  if (row + {off} < tile.seqlen_q)",
-                    f"    out[row + {off}] = r.sum[{i}] > 0.f ? (r.max[{i}] * scale_log2 + log2f(r.sum[{i}])) * {_LN2} "
-                    f": -attn_inf();"]
+               *lse_lines(s, "warpgroup")]
         return out + ["}"]
 
 
@@ -109,6 +102,19 @@ def check_row_state(s: FragmentCoords, o: FragmentCoords, kernel: str) -> None:
         if sum(int(s.thread_col[t]) == 0 for t in s.threads_of_row(row)) != 1:
             raise PlanError(f"{kernel}: row {row} has no single lane whose columns start at 0 (its log-sum-exp "
                             f"writer)")
+
+
+def lse_lines(s: FragmentCoords, warpgroup: str) -> list[str]:
+    """The log-sum-exp of each of a thread's S rows written by the row's lane of column base 0 (rows past the
+    sequence skipped; a row that saw no key is -inf), ``warpgroup`` the C expression of the tile's row block."""
+    out = ["  if (s_col_thread(t) != 0) return;", "  float* out = attn_lse_row(lse, tile);",
+           f"  const int row = attn_first_row(tile, {warpgroup}) + s_row_thread(t);"]
+    for i, vs in enumerate(s.slots("row")):
+        off = int(s.value_row[vs[0]])
+        out += [f"  if (row + {off} < tile.seqlen_q)",
+                f"    out[row + {off}] = r.sum[{i}] > 0.f ? (r.max[{i}] * scale_log2 + log2f(r.sum[{i}])) * {_LN2} "
+                f": -attn_inf();"]
+    return out
 
 
 def _state(p_registers: int) -> list[str]:

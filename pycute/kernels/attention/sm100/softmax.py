@@ -19,7 +19,7 @@ from ....copy import EpiloguePlan, Tcgen05LdStPlan
 from ....errors import PlanError
 from ....mma import make_fragment_convert, make_reduction
 from ....tensor import fragment_coords
-from ..softmax import _LN2, check_row_state, math_lines, online_step
+from ..softmax import check_row_state, lse_lines, math_lines, online_step
 
 __all__ = ["TmemSoftmax"]
 
@@ -155,14 +155,7 @@ class TmemSoftmax:
                f"    store_o(map_o, smem + {self.staging}u, t, o, attn_first_row(tile, 0u), int(c) * {self.o_chunk}, "
                f"tile.h, tile.b, r.stores % {self.slots}u);",
                "  }",
-               "  if (s_col_thread(t) != 0) return;",
-               "  float* out = attn_lse_row(lse, tile);",
-               "  const int row = attn_first_row(tile, 0u) + s_row_thread(t);"]
-        for i, vs in enumerate(s.slots("row")):
-            off = int(s.value_row[vs[0]])
-            out += [f"  if (row + {off} < tile.seqlen_q)",
-                    f"    out[row + {off}] = r.sum[{i}] > 0.f ? (r.max[{i}] * scale_log2 + log2f(r.sum[{i}])) * {_LN2} "
-                    f": -attn_inf();"]
+               *lse_lines(s, "0u")]
         return out + ["}",
                       "// After the last tile: thread 0 waits until its TMA stores of O are complete.",
                       "__device__ __forceinline__ void attn_store_finish(unsigned t) {",
